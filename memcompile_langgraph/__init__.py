@@ -1,0 +1,26 @@
+"""MemCompile for LangGraph: query-conditioned memory compilation for long-term agent memory."""
+from .config import DEFAULT_CONFIG, MemCompileConfig
+from .records import Candidate, Cell, CompiledContext, Descriptor, Intent, PacketScore, SourcePacket, TurnInput
+
+__all__ = [
+    "MemCompile",
+    "MemCompileConfig",
+    "DEFAULT_CONFIG",
+    "CompiledContext",
+    "SourcePacket",
+    "Descriptor",
+    "Cell",
+    "Candidate",
+    "Intent",
+    "PacketScore",
+    "TurnInput",
+]
+
+
+def __getattr__(name: str):
+    # MemCompile pulls in LangGraph, Chroma and onnxruntime; load them only when it is used
+    if name == "MemCompile":
+        from .memory import MemCompile
+
+        return MemCompile
+    raise AttributeError(name)

@@ -1,0 +1,97 @@
+"""Incremental BM25 with rank-bm25's BM25Okapi scores (App. B.3: k1=1.5, b=0.75).
+
+rank-bm25 rebuilds from the whole corpus and scores every document per query term in Python; this
+index appends documents in O(|doc|) and scores a query through its posting lists only. The scores are
+the same numbers BM25Okapi computes (tests keep rank-bm25 as the reference).
+"""
+from __future__ import annotations
+
+import math
+from collections import Counter
+
+import numpy as np
+
+
+class BM25Index:
+    def __init__(self, k1: float = 1.5, b: float = 0.75, epsilon: float = 0.25):
+        self.k1, self.b, self.epsilon = k1, b, epsilon
+        self._term_ids: dict[str, int] = {}
+        self._df: list[int] = []
+        self._post_docs: list[list[int]] = []
+        self._post_tfs: list[list[int]] = []
+        self._arrays: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._doc_len: list[int] = []
+        self._total_len = 0
+        self._avg_idf: float | None = None
+        self._doc_len_arr: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return len(self._doc_len)
+
+    def add(self, tokens: list[str]) -> int:
+        doc = len(self._doc_len)
+        self._doc_len.append(len(tokens))
+        self._total_len += len(tokens)
+        for term, tf in Counter(tokens).items():
+            tid = self._term_ids.get(term)
+            if tid is None:
+                tid = self._term_ids[term] = len(self._df)
+                self._df.append(0)
+                self._post_docs.append([])
+                self._post_tfs.append([])
+            self._df[tid] += 1
+            self._post_docs[tid].append(doc)
+            self._post_tfs[tid].append(tf)
+            self._arrays.pop(tid, None)
+        self._avg_idf = None
+        self._doc_len_arr = None
+        return doc
+
+    def _idf(self, df: int) -> float:
+        n = len(self._doc_len)
+        idf = math.log(n - df + 0.5) - math.log(df + 0.5)
+        if idf < 0:  # BM25Okapi floors negative idf at epsilon * mean idf
+            return self.epsilon * self._average_idf()
+        return idf
+
+    def _average_idf(self) -> float:
+        if self._avg_idf is None:
+            df = np.asarray(self._df, dtype=np.float64)
+            n = len(self._doc_len)
+            self._avg_idf = float(np.sum(np.log(n - df + 0.5) - np.log(df + 0.5)) / len(df)) if len(df) else 0.0
+        return self._avg_idf
+
+    def _postings(self, tid: int) -> tuple[np.ndarray, np.ndarray]:
+        arrays = self._arrays.get(tid)
+        if arrays is None:
+            arrays = (np.asarray(self._post_docs[tid], dtype=np.int64), np.asarray(self._post_tfs[tid], dtype=np.float64))
+            self._arrays[tid] = arrays
+        return arrays
+
+    def scores(self, query: list[str]) -> np.ndarray:
+        n = len(self._doc_len)
+        out = np.zeros(n)
+        if not n:
+            return out
+        if self._doc_len_arr is None:
+            self._doc_len_arr = np.asarray(self._doc_len, dtype=np.float64)
+        avgdl = self._total_len / n
+        for term in query:  # duplicates count twice, as in BM25Okapi
+            tid = self._term_ids.get(term)
+            if tid is None:
+                continue
+            docs, tfs = self._postings(tid)
+            dl = self._doc_len_arr[docs]
+            out[docs] += self._idf(self._df[tid]) * (tfs * (self.k1 + 1) / (tfs + self.k1 * (1 - self.b + self.b * dl / avgdl)))
+        return out
+
+    def top(self, query: list[str], k: int) -> list[tuple[int, float]]:
+        """Positive-scoring documents, best first; ties keep corpus order."""
+        s = self.scores(query)
+        hits = np.flatnonzero(s > 0)
+        if len(hits) > k:
+            part = np.argpartition(-s[hits], k - 1)[:k]
+            cutoff = s[hits[part]].min()
+            hits = hits[s[hits] >= cutoff]
+        order = np.lexsort((hits, -s[hits]))[:k]
+        return [(int(hits[i]), float(s[hits[i]])) for i in order]

@@ -1,0 +1,198 @@
+"""Build-plane stages (Algorithm 1, lines 1-10) as plain functions over typed records."""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field, replace
+from typing import Any, Iterable, Mapping
+
+from .config import MemCompileConfig
+from .extract.base import Extractor, Metadata, TurnContext
+from .index import UserIndex
+from .records import Descriptor, SourcePacket, TurnInput, stable_hash
+from .text import clean_text, count_tokens
+from .timeparse import parse_session_time
+
+_OPTIONAL_STR = ("time", "session_label", "dia_id", "image_caption", "image_query")
+
+
+class BadTurn(ValueError):
+    """A turn that cannot be stored; its message names the reason that is counted."""
+
+
+def coerce_turn(raw: Any) -> TurnInput:
+    """A dict or TurnInput -> TurnInput with clean strings; BadTurn with a short reason otherwise."""
+    if isinstance(raw, TurnInput):
+        raw = {f: getattr(raw, f) for f in TurnInput.__dataclass_fields__}
+    if not isinstance(raw, Mapping):
+        raise BadTurn("not_an_object")
+    speaker, text = raw.get("speaker"), raw.get("text")
+    if not isinstance(speaker, str) or not clean_text(speaker):
+        raise BadTurn("missing_speaker")
+    if not isinstance(text, str):
+        raise BadTurn("missing_text" if text is None else "text_not_string")
+    caption = raw.get("image_caption", raw.get("blip_caption", "")) or ""
+    query = raw.get("image_query", raw.get("query", "")) or ""
+    if not clean_text(text) and not (isinstance(caption, str) and clean_text(caption)):
+        raise BadTurn("empty_text")
+    fields: dict[str, Any] = {"image_caption": caption, "image_query": query}
+    for name in _OPTIONAL_STR:
+        value = fields.get(name, raw.get(name, "")) or ""
+        if not isinstance(value, str):
+            raise BadTurn(f"{name}_not_string")
+        fields[name] = clean_text(value)
+    session = raw.get("session")
+    if session is not None and (isinstance(session, bool) or not isinstance(session, int) or not 0 <= session < 10**9):
+        if isinstance(session, str) and session.strip().isdigit() and len(session.strip()) < 10:
+            session = int(session.strip())
+        else:
+            raise BadTurn("bad_session")
+    return TurnInput(speaker=clean_text(speaker)[:200], text=clean_text(text), session=session, **fields)
+
+
+@dataclass
+class Packetized:
+    packets: list[SourcePacket] = field(default_factory=list)
+    counts: Counter = field(default_factory=Counter)
+
+
+def _session_for(turn: TurnInput, parsed: str | None, index: UserIndex, batch: dict[int, tuple[str, str | None]]) -> int:
+    """A given session wins; else a turn continues the latest session on the same day, or opens the next one."""
+    if turn.session is not None:
+        return turn.session
+    sessions = {**index.sessions, **batch}
+    if not sessions:
+        return 1
+    last = max(sessions)
+    last_time = sessions[last][1]
+    if parsed is None or last_time is None or last_time[:10] == parsed[:10]:
+        return last
+    return last + 1
+
+
+def packetize(turns: Iterable[Any], index: UserIndex, user_id: str) -> Packetized:
+    """Register one immutable packet per new turn (Algorithm 1 line 3); bad and known turns are counted, not stored."""
+    out = Packetized()
+    seen_hashes = dict(index.hashes)
+    seen_dias = dict(index.by_dia)
+    batch_sessions: dict[int, tuple[str, str | None]] = {}
+    per_session = Counter(p.session for p in index.packets.values())
+    seq = len(index.packet_order) and index.packets[index.packet_order[-1]].seq + 1
+    for raw in turns:
+        try:
+            turn = coerce_turn(raw)
+        except BadTurn as exc:
+            out.counts[f"skipped_{exc}"] += 1
+            continue
+        parsed = parse_session_time(turn.time) if turn.time else None
+        if turn.time and parsed is None:
+            out.counts["unparsed_time"] += 1
+        session = _session_for(turn, parsed, index, batch_sessions)
+        label = turn.session_label or f"session_{session}"
+        known = {**index.sessions, **batch_sessions}.get(session)
+        if known is None:
+            batch_sessions[session] = (label, parsed)
+        content_hash = SourcePacket.hash_content(turn.speaker, turn.text, turn.time, turn.image_caption, turn.image_query)
+        dia_id = turn.dia_id
+        if dia_id and dia_id in seen_dias:
+            existing = seen_dias[dia_id]
+            same = index.packets[existing].content_hash == content_hash if existing in index.packets else existing == content_hash
+            out.counts["already_stored" if same else "skipped_duplicate_dia_id"] += 1
+            continue
+        if not dia_id and content_hash in seen_hashes:
+            out.counts["already_stored"] += 1
+            continue
+        if not dia_id:
+            per_session[session] += 1
+            dia_id = f"D{session}:{per_session[session]}"
+            while dia_id in seen_dias:
+                per_session[session] += 1
+                dia_id = f"D{session}:{per_session[session]}"
+        else:
+            per_session[session] += 1
+        packet = SourcePacket(
+            packet_id=stable_hash(user_id, dia_id, content_hash),
+            user_id=user_id,
+            dia_id=dia_id,
+            speaker=turn.speaker,
+            session=session,
+            session_label=label,
+            session_time=parsed,
+            session_time_raw=turn.time,
+            text=turn.text,
+            seq=seq,
+            image_caption=turn.image_caption,
+            image_query=turn.image_query,
+            content_hash=content_hash,
+        )
+        seq += 1
+        seen_dias[dia_id] = content_hash
+        seen_hashes[content_hash] = packet.packet_id
+        out.packets.append(packet)
+    return out
+
+
+def turn_contexts(packets: list[SourcePacket], index: UserIndex, cfg: MemCompileConfig) -> tuple[list[TurnContext], int]:
+    """Each packet with its preceding turn and the names known so far; long texts trimmed for extraction."""
+    previous = index.packets[index.packet_order[-1]] if index.packet_order else None
+    people = list(index.people) + [p.speaker for p in packets if p.speaker not in index.people]
+    people = list(dict.fromkeys(people))
+    out, trimmed = [], 0
+    for p in packets:
+        view = p
+        if len(p.text) > cfg.extract_max_chars:
+            view = replace(p, text=p.text[: cfg.extract_max_chars])
+            trimmed += 1
+        out.append(TurnContext(packet=view, previous=previous, known_people=people))
+        previous = view
+    return out, trimmed
+
+
+def fallback_claim(p: SourcePacket) -> str:
+    """The cleaned text of a turn with no retained claim, so every packet stays addressable."""
+    text = p.text or f"{p.speaker} shared an image: {p.image_caption} {p.image_query}".strip()
+    return f"{p.speaker}: {text}" if not text.startswith(p.speaker) else text
+
+
+def make_descriptors(ctx: TurnContext, facts: list[str], metas: list[Metadata], seq_start: int) -> list[Descriptor]:
+    p = ctx.packet
+    out = []
+    for i, (fact, meta) in enumerate(zip(facts, metas)):
+        out.append(
+            Descriptor(
+                descriptor_id=f"{p.packet_id}:{i:03d}",
+                packet_id=p.packet_id,
+                claim=fact,
+                dia_id=p.dia_id,
+                speaker=p.speaker,
+                session=p.session,
+                session_time=p.session_time,
+                people=meta.people,
+                keywords=meta.keywords,
+                event_time=meta.event_time,
+                interaction_time=meta.interaction_time,
+                n_tokens=count_tokens(fact),
+                seq=seq_start + i,
+                negated=meta.negated,
+            )
+        )
+    return out
+
+
+def extract_all(contexts: list[TurnContext], extractor: Extractor) -> tuple[list[list[str]], Counter]:
+    """Facts per turn; a turn with none keeps one descriptor of its own text."""
+    facts, counts = [], Counter()
+    for ctx in contexts:
+        got = [f for f in extractor.facts(ctx) if f.strip()]
+        if not got:
+            got = [fallback_claim(ctx.packet)[: 4 * 1024]]
+            counts["fallback_claims"] += 1
+        facts.append(got)
+    return facts, counts
+
+
+def metadata_all(contexts: list[TurnContext], facts: list[list[str]], extractor: Extractor, seq_start: int) -> list[Descriptor]:
+    out: list[Descriptor] = []
+    for ctx, turn_facts in zip(contexts, facts):
+        metas = [extractor.metadata(f, ctx) for f in turn_facts]
+        out += make_descriptors(ctx, turn_facts, metas, seq_start + len(out))
+    return out

@@ -1,0 +1,97 @@
+"""Every constant of the method in one place, with the paper's default and where it is defined."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+
+@dataclass(frozen=True)
+class MemCompileConfig:
+    # --- Bounded Cell placement (Sec. 3.2.2, App. B.2, Eq. 3-4, 17-21, Table 6) ---
+    cell_token_capacity: int = 360  # B_C, Eq. 3
+    cell_item_capacity: int = 12  # M_C, Eq. 3
+    place_beta: float = 1.4  # beta, Eq. 4
+    place_gamma: float = 1.0  # gamma, Eq. 4
+    place_eta: float = 0.45  # eta, Eq. 4
+    coherence_keyword: float = 0.45  # Eq. 18
+    coherence_person: float = 0.35  # Eq. 18
+    coherence_time: float = 0.20  # Eq. 18
+    time_outside_session: float = 0.25  # T(i,c) outside [j_min, j_max+1], Eq. 17
+    inconsistency_penalty: float = 0.45  # X(i,c), App. B.2
+    span_penalty: float = 0.2  # session-span weight in H(c), Eq. 20
+    pressure_entropy: float = 0.4  # Delta_H weight, Eq. 21 (Table 6 "weight 0.4")
+    pressure_fill: float = 0.25  # fill term, Eq. 21
+    pressure_over_entropy: float = 0.25  # over-threshold entropy term, Eq. 21
+    entropy_threshold: float = 1.8  # Eq. 21, Table 6
+    new_cell_coherence: float = 0.55  # new-Cell C, App. B.2
+    new_cell_pressure: float = 0.65  # new-Cell E = 0.65 + n/B_C, Sec. 3.2.2
+    cell_title_keywords: int = 3  # how many top keywords name a Cell (title t_c)
+
+    # --- Descriptors (Eq. 2, App. B.1) ---
+    max_keywords: int = 5  # Key_i <= 5, App. B.1 / F
+
+    # --- Lexical channel (Sec. 3.2.4, App. B.3) ---
+    bm25_k1: float = 1.5  # App. B.3
+    bm25_b: float = 0.75  # App. B.3
+    bm25_epsilon: float = 0.25  # rank-bm25 BM25Okapi idf floor (reference implementation)
+    bm25_top: int = 96  # BM25(q) top 96, Eq. 6
+    bm25_seeds: int = 8  # routing seeds, App. B.3
+
+    # --- Cell routing (Sec. 3.2.3, Eq. 5, 22-23, Algorithm 3) ---
+    route_w_keyword: float = 2.0  # Eq. 22
+    route_w_person: float = 2.2  # Eq. 22
+    route_w_title: float = 0.7  # Eq. 22
+    route_temporal: float = 0.25  # T_q(c), Eq. 22
+    route_density: float = 0.03  # Eq. 22
+    route_admission: float = 0.08  # base relevance floor, App. B.3
+    route_cells_max: int = 6  # B_cell, six-Cell cap, Table 6
+    route_cells_min: int = 1  # Table 6
+    route_pool_floor: int = 12  # pool = max(12, 6 * B_cell) = 36, App. B.3
+    route_pool_per_cell: int = 6  # App. B.3
+    route_lambda: float = 0.45  # lambda_R, Eq. 5/23
+    route_open_cost: float = 0.02  # kappa_open = 0.02(1+|O|), Eq. 23
+    route_token_cost: float = 0.0005  # Eq. 23
+    route_relative_floor: float = 0.68  # App. B.3
+    route_cumulative: float = 0.90  # App. B.3
+
+    # --- Candidate union (Eq. 6-7, App. B.3) ---
+    alpha_f: float = 2.0  # claim-term Jaccard
+    alpha_k: float = 1.6  # keyword Jaccard
+    alpha_p: float = 2.4  # person Jaccard
+    alpha_t: float = 0.3  # temporal match
+    alpha_b: float = 0.45  # normalized BM25
+
+    # --- Evidence plane (Sec. 3.4, App. B.3, C.2, Table 6) ---
+    k0: int = 10  # K_0 scheduled packets, Eq. 11
+    dense_top: int = 40  # K_D, Sec. 3.2.4
+    frontier_rank_cutoff: int = 5  # K_R, Eq. 13
+    frontier_append_cap: int = 2  # K_Delta, Eq. 13
+    mmr_support: float = 0.10  # descriptor support weight, App. B.3
+    mmr_duplicate: float = 0.58  # max token-overlap penalty, App. B.3
+    mmr_same_cell: float = 0.08  # same-Cell penalty, App. B.3
+
+    # --- LLM stages (Sec. 4.1, App. A.2) ---
+    llm_temperature: float = 0.0
+    llm_max_tokens: int = 2048
+    llm_schedule_retries: int = 3  # schema-correction retries, App. A.2
+    llm_concurrency: int = 8
+
+    # --- Engineering limits (not from the paper) ---
+    embed_max_chars: int = 4000  # packet document trimmed before embedding
+    extract_max_chars: int = 8000  # turn text trimmed before extraction (the packet keeps all of it)
+    embed_batch: int = 64
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def with_overrides(self, **overrides: Any) -> "MemCompileConfig":
+        return replace(self, **overrides)
+
+    @property
+    def route_pool_size(self) -> int:
+        return max(self.route_pool_floor, self.route_pool_per_cell * self.route_cells_max)
+
+
+DEFAULT_CONFIG = MemCompileConfig()
+
+__all__ = ["MemCompileConfig", "DEFAULT_CONFIG"]

@@ -1,0 +1,44 @@
+"""Deterministic packet scheduler: the diagnostic dialogue-level MMR of App. B.3 over the closed pool."""
+from __future__ import annotations
+
+import math
+
+from ..config import MemCompileConfig
+from ..text import jaccard
+from .frontier import fusion_order
+from .scheduler import ScheduleInput
+
+
+def mmr_select(inp: ScheduleInput, k: int, cfg: MemCompileConfig) -> list[str]:
+    """Greedy MMR: rel + 0.10 log(1 + support) - 0.58 max overlap - 0.08 per selected same-Cell representative."""
+    index = inp.index
+    items = []
+    for p in inp.pool:
+        pos = index.position[p.representative]
+        rel = p.score + cfg.mmr_support * math.log1p(p.support)
+        items.append((p.packet_id, rel, index.claim_terms[pos], index.layout.of_descriptor.get(p.representative)))
+    chosen: list[tuple[str, float, frozenset, str | None]] = []
+    remaining = items
+    while remaining and len(chosen) < k:
+        best, best_score = 0, -math.inf
+        for i, (_, rel, toks, cell) in enumerate(remaining):
+            overlap = max((jaccard(toks, c[2]) for c in chosen), default=0.0)
+            same_cell = sum(1 for c in chosen if cell is not None and c[3] == cell)
+            s = rel - cfg.mmr_duplicate * overlap - cfg.mmr_same_cell * same_cell
+            if s > best_score:
+                best, best_score = i, s
+        chosen.append(remaining.pop(best))
+    return [c[0] for c in chosen]
+
+
+class DeterministicScheduler:
+    """The offline default: no model, same closed-pool contract as the LLM scheduler."""
+
+    def __init__(self, cfg: MemCompileConfig):
+        self.cfg = cfg
+
+    def schedule(self, inp: ScheduleInput, k: int) -> list[str]:
+        return mmr_select(inp, k, self.cfg)
+
+    def frontier(self, inp: ScheduleInput, anchors: list[str], window: list[str]) -> list[str]:
+        return fusion_order(anchors, inp.dense, window)

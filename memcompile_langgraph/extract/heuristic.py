@@ -1,0 +1,452 @@
+"""A deterministic, model-free Extractor (Sec. 3.2.1, App. B.1): rule-based claims and metadata per turn.
+
+Claims are sentences of the turn with greetings, acknowledgements and filler removed, rewritten to stand alone:
+
+- first person becomes the speaker ("I'm" -> "Caroline is", "my" -> "Caroline's", with the next verb put in the
+  third person); "we"/"us" become "<Speaker> and others" and "our" becomes "<Speaker>'s", because "we" is as
+  often friends or a partner as it is family;
+- second person becomes the addressee, the speaker of the preceding turn, when that is someone else;
+- a short reply (or one opening with yes/no) to a question of the preceding turn carries that question:
+  "Caroline, answering Melanie's question 'where did Caroline move from', said: Sweden, four years ago.";
+- content-bearing questions become "<Speaker> asked [<addressee>]: <question>";
+- an attached image becomes "<Speaker> shared a photo: <caption> (<query>)."
+A sentence that names nobody after rewriting is prefixed "<Speaker> said: ".
+"""
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from ..records import SourcePacket
+from ..text import STOPWORDS, clean_text, words
+from ..timeparse import normalize_event_time, parse_session_time
+from .base import Metadata, TurnContext
+
+# --- vocabulary -------------------------------------------------------------------------------------------
+
+# Words that carry no fact on their own: a sentence made only of these (plus stop words and names) is filler.
+_LOW_CONTENT = frozenset(
+    """great awesome cool amazing wonderful fantastic incredible brilliant nice fun sweet lovely beautiful gorgeous
+    stunning impressive glad happy proud excited good luck care bye goodbye congrats congratulations haha hahaha
+    hehe lmao omg aw aww awww yay whoa ooh ah hmm um totally agreed agree sure definitely absolutely true right
+    exactly indeed appreciate appreciated welcome sounds sound hear heard see seeing talk talking soon later catch
+    keep means meant lot lots love loved feel feels felt thing things stuff something anything everything kind
+    bit way much many new part best nope yep yup nah cheers kudos bravo well super pretty tell telling share
+    sharing hope hoping wish glad mind guess bet believe know knew think thought wanted want going go doing done
+    man dude guys friend buddy there here let wait ask asking update news life""".split()
+)
+# Light verbs and template words: fine inside a claim, useless as retrieval keywords.
+_GENERIC = _LOW_CONTENT | frozenset(
+    """time really thanks thank said asked answering question shared photo picture pic pics others someone
+    everyone people make made making take took taking get getting come came coming say give gave put find found
+    look looking looks looked seem seems seemed try tried trying use used start started need needed also still
+    even always usually often sometimes ever already lately finally especially actually probably maybe quite
+    every ones one little big lots able sure whole different important special huge""".split()
+)
+_TIME_WORDS = frozenset(
+    """yesterday today tonight tomorrow morning afternoon evening night day days week weeks weekend weekends month
+    months year years ago last next recently earlier later soon now past spring summer fall autumn winter
+    january february march april may june july august september october november december jan feb mar apr jun
+    jul aug sep sept oct nov dec monday tuesday wednesday thursday friday saturday sunday mon tue tues wed thu
+    thur thurs fri sat sun couple few several two three four five six seven eight nine ten eleven twelve
+    first second third decade decades""".split()
+)
+# Names that are also ordinary words only count as a person when written with a capital.
+_WORD_LIKE_NAMES = frozenset(
+    "will may mark rose grace joy hope faith bill art june april august summer dawn sky sunny jack pat sue frank "
+    "rich victor sandy holly ivy daisy amber crystal autumn river storm bob jean gene chase".split()
+)
+_ANSWER_MARKERS = ("yes", "yeah", "yep", "yup", "no", "nope", "nah", "sure", "definitely", "absolutely",
+                   "of course", "not really", "not yet", "totally", "exactly", "kind of", "sort of")
+_ADVERBS = frozenset(
+    """also just still even never always often sometimes already ever first too usually recently finally really
+    actually totally definitely truly kinda sorta only once soon almost mostly""".split()
+)
+_LY_VERBS = frozenset("apply reply fly rely supply comply multiply bully rally tally ally".split())
+# After "I" these stay as they are: modals, past tenses and forms that do not take an -s.
+_KEEP_VERB = frozenset(
+    """can could will would should might must may shall was had did got went made took felt saw thought knew found
+    gave told said came began brought bought built caught chose drew drove ate fell flew forgot grew heard held
+    kept left lent lost met paid ran rode sang sat sent slept spent stood swam taught understood woke won wore
+    wrote became hit cut quit shut hurt led fed fought hung lit meant sold shot spoke stuck struck threw read put
+    set let cost beat bet spread ought used can't couldn't won't wouldn't shouldn't didn't wasn't mustn't
+    mightn't ain't gotta gonna wanna learnt dreamt burnt spelt hid bit slid dug swore tore wove""".split()
+)
+_THIRD_PERSON = {
+    "am": "is", "are": "is", "were": "was", "have": "has", "do": "does", "go": "goes", "be": "is",
+    "don't": "doesn't", "haven't": "hasn't", "aren't": "isn't", "weren't": "wasn't", "am not": "is not",
+}
+# Verbs "you" is commonly the subject of; other words after "you" are left alone (it may be an object).
+_YOU_VERBS = frozenset(
+    """like love want need think know feel have do go make take get see enjoy remember mean miss say wish guess
+    believe find keep play work live plan agree understand look seem sound deserve prefer appreciate hope try
+    are were don't haven't aren't weren't usually always still also really""".split()
+) - _ADVERBS
+_INVERTING_AUX = frozenset(
+    "am are were have do don't haven't aren't weren't did didn't can can't could will won't would should "
+    "shall might must may let to does has".split()
+)
+_YOU_SUBJECT_AFTER = frozenset(
+    """and but so if when that because since as while what where how why who which though although or hope
+    think bet guess know glad sure wish before after until unless then""".split()
+)
+
+# --- regular expressions ----------------------------------------------------------------------------------
+
+_EMOJI = re.compile("[\U0001F000-\U0001FAFF\u2600-\u27BF\uFE0F\u200D\u2B50\u2764]+")
+_BOUNDARY = re.compile(r"(?<=[.!?\u2026])[\"')\]\u201d\u2019]*\s+|\s*\n+\s*")
+_ABBREVIATION = re.compile(r"(?:\b(?:Mr|Mrs|Ms|Dr|St|Jr|Sr|Prof|Mt|Ft|vs|approx|e\.g|i\.e)|\b[A-Z])\.$", re.I)
+_COMPOUND = re.compile(
+    r";\s+|\s+[-\u2013\u2014]+\s+(?=(?:I|I'm|I've|we|my|it|they|he|she)\b)|,\s+(?:and|but|so)\s+(?=(?:I|I'm|I've)\b)"
+)
+_TOKEN = re.compile(r"\w+(?:'\w+)*|[^\w]+")
+_KEYWORD_TOKEN = re.compile(r"[a-z0-9]+(?:['-][a-z0-9]+)*|[^\sa-z0-9]")
+_NEGATION = re.compile(r"\b(?:not|never|no|nobody|nothing|none|nor|cannot)\b|n't\b", re.I)
+_CAPTION_LEAD = re.compile(r"^(?:a|an|the)\s+(?:photo(?:graph|graphy)?|picture|image|pic|snapshot)\s+of\s+", re.I)
+_LAUGH = re.compile(r"^(?:a*h+a+(?:ha)*h*|he(?:he)+|lo+l|x+d+)$")
+_FIRST_PERSON = frozenset("i i'm i've i'll i'd me my mine myself we we're we've we'll we'd us our ours ourselves".split())
+_SECOND_PERSON = frozenset("you you're you've you'll you'd your yours yourself yourselves y'all".split())
+_LEADING_FILLER = (
+    r"(?:oh|ooh|wow|whoa|hey|hi|hello|yay|aw+|omg|um+|hmm+|btw|ha(?:ha)+|lol|yeah|yes|yep|yup|thanks|thank\s+you"
+    r"(?:\s+so\s+much)?|ok|okay|cool|great|awesome|nice|totally|absolutely|definitely|sure|well|so|anyway|man|"
+    r"dude|agreed|exactly|true|right|congrats|congratulations|wow)"
+)
+
+
+def _norm(text: str) -> str:
+    return text.replace("\u2019", "'").replace("\u2018", "'")
+
+
+@lru_cache(maxsize=8192)
+def split_sentences(text: str) -> tuple[str, ...]:
+    """Sentences of a turn (emoji act as boundaries); abbreviations such as "Mr." do not end a sentence."""
+    text = _EMOJI.sub("\n", _norm(clean_text(text)))
+    pieces: list[str] = []
+    for piece in _BOUNDARY.split(text):
+        piece = piece.strip()
+        if not piece:
+            continue
+        if pieces and _ABBREVIATION.search(pieces[-1]):
+            pieces[-1] = f"{pieces[-1]} {piece}"
+        else:
+            pieces.append(piece)
+    return tuple(part.strip() for piece in pieces for part in _COMPOUND.split(piece) if part.strip())
+
+
+# --- names ------------------------------------------------------------------------------------------------
+
+
+class _Names:
+    """Known people of a conversation: canonical names, first names and unique nickname prefixes ("Mel")."""
+
+    def __init__(self, people: tuple[str, ...]):
+        self.canonical = tuple(dict.fromkeys(p.strip() for p in people if p and p.strip()))
+        full = {p.lower(): p for p in self.canonical}
+        first: dict[str, str | None] = {}
+        for p in self.canonical:
+            key = p.split()[0].lower()
+            first[key] = p if first.get(key, p) == p else None
+        self.lookup = {**{k: v for k, v in first.items() if v}, **full}
+        prefixes: dict[str, str | None] = {}
+        for key, name in self.lookup.items():
+            if " " in key:
+                continue
+            for end in range(3, len(key)):
+                prefix = key[:end]
+                prefixes[prefix] = name if prefixes.get(prefix, name) == name else None
+        self.nicknames = {k: v for k, v in prefixes.items() if v and k not in self.lookup and k not in STOPWORDS}
+        self.tokens = frozenset(w for key in (*self.lookup, *self.nicknames) for w in key.split())
+        alternation = "|".join(re.escape(k) for k in sorted({*self.lookup, *self.nicknames}, key=len, reverse=True))
+        self._pattern = re.compile(rf"\b(?:{alternation})\b", re.I) if alternation else None
+        vocative = rf"(?:{alternation})" if alternation else r"(?!x)x"
+        self.leading = re.compile(rf"^(?:(?:{_LEADING_FILLER}|{vocative})\b[\s,!.\u2026-]*)+(?=\S)?", re.I)
+        self.trailing = re.compile(rf"[\s,]+{vocative}\s*(?=[.!?\u2026]*$)", re.I)
+
+    def find(self, text: str) -> list[str]:
+        """Canonical names mentioned in `text`, in order of first appearance."""
+        found: list[str] = []
+        for m in self._pattern.finditer(text) if self._pattern else ():
+            key = m.group().lower()
+            name = self.lookup.get(key)
+            capitalized = m.group()[0].isupper()
+            if name is None:  # a nickname prefix: only as a capitalized word inside the text
+                name = self.nicknames[key] if capitalized and m.start() > 0 else None
+            elif (key in _WORD_LIKE_NAMES or key in STOPWORDS) and not capitalized:
+                name = None
+            if name and name not in found:
+                found.append(name)
+        return found
+
+
+@lru_cache(maxsize=256)
+def _names(people: tuple[str, ...]) -> _Names:
+    return _Names(people)
+
+
+def _names_for(ctx: TurnContext) -> _Names:
+    previous = ctx.previous.speaker if ctx.previous else ""
+    return _names((ctx.packet.speaker, *ctx.known_people, previous))
+
+
+# --- pronoun rewriting ------------------------------------------------------------------------------------
+
+
+def _third_person(verb: str) -> str:
+    lower = verb.lower()
+    if lower in _THIRD_PERSON:
+        return _match_case(_THIRD_PERSON[lower], verb)
+    if lower in _KEEP_VERB or "'" in lower or not lower.isalpha() or (lower.endswith("ed") and not lower.endswith("eed")):
+        return verb
+    if lower.endswith(("ss", "sh", "ch", "x", "z", "o", "us")):
+        return verb + "es"
+    if lower.endswith("y") and len(lower) > 2 and lower[-2] not in "aeiou":
+        return verb[:-1] + "ies"
+    return verb + "s"
+
+
+def _match_case(word: str, like: str) -> str:
+    return word[:1].upper() + word[1:] if like[:1].isupper() else word
+
+
+def _is_adverb(word: str) -> bool:
+    lower = word.lower()
+    return lower in _ADVERBS or (lower.endswith("ly") and lower not in _LY_VERBS and len(lower) > 4)
+
+
+class _Rewriter:
+    """Rewrites first and second person of one sentence to names, fixing the agreement of the next verb."""
+
+    def __init__(self, speaker: str, addressee: str | None):
+        self.speaker, self.addressee = speaker, addressee
+        group = f"{speaker} and others"
+        self.first = {
+            "i": speaker, "me": speaker, "myself": speaker, "my": f"{speaker}'s", "mine": f"{speaker}'s",
+            "i'm": f"{speaker} is", "i've": f"{speaker} has", "i'll": f"{speaker} will",
+            "we": group, "us": group, "ourselves": group, "our": f"{speaker}'s", "ours": f"{speaker}'s",
+            "we're": f"{group} are", "we've": f"{group} have", "we'll": f"{group} will", "we'd": f"{group} would",
+        }
+        self.second = {}
+        if addressee:
+            self.second = {
+                "you": addressee, "yourself": addressee, "your": f"{addressee}'s", "yours": f"{addressee}'s",
+                "you're": f"{addressee} is", "you've": f"{addressee} has", "you'll": f"{addressee} will",
+                "you'd": f"{addressee} would", "yourselves": f"{addressee} and others",
+                "y'all": f"{addressee} and others",
+            }
+
+    def __call__(self, sentence: str) -> str:
+        tokens = _TOKEN.findall(sentence)
+        words_at = [i for i, t in enumerate(tokens) if t[0].isalnum() or t[0] == "_"]
+        for n, i in enumerate(words_at):
+            lower = tokens[i].lower()
+            if lower in _FIRST_PERSON:
+                self._first(tokens, words_at, n, lower)
+            elif lower in self.second:
+                self._second(tokens, words_at, n, lower)
+        return "".join(tokens)
+
+    def _first(self, tokens: list[str], words_at: list[int], n: int, lower: str) -> None:
+        i = words_at[n]
+        if lower == "us" and tokens[i] == "US":  # the country
+            return
+        if lower == "i'd":
+            nxt = tokens[words_at[n + 1]].lower() if n + 1 < len(words_at) else ""
+            tokens[i] = f"{self.speaker} {'had' if nxt == 'been' else 'would'}"
+            return
+        tokens[i] = self.first[lower]
+        if lower == "i":
+            self._agree(tokens, words_at, n, always=True)
+
+    def _second(self, tokens: list[str], words_at: list[int], n: int, lower: str) -> None:
+        i = words_at[n]
+        nxt = words_at[n + 1] if n + 1 < len(words_at) else None
+        if lower == "you" and nxt is not None and tokens[nxt].lower() in ("guys", "all") and tokens[nxt - 1] == " ":
+            tokens[i], tokens[nxt - 1], tokens[nxt] = f"{self.addressee} and others", "", ""
+            return
+        tokens[i] = self.second[lower]
+        if lower == "you":
+            self._agree(tokens, words_at, n, always=False)
+
+    def _agree(self, tokens: list[str], words_at: list[int], n: int, always: bool) -> None:
+        """Third-person agreement around a rewritten "I"/"you": "have you" -> "has X", "I love" -> "X loves"."""
+        prev = tokens[words_at[n - 1]] if n > 0 and _only_space_between(tokens, words_at[n - 1], words_at[n]) else ""
+        if prev.lower() in _INVERTING_AUX:
+            tokens[words_at[n - 1]] = _match_case(_THIRD_PERSON.get(prev.lower(), prev.lower()), prev)
+            return
+        if not always and prev and prev.lower() not in _YOU_SUBJECT_AFTER:
+            return
+        k = n + 1
+        while k < len(words_at) and _only_space_between(tokens, words_at[k - 1], words_at[k]):
+            word = tokens[words_at[k]]
+            if word.lower() in ("kind", "sort") and k + 1 < len(words_at) and tokens[words_at[k + 1]].lower() == "of":
+                k += 2
+                continue
+            if _is_adverb(word):
+                k += 1
+                continue
+            if always or word.lower() in _YOU_VERBS:
+                tokens[words_at[k]] = _third_person(word)
+            return
+
+
+def _only_space_between(tokens: list[str], a: int, b: int) -> bool:
+    return b == a + 1 or all(not t.strip() for t in tokens[a + 1 : b])
+
+
+# --- sentence classification ------------------------------------------------------------------------------
+
+
+def _content_words(sentence: str, names: _Names) -> list[str]:
+    return [
+        w
+        for w in (w.split("'", 1)[0] for w in words(sentence))
+        if w and w not in STOPWORDS and w not in _LOW_CONTENT and w not in names.tokens and not _LAUGH.match(w)
+    ]
+
+
+def _strip_vocatives(sentence: str, names: _Names) -> str:
+    stripped = names.trailing.sub("", names.leading.sub("", sentence))
+    return stripped.strip(" ,-\u2013\u2014")
+
+
+def _is_question(sentence: str) -> bool:
+    return sentence.rstrip("\"')\u201d ").endswith("?")
+
+
+def _starts_with_answer(sentence: str) -> bool:
+    lower = sentence.lower()
+    return any(lower.startswith(m) and (len(lower) == len(m) or not lower[len(m)].isalnum()) for m in _ANSWER_MARKERS)
+
+
+def _lower_function_word(text: str) -> str:
+    first = text.split(" ", 1)[0]
+    return text[:1].lower() + text[1:] if first.lower() in STOPWORDS and first != "I" else text
+
+
+def _finish(claim: str) -> str:
+    claim = clean_text(re.sub(r"\s+", " ", claim)).strip(" ,;-")
+    return claim if claim[-1:] in ".!?\"'" else f"{claim}."
+
+
+# --- the extractor ----------------------------------------------------------------------------------------
+
+
+class HeuristicExtractor:
+    """Rule-based Extractor: deterministic claims and metadata, no model (see the module docstring)."""
+
+    reply_max_words = 10  # a first sentence this short after a question is read as its answer
+
+    def __init__(self, max_keywords: int = 5):
+        self.max_keywords = max_keywords
+
+    def facts(self, ctx: TurnContext) -> list[str]:
+        packet, previous = ctx.packet, ctx.previous
+        names = _names_for(ctx)
+        addressee = previous.speaker if previous and previous.speaker != packet.speaker else None
+        rewrite = _Rewriter(packet.speaker, addressee)
+        units = [u for u in split_sentences(packet.text)]
+        claims: list[str] = []
+        question = self._open_question(previous, packet.speaker, names) if addressee else None
+        if question:
+            units = self._answer(units, question, addressee, packet.speaker, rewrite, names, claims)
+        for unit in units:
+            claim = self._claim(unit, packet.speaker, addressee, rewrite, names)
+            if claim:
+                claims.append(claim)
+        caption = self._caption_claim(packet)
+        if caption:
+            claims.append(caption)
+        return list(dict.fromkeys(_finish(c) for c in claims if c.strip()))
+
+    def metadata(self, fact: str, ctx: TurnContext) -> Metadata:
+        packet = ctx.packet
+        names = _names_for(ctx)
+        anchor = packet.session_time or parse_session_time(packet.session_time_raw)
+        return Metadata(
+            people=tuple(names.find(fact)),
+            keywords=self.keywords(fact, names),
+            event_time=normalize_event_time(fact, anchor),
+            interaction_time=packet.session_time or packet.session_time_raw,
+            negated=bool(_NEGATION.search(_norm(fact))),
+        )
+
+    def keywords(self, fact: str, names: _Names | None = None) -> tuple[str, ...]:
+        """Up to max_keywords runs of 1-3 content words, the most salient ones, in order of appearance."""
+        skip = names.tokens if names else frozenset()
+        phrases: dict[str, int] = {}
+        run: list[str] = []
+        for token in [*_KEYWORD_TOKEN.findall(_norm(fact).lower()), "."]:
+            word = token[:-2] if token.endswith("'s") else token
+            if word[0].isalnum() and self._is_keyword_word(word, skip):
+                run.append(word)
+                continue
+            # split a long run from the right: the head of an English noun phrase comes last
+            while run:
+                phrases.setdefault(" ".join(run[-3:]), len(phrases))
+                run = run[:-3]
+        ranked = sorted(phrases, key=lambda p: (-len(p.split()), -len(p), phrases[p]))[: self.max_keywords]
+        return tuple(sorted(ranked, key=phrases.__getitem__))
+
+    @staticmethod
+    def _is_keyword_word(word: str, names: frozenset[str]) -> bool:
+        return (
+            len(word) > 1
+            and not word.isdigit()
+            and word not in STOPWORDS
+            and word not in _GENERIC
+            and word not in _TIME_WORDS
+            and word not in names
+            and not _LAUGH.match(word)
+        )
+
+    # --- claims ---
+
+    @staticmethod
+    def _open_question(previous: SourcePacket, speaker: str, names: _Names) -> str | None:
+        """The last content-bearing question of the preceding turn, rewritten from the current speaker's view."""
+        for sentence in reversed(split_sentences(previous.text)):
+            sentence = _strip_vocatives(sentence, names)
+            if _is_question(sentence) and _content_words(sentence, names):
+                text = _Rewriter(previous.speaker, speaker)(sentence).rstrip(" ?!.")
+                return _lower_function_word(text)
+        return None
+
+    def _answer(self, units, question, asker, speaker, rewrite, names, claims) -> list[str]:
+        """Turn the opening answer to `question` into one claim carrying it; returns the units left over."""
+        start = next(
+            (i for i, u in enumerate(units) if _starts_with_answer(u) or _content_words(_strip_vocatives(u, names), names)),
+            None,
+        )
+        if start is None or _is_question(units[start]):
+            return units
+        reply = _strip_vocatives(units[start], names) if not _starts_with_answer(units[start]) else units[start]
+        end = start + 1
+        if not _content_words(reply, names) and end < len(units) and not _is_question(units[end]):
+            reply, end = f"{reply} {units[end]}", end + 1
+        elif not _starts_with_answer(reply) and len(reply.split()) > self.reply_max_words:
+            return units
+        claims.append(f"{speaker}, answering {asker}'s question '{question}', said: {rewrite(reply)}")
+        return units[:start] + units[end:]
+
+    def _claim(self, unit: str, speaker: str, addressee: str | None, rewrite: _Rewriter, names: _Names) -> str | None:
+        sentence = _strip_vocatives(unit, names)
+        content = _content_words(sentence, names)
+        if _is_question(sentence):
+            if len(content) < 2:
+                return None
+            question = _lower_function_word(rewrite(sentence))
+            ask = f"{speaker} asked {addressee}" if addressee and addressee not in question else f"{speaker} asked"
+            return f"{ask}: {question}"
+        if not content:
+            return None
+        claim = rewrite(sentence)
+        return claim if names.find(claim) else f"{speaker} said: {claim}"
+
+    @staticmethod
+    def _caption_claim(packet: SourcePacket) -> str | None:
+        caption = _CAPTION_LEAD.sub("", clean_text(packet.image_caption or ""))
+        query = clean_text(packet.image_query or "")
+        if not caption and not query:
+            return None
+        body = f"{caption} ({query})" if caption and query and query.lower() != caption.lower() else caption or query
+        return f"{packet.speaker} shared a photo: {body}"

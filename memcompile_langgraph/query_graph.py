@@ -1,0 +1,143 @@
+"""The query plane as a LangGraph graph: one node per stage (Algorithm 1, lines 11-23)."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from langgraph.graph import END, START, StateGraph
+
+from .address.candidates import bm25_top, candidate_union
+from .address.intent import enriched_query
+from .address.routing import route
+from .evidence.frontier import admit, frontier_window
+from .evidence.normalize import normalize
+from .evidence.render import render_context
+from .evidence.scheduler import ScheduleInput
+from .records import DenseHit
+from .state import QueryState
+from .trace import timed
+
+if TYPE_CHECKING:
+    from .memory import MemCompile
+
+STAGES = ("intent", "bm25", "cell_routing", "candidates", "normalize", "schedule", "dense", "frontier", "render")
+
+
+def intent_node(mem: "MemCompile", state: QueryState) -> dict[str, Any]:
+    index = mem.index(state.get("user_id", "default"), refresh=True)
+    intent = mem.intent(state["query"], list(index.people))
+    return {"intent": intent, "_trace": {"people": len(intent.people), "keywords": len(intent.keywords), "temporal": intent.temporal}}
+
+
+def bm25_node(mem: "MemCompile", state: QueryState) -> dict[str, Any]:
+    hits = bm25_top(mem.index(state.get("user_id", "default")), state["intent"], mem.config)
+    return {"bm25": hits, "_trace": {"hits": len(hits)}}
+
+
+def cell_routing_node(mem: "MemCompile", state: QueryState) -> dict[str, Any]:
+    index = mem.index(state.get("user_id", "default"))
+    seeds = [index.layout.of_descriptor[index.descriptors[pos].descriptor_id] for pos, _ in state["bm25"][: mem.config.bm25_seeds]]
+    routing = route(index.layout, state["intent"], seeds, mem.config)
+    return {"routing": routing, "_trace": {"opened": len(routing.opened), "pool": routing.pool, "stop": routing.stop}}
+
+
+def candidates_node(mem: "MemCompile", state: QueryState) -> dict[str, Any]:
+    index = mem.index(state.get("user_id", "default"))
+    cands = candidate_union(index, state["intent"], state["bm25"], state["routing"], mem.config)
+    return {"candidates": cands, "_trace": {"candidates": len(cands)}}
+
+
+def normalize_node(mem: "MemCompile", state: QueryState) -> dict[str, Any]:
+    index = mem.index(state.get("user_id", "default"))
+    pool = normalize(state["candidates"], index.layout.of_descriptor)
+    return {"pool": pool, "_trace": {"packets": len(pool)}}
+
+
+def _schedule_input(mem: "MemCompile", state: QueryState) -> ScheduleInput:
+    index = mem.index(state.get("user_id", "default"))
+    return ScheduleInput(state["query"], state["intent"], index, state.get("pool", []), state.get("dense", []))
+
+
+def schedule_node(mem: "MemCompile", state: QueryState) -> dict[str, Any]:
+    inp = _schedule_input(mem, state)
+    k = min(mem.config.k0, len(inp.pool))
+    anchors = mem.scheduler.schedule(inp, k) if k else []
+    return {"anchors": anchors, "_trace": {"anchors": len(anchors)}}
+
+
+def dense_node(mem: "MemCompile", state: QueryState) -> dict[str, Any]:
+    user = state.get("user_id", "default")
+    mem.index(user)
+    if mem.embeddings is None:
+        return {"dense": [], "_trace": {"hits": 0, "disabled": True}}
+    vector = mem.embeddings.embed_query(enriched_query(state["intent"]))
+    hits = [DenseHit(pid, sim) for pid, sim in mem.vectors.query(user, vector, mem.config.dense_top)]
+    return {"dense": hits, "_trace": {"hits": len(hits)}}
+
+
+def frontier_node(mem: "MemCompile", state: QueryState) -> dict[str, Any]:
+    inp = _schedule_input(mem, state)
+    anchors = state.get("anchors", [])
+    known = inp.index.packets
+    dense = [h for h in state.get("dense", []) if h.packet_id in known]  # vectors not yet reconciled are ignored
+    inp = ScheduleInput(inp.query, inp.intent, inp.index, inp.pool, dense)
+    window = frontier_window(anchors, dense)
+    order = mem.scheduler.frontier(inp, anchors, window) if len(window) > len(anchors) else list(anchors)
+    selected = admit(anchors, order, mem.config.frontier_rank_cutoff, mem.config.frontier_append_cap)
+    return {"frontier_order": order, "selected": selected, "_trace": {"window": len(window), "added": len(selected) - len(anchors)}}
+
+
+def render_node(mem: "MemCompile", state: QueryState) -> dict[str, Any]:
+    index = mem.index(state.get("user_id", "default"))
+    selected = state.get("selected", [])
+    pool = {p.packet_id: p for p in state.get("pool", [])}
+    dense = {h.packet_id: h.similarity for h in state.get("dense", [])}
+    anchors = set(state.get("anchors", []))
+    reps = {pid: p.representative for pid, p in pool.items()}
+    text = render_context(index, selected, state.get("view") or "bundle", reps)
+    packets = []
+    for rank, pid in enumerate(selected, 1):
+        p = index.packets[pid]
+        score = pool[pid].score if pid in pool else dense.get(pid, 0.0)
+        packets.append(
+            {
+                "dia_id": p.dia_id,
+                "speaker": p.speaker,
+                "session": p.session,
+                "time": p.session_time or p.session_time_raw,
+                "score": round(float(score), 6),
+                "packet_id": pid,
+                "rank": rank,
+                "source": "anchor" if pid in anchors else "frontier",
+            }
+        )
+    return {"context": text, "packets": packets, "_trace": {"packets": len(packets), "chars": len(text)}}
+
+
+NODES = {
+    "intent": intent_node,
+    "bm25": bm25_node,
+    "cell_routing": cell_routing_node,
+    "candidates": candidates_node,
+    "normalize": normalize_node,
+    "schedule": schedule_node,
+    "dense": dense_node,
+    "frontier": frontier_node,
+    "render": render_node,
+}
+
+
+def build_query_graph(mem: "MemCompile"):
+    builder = StateGraph(QueryState)
+    for name, fn in NODES.items():
+        builder.add_node(name, timed(name, lambda state, fn=fn: fn(mem, state)))
+    builder.add_edge(START, "intent")
+    builder.add_edge("intent", "bm25")
+    builder.add_edge("intent", "dense")  # the dense channel runs beside the address plane
+    builder.add_edge("bm25", "cell_routing")
+    builder.add_edge("cell_routing", "candidates")
+    builder.add_edge("candidates", "normalize")
+    builder.add_edge("normalize", "schedule")
+    builder.add_edge(["schedule", "dense"], "frontier")
+    builder.add_edge("frontier", "render")
+    builder.add_edge("render", END)
+    return builder.compile(name="memcompile_query")

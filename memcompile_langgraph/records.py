@@ -1,0 +1,164 @@
+"""Typed records of the method: SourcePacket (Sec. 3.2), Descriptor (Eq. 2), Cell (App. B.2) and query-time records."""
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+
+def stable_hash(*parts: object, length: int = 20) -> str:
+    h = hashlib.sha256()
+    for part in parts:
+        h.update(str(part).encode("utf-8", "surrogatepass"))
+        h.update(b"\x1f")
+    return h.hexdigest()[:length]
+
+
+@dataclass(frozen=True, slots=True)
+class SourcePacket:
+    """One immutable dialogue turn; the unit the evidence budget is spent on."""
+
+    packet_id: str
+    user_id: str
+    dia_id: str
+    speaker: str
+    session: int
+    session_label: str
+    session_time: str | None  # ISO 8601 when parsed
+    session_time_raw: str
+    text: str
+    seq: int  # dialogue order within the user
+    image_caption: str = ""
+    image_query: str = ""
+    content_hash: str = ""
+
+    @staticmethod
+    def hash_content(speaker: str, text: str, session_time_raw: str, caption: str = "", query: str = "") -> str:
+        return stable_hash(speaker, text, session_time_raw, caption, query, length=32)
+
+    @property
+    def date(self) -> str:
+        return (self.session_time or "")[:10] or self.session_time_raw
+
+
+@dataclass(frozen=True, slots=True)
+class Descriptor:
+    """A source-linked atomic claim x_i = (f, d, s, j, t, Per, Key, tau, tau_bar, n, pi), Eq. 2."""
+
+    descriptor_id: str
+    packet_id: str  # pi_i: foreign key to the SourcePacket
+    claim: str  # f_i
+    dia_id: str  # d_i
+    speaker: str  # s_i
+    session: int  # j_i
+    session_time: str | None  # t_i
+    people: tuple[str, ...]  # Per_i
+    keywords: tuple[str, ...]  # Key_i (<= 5)
+    event_time: str  # tau_i ("" when unknown)
+    interaction_time: str  # tau_bar_i
+    n_tokens: int  # n_i
+    seq: int  # construction order within the user
+    negated: bool = False  # carries a negation marker (for X(i,c), App. B.2)
+
+
+@dataclass(slots=True)
+class Cell:
+    """A capacity-bounded routing container with the running aggregates Eq. 17-23 read."""
+
+    cell_id: str
+    seq: int
+    descriptor_ids: list[str] = field(default_factory=list)
+    tokens: int = 0
+    keyword_counts: Counter = field(default_factory=Counter)
+    person_counts: Counter = field(default_factory=Counter)
+    dia_counts: Counter = field(default_factory=Counter)
+    session_min: int | None = None
+    session_max: int | None = None
+    has_time: bool = False
+    title: str = ""
+
+    def __len__(self) -> int:
+        return len(self.descriptor_ids)
+
+    @property
+    def keywords(self) -> set[str]:
+        return set(self.keyword_counts)
+
+    @property
+    def people(self) -> set[str]:
+        return set(self.person_counts)
+
+
+@dataclass(frozen=True, slots=True)
+class TurnInput:
+    """A turn as the user hands it over, before it becomes a packet."""
+
+    speaker: str
+    text: str
+    time: str = ""
+    session: int | None = None
+    session_label: str = ""
+    dia_id: str = ""
+    image_caption: str = ""
+    image_query: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Intent:
+    """Query-only retrieval intent (App. F): people, keywords, time, attribute need."""
+
+    query: str
+    people: tuple[str, ...] = ()
+    keywords: tuple[str, ...] = ()
+    time: str | None = None
+    temporal: bool = False
+    need_attribute: bool = False
+    terms: tuple[str, ...] = ()  # normalized query term set Term_q
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """An address hit (Eq. 6-7) that still carries its channel identities."""
+
+    descriptor_id: str
+    packet_id: str
+    score: float  # r_i, Eq. 7
+    bm25: float  # b_i, normalized
+    channels: tuple[str, ...]  # "bm25" and/or "cell:<id>"
+    position: int  # position in the union before reordering
+
+
+@dataclass(frozen=True, slots=True)
+class PacketScore:
+    """A normalized packet (Eq. 9-10) with its representative address."""
+
+    packet_id: str
+    score: float  # s(p,q) = max r_i
+    representative: str  # descriptor id of the max-scoring hit
+    first_position: int
+    support: float = 0.0  # sum of positive r_i over the same source
+    cells: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class DenseHit:
+    packet_id: str
+    similarity: float
+
+
+@dataclass(slots=True)
+class CompiledContext:
+    """What `compile` returns: the reader view, the selected packets in order, and a per-stage trace."""
+
+    query: str
+    text: str
+    packets: list[dict[str, Any]]
+    trace: dict[str, Any]
+
+    @property
+    def dia_ids(self) -> list[str]:
+        return [p["dia_id"] for p in self.packets]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"context": self.text, "packets": self.packets, "trace": self.trace}

@@ -1,0 +1,54 @@
+"""Typed graph states. typing_extensions.TypedDict so `langgraph dev` can serve them on Python < 3.12."""
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from typing_extensions import TypedDict
+
+from .address.routing import Routing
+from .extract.base import TurnContext
+from .records import Candidate, DenseHit, Descriptor, Intent, PacketScore, SourcePacket
+
+
+def merge(left: dict | None, right: dict | None) -> dict:
+    return {**(left or {}), **(right or {})}
+
+
+def add_counts(left: dict | None, right: dict | None) -> dict:
+    out = dict(left or {})
+    for k, v in (right or {}).items():
+        out[k] = out.get(k, 0) + v
+    return out
+
+
+class IngestState(TypedDict, total=False):
+    user_id: str
+    turns: list[Any]  # dicts {speaker, text, time, session?, dia_id?, image_caption?} or TurnInput
+    packets: list[SourcePacket]
+    contexts: list[TurnContext]
+    facts: list[list[str]]
+    descriptors: list[Descriptor]
+    cells: list[str]  # Cell id of each descriptor, same order
+    counts: Annotated[dict[str, int], add_counts]
+    trace: Annotated[dict[str, Any], merge]
+
+
+class QueryState(TypedDict, total=False):
+    query: str
+    user_id: str
+    view: str  # reader view: "bundle" (default), "raw" or "claim"
+    intent: Intent
+    bm25: list[tuple[int, float]]  # (descriptor position, raw BM25 score)
+    routing: Routing
+    candidates: list[Candidate]
+    pool: list[PacketScore]  # U_q
+    anchors: list[str]  # A_0
+    dense: list[DenseHit]  # D_q
+    frontier_order: list[str]  # sigma_q
+    selected: list[str]  # E_q
+    context: str  # X_q
+    packets: list[dict[str, Any]]
+    trace: Annotated[dict[str, Any], merge]
+
+
+__all__ = ["IngestState", "QueryState", "merge", "add_counts"]

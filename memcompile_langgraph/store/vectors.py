@@ -1,0 +1,79 @@
+"""Packet vectors in Chroma: one cosine collection per user, local (persistent or in memory) or a Chroma server."""
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from urllib.parse import urlparse
+
+import chromadb
+from chromadb.config import Settings
+
+from .records import user_key
+
+_SETTINGS = dict(anonymized_telemetry=False, allow_reset=False)
+
+
+def make_client(path: str | Path | None, url: str | None = None):
+    if url:
+        u = urlparse(url if "://" in url else f"http://{url}")
+        return chromadb.HttpClient(host=u.hostname or "127.0.0.1", port=u.port or 8000, ssl=u.scheme == "https", settings=Settings(**_SETTINGS))
+    if path is not None:
+        return chromadb.PersistentClient(path=str(Path(path) / "chroma"), settings=Settings(**_SETTINGS))
+    return chromadb.EphemeralClient(settings=Settings(**_SETTINGS))
+
+
+class VectorStore:
+    def __init__(self, path: str | Path | None = None, url: str | None = None, namespace: str | None = None):
+        self.client = make_client(path, url)
+        # in-memory clients share one process-wide system: keep each MemCompile's collections apart
+        self.prefix = namespace or ("mc" if (path is not None or url) else f"mc{uuid.uuid4().hex[:8]}")
+        self._collections: dict[str, object] = {}
+
+    def name(self, user_id: str) -> str:
+        return f"{self.prefix}_{user_key(user_id)}"
+
+    def collection(self, user_id: str):
+        col = self._collections.get(user_id)
+        if col is None:
+            col = self.client.get_or_create_collection(self.name(user_id), metadata={"hnsw:space": "cosine"}, embedding_function=None)
+            self._collections[user_id] = col
+        return col
+
+    def upsert(self, user_id: str, ids: list[str], embeddings: list[list[float]], dia_ids: list[str]) -> None:
+        if not ids:
+            return
+        col = self.collection(user_id)
+        step = 2000  # below Chroma's max batch size
+        for i in range(0, len(ids), step):
+            col.upsert(
+                ids=ids[i : i + step],
+                embeddings=embeddings[i : i + step],
+                metadatas=[{"dia_id": d} for d in dia_ids[i : i + step]],
+            )
+
+    def query(self, user_id: str, embedding: list[float], k: int) -> list[tuple[str, float]]:
+        col = self.collection(user_id)
+        n = col.count()
+        if n == 0:
+            return []
+        res = col.query(query_embeddings=[embedding], n_results=min(k, n), include=["distances"])
+        return [(pid, 1.0 - float(dist)) for pid, dist in zip(res["ids"][0], res["distances"][0])]
+
+    def ids(self, user_id: str) -> set[str]:
+        col = self.collection(user_id)
+        out: set[str] = set()
+        n, step = col.count(), 5000
+        for off in range(0, n, step):
+            out.update(col.get(limit=step, offset=off, include=[])["ids"])
+        return out
+
+    def delete(self, user_id: str, ids: list[str]) -> None:
+        if ids:
+            self.collection(user_id).delete(ids=list(ids))
+
+    def drop(self, user_id: str) -> None:
+        self._collections.pop(user_id, None)
+        try:
+            self.client.delete_collection(self.name(user_id))
+        except Exception:  # noqa: BLE001 - absent collection: nothing to forget
+            pass

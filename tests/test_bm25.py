@@ -1,0 +1,53 @@
+import random
+
+import numpy as np
+from rank_bm25 import BM25Okapi
+
+from memcompile_langgraph.address.bm25 import BM25Index
+
+
+def _corpus(n, seed=0):
+    rng = random.Random(seed)
+    vocab = [f"w{i}" for i in range(60)]
+    return [[rng.choice(vocab[: rng.randint(5, 60)]) for _ in range(rng.randint(0, 14))] for _ in range(n)]
+
+
+def test_scores_equal_rank_bm25_reference():
+    corpus = _corpus(300)
+    ref = BM25Okapi(corpus, k1=1.5, b=0.75, epsilon=0.25)
+    idx = BM25Index(1.5, 0.75, 0.25)
+    for doc in corpus:
+        idx.add(doc)
+    rng = random.Random(1)
+    for _ in range(50):
+        q = [f"w{rng.randint(0, 70)}" for _ in range(rng.randint(1, 6))]
+        assert np.allclose(idx.scores(q), ref.get_scores(q), rtol=1e-12, atol=1e-12)
+
+
+def test_incremental_adds_match_a_rebuild():
+    corpus = _corpus(120, seed=3)
+    idx = BM25Index()
+    for i, doc in enumerate(corpus):
+        idx.add(doc)
+        if i % 40 == 39:
+            ref = BM25Okapi(corpus[: i + 1])
+            assert np.allclose(idx.scores(["w1", "w2", "w2"]), ref.get_scores(["w1", "w2", "w2"]))
+
+
+def test_negative_idf_is_floored_like_bm25okapi():
+    corpus = [["common", "a"], ["common", "b"], ["common"], ["x"]]
+    idx = BM25Index()
+    for d in corpus:
+        idx.add(d)
+    assert np.allclose(idx.scores(["common"]), BM25Okapi(corpus).get_scores(["common"]))
+    assert idx.scores(["common"])[0] > 0
+
+
+def test_top_orders_by_score_then_corpus_order_and_skips_zero():
+    idx = BM25Index()
+    for d in [["a"], ["b"], ["a"], ["a", "a"], ["c"]]:
+        idx.add(d)
+    top = idx.top(["a"], 10)
+    assert [doc for doc, _ in top] == [3, 0, 2]
+    assert idx.top(["zzz"], 5) == []
+    assert len(idx.top(["a"], 2)) == 2
