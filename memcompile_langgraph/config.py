@@ -70,6 +70,14 @@ class MemCompileConfig:
     mmr_duplicate: float = 0.58  # max token-overlap penalty, App. B.3
     mmr_same_cell: float = 0.08  # same-Cell penalty, App. B.3
 
+    # --- Pipeline switches for the controlled ablations of Table 2 (all on = A0, the full system) ---
+    use_intent: bool = True  # off = A6: the bare question, no intent people/keywords/time
+    use_bm25_candidates: bool = True  # off = A4 Cell-only (BM25 still seeds routing)
+    use_cells: bool = True  # off = A5 BM25-only
+    use_scheduler: bool = True  # off = A2/A3: anchors are the top-K0 of the normalized pool
+    use_frontier: bool = True  # off = A1
+    dense_only: bool = False  # on = A7: the dense top-K0 packets are the selection
+
     # --- LLM stages (Sec. 4.1, App. A.2) ---
     llm_temperature: float = 0.0
     llm_max_tokens: int = 2048

@@ -7,13 +7,14 @@ from langgraph.graph import END, START, StateGraph
 
 from .address.candidates import bm25_top, candidate_union
 from .address.intent import enriched_query
-from .address.routing import route
+from .address.routing import Routing, route
 from .evidence.frontier import admit, frontier_window
 from .evidence.normalize import normalize
 from .evidence.render import render_context
 from .evidence.scheduler import ScheduleInput
-from .records import DenseHit
+from .records import DenseHit, Intent
 from .state import QueryState
+from .text import terms
 from .trace import timed
 
 if TYPE_CHECKING:
@@ -24,7 +25,10 @@ STAGES = ("intent", "bm25", "cell_routing", "candidates", "normalize", "schedule
 
 def intent_node(mem: "MemCompile", state: QueryState) -> dict[str, Any]:
     index = mem.index(state.get("user_id", "default"), refresh=True)
-    intent = mem.intent(state["query"], list(index.people))
+    if mem.config.use_intent:
+        intent = mem.intent(state["query"], list(index.people))
+    else:
+        intent = Intent(query=state["query"], terms=tuple(dict.fromkeys(terms(state["query"]))))
     return {"intent": intent, "_trace": {"people": len(intent.people), "keywords": len(intent.keywords), "temporal": intent.temporal}}
 
 
@@ -36,13 +40,14 @@ def bm25_node(mem: "MemCompile", state: QueryState) -> dict[str, Any]:
 def cell_routing_node(mem: "MemCompile", state: QueryState) -> dict[str, Any]:
     index = mem.index(state.get("user_id", "default"))
     seeds = [index.layout.of_descriptor[index.descriptors[pos].descriptor_id] for pos, _ in state["bm25"][: mem.config.bm25_seeds]]
-    routing = route(index.layout, state["intent"], seeds, mem.config)
+    routing = route(index.layout, state["intent"], seeds, mem.config) if mem.config.use_cells else Routing((), 0, "cells off")
     return {"routing": routing, "_trace": {"opened": len(routing.opened), "pool": routing.pool, "stop": routing.stop}}
 
 
 def candidates_node(mem: "MemCompile", state: QueryState) -> dict[str, Any]:
     index = mem.index(state.get("user_id", "default"))
-    cands = candidate_union(index, state["intent"], state["bm25"], state["routing"], mem.config)
+    hits = state["bm25"] if mem.config.use_bm25_candidates else []
+    cands = candidate_union(index, state["intent"], hits, state["routing"], mem.config)
     return {"candidates": cands, "_trace": {"candidates": len(cands)}}
 
 
@@ -60,7 +65,12 @@ def _schedule_input(mem: "MemCompile", state: QueryState) -> ScheduleInput:
 def schedule_node(mem: "MemCompile", state: QueryState) -> dict[str, Any]:
     inp = _schedule_input(mem, state)
     k = min(mem.config.k0, len(inp.pool))
-    anchors = mem.scheduler.schedule(inp, k) if k else []
+    if mem.config.dense_only:
+        anchors = []  # A7: the frontier stage takes the dense top-K0 instead
+    elif mem.config.use_scheduler:
+        anchors = mem.scheduler.schedule(inp, k) if k else []
+    else:
+        anchors = [p.packet_id for p in inp.pool[:k]]
     return {"anchors": anchors, "_trace": {"anchors": len(anchors)}}
 
 
@@ -80,9 +90,16 @@ def frontier_node(mem: "MemCompile", state: QueryState) -> dict[str, Any]:
     known = inp.index.packets
     dense = [h for h in state.get("dense", []) if h.packet_id in known]  # vectors not yet reconciled are ignored
     inp = ScheduleInput(inp.query, inp.intent, inp.index, inp.pool, dense)
+    cfg = mem.config
+    if cfg.dense_only:
+        selected = [h.packet_id for h in dense[: cfg.k0]]
+        return {"frontier_order": selected, "selected": selected, "_trace": {"window": len(dense), "added": len(selected)}}
     window = frontier_window(anchors, dense)
-    order = mem.scheduler.frontier(inp, anchors, window) if len(window) > len(anchors) else list(anchors)
-    selected = admit(anchors, order, mem.config.frontier_rank_cutoff, mem.config.frontier_append_cap)
+    if cfg.use_frontier and len(window) > len(anchors):
+        order = mem.scheduler.frontier(inp, anchors, window)
+    else:
+        order = list(anchors)
+    selected = admit(anchors, order, cfg.frontier_rank_cutoff, cfg.frontier_append_cap)
     return {"frontier_order": order, "selected": selected, "_trace": {"window": len(window), "added": len(selected) - len(anchors)}}
 
 

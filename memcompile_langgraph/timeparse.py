@@ -69,8 +69,10 @@ _ORD = r"(?:st|nd|rd|th)?"
 _YEAR = r"(?:19|20)\d{2}"
 
 # One alternation scanned once per claim; at a given position the more specific alternatives come first.
+# The leading word-start check lets the scan skip positions inside words without trying every alternative.
 _EXPRESSION = re.compile(
-    "|".join(
+    r"\b(?=\w)(?:"
+    + "|".join(
         [
             rf"(?P<iso>\b(?P<iso_y>{_YEAR})[-/](?P<iso_m>\d{{1,2}})[-/](?P<iso_d>\d{{1,2}})\b)",
             rf"(?P<dmy>\b(?P<dmy_d>\d{{1,2}}){_ORD}\s+(?:of\s+)?(?P<dmy_m>{_MONTH})\b\.?(?:,?\s+(?P<dmy_y>{_YEAR})\b)?)",
@@ -91,9 +93,17 @@ _EXPRESSION = re.compile(
             r"(?P<day>\b(?P<day_w>yesterday|today|tonight|tomorrow)\b)",
             rf"(?P<yr>\b(?:in|since|from|during|of|by|until|around|back\s+in|in\s+the\s+year)\s+(?P<yr_y>{_YEAR})\b(?!-))",
         ]
-    ),
+    )
+    + ")",
     re.IGNORECASE,
 )
+# Every alternative needs one of these words (or a digit); most claims have none and skip the scan.
+_TRIGGERS = frozenset(
+    [*_MONTHS, *_WEEKDAYS, *_SEASON_START, *"0123456789", "ago", "yesterday", "today", "tonight", "tomorrow"]
+    + [f"{unit}{s}" for unit in ("day", "week", "weekend", "month", "year") for s in ("", "s")]
+    + ["night", "morning", "afternoon", "evening"]
+)
+_TRIGGER_TOKEN = re.compile(r"[a-z]+|\d")
 
 _LOCOMO_TIME = re.compile(
     rf"^(\d{{1,2}}):(\d{{2}})\s*([ap])\.?\s*m\.?\s+on\s+(\d{{1,2}}){_ORD}\s+([a-z]+)\.?,?\s+(\d{{4}})$", re.I
@@ -168,7 +178,7 @@ def _anchor_date(anchor: str | None) -> date | None:
 def normalize_event_time(text: str, anchor_iso: str | None) -> str:
     """The first resolvable time expression of `text` as "YYYY-MM-DD", "YYYY-MM", "YYYY", "YYYY-<season>" or
     "week of YYYY-MM-DD" (Monday); "" when there is none. See the module docstring for the conventions."""
-    if not text:
+    if not text or _TRIGGERS.isdisjoint(_TRIGGER_TOKEN.findall(text.lower())):
         return ""
     anchor = _anchor_date(anchor_iso)
     for match in _EXPRESSION.finditer(text):

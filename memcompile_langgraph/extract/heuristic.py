@@ -33,15 +33,17 @@ _LOW_CONTENT = frozenset(
     keep means meant lot lots love loved feel feels felt thing things stuff something anything everything kind
     bit way much many new part best nope yep yup nah cheers kudos bravo well super pretty tell telling share
     sharing hope hoping wish glad mind guess bet believe know knew think thought wanted want going go doing done
-    man dude guys friend buddy there here let wait ask asking update news life""".split()
+    man dude guys friend buddy there here let wait ask asking update news life huh woah pic pics photo photos
+    picture pictures look check take will give mean interesting cute yum yummy""".split()
 )
-# Light verbs and template words: fine inside a claim, useless as retrieval keywords.
+# Light verbs, adverbs and template words: fine inside a claim, useless as retrieval keywords.
 _GENERIC = _LOW_CONTENT | frozenset(
-    """time really thanks thank said asked answering question shared photo picture pic pics others someone
-    everyone people make made making take took taking get getting come came coming say give gave put find found
-    look looking looks looked seem seems seemed try tried trying use used start started need needed also still
-    even always usually often sometimes ever already lately finally especially actually probably maybe quite
-    every ones one little big lots able sure whole different important special huge""".split()
+    """time really thanks thank said asked answering question shared others someone everyone people make made
+    making took taking get getting come came coming say gave put find found looking looked seem seemed try tried
+    trying use used start started need needed also still even always usually often sometimes ever already lately
+    finally especially actually probably maybe quite every ones one little big able whole different important
+    special huge might must shall since around front together else along across toward towards within without
+    anyone""".split()
 )
 _TIME_WORDS = frozenset(
     """yesterday today tonight tomorrow morning afternoon evening night day days week weeks weekend weekends month
@@ -74,14 +76,15 @@ _KEEP_VERB = frozenset(
 )
 _THIRD_PERSON = {
     "am": "is", "are": "is", "were": "was", "have": "has", "do": "does", "go": "goes", "be": "is",
-    "don't": "doesn't", "haven't": "hasn't", "aren't": "isn't", "weren't": "wasn't", "am not": "is not",
+    "don't": "doesn't", "haven't": "hasn't", "aren't": "isn't", "weren't": "wasn't",
 }
 # Verbs "you" is commonly the subject of; other words after "you" are left alone (it may be an object).
 _YOU_VERBS = frozenset(
     """like love want need think know feel have do go make take get see enjoy remember mean miss say wish guess
     believe find keep play work live plan agree understand look seem sound deserve prefer appreciate hope try
-    are were don't haven't aren't weren't usually always still also really""".split()
-) - _ADVERBS
+    are were don't haven't aren't weren't""".split()
+)
+_YOU_GROUP = frozenset(["guys", "all", "both", "two"])
 _INVERTING_AUX = frozenset(
     "am are were have do don't haven't aren't weren't did didn't can can't could will won't would should "
     "shall might must may let to does has".split()
@@ -99,17 +102,19 @@ _ABBREVIATION = re.compile(r"(?:\b(?:Mr|Mrs|Ms|Dr|St|Jr|Sr|Prof|Mt|Ft|vs|approx|
 _COMPOUND = re.compile(
     r";\s+|\s+[-\u2013\u2014]+\s+(?=(?:I|I'm|I've|we|my|it|they|he|she)\b)|,\s+(?:and|but|so)\s+(?=(?:I|I'm|I've)\b)"
 )
+_SPACES = re.compile(r"\s+")
 _TOKEN = re.compile(r"\w+(?:'\w+)*|[^\w]+")
-_KEYWORD_TOKEN = re.compile(r"[a-z0-9]+(?:['-][a-z0-9]+)*|[^\sa-z0-9]")
+_KEYWORD_TOKEN = re.compile(r"[^\W_]+(?:['-][^\W_]+)*|[^\s\w]|_")
 _NEGATION = re.compile(r"\b(?:not|never|no|nobody|nothing|none|nor|cannot)\b|n't\b", re.I)
 _CAPTION_LEAD = re.compile(r"^(?:a|an|the)\s+(?:photo(?:graph|graphy)?|picture|image|pic|snapshot)\s+of\s+", re.I)
+_THANKS = re.compile(r"^(?:(?:but|and|so)\s+)?(?:thanks|thank\s+you)\b", re.I)
 _LAUGH = re.compile(r"^(?:a*h+a+(?:ha)*h*|he(?:he)+|lo+l|x+d+)$")
 _FIRST_PERSON = frozenset("i i'm i've i'll i'd me my mine myself we we're we've we'll we'd us our ours ourselves".split())
-_SECOND_PERSON = frozenset("you you're you've you'll you'd your yours yourself yourselves y'all".split())
-_LEADING_FILLER = (
-    r"(?:oh|ooh|wow|whoa|hey|hi|hello|yay|aw+|omg|um+|hmm+|btw|ha(?:ha)+|lol|yeah|yes|yep|yup|thanks|thank\s+you"
-    r"(?:\s+so\s+much)?|ok|okay|cool|great|awesome|nice|totally|absolutely|definitely|sure|well|so|anyway|man|"
-    r"dude|agreed|exactly|true|right|congrats|congratulations|wow)"
+# Openers stripped from a sentence: the first group always, the second only before a comma or "!".
+_OPENER = r"(?:oh|ooh|wow|whoa|woah|hey|hi|hello|yay|aw+|omg|um+|hmm+|btw|ha(?:ha)+|lol|yeah|yep|yup)"
+_OPENER_PUNCT = (
+    r"(?:yes|thanks|thank\s+you(?:\s+so\s+much)?|ok|okay|cool|great|awesome|nice|totally|absolutely|definitely|"
+    r"sure|well|so|anyway|man|dude|agreed|exactly|true|right|congrats|congratulations|good\s+luck)"
 )
 
 
@@ -155,16 +160,21 @@ class _Names:
                 prefix = key[:end]
                 prefixes[prefix] = name if prefixes.get(prefix, name) == name else None
         self.nicknames = {k: v for k, v in prefixes.items() if v and k not in self.lookup and k not in STOPWORDS}
-        self.tokens = frozenset(w for key in (*self.lookup, *self.nicknames) for w in key.split())
+        # name words never count as content; a name that is also a word ("Art") only when written as a name
+        self.tokens = frozenset(w for key in self.lookup for w in key.split() if w not in _WORD_LIKE_NAMES)
         alternation = "|".join(re.escape(k) for k in sorted({*self.lookup, *self.nicknames}, key=len, reverse=True))
         self._pattern = re.compile(rf"\b(?:{alternation})\b", re.I) if alternation else None
         vocative = rf"(?:{alternation})" if alternation else r"(?!x)x"
-        self.leading = re.compile(rf"^(?:(?:{_LEADING_FILLER}|{vocative})\b[\s,!.\u2026-]*)+(?=\S)?", re.I)
-        self.trailing = re.compile(rf"[\s,]+{vocative}\s*(?=[.!?\u2026]*$)", re.I)
+        punct = r"[,!.\u2026-]"
+        self.leading = re.compile(
+            rf"^(?:{_OPENER}\b{punct}*\s*|(?:{_OPENER_PUNCT}|{vocative})\s*{punct}+\s*|{_OPENER_PUNCT}\s+(?={vocative}\b))+",
+            re.I,
+        )
+        self.trailing = re.compile(rf"\s*,\s*{vocative}\s*(?=[.!?\u2026]*$)", re.I)
 
-    def find(self, text: str) -> list[str]:
-        """Canonical names mentioned in `text`, in order of first appearance."""
-        found: list[str] = []
+    def mentions(self, text: str) -> list[tuple[str, str]]:
+        """(canonical name, words as written in lower case) for each person mention in `text`, in order."""
+        found = []
         for m in self._pattern.finditer(text) if self._pattern else ():
             key = m.group().lower()
             name = self.lookup.get(key)
@@ -173,9 +183,13 @@ class _Names:
                 name = self.nicknames[key] if capitalized and m.start() > 0 else None
             elif (key in _WORD_LIKE_NAMES or key in STOPWORDS) and not capitalized:
                 name = None
-            if name and name not in found:
-                found.append(name)
+            if name:
+                found.append((name, key))
         return found
+
+    def find(self, text: str) -> list[str]:
+        """Canonical names mentioned in `text`, deduplicated, in order of first appearance."""
+        return list(dict.fromkeys(name for name, _ in self.mentions(text)))
 
 
 @lru_cache(maxsize=256)
@@ -235,62 +249,71 @@ class _Rewriter:
             }
 
     def __call__(self, sentence: str) -> str:
-        tokens = _TOKEN.findall(sentence)
-        words_at = [i for i, t in enumerate(tokens) if t[0].isalnum() or t[0] == "_"]
-        for n, i in enumerate(words_at):
-            lower = tokens[i].lower()
+        source = _TOKEN.findall(sentence)  # read from the original tokens, write to `out`
+        out = list(source)
+        at = [i for i, t in enumerate(source) if t[0].isalnum() or t[0] == "_"]
+        for n, i in enumerate(at):
+            lower = source[i].lower()
             if lower in _FIRST_PERSON:
-                self._first(tokens, words_at, n, lower)
+                self._first(source, out, at, n, lower)
             elif lower in self.second:
-                self._second(tokens, words_at, n, lower)
-        return "".join(tokens)
+                self._second(source, out, at, n, lower)
+        return "".join(out)
 
-    def _first(self, tokens: list[str], words_at: list[int], n: int, lower: str) -> None:
-        i = words_at[n]
-        if lower == "us" and tokens[i] == "US":  # the country
+    def _first(self, source: list[str], out: list[str], at: list[int], n: int, lower: str) -> None:
+        if lower == "us" and source[at[n]] == "US":  # the country
             return
         if lower == "i'd":
-            nxt = tokens[words_at[n + 1]].lower() if n + 1 < len(words_at) else ""
-            tokens[i] = f"{self.speaker} {'had' if nxt == 'been' else 'would'}"
+            out[at[n]] = f"{self.speaker} {'had' if _word(source, at, n + 1) in ('been', 'better') else 'would'}"
             return
-        tokens[i] = self.first[lower]
-        if lower == "i":
-            self._agree(tokens, words_at, n, always=True)
+        out[at[n]] = self.first[lower]
+        if lower == "i" and _word(source, at, n - 1) != "and":  # "Mel and I love" stays plural
+            self._agree(source, out, at, n, always=True)
 
-    def _second(self, tokens: list[str], words_at: list[int], n: int, lower: str) -> None:
-        i = words_at[n]
-        nxt = words_at[n + 1] if n + 1 < len(words_at) else None
-        if lower == "you" and nxt is not None and tokens[nxt].lower() in ("guys", "all") and tokens[nxt - 1] == " ":
-            tokens[i], tokens[nxt - 1], tokens[nxt] = f"{self.addressee} and others", "", ""
+    def _second(self, source: list[str], out: list[str], at: list[int], n: int, lower: str) -> None:
+        if lower == "you" and _word(source, at, n + 1) in _YOU_GROUP and _adjacent(source, at, n):
+            out[at[n]], out[at[n] + 1], out[at[n + 1]] = f"{self.addressee} and others", "", ""
             return
-        tokens[i] = self.second[lower]
+        out[at[n]] = self.second[lower]
         if lower == "you":
-            self._agree(tokens, words_at, n, always=False)
+            self._agree(source, out, at, n, always=False)
 
-    def _agree(self, tokens: list[str], words_at: list[int], n: int, always: bool) -> None:
-        """Third-person agreement around a rewritten "I"/"you": "have you" -> "has X", "I love" -> "X loves"."""
-        prev = tokens[words_at[n - 1]] if n > 0 and _only_space_between(tokens, words_at[n - 1], words_at[n]) else ""
-        if prev.lower() in _INVERTING_AUX:
-            tokens[words_at[n - 1]] = _match_case(_THIRD_PERSON.get(prev.lower(), prev.lower()), prev)
+    @staticmethod
+    def _agree(source: list[str], out: list[str], at: list[int], n: int, always: bool) -> None:
+        """Third-person agreement around a rewritten "I"/"you": "have you" -> "has X", "I love" -> "X loves".
+
+        `always` is for "I", always a subject; "you" only agrees when it looks like one."""
+        prev = _word(source, at, n - 1) if n > 0 and _adjacent(source, at, n - 1) else ""
+        if prev in _INVERTING_AUX:
+            out[at[n - 1]] = _match_case(_THIRD_PERSON.get(prev, prev), source[at[n - 1]])
             return
-        if not always and prev and prev.lower() not in _YOU_SUBJECT_AFTER:
+        if not always and prev and prev not in _YOU_SUBJECT_AFTER:
             return
         k = n + 1
-        while k < len(words_at) and _only_space_between(tokens, words_at[k - 1], words_at[k]):
-            word = tokens[words_at[k]]
-            if word.lower() in ("kind", "sort") and k + 1 < len(words_at) and tokens[words_at[k + 1]].lower() == "of":
+        while k < len(at) and _adjacent(source, at, k - 1):
+            word = _word(source, at, k)
+            if word in ("kind", "sort") and _word(source, at, k + 1) == "of":
                 k += 2
-                continue
-            if _is_adverb(word):
+            elif _is_adverb(word):
                 k += 1
-                continue
-            if always or word.lower() in _YOU_VERBS:
-                tokens[words_at[k]] = _third_person(word)
-            return
+            else:
+                if always or word in _YOU_VERBS:
+                    out[at[k]] = _third_person(source[at[k]])
+                return
 
 
-def _only_space_between(tokens: list[str], a: int, b: int) -> bool:
-    return b == a + 1 or all(not t.strip() for t in tokens[a + 1 : b])
+def _word(source: list[str], at: list[int], n: int) -> str:
+    return source[at[n]].lower() if 0 <= n < len(at) else ""
+
+
+def _adjacent(source: list[str], at: list[int], n: int) -> bool:
+    """Whether word n and word n+1 are separated by white space only."""
+    return n + 1 < len(at) and not "".join(source[at[n] + 1 : at[n + 1]]).strip()
+
+
+@lru_cache(maxsize=1024)
+def _rewriter(speaker: str, addressee: str | None) -> _Rewriter:
+    return _Rewriter(speaker, addressee)
 
 
 # --- sentence classification ------------------------------------------------------------------------------
@@ -300,7 +323,12 @@ def _content_words(sentence: str, names: _Names) -> list[str]:
     return [
         w
         for w in (w.split("'", 1)[0] for w in words(sentence))
-        if w and w not in STOPWORDS and w not in _LOW_CONTENT and w not in names.tokens and not _LAUGH.match(w)
+        if w
+        and w not in STOPWORDS
+        and w not in _LOW_CONTENT
+        and not (w[-1] == "s" and w[:-1] in _LOW_CONTENT)
+        and w not in names.tokens
+        and not _LAUGH.match(w)
     ]
 
 
@@ -324,7 +352,8 @@ def _lower_function_word(text: str) -> str:
 
 
 def _finish(claim: str) -> str:
-    claim = clean_text(re.sub(r"\s+", " ", claim)).strip(" ,;-")
+    claim = clean_text(_SPACES.sub(" ", claim)).strip(" ,;-")
+    claim = claim[:1].upper() + claim[1:]
     return claim if claim[-1:] in ".!?\"'" else f"{claim}."
 
 
@@ -334,7 +363,7 @@ def _finish(claim: str) -> str:
 class HeuristicExtractor:
     """Rule-based Extractor: deterministic claims and metadata, no model (see the module docstring)."""
 
-    reply_max_words = 10  # a first sentence this short after a question is read as its answer
+    reply_max_words = 16  # a first sentence this short after a question is read as its answer
 
     def __init__(self, max_keywords: int = 5):
         self.max_keywords = max_keywords
@@ -343,12 +372,15 @@ class HeuristicExtractor:
         packet, previous = ctx.packet, ctx.previous
         names = _names_for(ctx)
         addressee = previous.speaker if previous and previous.speaker != packet.speaker else None
-        rewrite = _Rewriter(packet.speaker, addressee)
-        units = [u for u in split_sentences(packet.text)]
+        rewrite = _rewriter(packet.speaker, addressee)
+        units = list(split_sentences(packet.text))
         claims: list[str] = []
         question = self._open_question(previous, packet.speaker, names) if addressee else None
-        if question:
-            units = self._answer(units, question, addressee, packet.speaker, rewrite, names, claims)
+        answer = self._answer(units, names) if question else None
+        if answer:
+            reply, start, end = answer
+            claims.append(f"{packet.speaker}, answering {addressee}'s question '{question}', said: {rewrite(reply)}")
+            units = units[:start] + units[end:]
         for unit in units:
             claim = self._claim(unit, packet.speaker, addressee, rewrite, names)
             if claim:
@@ -359,20 +391,19 @@ class HeuristicExtractor:
         return list(dict.fromkeys(_finish(c) for c in claims if c.strip()))
 
     def metadata(self, fact: str, ctx: TurnContext) -> Metadata:
-        packet = ctx.packet
-        names = _names_for(ctx)
+        packet, names = ctx.packet, _names_for(ctx)
+        mentions = names.mentions(fact)
         anchor = packet.session_time or parse_session_time(packet.session_time_raw)
         return Metadata(
-            people=tuple(names.find(fact)),
-            keywords=self.keywords(fact, names),
+            people=tuple(dict.fromkeys(name for name, _ in mentions)),
+            keywords=self.keywords(fact, names.tokens | {w for _, key in mentions for w in key.split()}),
             event_time=normalize_event_time(fact, anchor),
             interaction_time=packet.session_time or packet.session_time_raw,
             negated=bool(_NEGATION.search(_norm(fact))),
         )
 
-    def keywords(self, fact: str, names: _Names | None = None) -> tuple[str, ...]:
-        """Up to max_keywords runs of 1-3 content words, the most salient ones, in order of appearance."""
-        skip = names.tokens if names else frozenset()
+    def keywords(self, fact: str, skip: frozenset[str] | set[str] = frozenset()) -> tuple[str, ...]:
+        """Up to max_keywords runs of 1-3 content words (none in `skip`), the most salient, in order of appearance."""
         phrases: dict[str, int] = {}
         run: list[str] = []
         for token in [*_KEYWORD_TOKEN.findall(_norm(fact).lower()), "."]:
@@ -380,22 +411,24 @@ class HeuristicExtractor:
             if word[0].isalnum() and self._is_keyword_word(word, skip):
                 run.append(word)
                 continue
-            # split a long run from the right: the head of an English noun phrase comes last
-            while run:
-                phrases.setdefault(" ".join(run[-3:]), len(phrases))
-                run = run[:-3]
+            # a long run is cut from the right: the head of an English noun phrase comes last
+            for end in range(len(run) % 3 or 3, len(run) + 1, 3):
+                phrases.setdefault(" ".join(run[max(0, end - 3) : end]), len(phrases))
+            run = []
         ranked = sorted(phrases, key=lambda p: (-len(p.split()), -len(p), phrases[p]))[: self.max_keywords]
         return tuple(sorted(ranked, key=phrases.__getitem__))
 
     @staticmethod
-    def _is_keyword_word(word: str, names: frozenset[str]) -> bool:
+    def _is_keyword_word(word: str, skip: frozenset[str] | set[str]) -> bool:
         return (
             len(word) > 1
+            and "'" not in word
             and not word.isdigit()
             and word not in STOPWORDS
             and word not in _GENERIC
+            and not (word[-1] == "s" and word[:-1] in _GENERIC)
             and word not in _TIME_WORDS
-            and word not in names
+            and word not in skip
             and not _LAUGH.match(word)
         )
 
@@ -403,30 +436,37 @@ class HeuristicExtractor:
 
     @staticmethod
     def _open_question(previous: SourcePacket, speaker: str, names: _Names) -> str | None:
-        """The last content-bearing question of the preceding turn, rewritten from the current speaker's view."""
+        """The preceding turn's closing question, rewritten from the current speaker's view, if it has content.
+
+        Only a question after the turn's last content-bearing statement counts, and only the last one: when that
+        is small talk ("What's new?"), small talk is what the reply answers."""
         for sentence in reversed(split_sentences(previous.text)):
             sentence = _strip_vocatives(sentence, names)
-            if _is_question(sentence) and _content_words(sentence, names):
-                text = _Rewriter(previous.speaker, speaker)(sentence).rstrip(" ?!.")
-                return _lower_function_word(text)
+            if _is_question(sentence):
+                if not _content_words(sentence, names):
+                    return None
+                return _lower_function_word(_rewriter(previous.speaker, speaker)(sentence).rstrip(" ?!."))
+            if _content_words(sentence, names):
+                return None
         return None
 
-    def _answer(self, units, question, asker, speaker, rewrite, names, claims) -> list[str]:
-        """Turn the opening answer to `question` into one claim carrying it; returns the units left over."""
+    def _answer(self, units: list[str], names: _Names) -> tuple[str, int, int] | None:
+        """The reply that opens the turn, as (reply text, first unit, end unit), or None when it does not open
+        with one: the first non-filler unit must be a statement that is short or starts with yes/no."""
         start = next(
-            (i for i, u in enumerate(units) if _starts_with_answer(u) or _content_words(_strip_vocatives(u, names), names)),
+            (i for i, u in enumerate(units) if _is_question(u) or _starts_with_answer(u) or _content_words(u, names)),
             None,
         )
         if start is None or _is_question(units[start]):
-            return units
-        reply = _strip_vocatives(units[start], names) if not _starts_with_answer(units[start]) else units[start]
+            return None
+        unit = units[start]
+        reply = names.trailing.sub("", unit) if _starts_with_answer(unit) else _strip_vocatives(unit, names)
         end = start + 1
         if not _content_words(reply, names) and end < len(units) and not _is_question(units[end]):
-            reply, end = f"{reply} {units[end]}", end + 1
-        elif not _starts_with_answer(reply) and len(reply.split()) > self.reply_max_words:
-            return units
-        claims.append(f"{speaker}, answering {asker}'s question '{question}', said: {rewrite(reply)}")
-        return units[:start] + units[end:]
+            return f"{reply} {units[end]}", start, end + 1  # a bare "Yes!" answers with the next sentence
+        if not _starts_with_answer(reply) and len(reply.split()) > self.reply_max_words:
+            return None
+        return reply, start, end
 
     def _claim(self, unit: str, speaker: str, addressee: str | None, rewrite: _Rewriter, names: _Names) -> str | None:
         sentence = _strip_vocatives(unit, names)
@@ -437,10 +477,10 @@ class HeuristicExtractor:
             question = _lower_function_word(rewrite(sentence))
             ask = f"{speaker} asked {addressee}" if addressee and addressee not in question else f"{speaker} asked"
             return f"{ask}: {question}"
-        if not content:
+        if not content or _THANKS.match(sentence):
             return None
         claim = rewrite(sentence)
-        return claim if names.find(claim) else f"{speaker} said: {claim}"
+        return claim if names.find(claim) else f"{speaker} said: {claim[:1].upper()}{claim[1:]}"
 
     @staticmethod
     def _caption_claim(packet: SourcePacket) -> str | None:
