@@ -75,7 +75,8 @@ _EXPRESSION = re.compile(
     + "|".join(
         [
             rf"(?P<iso>\b(?P<iso_y>{_YEAR})[-/](?P<iso_m>\d{{1,2}})[-/](?P<iso_d>\d{{1,2}})\b)",
-            rf"(?P<dmy>\b(?P<dmy_d>\d{{1,2}}){_ORD}\s+(?:of\s+)?(?P<dmy_m>{_MONTH})\b\.?(?:,?\s+(?P<dmy_y>{_YEAR})\b)?)",
+            rf"(?P<dmy>\b(?P<dmy_d>\d{{1,2}}){_ORD}\s+(?:of\s+)?(?P<dmy_m>{_MONTH})\b\.?"
+            rf"(?:,?\s+(?P<dmy_y>{_YEAR})\b)?)",
             rf"(?P<mdy>\b(?P<mdy_m>{_MONTH})\.?\s+(?P<mdy_d>\d{{1,2}}){_ORD}\b(?!:)(?:,?\s+(?P<mdy_y>{_YEAR})\b)?)",
             rf"(?P<my>\b(?P<my_m>{_MONTH})\.?,?\s+(?:of\s+)?(?P<my_y>{_YEAR})\b)",
             rf"(?P<sy>\b(?P<sy_s>{_SEASON})\s+(?:of\s+)?(?P<sy_y>{_YEAR})\b)",
@@ -91,7 +92,8 @@ _EXPRESSION = re.compile(
             rf"(?:(?:early|mid|late|the\s+end\s+of|the\s+beginning\s+of)\s+|mid-)?(?P<mon_m>{_MONTH_FULL})\b"
             rf"(?!\.?,?\s+(?:of\s+)?{_YEAR}\b|\s*\d))",
             r"(?P<day>\b(?P<day_w>yesterday|today|tonight|tomorrow)\b)",
-            rf"(?P<yr>\b(?:in|since|from|during|of|by|until|around|back\s+in|in\s+the\s+year)\s+(?P<yr_y>{_YEAR})\b(?!-))",
+            rf"(?P<yr>\b(?:in|since|from|during|of|by|until|around|back\s+in|in\s+the\s+year)\s+"
+            rf"(?P<yr_y>{_YEAR})\b(?!-))",
         ]
     )
     + ")",

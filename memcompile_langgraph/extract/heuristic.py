@@ -34,7 +34,7 @@ _LOW_CONTENT = frozenset(
     bit way much many new part best nope yep yup nah cheers kudos bravo well super pretty tell telling share
     sharing hope hoping wish glad mind guess bet believe know knew think thought wanted want going go doing done
     man dude guys friend buddy there here let wait ask asking update news life huh woah pic pics photo photos
-    picture pictures look check take will give mean interesting cute yum yummy""".split()
+    picture pictures look check take will give mean interesting cute yum yummy mr mrs ms dr""".split()
 )
 # Light verbs, adverbs and template words: fine inside a claim, useless as retrieval keywords.
 _GENERIC = _LOW_CONTENT | frozenset(
@@ -43,7 +43,7 @@ _GENERIC = _LOW_CONTENT | frozenset(
     trying use used start started need needed also still even always usually often sometimes ever already lately
     finally especially actually probably maybe quite every ones one little big able whole different important
     special huge might must shall since around front together else along across toward towards within without
-    anyone""".split()
+    anyone went gone goes never""".split()
 )
 _TIME_WORDS = frozenset(
     """yesterday today tonight tomorrow morning afternoon evening night day days week weeks weekend weekends month
@@ -98,7 +98,11 @@ _YOU_SUBJECT_AFTER = frozenset(
 
 _EMOJI = re.compile("[\U0001F000-\U0001FAFF\u2600-\u27BF\uFE0F\u200D\u2B50\u2764]+")
 _BOUNDARY = re.compile(r"(?<=[.!?\u2026])[\"')\]\u201d\u2019]*\s+|\s*\n+\s*")
-_ABBREVIATION = re.compile(r"(?:\b(?:Mr|Mrs|Ms|Dr|St|Jr|Sr|Prof|Mt|Ft|vs|approx|e\.g|i\.e)|\b[A-Z])\.$", re.I)
+# a piece ending like this does not end a sentence: titles, initials, list numbers ("1.")
+_ABBREVIATION = re.compile(
+    r"(?:\b(?i:Mr|Mrs|Ms|Dr|St|Jr|Sr|Prof|Mt|Ft|vs|approx|e\.g|i\.e)|(?<![\w'])[A-Z]|^\d{1,2})\.$"
+)
+_MARKUP = re.compile(r"\*\*|`")
 _COMPOUND = re.compile(
     r";\s+|\s+[-\u2013\u2014]+\s+(?=(?:I|I'm|I've|we|my|it|they|he|she)\b)|,\s+(?:and|but|so)\s+(?=(?:I|I'm|I've)\b)"
 )
@@ -107,10 +111,12 @@ _TOKEN = re.compile(r"\w+(?:'\w+)*|[^\w]+")
 _KEYWORD_TOKEN = re.compile(r"[^\W_]+(?:['-][^\W_]+)*|[^\s\w]|_")
 _NEGATION = re.compile(r"\b(?:not|never|no|nobody|nothing|none|nor|cannot)\b|n't\b", re.I)
 _CAPTION_LEAD = re.compile(r"^(?:a|an|the)\s+(?:photo(?:graph|graphy)?|picture|image|pic|snapshot)\s+of\s+", re.I)
-_THANKS = re.compile(r"^(?:(?:but|and|so)\s+)?(?:thanks|thank\s+you)\b", re.I)
+_ACKNOWLEDGEMENT = re.compile(r"^(?:(?:but|and|so)\s+)?(?:thanks|thank\s+you|congrats|congratulations)\b", re.I)
 _LAUGH = re.compile(r"^(?:a*h+a+(?:ha)*h*|he(?:he)+|lo+l|x+d+)$")
-_FIRST_PERSON = frozenset("i i'm i've i'll i'd me my mine myself we we're we've we'll we'd us our ours ourselves".split())
-# Openers stripped from a sentence: the first group always, the second only before a comma or "!".
+_FIRST_PERSON = frozenset(
+    "i i'm i've i'll i'd me my mine myself we we're we've we'll we'd us our ours ourselves".split()
+)
+# Openers stripped from a sentence: the first group always, the second only before punctuation or a name.
 _OPENER = r"(?:oh|ooh|wow|whoa|woah|hey|hi|hello|yay|aw+|omg|um+|hmm+|btw|ha(?:ha)+|lol|yeah|yep|yup)"
 _OPENER_PUNCT = (
     r"(?:yes|thanks|thank\s+you(?:\s+so\s+much)?|ok|okay|cool|great|awesome|nice|totally|absolutely|definitely|"
@@ -125,7 +131,7 @@ def _norm(text: str) -> str:
 @lru_cache(maxsize=8192)
 def split_sentences(text: str) -> tuple[str, ...]:
     """Sentences of a turn (emoji act as boundaries); abbreviations such as "Mr." do not end a sentence."""
-    text = _EMOJI.sub("\n", _norm(clean_text(text)))
+    text = _EMOJI.sub("\n", _MARKUP.sub("", _norm(clean_text(text))))
     pieces: list[str] = []
     for piece in _BOUNDARY.split(text):
         piece = piece.strip()
@@ -145,10 +151,10 @@ class _Names:
     """Known people of a conversation: canonical names, first names and unique nickname prefixes ("Mel")."""
 
     def __init__(self, people: tuple[str, ...]):
-        self.canonical = tuple(dict.fromkeys(p.strip() for p in people if p and p.strip()))
-        full = {p.lower(): p for p in self.canonical}
+        canonical = tuple(dict.fromkeys(p.strip() for p in people if p and p.strip()))
+        full = {p.lower(): p for p in canonical}
         first: dict[str, str | None] = {}
-        for p in self.canonical:
+        for p in canonical:
             key = p.split()[0].lower()
             first[key] = p if first.get(key, p) == p else None
         self.lookup = {**{k: v for k, v in first.items() if v}, **full}
@@ -160,14 +166,17 @@ class _Names:
                 prefix = key[:end]
                 prefixes[prefix] = name if prefixes.get(prefix, name) == name else None
         self.nicknames = {k: v for k, v in prefixes.items() if v and k not in self.lookup and k not in STOPWORDS}
-        # name words never count as content; a name that is also a word ("Art") only when written as a name
+        # name words are not keywords; a name that is also a word ("Art") only when written as a name
         self.tokens = frozenset(w for key in self.lookup for w in key.split() if w not in _WORD_LIKE_NAMES)
+        self.filler = self.tokens | set(self.nicknames)  # words that do not make a sentence informative
         alternation = "|".join(re.escape(k) for k in sorted({*self.lookup, *self.nicknames}, key=len, reverse=True))
         self._pattern = re.compile(rf"\b(?:{alternation})\b", re.I) if alternation else None
         vocative = rf"(?:{alternation})" if alternation else r"(?!x)x"
         punct = r"[,!.\u2026-]"
         self.leading = re.compile(
-            rf"^(?:{_OPENER}\b{punct}*\s*|(?:{_OPENER_PUNCT}|{vocative})\s*{punct}+\s*|{_OPENER_PUNCT}\s+(?={vocative}\b))+",
+            rf"^(?:{_OPENER}\b{punct}*\s*"
+            rf"|(?:{_OPENER_PUNCT}|{vocative})\s*{punct}+\s*"
+            rf"|{_OPENER_PUNCT}\s+(?={vocative}\b))+",
             re.I,
         )
         self.trailing = re.compile(rf"\s*,\s*{vocative}\s*(?=[.!?\u2026]*$)", re.I)
@@ -198,8 +207,8 @@ def _names(people: tuple[str, ...]) -> _Names:
 
 
 def _names_for(ctx: TurnContext) -> _Names:
-    previous = ctx.previous.speaker if ctx.previous else ""
-    return _names((ctx.packet.speaker, *ctx.known_people, previous))
+    people = {ctx.packet.speaker, *ctx.known_people, ctx.previous.speaker if ctx.previous else ""}
+    return _names(tuple(sorted(people - {""})))  # sorted: one cached index per set of names
 
 
 # --- pronoun rewriting ------------------------------------------------------------------------------------
@@ -209,7 +218,8 @@ def _third_person(verb: str) -> str:
     lower = verb.lower()
     if lower in _THIRD_PERSON:
         return _match_case(_THIRD_PERSON[lower], verb)
-    if lower in _KEEP_VERB or "'" in lower or not lower.isalpha() or (lower.endswith("ed") and not lower.endswith("eed")):
+    past = lower.endswith("ed") and not lower.endswith("eed")  # "need" takes an -s, "walked" does not
+    if lower in _KEEP_VERB or past or "'" in lower or not lower.isalpha():
         return verb
     if lower.endswith(("ss", "sh", "ch", "x", "z", "o", "us")):
         return verb + "es"
@@ -319,19 +329,22 @@ def _rewriter(speaker: str, addressee: str | None) -> _Rewriter:
 # --- sentence classification ------------------------------------------------------------------------------
 
 
-def _content_words(sentence: str, names: _Names) -> list[str]:
-    return [
+@lru_cache(maxsize=16384)  # a sentence is looked at as a turn and again as the next turn's context
+def _content_words(sentence: str, names: _Names) -> tuple[str, ...]:
+    return tuple(
         w
         for w in (w.split("'", 1)[0] for w in words(sentence))
         if w
+        and not w.isdigit()
         and w not in STOPWORDS
         and w not in _LOW_CONTENT
         and not (w[-1] == "s" and w[:-1] in _LOW_CONTENT)
-        and w not in names.tokens
+        and w not in names.filler
         and not _LAUGH.match(w)
-    ]
+    )
 
 
+@lru_cache(maxsize=16384)
 def _strip_vocatives(sentence: str, names: _Names) -> str:
     stripped = names.trailing.sub("", names.leading.sub("", sentence))
     return stripped.strip(" ,-\u2013\u2014")
@@ -341,20 +354,52 @@ def _is_question(sentence: str) -> bool:
     return sentence.rstrip("\"')\u201d ").endswith("?")
 
 
-def _starts_with_answer(sentence: str) -> bool:
+def _answer_marker(sentence: str) -> str:
     lower = sentence.lower()
-    return any(lower.startswith(m) and (len(lower) == len(m) or not lower[len(m)].isalnum()) for m in _ANSWER_MARKERS)
+    return next(
+        (m for m in _ANSWER_MARKERS if lower.startswith(m) and (len(lower) == len(m) or not lower[len(m)].isalnum())),
+        "",
+    )
+
+
+def _starts_with_answer(sentence: str) -> bool:
+    return bool(_answer_marker(sentence))
+
+
+def _is_bare_answer(sentence: str, names: _Names) -> bool:
+    """Only a yes/no and perhaps a name: "Yes!", "Nope, Mel."."""
+    rest = _strip_vocatives(sentence[len(_answer_marker(sentence)) :].strip(" ,!.\u2026"), names)
+    return not any(c.isalnum() for c in rest)
 
 
 def _lower_function_word(text: str) -> str:
-    first = text.split(" ", 1)[0]
-    return text[:1].lower() + text[1:] if first.lower() in STOPWORDS and first != "I" else text
+    """Lower-case a sentence-initial common word, so the sentence reads as quoted inside a claim."""
+    first = text.split(" ", 1)[0].lower()
+    return text[:1].lower() + text[1:] if first in STOPWORDS or first in _GENERIC else text
+
+
+def _capitalize(text: str) -> str:
+    return text[:1].upper() + text[1:]
 
 
 def _finish(claim: str) -> str:
-    claim = clean_text(_SPACES.sub(" ", claim)).strip(" ,;-")
-    claim = claim[:1].upper() + claim[1:]
+    claim = _capitalize(clean_text(_SPACES.sub(" ", claim)).strip(" ,;:-"))
     return claim if claim[-1:] in ".!?\"'" else f"{claim}."
+
+
+@lru_cache(maxsize=65536)
+def _is_keyword_word(word: str) -> bool:
+    return (
+        len(word) > 1
+        and word[0].isalnum()
+        and "'" not in word
+        and not word.isdigit()
+        and word not in STOPWORDS
+        and word not in _GENERIC
+        and not (word[-1] == "s" and word[:-1] in _GENERIC)
+        and word not in _TIME_WORDS
+        and not _LAUGH.match(word)
+    )
 
 
 # --- the extractor ----------------------------------------------------------------------------------------
@@ -379,7 +424,8 @@ class HeuristicExtractor:
         answer = self._answer(units, names) if question else None
         if answer:
             reply, start, end = answer
-            claims.append(f"{packet.speaker}, answering {addressee}'s question '{question}', said: {rewrite(reply)}")
+            reply = _capitalize(rewrite(reply))
+            claims.append(f"{packet.speaker}, answering {addressee}'s question '{question}', said: {reply}")
             units = units[:start] + units[end:]
         for unit in units:
             claim = self._claim(unit, packet.speaker, addressee, rewrite, names)
@@ -404,33 +450,24 @@ class HeuristicExtractor:
 
     def keywords(self, fact: str, skip: frozenset[str] | set[str] = frozenset()) -> tuple[str, ...]:
         """Up to max_keywords runs of 1-3 content words (none in `skip`), the most salient, in order of appearance."""
-        phrases: dict[str, int] = {}
+        phrases: dict[tuple[str, ...], int] = {}
         run: list[str] = []
-        for token in [*_KEYWORD_TOKEN.findall(_norm(fact).lower()), "."]:
-            word = token[:-2] if token.endswith("'s") else token
-            if word[0].isalnum() and self._is_keyword_word(word, skip):
+        for token in _KEYWORD_TOKEN.findall(_norm(fact).lower() + " ."):
+            word = token[:-2] if token[-2:] == "'s" else token
+            if word not in skip and _is_keyword_word(word):
                 run.append(word)
                 continue
             # a long run is cut from the right: the head of an English noun phrase comes last
             for end in range(len(run) % 3 or 3, len(run) + 1, 3):
-                phrases.setdefault(" ".join(run[max(0, end - 3) : end]), len(phrases))
+                phrases.setdefault(tuple(run[max(0, end - 3) : end]), len(phrases))
             run = []
-        ranked = sorted(phrases, key=lambda p: (-len(p.split()), -len(p), phrases[p]))[: self.max_keywords]
-        return tuple(sorted(ranked, key=phrases.__getitem__))
-
-    @staticmethod
-    def _is_keyword_word(word: str, skip: frozenset[str] | set[str]) -> bool:
-        return (
-            len(word) > 1
-            and "'" not in word
-            and not word.isdigit()
-            and word not in STOPWORDS
-            and word not in _GENERIC
-            and not (word[-1] == "s" and word[:-1] in _GENERIC)
-            and word not in _TIME_WORDS
-            and word not in skip
-            and not _LAUGH.match(word)
-        )
+        chosen: list[tuple[str, ...]] = []
+        for phrase in sorted(phrases, key=lambda p: (-len(p), -sum(map(len, p)), phrases[p])):
+            if len(chosen) == self.max_keywords:
+                break
+            if not any(set(phrase) <= set(c) for c in chosen):  # no "inspiring" after "inspiring stories"
+                chosen.append(phrase)
+        return tuple(" ".join(p) for p in sorted(chosen, key=phrases.__getitem__))
 
     # --- claims ---
 
@@ -452,20 +489,25 @@ class HeuristicExtractor:
 
     def _answer(self, units: list[str], names: _Names) -> tuple[str, int, int] | None:
         """The reply that opens the turn, as (reply text, first unit, end unit), or None when it does not open
-        with one: the first non-filler unit must be a statement that is short or starts with yes/no."""
-        start = next(
-            (i for i, u in enumerate(units) if _is_question(u) or _starts_with_answer(u) or _content_words(u, names)),
-            None,
+        with one. The reply is the first unit with content, a yes/no or a question mark (which means no reply),
+        or an all-filler turn's first non-greeting ("Loved it."); it must start with yes/no or be short."""
+        candidates = [i for i, u in enumerate(units) if _strip_vocatives(u, names) and not _ACKNOWLEDGEMENT.match(u)]
+        if not candidates:
+            return None
+        informative = (
+            i for i in candidates
+            if _is_question(units[i]) or _starts_with_answer(units[i]) or _content_words(units[i], names)
         )
-        if start is None or _is_question(units[start]):
+        start = next(informative, candidates[0])
+        if _is_question(units[start]):
             return None
-        unit = units[start]
-        reply = names.trailing.sub("", unit) if _starts_with_answer(unit) else _strip_vocatives(unit, names)
-        end = start + 1
-        if not _content_words(reply, names) and end < len(units) and not _is_question(units[end]):
+        unit, end = units[start], start + 1
+        if not _starts_with_answer(unit):
+            reply = _strip_vocatives(unit, names)
+            return (reply, start, end) if len(reply.split()) <= self.reply_max_words else None
+        reply = names.trailing.sub("", unit)
+        if _is_bare_answer(reply, names) and end < len(units) and not _is_question(units[end]):
             return f"{reply} {units[end]}", start, end + 1  # a bare "Yes!" answers with the next sentence
-        if not _starts_with_answer(reply) and len(reply.split()) > self.reply_max_words:
-            return None
         return reply, start, end
 
     def _claim(self, unit: str, speaker: str, addressee: str | None, rewrite: _Rewriter, names: _Names) -> str | None:
@@ -477,10 +519,10 @@ class HeuristicExtractor:
             question = _lower_function_word(rewrite(sentence))
             ask = f"{speaker} asked {addressee}" if addressee and addressee not in question else f"{speaker} asked"
             return f"{ask}: {question}"
-        if not content or _THANKS.match(sentence):
+        if not content or _ACKNOWLEDGEMENT.match(unit):
             return None
         claim = rewrite(sentence)
-        return claim if names.find(claim) else f"{speaker} said: {claim[:1].upper()}{claim[1:]}"
+        return claim if names.find(claim) else f"{speaker} said: {_capitalize(claim)}"
 
     @staticmethod
     def _caption_claim(packet: SourcePacket) -> str | None:

@@ -1,0 +1,295 @@
+import re
+
+import pytest
+
+from memcompile_langgraph.extract.base import Metadata, TurnContext
+from memcompile_langgraph.extract.heuristic import HeuristicExtractor, split_sentences
+from memcompile_langgraph.records import SourcePacket
+from memcompile_langgraph.text import STOPWORDS, terms
+
+PEOPLE = ("Caroline", "Melanie")
+TIME_WORDS = {"yesterday", "last", "week", "weekend", "may", "2023", "today", "ago", "years"}
+
+
+def packet(speaker, text, seq=1, caption="", query="", session_time="2023-05-08T13:56:00"):
+    return SourcePacket(
+        packet_id=f"p{seq}",
+        user_id="u",
+        dia_id=f"D1:{seq}",
+        speaker=speaker,
+        session=1,
+        session_label="session_1",
+        session_time=session_time,
+        session_time_raw="1:56 pm on 8 May, 2023",
+        text=text,
+        seq=seq,
+        image_caption=caption,
+        image_query=query,
+        content_hash="h",
+    )
+
+
+def context(text, speaker="Caroline", previous=None, previous_speaker="Melanie", people=PEOPLE, **kw):
+    prev = packet(previous_speaker, previous, seq=0) if previous is not None else None
+    return TurnContext(packet=packet(speaker, text, **kw), previous=prev, known_people=people)
+
+
+@pytest.fixture
+def ex():
+    return HeuristicExtractor()
+
+
+# --- facts ---
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Hey Mel! Good to see you! How have you been?",
+        "Thanks! Wow, that's great! Haha. Take care! See you! Bye!",
+        "That's awesome, Melanie! Congrats!",
+        "Haha yeah totally! 😂",
+        "Wow, that looks amazing! Thank you so much!",
+        "",
+    ],
+)
+def test_greetings_acknowledgements_and_filler_are_dropped(ex, text):
+    assert ex.facts(context(text, previous="I finished my painting!")) == []
+
+
+def test_greeting_is_dropped_but_content_kept(ex):
+    facts = ex.facts(context("Hey Mel! Good to see you! I went to a LGBTQ support group yesterday."))
+    assert facts == ["Caroline went to a LGBTQ support group yesterday."]
+
+
+def test_first_person_is_rewritten_to_the_speaker(ex):
+    facts = ex.facts(context("I'm swamped with the kids & work. I love painting with my kids.", speaker="Melanie"))
+    assert facts == ["Melanie is swamped with the kids & work.", "Melanie loves painting with Melanie's kids."]
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("I've been running a lot.", "Caroline has been running a lot."),
+        ("I'll join the choir.", "Caroline will join the choir."),
+        ("I'd love to visit Sweden.", "Caroline would love to visit Sweden."),
+        ("I don't like horror movies.", "Caroline doesn't like horror movies."),
+        ("I really miss my grandma.", "Caroline really misses Caroline's grandma."),
+        ("I went hiking by myself.", "Caroline went hiking by Caroline."),
+        ("My sister and I love pottery.", "Caroline's sister and Caroline love pottery."),
+    ],
+)
+def test_first_person_forms(ex, text, expected):
+    assert ex.facts(context(text)) == [expected]
+
+
+def test_we_and_our_become_speaker_and_others(ex):
+    ctx = context("We went camping with our kids last weekend.", speaker="Melanie", previous_speaker="Caroline")
+    facts = ex.facts(ctx)
+    assert facts == ["Melanie and others went camping with Melanie's kids last weekend."]
+
+
+def test_second_person_is_the_previous_speaker(ex):
+    ctx = context("Your painting is beautiful, and you are so talented.", previous="Here's my new painting.")
+    facts = ex.facts(ctx)
+    assert facts == ["Melanie's painting is beautiful, and Melanie is so talented."]
+
+
+def test_second_person_is_left_without_another_previous_speaker(ex):
+    assert ex.facts(context("Your painting is beautiful.")) == ["Caroline said: Your painting is beautiful."]
+    same_speaker = context("Your painting is beautiful.", previous="Look at this.", previous_speaker="Caroline")
+    assert ex.facts(same_speaker) == ["Caroline said: Your painting is beautiful."]
+
+
+def test_reply_carries_the_previous_question(ex):
+    facts = ex.facts(context("Sweden, four years ago.", previous="Where did you move from?"))
+    assert facts == [
+        "Caroline, answering Melanie's question 'where did Caroline move from', said: Sweden, four years ago."
+    ]
+
+
+@pytest.mark.parametrize(
+    "previous, text",
+    [
+        ("That sounds fun! Did you go to the pride parade?", "Yes, last week!"),
+        ("Did you go to the pride parade?", "Yes! I went with my friends from the support group."),
+        ("Wow! Did you go to the pride parade, Caroline?", "Hey Mel! Just a few months ago."),
+        ("What did you think of the pride parade?", "Loved it."),
+    ],
+)
+def test_reply_contains_the_question_content_words(ex, previous, text):
+    facts = ex.facts(context(text, previous=previous))
+    assert facts, "a reply must produce a claim"
+    claim_terms = set(terms(facts[0]))
+    assert {"pride", "parad"} <= claim_terms
+    assert facts[0].startswith("Caroline, answering Melanie's question")
+
+
+def test_reply_to_small_talk_does_not_carry_it(ex):
+    facts = ex.facts(context("I adopted a puppy!", previous="Hey! How have you been?"))
+    assert facts == ["Caroline adopted a puppy!"]
+
+
+def test_long_reply_without_yes_no_is_not_tied_to_the_question(ex):
+    text = (
+        "I spent the whole afternoon at the museum looking at the new impressionist exhibition "
+        "with my two cousins from Ohio."
+    )
+    facts = ex.facts(context(text, previous="Did you do anything fun?"))
+    assert len(facts) == 1 and "answering" not in facts[0]
+
+
+def test_content_question_is_kept_and_short_one_dropped(ex):
+    text = "Have you tried pottery classes at the community center? How have you been?"
+    facts = ex.facts(context(text, previous="Hi."))
+    assert facts == ["Caroline asked: has Melanie tried pottery classes at the community center?"]
+
+
+def test_question_names_the_addressee_when_it_does_not_mention_them(ex):
+    facts = ex.facts(context("Any plans for the summer holidays?", previous="Work is finally over."))
+    assert facts == ["Caroline asked Melanie: any plans for the summer holidays?"]
+
+
+def test_image_claim(ex):
+    ctx = context(
+        "Look at this!",
+        caption="a photo of a dog walking past a wall with a painting of a woman",
+        query="transgender pride flag mural",
+    )
+    assert ex.facts(ctx) == [
+        "Caroline shared a photo: a dog walking past a wall with a painting of a woman (transgender pride flag mural)."
+    ]
+
+
+def test_image_claim_without_query(ex):
+    ctx = context("", caption="a photography of a lake at sunset")
+    assert ex.facts(ctx) == ["Caroline shared a photo: a lake at sunset."]
+
+
+def test_compound_sentences_are_split(ex):
+    facts = ex.facts(context("I'm lucky to have my husband and kids; they keep me motivated.", speaker="Melanie"))
+    assert facts == ["Melanie is lucky to have Melanie's husband and kids.", "They keep Melanie motivated."]
+
+
+def test_sentence_split_handles_abbreviations_emoji_and_ellipsis():
+    assert split_sentences("I met Mr. Smith at the store. He was nice!") == (
+        "I met Mr. Smith at the store.",
+        "He was nice!",
+    )
+    assert split_sentences("I adopted a puppy 🐶 His name is Oscar") == ("I adopted a puppy", "His name is Oscar")
+    assert split_sentences("Well... I guess so?! Maybe.") == ("Well...", "I guess so?!", "Maybe.")
+
+
+def test_claims_are_clean_unique_and_nonempty(ex):
+    facts = ex.facts(context("  I adopted a puppy.   I adopted a puppy.\n\nI love it!  I named him Oscar  "))
+    assert facts == ["Caroline adopted a puppy.", "Caroline named him Oscar."]
+    assert all(f == f.strip() and f for f in facts)
+
+
+def test_extraction_is_deterministic(ex):
+    ctx = context("Yes! I went with my friends. It was so much fun; we danced all night.", previous="Did you go out?")
+    assert ex.facts(ctx) == ex.facts(ctx) == HeuristicExtractor().facts(ctx)
+
+
+# --- metadata ---
+
+
+def test_metadata_fields(ex):
+    ctx = context("I went to a LGBTQ support group yesterday and it was so powerful.")
+    (fact,) = ex.facts(ctx)
+    meta = ex.metadata(fact, ctx)
+    assert isinstance(meta, Metadata)
+    assert meta.people == ("Caroline",)
+    assert "lgbtq support group" in meta.keywords
+    assert meta.event_time == "2023-05-07"
+    assert meta.interaction_time == "2023-05-08T13:56:00"
+    assert meta.negated is False
+
+
+def test_interaction_time_falls_back_to_the_raw_session_time(ex):
+    ctx = context("I went to the park yesterday.", session_time=None)
+    meta = ex.metadata("Caroline went to the park yesterday.", ctx)
+    assert meta.interaction_time == "1:56 pm on 8 May, 2023"
+    assert meta.event_time == "2023-05-07"
+
+
+def test_keywords_are_bounded_and_free_of_names_stopwords_and_time_words(ex):
+    fact = (
+        "Last week Caroline and Melanie visited the Van Gogh museum in Amsterdam, bought watercolor paint sets, "
+        "took pottery classes, joined a community choir and adopted a rescue puppy named Oscar yesterday."
+    )
+    meta = ex.metadata(fact, context("x"))
+    assert 1 <= len(meta.keywords) <= 5
+    for phrase in meta.keywords:
+        assert phrase == phrase.lower()
+        assert 1 <= len(phrase.split()) <= 3
+        for word in phrase.split():
+            assert word not in STOPWORDS
+            assert word not in TIME_WORDS
+            assert word not in {"caroline", "melanie", "thing", "stuff", "lot", "time", "great", "really", "good"}
+    positions = [fact.lower().index(k.split()[0]) for k in meta.keywords]
+    assert positions == sorted(positions), "keywords come in order of appearance"
+
+
+def test_keywords_respect_max_keywords():
+    narrow = HeuristicExtractor(max_keywords=2)
+    meta = narrow.metadata("Caroline bought paint, brushes, canvases, an easel and a sketchbook.", context("x"))
+    assert len(meta.keywords) == 2
+
+
+def test_keyword_salience_prefers_longer_phrases():
+    fact = "Caroline loves jazz and modern abstract painting."
+    meta = HeuristicExtractor(max_keywords=1).metadata(fact, context("x"))
+    assert meta.keywords == ("modern abstract painting",)
+
+
+def test_people_are_canonical_in_order_of_appearance(ex):
+    people = ("Caroline", "Melanie", "John Smith")
+    ctx = context("x", people=people)
+    assert ex.metadata("Caroline met John and Mel at the park.", ctx).people == ("Caroline", "John Smith", "Melanie")
+    assert ex.metadata("caroline met john smith.", ctx).people == ("Caroline", "John Smith")
+    assert ex.metadata("Caroline's friend Melanie.", ctx).people == ("Caroline", "Melanie")
+
+
+def test_ambiguous_nickname_and_word_like_names_are_not_people(ex):
+    ctx = context("x", speaker="Melissa", people=("Melanie", "Melissa", "Will"))
+    assert ex.metadata("Melissa called Mel about the car.", ctx).people == ("Melissa",)
+    assert ex.metadata("Melissa will paint.", ctx).people == ("Melissa",)
+    assert ex.metadata("Melissa met Will.", ctx).people == ("Melissa", "Will")
+
+
+@pytest.mark.parametrize(
+    "fact, negated",
+    [
+        ("Caroline didn't go to the concert.", True),
+        ("Caroline has never tried pottery.", True),
+        ("Melanie is not a fan of crowds.", True),
+        ("Caroline has no siblings.", True),
+        ("Nobody came to the party.", True),
+        ("Caroline won't move.", True),
+        ("Caroline can't swim.", True),
+        ("Caroline went to the concert.", False),
+        ("Melanie knows a lot about nothingness.", False),
+    ],
+)
+def test_negation(ex, fact, negated):
+    assert ex.metadata(fact, context("x")).negated is negated
+
+
+def test_reply_claim_metadata_names_both_people_and_the_question_topic(ex):
+    ctx = context("Yes, last week!", previous="Did you go to the pride parade?")
+    (fact,) = ex.facts(ctx)
+    meta = ex.metadata(fact, ctx)
+    assert meta.people == ("Caroline", "Melanie")
+    assert meta.keywords == ("pride parade",)
+    assert meta.event_time == "week of 2023-05-01"
+
+
+def test_output_has_no_unicode_controls(ex):
+    facts = ex.facts(context("I love\u200b jazz\u202e music."))
+    assert facts and not re.search("[\u200b\u202e]", facts[0])
+
+
+def test_numbered_list_items_stay_whole_and_markup_is_dropped():
+    text = "Here are some ideas:\n1. **Fushimi Inari**: famous gates.\n2. Kinkaku-ji."
+    assert split_sentences(text) == ("Here are some ideas:", "1. Fushimi Inari: famous gates.", "2. Kinkaku-ji.")
