@@ -1,6 +1,7 @@
 """Build-plane stages (Algorithm 1, lines 1-10) as plain functions over typed records."""
 from __future__ import annotations
 
+import unicodedata
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping
@@ -37,6 +38,8 @@ def coerce_turn(raw: Any) -> TurnInput:
     fields: dict[str, Any] = {"image_caption": caption, "image_query": query}
     for name in _OPTIONAL_STR:
         value = fields.get(name, raw.get(name, "")) or ""
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            value = str(value)  # e.g. an epoch time or a numeric dia_id: kept as given (an unparsed time is counted)
         if not isinstance(value, str):
             raise BadTurn(f"{name}_not_string")
         fields[name] = clean_text(value)
@@ -47,6 +50,19 @@ def coerce_turn(raw: Any) -> TurnInput:
         else:
             raise BadTurn("bad_session")
     return TurnInput(speaker=clean_text(speaker)[:200], text=clean_text(text), session=session, **fields)
+
+
+def turn_warnings(raw: Any, turn: TurnInput, cfg: MemCompileConfig) -> list[str]:
+    """Counted conditions of a turn that is stored, but not exactly as given or not whole everywhere."""
+    given = raw.text if isinstance(raw, TurnInput) else raw.get("text")
+    out = []
+    if len(turn.text) < len(unicodedata.normalize("NFC", given).replace("\r\n", "\n").strip()):
+        out.append("cleaned_text")  # control, NUL or bidi-override characters removed
+    if "\ufffd" in turn.text or "\ufffd" in turn.speaker:
+        out.append("invalid_utf8")  # bytes that were not UTF-8, replaced when the file was read
+    if len(turn.speaker) + len(turn.text) + 2 > cfg.embed_max_chars:
+        out.append("trimmed_for_embedding")  # the turn does not fit whole in its embedded packet document
+    return out
 
 
 @dataclass
@@ -84,8 +100,6 @@ def packetize(turns: Iterable[Any], index: UserIndex, user_id: str) -> Packetize
             out.counts[f"skipped_{exc}"] += 1
             continue
         parsed = parse_session_time(turn.time) if turn.time else None
-        if turn.time and parsed is None:
-            out.counts["unparsed_time"] += 1
         session = _session_for(turn, parsed, index, batch_sessions)
         label = turn.session_label or f"session_{session}"
         known = {**index.sessions, **batch_sessions}.get(session)
@@ -109,6 +123,8 @@ def packetize(turns: Iterable[Any], index: UserIndex, user_id: str) -> Packetize
                 dia_id = f"D{session}:{per_session[session]}"
         else:
             per_session[session] += 1
+        # warnings are counted once, for the turns actually stored
+        out.counts.update(turn_warnings(raw, turn, index.cfg) + (["unparsed_time"] if turn.time and parsed is None else []))
         packet = SourcePacket(
             packet_id=stable_hash(user_id, dia_id, content_hash),
             user_id=user_id,
@@ -181,8 +197,10 @@ def make_descriptors(ctx: TurnContext, facts: list[str], metas: list[Metadata], 
 def extract_all(contexts: list[TurnContext], extractor: Extractor) -> tuple[list[list[str]], Counter]:
     """Facts per turn; a turn with none keeps one descriptor of its own text."""
     facts, counts = [], Counter()
-    for ctx in contexts:
-        got = [f for f in extractor.facts(ctx) if f.strip()]
+    batch = getattr(extractor, "facts_batch", None)  # an LLM extractor runs its calls concurrently
+    found = batch(contexts) if batch is not None else [extractor.facts(ctx) for ctx in contexts]
+    for ctx, got in zip(contexts, found):
+        got = [f for f in got if f.strip()]
         if not got:
             got = [fallback_claim(ctx.packet)[: 4 * 1024]]
             counts["fallback_claims"] += 1
@@ -192,7 +210,9 @@ def extract_all(contexts: list[TurnContext], extractor: Extractor) -> tuple[list
 
 def metadata_all(contexts: list[TurnContext], facts: list[list[str]], extractor: Extractor, seq_start: int) -> list[Descriptor]:
     out: list[Descriptor] = []
+    pairs = [(f, ctx) for ctx, turn_facts in zip(contexts, facts) for f in turn_facts]
+    batch = getattr(extractor, "metadata_batch", None)
+    metas = iter(batch(pairs) if batch is not None else [extractor.metadata(f, ctx) for f, ctx in pairs])
     for ctx, turn_facts in zip(contexts, facts):
-        metas = [extractor.metadata(f, ctx) for f in turn_facts]
-        out += make_descriptors(ctx, turn_facts, metas, seq_start + len(out))
+        out += make_descriptors(ctx, turn_facts, [next(metas) for _ in turn_facts], seq_start + len(out))
     return out

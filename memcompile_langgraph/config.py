@@ -83,6 +83,13 @@ class MemCompileConfig:
     llm_max_tokens: int = 2048
     llm_schedule_retries: int = 3  # schema-correction retries, App. A.2
     llm_concurrency: int = 8
+    llm_json_retries: int = 1  # engineering: correction retries for an invalid fact/metadata/intent/judge reply
+    llm_schedule_rounds: int = 3  # engineering: bound on the App. A.2 fill rounds before the deterministic fill
+    llm_call_attempts: int = 4  # engineering: attempts per request on 429 / 5xx / timeouts
+    llm_backoff_seconds: float = 1.0  # engineering: first backoff, doubled per attempt
+    llm_backoff_max_seconds: float = 30.0  # engineering: backoff ceiling
+    llm_timeout_seconds: float = 60.0  # engineering: per-request timeout of the ChatOpenAI the CLI builds
+    llm_candidate_max_chars: int = 1200  # engineering: packet content trimmed in scheduler requests
 
     # --- Engineering limits (not from the paper) ---
     embed_max_chars: int = 4000  # packet document trimmed before embedding

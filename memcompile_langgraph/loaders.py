@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -78,12 +79,32 @@ def load_file(path: str | Path) -> list[Conversation]:
         raw = path.read_bytes()
     except OSError as exc:
         raise UnusableInput(f"{path}: cannot read ({exc.strerror or exc})") from None
-    text = raw.decode("utf-8", errors="replace")
+    text = raw.decode("utf-8", errors="replace").removeprefix("\ufeff")  # bad bytes become U+FFFD, counted per turn
     if not text.strip():
         raise UnusableInput(f"{path}: file is empty")
     try:
-        return _from_json(json.loads(text), path)
+        conversations = _from_json(json.loads(text), path)
     except json.JSONDecodeError:
-        return _from_jsonl(text, path)
+        conversations = _from_jsonl(text, path)
     except RecursionError:
         raise UnusableInput(f"{path}: JSON nested too deeply") from None
+    _require_usable_turn(conversations, path)
+    return conversations
+
+
+def _require_usable_turn(conversations: list[Conversation], path: Path) -> None:
+    """A file none of whose turns could be stored is unusable as a whole (and nothing is written)."""
+    from .build import BadTurn, coerce_turn
+
+    reasons: Counter = Counter()
+    for conv in conversations:
+        for turn in conv.turns:
+            try:
+                coerce_turn(turn)
+                return
+            except BadTurn as exc:
+                reasons[str(exc)] += 1
+    if not reasons:
+        raise UnusableInput(f"{path}: no turns found")
+    detail = ", ".join(f"{k}={v}" for k, v in reasons.most_common())
+    raise UnusableInput(f"{path}: no usable turns ({detail})")

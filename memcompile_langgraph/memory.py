@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import threading
 from pathlib import Path
@@ -16,6 +17,7 @@ from .evidence.scheduler import Scheduler
 from .extract.base import Extractor
 from .extract.heuristic import HeuristicExtractor
 from .index import UserIndex, packet_document
+from .llm.store import LLMStore
 from .ingest_graph import build_ingest_graph
 from .query_graph import build_query_graph
 from .records import CompiledContext, Descriptor, Intent, SourcePacket
@@ -27,6 +29,7 @@ from .users import validate_user_id
 log = logging.getLogger(__name__)
 
 INGEST_BATCH = 256  # turns per ingest-graph run (one SQLite transaction each)
+_QUERY_USER = contextvars.ContextVar("memcompile_query_user", default="default")  # whose query the graph runs
 
 
 class MemCompile:
@@ -43,16 +46,32 @@ class MemCompile:
         extractor: Extractor | None = None,
         scheduler: Scheduler | None = None,
         dense: bool = True,
+        answer_llm: Any = None,
     ):
         self.config = config or DEFAULT_CONFIG
         self.path = Path(path) if path is not None else None
         self.llm = llm
+        self.answer_llm = answer_llm if answer_llm is not None else llm
         self.records = RecordStore(self.path)
         self.vectors = VectorStore(self.path, url=chroma_url)
         self.embeddings = (embeddings or default_embeddings()) if dense else None
-        self.extractor: Extractor = extractor or HeuristicExtractor(self.config.max_keywords)
-        self.scheduler: Scheduler = scheduler or DeterministicScheduler(self.config)
+        offline_extractor, offline_scheduler = HeuristicExtractor(self.config.max_keywords), DeterministicScheduler(self.config)
+        # cache and usage ledger of the LLM stages (llm.sqlite3 in the store dir), kept when a model is given or exists
+        self.llm_store = LLMStore.open(self.path, create=self.answer_llm is not None)
+        self._llm_intent = None
+        if llm is not None:
+            from .address.llm_intent import LLMIntent
+            from .evidence.llm_scheduler import LLMScheduler
+            from .extract.llm import LLMExtractor
+
+            client, count = self.llm_client(llm), self.records.add_counts
+            extractor = extractor or LLMExtractor(client, self.config, offline_extractor, count)
+            scheduler = scheduler or LLMScheduler(client, self.config, offline_scheduler, count)
+            self._llm_intent = LLMIntent(client, self.config, count)
+        self.extractor: Extractor = extractor or offline_extractor
+        self.scheduler: Scheduler = scheduler or offline_scheduler
         self._indexes: dict[str, UserIndex] = {}
+        self._unreconciled: set[str] = set()  # users whose vectors a busy writer kept us from checking
         self._index_lock = threading.RLock()
         self.ingest_graph = build_ingest_graph(self)
         self.query_graph = build_query_graph(self)
@@ -66,6 +85,8 @@ class MemCompile:
             if index is None or (refresh and index.version != self.records.version(user_id)):
                 index = self._load(user_id)
                 self._indexes[user_id] = index
+            elif refresh and user_id in self._unreconciled:
+                self._reconcile(index)
             return index
 
     def _load(self, user_id: str) -> UserIndex:
@@ -75,8 +96,7 @@ class MemCompile:
             index.add_packet(p)
         for d, cell in descriptors:
             index.add_descriptor(d, cell)
-        if packets:
-            self._reconcile(index)
+        self._reconcile(index)
         return index
 
     def invalidate(self, user_id: str) -> None:
@@ -84,8 +104,19 @@ class MemCompile:
             self._indexes.pop(user_id, None)
 
     # --- stage components --------------------------------------------------------------------
-    def intent(self, query: str, known_people: Sequence[str]) -> Intent:
+    def intent(self, query: str, known_people: Sequence[str], user_id: str | None = None) -> Intent:
+        if self._llm_intent is not None:
+            return self._llm_intent(query, known_people, user_id or _QUERY_USER.get())
         return offline_intent(query, known_people, self.config.max_keywords)
+
+    def llm_client(self, chat_model: Any = None, user_id: str = "default"):
+        """An LLMClient over the store's response cache and usage ledger (default model: the answer model)."""
+        model = chat_model if chat_model is not None else self.answer_llm
+        if model is None:
+            raise ValueError("no LLM given: pass llm= or answer_llm= to MemCompile")
+        if self.llm_store is None:
+            self.llm_store = LLMStore(self.path)
+        return self.llm_store.client(model, self.config, user_id)
 
     def embed_packets(self, user_id: str, items: list[tuple[SourcePacket, list[Descriptor]]]) -> int:
         if self.embeddings is None or not items:
@@ -96,17 +127,30 @@ class MemCompile:
         return len(items)
 
     def _reconcile(self, index: UserIndex) -> None:
-        """Chroma agrees with the records: missing vectors re-added, orphans removed."""
+        """Chroma agrees with the records after a crash: missing vectors re-added, orphans removed.
+
+        Only as the user's writer and only while the records are still the ones loaded: a reader comparing
+        an older load with the vectors would delete the ones a live writer just added. When another writer
+        holds the user, it is tried again at the next refresh."""
         if self.embeddings is None:
             return
-        stored = self.vectors.ids(index.user_id)
-        missing = [pid for pid in index.packet_order if pid not in stored]
-        orphans = [pid for pid in stored if pid not in index.packets]
-        if orphans:
-            self.vectors.delete(index.user_id, orphans)
-        if missing:
-            log.info("re-embedding %d packets missing from the vector store", len(missing))
-            self.embed_packets(index.user_id, [(index.packets[p], index.by_packet[p]) for p in missing])
+        user = index.user_id
+        with self.records.write_lock(user, blocking=False) as held:
+            if not held or self.records.version(user) != index.version:
+                self._unreconciled.add(user)
+                return
+            self._unreconciled.discard(user)
+            stored = self.vectors.ids(user)
+            if stored and not index.packets:
+                self.vectors.drop(user)  # a forget interrupted between records and vectors
+                return
+            missing = [pid for pid in index.packet_order if pid not in stored]
+            orphans = [pid for pid in stored if pid not in index.packets]
+            if orphans:
+                self.vectors.delete(user, orphans)
+            if missing:
+                log.info("re-embedding %d packets missing from the vector store", len(missing))
+                self.embed_packets(user, [(index.packets[p], index.by_packet[p]) for p in missing])
 
     # --- build plane ---------------------------------------------------------------------------
     def add_turns(self, turns: Iterable[Any], user_id: str = "default", progress: bool = False) -> dict[str, int]:
@@ -115,6 +159,8 @@ class MemCompile:
         turns = list(turns)
         totals: dict[str, int] = {"stored": 0, "descriptors": 0}
         bar = _progress(len(turns), progress, "ingest")
+        if hasattr(self.extractor, "progress"):
+            self.extractor.progress = progress
         with self.records.write_lock(user_id):
             for start in range(0, len(turns), INGEST_BATCH):
                 batch = turns[start : start + INGEST_BATCH]
@@ -137,11 +183,25 @@ class MemCompile:
         validate_user_id(user_id)
         if not isinstance(query, str) or not query.strip():
             raise ValueError("query must be a non-empty string")
-        out = self.query_graph.invoke({"query": query, "user_id": user_id, "view": view})
+        token = _QUERY_USER.set(user_id)
+        try:
+            out = self.query_graph.invoke({"query": query, "user_id": user_id, "view": view})
+        finally:
+            _QUERY_USER.reset(token)
         return CompiledContext(query=query, text=out.get("context", ""), packets=out.get("packets", []), trace=out.get("trace", {}))
 
     async def acompile(self, query: str, user_id: str = "default", view: str = "bundle") -> CompiledContext:
         return await asyncio.to_thread(self.compile, query, user_id, view)
+
+    def answer(self, query: str, user_id: str = "default") -> tuple[str, "CompiledContext"]:
+        """The answer model's reply over the compiled context (temporal prompt for a temporal intent)."""
+        from .llm.answer import UNKNOWN, generate_answer
+
+        client = self.llm_client(user_id=user_id)
+        ctx = self.compile(query, user_id)
+        if not ctx.packets:
+            return UNKNOWN, ctx  # nothing to answer from: no request
+        return generate_answer(client, query, ctx.text, bool(ctx.trace.get("intent", {}).get("temporal"))), ctx
 
     # --- records ---------------------------------------------------------------------------------
     def stats(self, user_id: str = "default") -> dict[str, Any]:
@@ -149,7 +209,13 @@ class MemCompile:
         out: dict[str, Any] = dict(self.records.counts(user_id))
         out["counters"] = self.records.counters(user_id)
         out["vectors"] = len(self.vectors.ids(user_id)) if self.embeddings is not None else 0
+        out["usage"] = self.usage(user_id)
         return out
+
+    def usage(self, user_id: str = "default") -> dict[str, Any]:
+        """LLM token ledger per stage and phase (construction / query / evaluation); empty without LLM stages."""
+        validate_user_id(user_id)
+        return self.llm_store.usage(user_id) if self.llm_store is not None else {"stages": {}, "total_tokens": 0}
 
     def users(self) -> list[str]:
         return self.records.users()
@@ -160,6 +226,8 @@ class MemCompile:
         with self.records.write_lock(user_id):
             self.records.forget(user_id)
             self.vectors.drop(user_id)
+            if self.llm_store is not None:
+                self.llm_store.delete_user(user_id)
             self.invalidate(user_id)
 
     def delete_turns(self, user_id: str, dia_ids: Iterable[str]) -> int:
@@ -174,8 +242,37 @@ class MemCompile:
                 self.invalidate(user_id)
             return len(pids)
 
+    # --- LangChain / LangGraph integrations (memcompile_langgraph.integrations) ----------------------
+    def as_retriever(self, user_id: str = "default", k: int = 12):
+        """A LangChain retriever: one Document per selected packet, in schedule order."""
+        from .integrations.retriever import MemCompileRetriever
+
+        return MemCompileRetriever(memory=self, user_id=user_id, k=k)
+
+    @property
+    def recall_node(self):
+        """MessagesState node: a system message with the memory compiled for the last human message."""
+        from .integrations.memory_nodes import make_recall_node
+
+        return make_recall_node(self)
+
+    @property
+    def remember_node(self):
+        """MessagesState node: stores the exchange since the last remember as turns (make_remember_node for names)."""
+        from .integrations.memory_nodes import make_remember_node
+
+        return make_remember_node(self)
+
+    def as_tool(self, user_id: str | None = None, k: int | None = None):
+        """A `search_memory` tool; without user_id the user comes from each run's config or context."""
+        from .integrations.tool import make_search_memory_tool
+
+        return make_search_memory_tool(self, user_id=user_id, k=k)
+
     def close(self) -> None:
         self.records.close()
+        if self.llm_store is not None:
+            self.llm_store.close()
 
 
 def _progress(total: int, enabled: bool, desc: str):

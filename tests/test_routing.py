@@ -1,12 +1,14 @@
 import math
+import random
+from dataclasses import replace
 
 import pytest
 
 from memcompile_langgraph.address.cells import CellLayout
-from memcompile_langgraph.address.routing import route
+from memcompile_langgraph.address.routing import admitted_pool, route
 from memcompile_langgraph.config import MemCompileConfig
 from memcompile_langgraph.records import Intent
-from memcompile_langgraph.text import terms
+from memcompile_langgraph.text import jaccard, terms
 from tests.test_cells import desc
 
 CFG = MemCompileConfig()
@@ -62,6 +64,44 @@ def test_seed_cells_enter_the_pool_and_admission_applies():
     r = route(layout, intent("pottery"), ["c1"], CFG)
     assert r.pool == 1  # the seed Cell has no overlap: u = density < 0.08, not admitted
     temporal = Intent(query="when", terms=tuple(terms("pottery")), temporal=True)
-    layout.cells["c1"].has_time = True
-    layout.timed.add("c1")
+    layout.place(replace(desc(9, ["x"], []), event_time="2024-05-01"), "c1")
     assert route(layout, temporal, [], CFG).pool == 2
+
+
+def direct_pool(layout, intent, seeds, cfg):
+    """Reference: Eq. 22 scored Cell by Cell with set Jaccard, reachable + admitted, sorted, cut to the pool."""
+    q_terms, q_people = set(intent.terms), set(intent.people)
+    scored = []
+    for cell in layout.cells.values():
+        key_terms = {t for d in layout.members[cell.cell_id] for k in d.keywords for t in terms(k)}
+        density = cfg.route_density * math.log(1 + len(cell)) / math.log(1 + cfg.cell_item_capacity)
+        u = (
+            cfg.route_w_keyword * jaccard(q_terms, key_terms)
+            + cfg.route_w_person * jaccard(q_people, cell.people)
+            + cfg.route_w_title * jaccard(q_terms, set(terms(cell.title)))
+            + (cfg.route_temporal if intent.temporal and cell.has_time else 0.0)
+            + density
+        )
+        reach = cell.cell_id in seeds or key_terms & q_terms or cell.people & q_people or (intent.temporal and cell.has_time)
+        if reach and u >= cfg.route_admission:
+            scored.append((u, cell.cell_id))
+    scored.sort(key=lambda uc: (-uc[0], layout.cells[uc[1]].seq))
+    return scored[: cfg.route_pool_size]
+
+
+@pytest.mark.parametrize("cfg", [CFG, CFG.with_overrides(route_admission=0.0, route_w_title=1.3, cell_item_capacity=5)])
+def test_vectorized_pool_equals_direct_scan(cfg):
+    rng = random.Random(3)
+    layout = CellLayout(cfg)
+    vocab = [f"word{i}" for i in range(60)] + ["pottery class", "mugs", "mug"]
+    names = ["Ann", "Bob", "Cy", "Dee", "Eve", "Fay"]
+    for i in range(900):
+        d = desc(i, rng.sample(vocab, rng.randint(0, 4)), rng.sample(names, rng.randint(0, 2)), session=1 + i // 40, n=rng.randint(3, 50))
+        layout.place(replace(d, event_time="2024-01-02" if rng.random() < 0.2 else ""))
+    cells = list(layout.cells)
+    for _ in range(200):
+        words = rng.sample(vocab, rng.randint(0, 4))
+        q = Intent(query="q", people=tuple(rng.sample(names, rng.randint(0, 2))), terms=tuple(t for w in words for t in terms(w)), temporal=rng.random() < 0.4)
+        seeds = rng.sample(cells, rng.randint(0, 8))
+        fast = [(u, c.cell_id) for u, c in admitted_pool(layout, q, seeds, cfg)]
+        assert fast == direct_pool(layout, q, seeds, cfg)  # same Cells, same order, bit-identical u

@@ -15,7 +15,8 @@ from typing import Iterable
 
 from ..config import MemCompileConfig
 from ..records import Cell, Descriptor
-from ..text import jaccard, terms
+from ..text import jaccard
+from .routing import RouteIndex
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,11 +126,7 @@ class CellLayout:
         self.of_descriptor: dict[str, str] = {}
         self._by_key: dict[str, set[str]] = {}
         self._by_person: dict[str, set[str]] = {}
-        # routing reads every Cell, full or not (Algorithm 3)
-        self.route_terms: dict[str, set[str]] = {}
-        self.route_people: dict[str, set[str]] = {}
-        self.timed: set[str] = set()
-        self.key_terms: dict[str, set[str]] = {}
+        self.route = RouteIndex()  # routing reads every Cell, full or not (Algorithm 3)
         self._next = 0
 
     def __len__(self) -> int:
@@ -139,14 +136,9 @@ class CellLayout:
         cid = cell.cell_id
         for k in d.keywords:
             self._by_key.setdefault(k, set()).add(cid)
-            for t in terms(k):
-                self.key_terms.setdefault(cid, set()).add(t)
-                self.route_terms.setdefault(t, set()).add(cid)
         for p in d.people:
             self._by_person.setdefault(p, set()).add(cid)
-            self.route_people.setdefault(p, set()).add(cid)
-        if d.event_time:
-            self.timed.add(cid)
+        self.route.add(cell, d)
 
     def _unindex_if_full(self, cell: Cell) -> None:
         # A Cell at item capacity can never be feasible again (Eq. 3); token room may still fit short claims.

@@ -1,14 +1,26 @@
-"""Diminishing-benefit Cell routing: Algorithm 3 with Eq. 5, 22-23 (App. B.3)."""
+"""Diminishing-benefit Cell routing: Algorithm 3 with Eq. 5, 22-23 (App. B.3).
+
+u(c,q) of Eq. 22 is scored for every reachable Cell at once from per-Cell columns and posting lists
+(RouteIndex), so a query costs a few array passes over the Cells instead of a Python loop per Cell.
+Each column holds the exact integers the set-based Jaccard terms use and the arithmetic runs in the same
+order in float64, so the scores and the pool equal the direct per-Cell computation (tests compare both).
+"""
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
+
+import numpy as np
 
 from ..config import MemCompileConfig
-from ..records import Cell, Intent
+from ..records import Cell, Descriptor, Intent
 from ..text import jaccard, terms
-from .cells import CellLayout
+
+if TYPE_CHECKING:
+    from .cells import CellLayout
+
+_EMPTY = np.zeros(0, dtype=np.int64)
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,43 +39,133 @@ class Routing:
     stop: str  # why opening ended
 
 
-def cell_relevance(cell: Cell, key_terms: set[str], q_terms: set[str], q_people: set[str], temporal: bool, cfg: MemCompileConfig) -> float:
-    """u(c,q), Eq. 22."""
-    density = cfg.route_density * math.log(1 + len(cell)) / math.log(1 + cfg.cell_item_capacity)
-    return (
-        cfg.route_w_keyword * jaccard(q_terms, key_terms)
-        + cfg.route_w_person * jaccard(q_people, cell.people)
-        + cfg.route_w_title * jaccard(q_terms, set(terms(cell.title)))
-        + (cfg.route_temporal if temporal and cell.has_time else 0.0)
-        + density
-    )
+class _Postings:
+    """key -> Cell numbers holding it; appended in place, read as a cached array."""
+
+    def __init__(self) -> None:
+        self._cells: dict[str, set[int]] = {}
+        self._arrays: dict[str, np.ndarray] = {}
+
+    def add(self, key: str, cell_no: int) -> None:
+        self._cells.setdefault(key, set()).add(cell_no)
+        self._arrays.pop(key, None)
+
+    def discard(self, key: str, cell_no: int) -> None:
+        self._cells.get(key, set()).discard(cell_no)
+        self._arrays.pop(key, None)
+
+    def get(self, key: str) -> np.ndarray:
+        arr = self._arrays.get(key)
+        if arr is None:
+            cells = self._cells.get(key)
+            arr = np.fromiter(cells, dtype=np.int64, count=len(cells)) if cells else _EMPTY
+            self._arrays[key] = arr
+        return arr
+
+    def count(self, keys: Iterable[str], n: int) -> np.ndarray:
+        """|keys & features(c)| for every Cell c < n (keys distinct)."""
+        out = np.zeros(n, dtype=np.int64)
+        for k in keys:
+            out[self.get(k)] += 1  # a Cell appears once per posting list
+        return out
 
 
-def _reachable(layout: CellLayout, intent: Intent, seed_cells: Iterable[str]) -> set[str]:
-    """Cells whose u can reach the admission floor: seeds, metadata overlap, and timed Cells for temporal queries.
+class RouteIndex:
+    """What Eq. 22 reads of every Cell, full or not: |key terms|, |people|, |title terms|, size, has_time."""
 
-    Any other Cell scores only the density term (<= 0.03 < 0.08) and is excluded by admission anyway.
+    def __init__(self) -> None:
+        self.ids: list[str] = []  # Cell number (= Cell.seq) -> id
+        self._cols = np.zeros((5, 64), dtype=np.int64)  # rows: key terms, people, title terms, size, timed
+        self._key_terms: list[set[str]] = []
+        self._title_terms: list[frozenset[str]] = []
+        self.key_post, self.people_post, self.title_post = _Postings(), _Postings(), _Postings()
+        self._density: tuple[tuple[float, int], list[float]] = ((0.0, 0), [])
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def key_terms(self, cell_no: int) -> set[str]:
+        return self._key_terms[cell_no]
+
+    def add(self, cell: Cell, d: Descriptor) -> None:
+        """Record d's features after add_to_cell(cell, d)."""
+        no = cell.seq
+        if no == len(self.ids):
+            self.ids.append(cell.cell_id)
+            self._key_terms.append(set())
+            self._title_terms.append(frozenset())
+            if no == self._cols.shape[1]:
+                self._cols = np.concatenate([self._cols, np.zeros_like(self._cols)], axis=1)
+        cols, keys = self._cols, self._key_terms[no]
+        for t in (t for k in d.keywords for t in terms(k)):
+            if t not in keys:
+                keys.add(t)
+                self.key_post.add(t, no)
+        for p in d.people:
+            self.people_post.add(p, no)
+        title = frozenset(terms(cell.title))
+        if title != self._title_terms[no]:
+            for t in self._title_terms[no] - title:
+                self.title_post.discard(t, no)
+            for t in title - self._title_terms[no]:
+                self.title_post.add(t, no)
+            self._title_terms[no] = title
+        cols[0, no], cols[1, no], cols[2, no], cols[3, no] = len(keys), len(cell.person_counts), len(title), len(cell)
+        cols[4, no] |= bool(d.event_time)
+
+    def density(self, sizes: np.ndarray, cfg: MemCompileConfig) -> np.ndarray:
+        """route_density * log(1+|c|) / log(1+M_C) by table, with math.log as in the scalar form."""
+        key, table = self._density
+        top = int(sizes.max(initial=0))
+        if key != (cfg.route_density, cfg.cell_item_capacity) or top >= len(table):
+            cap = math.log(1 + cfg.cell_item_capacity)
+            table = [cfg.route_density * math.log(1 + n) / cap for n in range(top + 1)]
+            self._density = ((cfg.route_density, cfg.cell_item_capacity), table)
+        return np.asarray(table)[sizes]
+
+    def relevance(self, q_terms: set[str], q_people: set[str], temporal: bool, cfg: MemCompileConfig) -> tuple[np.ndarray, np.ndarray]:
+        """u(c,q) of Eq. 22 for every Cell, and which Cells share a key term or person with q (or are timed)."""
+        n = len(self.ids)
+        n_key, n_people, n_title, size, timed = self._cols[:, :n]
+        inter_k = self.key_post.count(q_terms, n)
+        inter_p = self.people_post.count(q_people, n)
+        inter_t = self.title_post.count(q_terms, n)
+        u = cfg.route_w_keyword * _jaccard(inter_k, len(q_terms), n_key)
+        u = u + cfg.route_w_person * _jaccard(inter_p, len(q_people), n_people)
+        u = u + cfg.route_w_title * _jaccard(inter_t, len(q_terms), n_title)
+        u = u + (np.where(timed > 0, cfg.route_temporal, 0.0) if temporal else 0.0)
+        u = u + self.density(size, cfg)
+        reach = (inter_k > 0) | (inter_p > 0)
+        if temporal:
+            reach |= timed > 0
+        return u, reach
+
+
+def _jaccard(inter: np.ndarray, n_q: int, n_c: np.ndarray) -> np.ndarray:
+    """|A & B| / |A | B| from counts; 0 without overlap (text.jaccard)."""
+    out = np.zeros(len(inter))
+    hit = inter > 0
+    out[hit] = inter[hit] / (n_q + n_c[hit] - inter[hit])
+    return out
+
+
+def admitted_pool(layout: "CellLayout", intent: Intent, seed_cells: Iterable[str], cfg: MemCompileConfig) -> list[tuple[float, Cell]]:
+    """V: reachable Cells with u >= the admission floor, best first (ties by Cell order), cut to the pool size.
+
+    Reachable = seeds, Cells sharing a key term or person with q, and timed Cells for temporal queries; any
+    other Cell scores only the density term (<= 0.03 < 0.08) and is excluded by admission anyway.
     """
-    ids = set(seed_cells)
-    for t in intent.terms:
-        ids |= layout.route_terms.get(t, set())
-    for p in intent.people:
-        ids |= layout.route_people.get(p, set())
-    if intent.temporal:
-        ids |= layout.timed
-    return ids
+    route = layout.route
+    u, reach = route.relevance(set(intent.terms), set(intent.people), intent.temporal, cfg)
+    for cid in seed_cells:
+        reach[layout.cells[cid].seq] = True
+    idx = np.flatnonzero(reach & (u >= cfg.route_admission))
+    order = np.lexsort((idx, -u[idx]))[: cfg.route_pool_size]
+    return [(float(u[i]), layout.cells[route.ids[i]]) for i in idx[order]]
 
 
-def route(layout: CellLayout, intent: Intent, seed_cells: Iterable[str], cfg: MemCompileConfig) -> Routing:
-    q_terms, q_people = set(intent.terms), set(intent.people)
-    scored = []
-    for cid in _reachable(layout, intent, seed_cells):
-        cell = layout.cells[cid]
-        u = cell_relevance(cell, layout.key_terms.get(cid, set()), q_terms, q_people, intent.temporal, cfg)
-        if u >= cfg.route_admission:
-            scored.append((u, cell))
-    scored.sort(key=lambda uc: (-uc[0], uc[1].seq))
-    pool = scored[: cfg.route_pool_size]
+def route(layout: "CellLayout", intent: Intent, seed_cells: Iterable[str], cfg: MemCompileConfig) -> Routing:
+    pool = admitted_pool(layout, intent, seed_cells, cfg)
     positive = sum(u for u, _ in pool if u > 0)
 
     opened: list[RoutedCell] = []

@@ -4,10 +4,11 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import sqlite3
 import sys
 from importlib import import_module
 
-COMMAND_MODULES = ("core",)
+COMMAND_MODULES = ("core", "ask_cmd")
 
 
 class UsageError(Exception):
@@ -33,9 +34,11 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         return int(args.func(args) or 0)
-    except (UsageError, UnusableInput, InvalidUserId, ValueError, OSError) as exc:
+    except (UsageError, UnusableInput, InvalidUserId, ValueError, OSError, sqlite3.DatabaseError) as exc:
         if args.debug:
             raise
+        if isinstance(exc, sqlite3.DatabaseError):  # a damaged or foreign file where the store's database should be
+            exc = f"store {getattr(args, 'store', '')!s}: {exc}"
         print(f"memcompile: error: {exc}".splitlines()[0], file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -7,6 +7,11 @@ import sys
 import tempfile
 import time
 
+from .llm_args import add_llm_args, build_answer_llm, build_llm
+
+# counted conditions of stored turns the user should hear about (kept, but not exactly as given)
+WARNINGS = ("unparsed_time", "cleaned_text", "invalid_utf8", "trimmed_for_extraction", "trimmed_for_embedding")
+
 
 def add_store_args(p: argparse.ArgumentParser, user: bool = True) -> None:
     p.add_argument("--store", required=True, help="store directory (created when missing)")
@@ -18,7 +23,12 @@ def add_store_args(p: argparse.ArgumentParser, user: bool = True) -> None:
 def open_memory(args: argparse.Namespace, store: str | None = None):
     from ..memory import MemCompile
 
-    return MemCompile(store if store is not None else args.store, chroma_url=getattr(args, "chroma_url", None))
+    return MemCompile(
+        store if store is not None else args.store,
+        llm=build_llm(args),
+        answer_llm=build_answer_llm(args),
+        chroma_url=getattr(args, "chroma_url", None),
+    )
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -43,13 +53,16 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def cmd_ingest(args: argparse.Namespace) -> int:
     from ..loaders import load_file
+    from ..users import validate_user_id
 
+    if args.user is not None:
+        validate_user_id(args.user)  # before the store directory is created
     conversations = load_file(args.file)
     mem = open_memory(args)
     started = time.perf_counter()
     report = {}
     for conv in conversations:
-        user = args.user or conv.user_id or "default"
+        user = args.user if args.user is not None else conv.user_id or "default"
         counts = mem.add_turns(conv.turns, user_id=user, progress=not args.quiet)
         if conv.bad_lines:
             counts["skipped_bad_json_line"] = conv.bad_lines
@@ -63,6 +76,9 @@ def cmd_ingest(args: argparse.Namespace) -> int:
             line += f", {counts['already_stored']} already stored"
         if skipped:
             line += ", skipped " + ", ".join(f"{k[8:]}={v}" for k, v in sorted(skipped.items()))
+        warnings = {k: v for k, v in counts.items() if k in WARNINGS and v}
+        if warnings:
+            line += ", warnings " + ", ".join(f"{k}={v}" for k, v in sorted(warnings.items()))
         print(line)
     print(f"done in {seconds:.1f}s", file=sys.stderr)
     mem.close()
@@ -91,6 +107,9 @@ def cmd_stats(args: argparse.Namespace) -> int:
             print(f"{u}: {s['packets']} packets, {s['descriptors']} descriptors, {s['cells']} Cells, {s['sessions']} sessions, {s['vectors']} vectors")
             for k, v in s["counters"].items():
                 print(f"   {k}: {v}")
+            for stage, u in s["usage"]["stages"].items():
+                print(f"   LLM {stage} ({u['phase']}): {u['calls']} calls, {u['cache_hits']} cache hits, "
+                      f"{u['prompt_tokens']} prompt + {u['completion_tokens']} completion tokens")
     mem.close()
     return 0
 
@@ -113,6 +132,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("file")
     add_store_args(p)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_llm_args(p)
     p.set_defaults(func=cmd_ingest)
 
     p = sub.add_parser("query", help="print the compiled context for a question")
@@ -120,6 +140,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_store_args(p)
     p.add_argument("--json", action="store_true")
     p.add_argument("--view", choices=("bundle", "raw", "claim"), default="bundle", help="reader view (Table 4)")
+    add_llm_args(p)
     p.set_defaults(func=cmd_query)
 
     p = sub.add_parser("stats", help="counts per user")

@@ -48,11 +48,13 @@ class RecordStore:
         target = str(self.dir / "memcompile.sqlite3") if self.dir is not None else ":memory:"
         self.conn = sqlite3.connect(target, timeout=60, check_same_thread=False, isolation_level=None)
         self._mutex = threading.RLock()
-        self._user_locks: dict[str, threading.Lock] = {}
+        self._user_locks: dict[str, threading.RLock] = {}
+        self._lock_depth: dict[str, int] = {}  # per user, touched only by the thread holding its RLock
         with self._mutex:
             if self.dir is not None:
                 self.conn.execute("PRAGMA journal_mode=WAL")
             self.conn.execute("PRAGMA synchronous=NORMAL")
+            self.conn.execute("PRAGMA secure_delete=ON")  # forgotten text is overwritten, not left in free pages
             self.conn.execute("PRAGMA busy_timeout=60000")
             self.conn.executescript(SCHEMA)
 
@@ -72,21 +74,38 @@ class RecordStore:
             self.conn.execute("COMMIT")
 
     @contextlib.contextmanager
-    def write_lock(self, user_id: str) -> Iterator[None]:
-        """Serializes writers of one user across threads and processes (placement reads the Cells it extends)."""
-        lock = self._user_locks.setdefault(user_id, threading.Lock())
-        with lock:
-            if self.dir is None:
-                yield
+    def write_lock(self, user_id: str, blocking: bool = True) -> Iterator[bool]:
+        """Serializes writers of one user across threads and processes (placement reads the Cells it extends).
+
+        Re-entrant within a thread (an ingest holding it loads the index, whose reconcile takes it again).
+        Yields whether it is held: with blocking=False it gives up at once when another writer has it."""
+        lock = self._user_locks.setdefault(user_id, threading.RLock())
+        if not lock.acquire(blocking=blocking):
+            yield False
+            return
+        depth = self._lock_depth.get(user_id, 0)
+        self._lock_depth[user_id] = depth + 1
+        try:
+            if self.dir is None or depth:
+                yield True
                 return
             import fcntl
 
             with open(self.dir / "locks" / f"{user_key(user_id)}.lock", "a+") as fh:
-                fcntl.flock(fh, fcntl.LOCK_EX)
                 try:
-                    yield
+                    fcntl.flock(fh, fcntl.LOCK_EX if blocking else fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    held = False
+                else:
+                    held = True
+                try:
+                    yield held
                 finally:
-                    fcntl.flock(fh, fcntl.LOCK_UN)
+                    if held:
+                        fcntl.flock(fh, fcntl.LOCK_UN)
+        finally:
+            self._lock_depth[user_id] = depth
+            lock.release()
 
     def _one(self, sql: str, args: tuple) -> tuple | None:
         with self._mutex:
@@ -105,9 +124,13 @@ class RecordStore:
 
     def load(self, user_id: str) -> tuple[int, list[SourcePacket], list[tuple[Descriptor, str]]]:
         with self._mutex:
-            version = self.version(user_id)
-            prows = self.conn.execute(f"SELECT {_PACKET_COLS} FROM packets WHERE user_id=? ORDER BY seq", (user_id,)).fetchall()
-            drows = self.conn.execute(f"SELECT {_DESC_COLS} FROM descriptors WHERE user_id=? ORDER BY seq", (user_id,)).fetchall()
+            self.conn.execute("BEGIN")  # one snapshot: another process may commit between the three reads
+            try:
+                version = self.version(user_id)
+                prows = self.conn.execute(f"SELECT {_PACKET_COLS} FROM packets WHERE user_id=? ORDER BY seq", (user_id,)).fetchall()
+                drows = self.conn.execute(f"SELECT {_DESC_COLS} FROM descriptors WHERE user_id=? ORDER BY seq", (user_id,)).fetchall()
+            finally:
+                self.conn.execute("COMMIT")
         packets = [SourcePacket(*r) for r in prows]
         descs = []
         for r in drows:
@@ -175,8 +198,16 @@ class RecordStore:
                 tx.execute("DELETE FROM descriptors WHERE user_id=? AND packet_id=?", (user_id, pid))
                 tx.execute("DELETE FROM packets WHERE user_id=? AND packet_id=?", (user_id, pid))
             tx.execute("UPDATE users SET version = version + 1 WHERE user_id=?", (user_id,))
+        self.purge_log()
 
     def forget(self, user_id: str) -> None:
         with self.transaction() as tx:
             for table in ("descriptors", "packets", "counters", "users"):
                 tx.execute(f"DELETE FROM {table} WHERE user_id=?", (user_id,))
+        self.purge_log()
+
+    def purge_log(self) -> None:
+        """Copy the WAL into the database and truncate it, so deleted rows leave no old page images behind."""
+        if self.dir is not None:
+            with self._mutex:
+                self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")

@@ -7,7 +7,9 @@ from urllib.parse import urlparse
 
 import chromadb
 from chromadb.config import Settings
+from chromadb.errors import NotFoundError
 
+from .chroma_local import DirectChroma, LocalChroma
 from .records import user_key
 
 _SETTINGS = dict(anonymized_telemetry=False, allow_reset=False)
@@ -22,58 +24,87 @@ def make_client(path: str | Path | None, url: str | None = None):
     return chromadb.EphemeralClient(settings=Settings(**_SETTINGS))
 
 
+def open_chroma(path: str | Path | None, url: str | None = None) -> DirectChroma | LocalChroma:
+    """A local directory is shared across processes through LocalChroma; a server or memory client is used as is."""
+    if path is not None and not url:
+        return LocalChroma.shared(Path(path) / "chroma", Path(path) / "locks", lambda d: make_client(d.parent))
+    return DirectChroma(make_client(path, url))
+
+
 class VectorStore:
     def __init__(self, path: str | Path | None = None, url: str | None = None, namespace: str | None = None):
-        self.client = make_client(path, url)
+        self.chroma = open_chroma(path, url)
         # in-memory clients share one process-wide system: keep each MemCompile's collections apart
         self.prefix = namespace or ("mc" if (path is not None or url) else f"mc{uuid.uuid4().hex[:8]}")
         self._collections: dict[str, object] = {}
+        self._epoch = self.chroma.epoch
+
+    @property
+    def client(self):
+        return self.chroma.client
 
     def name(self, user_id: str) -> str:
         return f"{self.prefix}_{user_key(user_id)}"
 
-    def collection(self, user_id: str):
+    def collection(self, user_id: str, create: bool = True):
+        """The user's collection (None when absent and not created); call inside `self.chroma.access`."""
+        if self._epoch != self.chroma.epoch:  # the client was reopened: cached handles are stale
+            self._collections.clear()
+            self._epoch = self.chroma.epoch
         col = self._collections.get(user_id)
-        if col is None:
+        if col is None and create:
             col = self.client.get_or_create_collection(self.name(user_id), metadata={"hnsw:space": "cosine"}, embedding_function=None)
-            self._collections[user_id] = col
+        elif col is None:
+            try:
+                col = self.client.get_collection(self.name(user_id), embedding_function=None)
+            except (NotFoundError, ValueError):  # reads never create: a query for an unknown user writes nothing
+                return None
+        self._collections[user_id] = col
         return col
 
     def upsert(self, user_id: str, ids: list[str], embeddings: list[list[float]], dia_ids: list[str]) -> None:
         if not ids:
             return
-        col = self.collection(user_id)
         step = 2000  # below Chroma's max batch size
-        for i in range(0, len(ids), step):
-            col.upsert(
-                ids=ids[i : i + step],
-                embeddings=embeddings[i : i + step],
-                metadatas=[{"dia_id": d} for d in dia_ids[i : i + step]],
-            )
+        with self.chroma.access(write=True):
+            col = self.collection(user_id)
+            for i in range(0, len(ids), step):
+                col.upsert(
+                    ids=ids[i : i + step],
+                    embeddings=embeddings[i : i + step],
+                    metadatas=[{"dia_id": d} for d in dia_ids[i : i + step]],
+                )
 
     def query(self, user_id: str, embedding: list[float], k: int) -> list[tuple[str, float]]:
-        col = self.collection(user_id)
-        n = col.count()
-        if n == 0:
-            return []
-        res = col.query(query_embeddings=[embedding], n_results=min(k, n), include=["distances"])
+        with self.chroma.access(write=False):
+            col = self.collection(user_id, create=False)
+            n = col.count() if col is not None else 0
+            if n == 0:
+                return []
+            res = col.query(query_embeddings=[embedding], n_results=min(k, n), include=["distances"])
         return [(pid, 1.0 - float(dist)) for pid, dist in zip(res["ids"][0], res["distances"][0])]
 
     def ids(self, user_id: str) -> set[str]:
-        col = self.collection(user_id)
         out: set[str] = set()
-        n, step = col.count(), 5000
-        for off in range(0, n, step):
-            out.update(col.get(limit=step, offset=off, include=[])["ids"])
+        with self.chroma.access(write=False):
+            col = self.collection(user_id, create=False)
+            n, step = (col.count() if col is not None else 0), 5000
+            for off in range(0, n, step):
+                out.update(col.get(limit=step, offset=off, include=[])["ids"])
         return out
 
     def delete(self, user_id: str, ids: list[str]) -> None:
-        if ids:
-            self.collection(user_id).delete(ids=list(ids))
+        if not ids:
+            return
+        with self.chroma.access(write=True):
+            col = self.collection(user_id, create=False)
+            if col is not None:
+                col.delete(ids=list(ids))
 
     def drop(self, user_id: str) -> None:
         self._collections.pop(user_id, None)
-        try:
-            self.client.delete_collection(self.name(user_id))
-        except Exception:  # noqa: BLE001 - absent collection: nothing to forget
-            pass
+        with self.chroma.access(write=True):
+            try:
+                self.client.delete_collection(self.name(user_id))
+            except (NotFoundError, ValueError):  # absent collection: nothing to forget
+                pass

@@ -1,0 +1,86 @@
+"""LLM fact and metadata extraction (Sec. 3.2.1, App. B.1, F) with per-item fallback to the heuristic extractor."""
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from typing import Callable, Sequence
+
+from ..config import MemCompileConfig
+from ..llm.calls import LLMClient, LLMUnavailable, ask_validated
+from ..llm.concurrent import run_concurrently
+from ..llm.prompts import FACT_SHAPE, METADATA_SHAPE, fact_request, json_correction, metadata_request
+from ..llm.validation import parse_facts, parse_metadata
+from .base import Extractor, Metadata, TurnContext
+
+log = logging.getLogger(__name__)
+
+CountSink = Callable[[str, dict[str, int]], None]  # (user_id, counts), e.g. RecordStore.add_counts
+
+
+class LLMExtractor:
+    """Extractor over a chat model. An invalid reply is retried; then that turn or fact uses the fallback extractor,
+    counted per user as llm_fact_fallback / llm_metadata_fallback, so no turn is ever lost."""
+
+    def __init__(self, client: LLMClient, config: MemCompileConfig, fallback: Extractor, count: CountSink | None = None):
+        self.client = client
+        self.config = config
+        self.fallback = fallback
+        self.count = count
+        self.progress = False  # MemCompile.add_turns(progress=True) turns the per-call bars on
+
+    # --- one item -----------------------------------------------------------------------------
+    def _facts(self, ctx: TurnContext) -> tuple[list[str], str]:
+        client = self.client.for_user(ctx.packet.user_id)
+        try:
+            out = ask_validated(client, fact_request(ctx), parse_facts, self.config.llm_json_retries, json_correction(FACT_SHAPE))
+        except LLMUnavailable as exc:
+            log.info("fact extraction for %s: %s", ctx.packet.dia_id, exc)
+            return self.fallback.facts(ctx), "unavailable"
+        if out.value is None:
+            log.info("fact extraction for %s: invalid reply (%s)", ctx.packet.dia_id, out.error)
+            return self.fallback.facts(ctx), "invalid"
+        return out.value, ""
+
+    def _metadata(self, item: tuple[str, TurnContext]) -> tuple[Metadata, str]:
+        fact, ctx = item
+        client = self.client.for_user(ctx.packet.user_id)
+        parse = lambda text: parse_metadata(text, ctx, self.config.max_keywords)  # noqa: E731
+        try:
+            out = ask_validated(client, metadata_request(fact, ctx), parse, self.config.llm_json_retries, json_correction(METADATA_SHAPE))
+        except LLMUnavailable as exc:
+            log.info("metadata extraction for %s: %s", ctx.packet.dia_id, exc)
+            return self.fallback.metadata(fact, ctx), "unavailable"
+        if out.value is None:
+            log.info("metadata extraction for %s: invalid reply (%s)", ctx.packet.dia_id, out.error)
+            return self.fallback.metadata(fact, ctx), "invalid"
+        return out.value, ""
+
+    # --- Extractor protocol -------------------------------------------------------------------
+    def facts(self, ctx: TurnContext) -> list[str]:
+        return self.facts_batch([ctx])[0]
+
+    def metadata(self, fact: str, ctx: TurnContext) -> Metadata:
+        return self.metadata_batch([(fact, ctx)])[0]
+
+    # --- batches: what build.extract_all / metadata_all call, concurrently -------------------------
+    def facts_batch(self, contexts: Sequence[TurnContext]) -> list[list[str]]:
+        results = run_concurrently(self._facts, contexts, self.config.llm_concurrency, "facts" if self.progress else None)
+        self._report("fact", [(c.packet.user_id, why) for c, (_, why) in zip(contexts, results)])
+        return [facts for facts, _ in results]
+
+    def metadata_batch(self, items: Sequence[tuple[str, TurnContext]]) -> list[Metadata]:
+        results = run_concurrently(self._metadata, items, self.config.llm_concurrency, "metadata" if self.progress else None)
+        self._report("metadata", [(ctx.packet.user_id, why) for (_, ctx), (_, why) in zip(items, results)])
+        return [meta for meta, _ in results]
+
+    def _report(self, stage: str, outcomes: list[tuple[str, str]]) -> None:
+        failed = Counter((user, why) for user, why in outcomes if why)
+        if not failed:
+            return
+        per_user = Counter()
+        for (user, why), n in failed.items():
+            per_user[user] += n
+            log.warning("LLM %s extraction fell back to the heuristic for %d of %d items (%s)", stage, n, len(outcomes), why)
+        if self.count is not None:
+            for user, n in per_user.items():
+                self.count(user, {f"llm_{stage}_fallback": n})

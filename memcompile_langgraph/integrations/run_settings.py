@@ -1,0 +1,26 @@
+"""Per-run settings of the chat integrations (user id, speaker names): configurable first, then runtime context."""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+
+
+def _current_runtime() -> Any:
+    """The LangGraph Runtime of the graph run we are inside, or None outside one."""
+    from langgraph.runtime import get_runtime
+
+    try:
+        return get_runtime()
+    except (RuntimeError, KeyError):
+        return None
+
+
+def run_setting(key: str, config: RunnableConfig | None, runtime: Any = None, default: Any = None) -> Any:
+    """config["configurable"][key], else the graph's runtime context (a mapping or an object), else default."""
+    value = ((config or {}).get("configurable") or {}).get(key)
+    if value is None:
+        context = getattr(runtime if runtime is not None else _current_runtime(), "context", None)
+        value = context.get(key) if isinstance(context, Mapping) else getattr(context, key, None)
+    return default if value is None else value

@@ -1,0 +1,55 @@
+"""search_memory: a tool for tool-calling agents. The model chooses the query, never the user id."""
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool, StructuredTool
+from pydantic import BaseModel, Field
+
+from ..memory import MemCompile
+from ..users import validate_user_id
+from .retriever import packet_documents, resolve_k
+from .run_settings import run_setting
+
+DESCRIPTION = (
+    "Search the long-term memory of earlier conversations with this user. Give a standalone question or topic "
+    "(names, things, dates). Returns the matching earlier turns, each headed [dia_id] speaker | date time | session."
+)
+NOTHING_FOUND = "No stored memory matches this query."
+
+
+class SearchMemoryInput(BaseModel):
+    query: str = Field(description="what to look up, e.g. 'When did Tom adopt his dog?'")
+
+
+def make_search_memory_tool(mem: MemCompile, *, user_id: str | None = None, k: int | None = None) -> BaseTool:
+    """The user is fixed here, else taken per run from config["configurable"]["user_id"] or the runtime context.
+
+    Content is the compiled context; the artifact is the selected packets' metadata (dia_id, time, score, ...).
+    """
+    k = resolve_k(k, None)
+    if user_id is not None:
+        validate_user_id(user_id)
+
+    def answer(query: str, config: RunnableConfig) -> tuple[str, list[dict[str, Any]]]:
+        if not query.strip():
+            return "The query is empty: say what to look up.", []
+        user = user_id or run_setting("user_id", config, None, "default")
+        docs = packet_documents(mem, user, mem.compile(query, user_id=user))[:k]
+        if not docs:
+            return NOTHING_FOUND, []
+        return "\n\n".join(d.page_content for d in docs), [d.metadata for d in docs]
+
+    async def aanswer(query: str, config: RunnableConfig) -> tuple[str, list[dict[str, Any]]]:
+        return await asyncio.to_thread(answer, query, config)  # to_thread keeps the run's context variables
+
+    return StructuredTool.from_function(
+        func=answer,
+        coroutine=aanswer,
+        name="search_memory",
+        description=DESCRIPTION,
+        args_schema=SearchMemoryInput,
+        response_format="content_and_artifact",
+    )

@@ -1,0 +1,36 @@
+"""The LLM side of a store directory: response cache and usage ledger in one SQLite file (App. E)."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..config import MemCompileConfig
+from .cache import ResponseCache
+from .calls import LLMClient
+from .db import LLMDatabase
+from .usage import UsageLedger
+
+
+class LLMStore:
+    def __init__(self, path: str | Path | None):
+        self.db = LLMDatabase(path)
+        self.cache = ResponseCache(self.db)
+        self.ledger = UsageLedger(self.db)
+
+    @classmethod
+    def open(cls, path: str | Path | None, create: bool) -> "LLMStore | None":
+        """The store's LLM file; None when it does not exist and no model asks for it (offline stores stay as they are)."""
+        return cls(path) if create or LLMDatabase.exists(path) else None
+
+    def client(self, model: Any, config: MemCompileConfig, user_id: str = "default") -> LLMClient:
+        return LLMClient(model, config, self.cache, self.ledger, user_id)
+
+    def usage(self, user_id: str) -> dict[str, Any]:
+        return self.ledger.summary(user_id)
+
+    def delete_user(self, user_id: str) -> None:
+        self.cache.delete_user(user_id)
+        self.ledger.delete_user(user_id)
+
+    def close(self) -> None:
+        self.db.close()

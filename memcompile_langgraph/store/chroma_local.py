@@ -1,0 +1,106 @@
+"""A local Chroma directory shared safely by several processes.
+
+Chroma's PersistentClient is not process-safe: each process keeps its own in-memory HNSW index and persists it
+over the other's, so two writers on one directory lose vectors (measured here: 40 of 2,020 gone from query
+results even with the writes serialized, while `get` still listed them). So every write runs under an
+exclusive file lock and first bumps a generation token; a process whose token is stale reopens its client
+(which reloads the persisted index and replays Chroma's write log) before it reads or writes again.
+"""
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import threading
+import uuid
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+_SHARED: dict[str, "LocalChroma"] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+class LocalChroma:
+    """The one client of this process for a Chroma directory; `epoch` changes on every reopen and write."""
+
+    def __init__(self, lock_dir: Path, make_client: Callable[[], Any]):
+        lock_dir.mkdir(parents=True, exist_ok=True)
+        self._lock_path = lock_dir / "chroma.lock"
+        self._gen_path = lock_dir / "chroma.generation"
+        self._make = make_client
+        self._mutex = threading.RLock()  # a reopen must never run under another thread's operation
+        self._depth = 0
+        self.epoch = 0
+        with self._file_lock(fcntl.LOCK_EX):  # a new directory gets Chroma's schema written once
+            self.generation = self._read_generation()
+            self.client = make_client()
+
+    @classmethod
+    def shared(cls, chroma_dir: Path, lock_dir: Path, make_client: Callable[[Path], Any]) -> "LocalChroma":
+        """One instance per directory and process: Chroma itself caches one system per path."""
+        key = str(chroma_dir.resolve())
+        with _SHARED_LOCK:
+            local = _SHARED.get(key)
+            if local is None:
+                local = _SHARED[key] = cls(lock_dir, lambda: make_client(chroma_dir))
+            return local
+
+    def _read_generation(self) -> str:
+        try:
+            return self._gen_path.read_text()
+        except FileNotFoundError:
+            return ""
+
+    def _bump_generation(self) -> None:
+        token = uuid.uuid4().hex
+        tmp = self._gen_path.with_name(f"{self._gen_path.name}.{os.getpid()}.tmp")
+        tmp.write_text(token)
+        os.replace(tmp, self._gen_path)  # readers see the old or the new token, never half of one
+        self.generation = token
+        self.epoch += 1  # a drop may follow: collection handles cached in this process are re-fetched
+
+    @contextlib.contextmanager
+    def _file_lock(self, mode: int) -> Iterator[None]:
+        with open(self._lock_path, "a+") as fh:
+            fcntl.flock(fh, mode)
+            try:
+                yield
+            finally:
+                fcntl.flock(fh, fcntl.LOCK_UN)
+
+    def _refresh(self) -> None:
+        if self._read_generation() != self.generation:
+            self.client.close()
+            self.client = self._make()
+            self.generation = self._read_generation()
+            self.epoch += 1
+
+    @contextlib.contextmanager
+    def access(self, write: bool) -> Iterator[Any]:
+        """The client, current with every other process; a write holds the directory's lock throughout."""
+        with self._mutex:
+            if self._depth:  # nested in an operation of this thread that already holds what it needs
+                yield self.client
+                return
+            self._depth += 1
+            try:
+                with self._file_lock(fcntl.LOCK_EX if write else fcntl.LOCK_SH):
+                    self._refresh()
+                    if write:
+                        self._bump_generation()  # before the write: a crash mid-write still marks others stale
+                    yield self.client
+            finally:
+                self._depth -= 1
+
+
+class DirectChroma:
+    """An in-memory client or a Chroma server: one owner or the server's own locking, nothing to coordinate."""
+
+    epoch = 0
+
+    def __init__(self, client: Any):
+        self.client = client
+
+    @contextlib.contextmanager
+    def access(self, write: bool) -> Iterator[Any]:
+        yield self.client

@@ -1,0 +1,78 @@
+"""Helpers of the reliability suite: the real CLI in a subprocess, and raw views of a store directory
+that bypass MemCompile (opening it would reconcile, and so hide the damage a test looks for)."""
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from memcompile_langgraph.store.vectors import VectorStore
+
+CLI = [sys.executable, "-c", "import sys; from memcompile_langgraph.cli import main; sys.exit(main())"]
+
+
+def cli_env() -> dict[str, str]:
+    return {**os.environ, "ANONYMIZED_TELEMETRY": "False", "PYTHONWARNINGS": "ignore"}
+
+
+@dataclass
+class Run:
+    code: int
+    out: str
+    err: str
+
+    @property
+    def err_lines(self) -> list[str]:
+        return [line for line in self.err.splitlines() if line.strip()]
+
+
+def memcompile(*args: str, timeout: float = 600) -> Run:
+    proc = subprocess.run([*CLI, *map(str, args)], capture_output=True, text=True, env=cli_env(), timeout=timeout)
+    return Run(proc.returncode, proc.stdout, proc.stderr)
+
+
+def spawn(*args: str, log: Path) -> subprocess.Popen:
+    """The CLI in the background, in its own process group (so a test can kill exactly it)."""
+    with open(log, "wb") as out:
+        return subprocess.Popen([*CLI, *map(str, args)], stdout=out, stderr=subprocess.STDOUT, env=cli_env(), start_new_session=True)
+
+
+def rows(store: Path, sql: str, args: tuple = ()) -> list[tuple]:
+    conn = sqlite3.connect(f"file:{store / 'memcompile.sqlite3'}?mode=ro", uri=True)
+    try:
+        return conn.execute(sql, args).fetchall()
+    finally:
+        conn.close()
+
+
+def snapshot(store: Path, user: str) -> dict:
+    """Everything a clean run determines: packets, descriptors with their Cell, and the vectors."""
+    packets = rows(store, "SELECT packet_id, dia_id, content_hash, session FROM packets WHERE user_id=? ORDER BY dia_id", (user,))
+    descriptors = rows(
+        store,
+        "SELECT descriptor_id, packet_id, claim, people, keywords, event_time, cell_id FROM descriptors WHERE user_id=? ORDER BY descriptor_id",
+        (user,),
+    )
+    return {"packets": packets, "descriptors": descriptors, **vector_view(store, user)}
+
+
+def vector_view(store: Path, user: str) -> dict:
+    """Ids Chroma lists, and ids its index can actually return (a lost HNSW entry shows only in the second)."""
+    vs = VectorStore(store)
+    listed = vs.ids(user)
+    probe = [1.0] + [0.0] * 383
+    searchable = {pid for pid, _ in vs.query(user, probe, max(len(listed), 1))}
+    return {"vector_ids": listed, "searchable_ids": searchable}
+
+
+def packet_ids(store: Path, user: str) -> set[str]:
+    return {r[0] for r in rows(store, "SELECT packet_id FROM packets WHERE user_id=?", (user,))}
+
+
+def write_json(path: Path, data) -> Path:
+    path.write_text(json.dumps(data))
+    return path

@@ -1,0 +1,54 @@
+"""Chroma server mode against a real `chroma run` on a free loopback port: vectors live in the server."""
+import json
+import subprocess
+
+import chromadb
+import pytest
+from chromadb.config import Settings
+
+from memcompile_langgraph import MemCompile
+from memcompile_langgraph.demo_data import demo_turns
+
+from servers import free_port, running
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def chroma_url(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("chroma-server")
+    port = free_port()
+    cmd = ["chroma", "run", "--path", str(tmp / "db"), "--host", "127.0.0.1", "--port", str(port)]
+    with running(cmd, f"http://127.0.0.1:{port}/api/v2/heartbeat", tmp / "chroma.log"):
+        yield f"http://127.0.0.1:{port}"
+
+
+def test_ingest_and_query_keep_vectors_in_the_server(tmp_path, chroma_url, embeddings):
+    store = tmp_path / "store"
+    mem = MemCompile(store, embeddings=embeddings, chroma_url=chroma_url)
+    assert mem.add_turns(demo_turns(), user_id="demo")["stored"] == len(demo_turns())
+    ctx = mem.compile("What kind of dog did Tom adopt?", user_id="demo")
+    assert "Biscuit" in ctx.text and ctx.trace["dense"]["hits"] == len(demo_turns())
+
+    port = int(chroma_url.rsplit(":", 1)[1])
+    server = chromadb.HttpClient(host="127.0.0.1", port=port, settings=Settings(anonymized_telemetry=False))
+    col = server.get_collection(mem.vectors.name("demo"))
+    got = col.get(include=["embeddings", "metadatas"])
+    assert sorted(got["ids"]) == sorted(mem.index("demo").packets)
+    assert len(got["embeddings"][0]) == 384 and {m["dia_id"] for m in got["metadatas"]} == set(mem.index("demo").by_dia)
+    assert not (store / "chroma").exists()  # nothing went to a local Chroma
+
+    # another process sharing the memory: the CLI with --chroma-url sees the same vectors
+    cli = ["memcompile", "stats", "--store", str(store), "--user", "demo", "--json", "--chroma-url", chroma_url]
+    stats = json.loads(subprocess.run(cli, capture_output=True, text=True, check=True, timeout=120).stdout)
+    assert stats["vectors"] == stats["packets"] == len(demo_turns())
+
+    mem.forget("demo")
+    assert mem.vectors.name("demo") not in [c.name for c in server.list_collections()]
+    mem.close()
+
+
+def test_unreachable_server_is_one_clear_error(tmp_path):
+    cli = ["memcompile", "stats", "--store", str(tmp_path), "--chroma-url", f"http://127.0.0.1:{free_port()}"]
+    proc = subprocess.run(cli, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "Chroma server" in proc.stderr

@@ -1,0 +1,141 @@
+"""recall / remember nodes in real LangGraph graphs: the next recall finds what remember stored, nothing twice."""
+from dataclasses import dataclass
+from datetime import datetime
+
+import pytest
+from langchain_core.language_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, MessagesState, StateGraph
+from pydantic import Field
+
+from memcompile_langgraph import MemCompile
+from memcompile_langgraph.integrations.chat_agent import build_chat_agent
+from memcompile_langgraph.integrations.memory_nodes import RECALL_HEADER, is_recall_message, make_recall_node
+
+
+class RecordingModel(GenericFakeChatModel):
+    """Scripted replies; keeps every input it was given."""
+
+    seen: list = Field(default_factory=list)
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs):
+        self.seen.append(list(messages))
+        return super()._generate(messages, stop, run_manager, **kwargs)
+
+
+@pytest.fixture
+def mem(tmp_path, embeddings):
+    m = MemCompile(tmp_path / "store", embeddings=embeddings)
+    yield m
+    m.close()
+
+
+def chat(mem, replies, **names):
+    model = RecordingModel(messages=iter(replies))
+    return build_chat_agent(mem, model, checkpointer=InMemorySaver(), **names), model
+
+
+def say(agent, text, thread, **context):
+    return agent.invoke({"messages": [HumanMessage(text)]}, {"configurable": {"thread_id": thread}}, context=context)
+
+
+def stored(mem, user):
+    return list(mem.index(user, refresh=True).packets.values())
+
+
+def test_next_recall_finds_the_stored_exchange(mem):
+    agent, model = chat(mem, ["Congratulations on Biscuit!", "Your dog is called Biscuit."], user_name="Tom", assistant_name="Aria")
+    say(agent, "I adopted a beagle named Biscuit last week.", "monday", user_id="tom")
+    turns = stored(mem, "tom")
+    assert [(p.speaker, p.text) for p in turns] == [("Tom", "I adopted a beagle named Biscuit last week."), ("Aria", "Congratulations on Biscuit!")]
+    for p in turns:
+        assert p.dia_id.startswith("m-") and abs((datetime.now() - datetime.fromisoformat(p.session_time)).total_seconds()) < 300
+    out = say(agent, "What is my dog called?", "later", user_id="tom")
+    memory = [m for m in model.seen[-1] if is_recall_message(m)]
+    assert len(memory) == 1 and memory[0].text.startswith(RECALL_HEADER)
+    today = datetime.now().date().isoformat()
+    assert f"[{turns[0].dia_id}] Tom | {today}" in memory[0].text and "Biscuit" in memory[0].text
+    assert out["messages"][-1].text == "Your dog is called Biscuit."
+
+
+def test_nothing_is_stored_twice_and_recall_messages_are_not_stored(mem):
+    agent, _ = chat(mem, ["Nice.", "Sounds fun.", "Good luck!"])
+    for text in ["I moved to Oslo in March.", "I joined a rowing club in Oslo.", "The regatta is in June."]:
+        out = say(agent, text, "one-thread", user_id="ann")
+    turns = stored(mem, "ann")
+    assert len(turns) == 6 and [p.speaker for p in turns] == ["User", "Assistant"] * 3
+    assert not any("Long-term memory recalled" in p.text for p in turns)
+    messages = out["messages"]
+    recalls = [i for i, m in enumerate(messages) if is_recall_message(m)]
+    assert len(recalls) == 1 and messages[recalls[0] - 1].text == "The regatta is in June."  # stale ones removed
+    assert mem.remember_node({"messages": messages}, {"configurable": {"user_id": "ann"}}) == {}
+    assert len(stored(mem, "ann")) == 6 and "already_stored" not in mem.stats("ann")["counters"]
+
+
+def test_user_id_from_configurable_from_context_object_and_default(mem):
+    exchange = {"messages": [HumanMessage("I live in Oslo near the fjord.", id="h1"), AIMessage("Lovely place.", id="a1")]}
+    assert mem.remember_node(exchange, {"configurable": {"user_id": "ann"}}) == {}
+    assert len(stored(mem, "ann")) == 2 and stored(mem, "default") == []
+    question = {"messages": [HumanMessage("Where do I live?", id="h2")]}
+    update = mem.recall_node(question, {"configurable": {"user_id": "ann"}})
+    assert "Oslo" in update["messages"][-1].text
+    assert mem.recall_node(question, {"configurable": {"user_id": "bob"}}) == {}
+    assert mem.recall_node(question) == {}  # the "default" user has no memory
+
+    @dataclass
+    class Ctx:
+        user_id: str
+
+    builder = StateGraph(MessagesState, context_schema=Ctx)
+    builder.add_node("recall", mem.recall_node)
+    builder.add_edge(START, "recall")
+    builder.add_edge("recall", END)
+    out = builder.compile().invoke(question, context=Ctx(user_id="ann"))
+    assert isinstance(out["messages"][-1], SystemMessage) and "Oslo" in out["messages"][-1].text
+
+
+def test_speaker_names_from_context_and_message_name(mem):
+    agent, _ = chat(mem, ["Noted."])
+    say(agent, "My bike is red.", "t", user_id="u", user_name="Kim", assistant_name="Aria")
+    assert [p.speaker for p in stored(mem, "u")] == ["Kim", "Aria"]
+    mem.remember_node({"messages": [HumanMessage("Hello from Lee.", name="Lee", id="x1")]}, {"configurable": {"user_id": "u"}})
+    assert stored(mem, "u")[-1].speaker == "Lee"
+
+
+def test_tool_traffic_is_not_dialogue(mem):
+    call = {"name": "weather", "args": {"city": "Oslo"}, "id": "c1"}
+    messages = [
+        HumanMessage("What is the weather in Oslo?", id="h"),
+        AIMessage("", tool_calls=[call], id="a1"),
+        ToolMessage("12 C and sunny", tool_call_id="c1", id="t"),
+        AIMessage("It is 12 C and sunny in Oslo.", id="a2"),
+    ]
+    mem.remember_node({"messages": messages})
+    assert [p.text for p in stored(mem, "default")] == ["What is the weather in Oslo?", "It is 12 C and sunny in Oslo."]
+
+
+def test_messages_without_ids_are_stored_once(mem):
+    state = {"messages": [{"role": "user", "content": "I collect vinyl records."}, {"role": "assistant", "content": "Which genre?"}]}
+    mem.remember_node(state)
+    mem.remember_node(state)
+    assert len(stored(mem, "default")) == 2
+
+
+@pytest.mark.parametrize(
+    "state",
+    [{}, {"messages": []}, {"messages": "not a list"}, {"messages": [42]}, {"messages": [AIMessage("hello")]}, {"messages": [HumanMessage("   ")]}, "not a state"],
+)
+def test_bad_input_gives_no_update(mem, state):
+    assert mem.recall_node(state) == {}
+    assert mem.remember_node(state) == {}
+    assert stored(mem, "default") == []
+
+
+def test_recall_k_limits_the_blocks(mem):
+    turns = [HumanMessage(f"I visited museum number {i} in Oslo.", id=f"h{i}") for i in range(4)]
+    mem.remember_node({"messages": turns})
+    update = make_recall_node(mem, k=2)({"messages": [HumanMessage("Which museums did I visit in Oslo?")]})
+    assert update["messages"][-1].text.count("\n\n[m-") == 2
+    with pytest.raises(ValueError):
+        make_recall_node(mem, k=0)

@@ -1,0 +1,78 @@
+"""MemCompileRetriever: LangChain's standard retriever suite, plus the documents it must return."""
+import pytest
+from langchain_core.documents import Document
+from langchain_tests.integration_tests import RetrieversIntegrationTests
+from pydantic import ValidationError
+
+from memcompile_langgraph import MemCompile
+from memcompile_langgraph.demo_data import demo_turns
+from memcompile_langgraph.evidence.render import render_block
+from memcompile_langgraph.integrations.retriever import METADATA_KEYS, MemCompileRetriever
+
+QUESTION = "What kind of dog did Tom adopt and what is its name?"
+
+
+@pytest.fixture(scope="module")
+def mem(tmp_path_factory, embeddings):
+    m = MemCompile(tmp_path_factory.mktemp("retriever"), embeddings=embeddings)
+    m.add_turns(demo_turns(), user_id="demo")
+    yield m
+    m.close()
+
+
+class TestMemCompileRetrieverStandard(RetrieversIntegrationTests):
+    @pytest.fixture(autouse=True)
+    def _memory(self, mem):
+        self.memory = mem
+
+    @property
+    def retriever_constructor(self) -> type[MemCompileRetriever]:
+        return MemCompileRetriever
+
+    @property
+    def retriever_constructor_params(self) -> dict:
+        return {"memory": self.memory, "user_id": "demo"}
+
+    @property
+    def retriever_query_example(self) -> str:
+        return QUESTION
+
+
+def test_one_document_per_packet_in_schedule_order(mem):
+    ctx = mem.compile(QUESTION, user_id="demo")
+    docs = mem.as_retriever(user_id="demo").invoke(QUESTION)
+    assert 3 <= len(docs) == len(ctx.packets) <= 12
+    index = mem.index("demo")
+    for rank, (doc, packet) in enumerate(zip(docs, ctx.packets), 1):
+        assert isinstance(doc, Document) and doc.id == packet["packet_id"]
+        assert doc.metadata == {k: packet[k] for k in METADATA_KEYS} and doc.metadata["rank"] == rank
+        assert doc.page_content == render_block(index, packet["packet_id"])
+        assert doc.page_content.startswith(f"[{packet['dia_id']}] {packet['speaker']} | ")
+    assert "\n\n".join(d.page_content for d in docs) == ctx.text
+    assert "Biscuit" in docs[0].page_content
+
+
+async def test_async_matches_sync_and_k_truncates(mem):
+    retriever = mem.as_retriever(user_id="demo", k=12)
+    full = retriever.invoke(QUESTION)
+    assert [d.id for d in await retriever.ainvoke(QUESTION)] == [d.id for d in full]
+    assert [d.id for d in mem.as_retriever(user_id="demo", k=2).invoke(QUESTION)] == [d.id for d in full[:2]]
+    assert [d.id for d in await retriever.ainvoke(QUESTION, k=1)] == [full[0].id]
+
+
+def test_users_are_separate_and_blank_query_matches_nothing(mem):
+    assert mem.as_retriever(user_id="someone-else").invoke(QUESTION) == []
+    assert mem.as_retriever(user_id="demo").invoke("   ") == []
+
+
+@pytest.mark.parametrize("params", [{"k": 0}, {"k": -3}, {"user_id": ""}, {"user_id": "bad\x00id"}])
+def test_bad_parameters_are_rejected(mem, params):
+    with pytest.raises(ValidationError):
+        MemCompileRetriever(memory=mem, **params)
+
+
+def test_bad_k_at_invoke_and_wrong_memory_type(mem):
+    with pytest.raises(ValueError, match="k must be a positive integer"):
+        mem.as_retriever(user_id="demo").invoke(QUESTION, k=0)
+    with pytest.raises(ValidationError):
+        MemCompileRetriever(memory="not a MemCompile")

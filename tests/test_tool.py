@@ -1,0 +1,72 @@
+"""search_memory: the tool a tool-calling agent gets; the user comes from the run, never from the model."""
+import pytest
+from langchain_core.messages import AIMessage, ToolMessage
+from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.prebuilt import ToolNode
+from typing_extensions import TypedDict
+
+from memcompile_langgraph import MemCompile
+from memcompile_langgraph.demo_data import demo_turns
+from memcompile_langgraph.integrations.tool import NOTHING_FOUND
+
+QUESTION = "What kind of dog did Tom adopt?"
+
+
+@pytest.fixture(scope="module")
+def mem(embeddings):
+    memory = MemCompile(None, embeddings=embeddings)  # in memory: the tool does not care where records live
+    memory.add_turns(demo_turns(), user_id="demo")
+    return memory
+
+
+def call(query, id="c1"):
+    return {"type": "tool_call", "id": id, "name": "search_memory", "args": {"query": query}}
+
+
+def test_the_model_sees_only_a_query_argument(mem):
+    tool = mem.as_tool()
+    assert tool.name == "search_memory"
+    assert set(tool.tool_call_schema.model_json_schema()["properties"]) == {"query"}
+
+
+def test_tool_call_returns_context_and_packet_artifact(mem):
+    msg = mem.as_tool().invoke(call(QUESTION), {"configurable": {"user_id": "demo"}})
+    assert isinstance(msg, ToolMessage) and msg.tool_call_id == "c1"
+    assert "Biscuit" in msg.content
+    assert msg.content == mem.compile(QUESTION, user_id="demo").text
+    assert [p["dia_id"] for p in msg.artifact] == mem.compile(QUESTION, user_id="demo").dia_ids
+    assert {"dia_id", "time", "score", "rank"} <= set(msg.artifact[0])
+
+
+def test_fixed_user_and_k(mem):
+    tool = mem.as_tool(user_id="demo", k=2)
+    msg = tool.invoke(call(QUESTION), {"configurable": {"user_id": "someone-else"}})
+    assert len(msg.artifact) == 2 and msg.content.count("\n\n") == 1
+    assert mem.as_tool().invoke({"query": QUESTION}, {"configurable": {"user_id": "someone-else"}}) == NOTHING_FOUND
+
+
+async def test_async_and_empty_query(mem):
+    tool = mem.as_tool(user_id="demo")
+    msg = await tool.ainvoke(call(QUESTION))
+    assert "Biscuit" in msg.content
+    assert "empty" in tool.invoke({"query": "  "})
+
+
+def test_user_from_runtime_context_inside_a_tool_node(mem):
+    class Ctx(TypedDict):
+        user_id: str
+
+    builder = StateGraph(MessagesState, context_schema=Ctx)
+    builder.add_node("tools", ToolNode([mem.as_tool()]))
+    builder.add_edge(START, "tools")
+    builder.add_edge("tools", END)
+    graph = builder.compile()
+    request = {"messages": [AIMessage("", tool_calls=[{"name": "search_memory", "args": {"query": QUESTION}, "id": "c9"}])]}
+    assert "Biscuit" in graph.invoke(request, context={"user_id": "demo"})["messages"][-1].content
+    assert graph.invoke(request, context={"user_id": "nobody"})["messages"][-1].content == NOTHING_FOUND
+
+
+@pytest.mark.parametrize("kwargs", [{"k": 0}, {"user_id": ""}])
+def test_bad_tool_parameters_are_rejected(mem, kwargs):
+    with pytest.raises(ValueError):
+        mem.as_tool(**kwargs)
