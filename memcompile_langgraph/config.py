@@ -70,6 +70,17 @@ class MemCompileConfig:
     mmr_duplicate: float = 0.58  # max token-overlap penalty, App. B.3
     mmr_same_cell: float = 0.08  # same-Cell penalty, App. B.3
 
+    # --- Offline evidence fusion (engineering, not in the paper: the no-LLM scheduler's packet score;
+    #     evidence/fusion.py; weights chosen on the LoCoMo dev split, checked on held-out conversations) ---
+    fusion: bool = True  # off = the paper's offline path: Eq. 10 pool, App. B.3 MMR anchors
+    fusion_lexical: float = 1.0  # z(BM25 over the packet's claim bundle + preceding turn)
+    fusion_dense: float = 1.0  # z(cosine of q+ and z(p))
+    fusion_previous: float = 0.2  # support from the preceding turn of the session
+    fusion_next: float = 0.2  # support from the following turn of the session
+    fusion_speaker: float = 1.5  # the packet's speaker is named in the query
+    pool_lexical_top: int = 40  # packet-level lexical proposals joining the closed pool
+    pool_budget: int = 60  # closed pool U_q cut after fusion
+
     # --- Pipeline switches for the controlled ablations of Table 2 (all on = A0, the full system) ---
     use_intent: bool = True  # off = A6: the bare question, no intent people/keywords/time
     use_bm25_candidates: bool = True  # off = A4 Cell-only (BM25 still seeds routing)
@@ -90,6 +101,9 @@ class MemCompileConfig:
     llm_backoff_max_seconds: float = 30.0  # engineering: backoff ceiling
     llm_timeout_seconds: float = 60.0  # engineering: per-request timeout of the ChatOpenAI the CLI builds
     llm_candidate_max_chars: int = 1200  # engineering: packet content trimmed in scheduler requests
+    llm_max_facts: int = 32  # engineering: claims kept from one fact-extraction reply
+    llm_max_people: int = 12  # engineering: names kept from one metadata or intent reply
+    llm_max_item_chars: int = 2000  # engineering: a longer claim, name or keyword is cut
 
     # --- Engineering limits (not from the paper) ---
     embed_max_chars: int = 4000  # packet document trimmed before embedding

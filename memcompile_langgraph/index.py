@@ -3,8 +3,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from .address.bm25 import BM25Index
 from .address.cells import CellLayout
+from .address.dense import PacketVectors
 from .config import MemCompileConfig
 from .records import Descriptor, SourcePacket
 from .text import terms
@@ -31,6 +34,15 @@ def packet_document(p: SourcePacket, claims: list[Descriptor]) -> str:
     return "\n".join(parts)
 
 
+def packet_lexical_document(p: SourcePacket, claims: list[Descriptor], previous: SourcePacket | None) -> list[str]:
+    """Packet-level lexical document for offline fusion: the claim bundle with its keywords and people, the
+    image fields, and the preceding turn of the same session (a reply often answers the question before it)."""
+    parts = [f"{d.claim} {' '.join(d.keywords)}" for d in claims] + [p.speaker, p.image_caption, p.image_query]
+    if previous is not None and previous.session == p.session:
+        parts.append(previous.text)
+    return terms(" ".join(parts))
+
+
 @dataclass
 class UserIndex:
     user_id: str
@@ -47,16 +59,46 @@ class UserIndex:
     key_terms: list[frozenset[str]] = field(default_factory=list)
     people: dict[str, None] = field(default_factory=dict)  # known names, insertion-ordered
     sessions: dict[int, tuple[str, str | None]] = field(default_factory=dict)  # index -> (label, time)
+    packet_position: dict[str, int] = field(default_factory=dict)  # row in packet_order = packet BM25 doc id
+    packet_sessions: list[int] = field(default_factory=list)
+    packet_speakers: list[str] = field(default_factory=list)
     layout: CellLayout = None  # type: ignore[assignment]
     bm25: BM25Index = None  # type: ignore[assignment]
+    packet_bm25: BM25Index = None  # type: ignore[assignment]
+    vectors: PacketVectors = None  # type: ignore[assignment]
+    _sessions: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64), repr=False)
+    _speakers: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=object), repr=False)
 
     def __post_init__(self) -> None:
         self.layout = CellLayout(self.cfg)
         self.bm25 = BM25Index(self.cfg.bm25_k1, self.cfg.bm25_b, self.cfg.bm25_epsilon)
+        self.packet_bm25 = BM25Index(self.cfg.bm25_k1, self.cfg.bm25_b, self.cfg.bm25_epsilon)
+        self.vectors = PacketVectors()
+
+    def session_array(self) -> np.ndarray:
+        if len(self._sessions) != len(self.packet_sessions):  # cached until packets are added
+            self._sessions = np.asarray(self.packet_sessions, dtype=np.int64)
+        return self._sessions
+
+    def speaker_mask(self, names) -> np.ndarray:
+        """1.0 for packets spoken by one of the names."""
+        if len(self._speakers) != len(self.packet_speakers):
+            self._speakers = np.asarray(self.packet_speakers, dtype=object)
+        return np.isin(self._speakers, list(names)).astype(np.float64)
+
+    def index_packet_text(self, packet_ids: list[str]) -> None:
+        """Add packet-level lexical documents once a packet's descriptors are registered (in dialogue order)."""
+        for pid in packet_ids:
+            pos = self.packet_position[pid]
+            previous = self.packets[self.packet_order[pos - 1]] if pos else None
+            self.packet_bm25.add(packet_lexical_document(self.packets[pid], self.by_packet[pid], previous))
 
     def add_packet(self, p: SourcePacket) -> None:
         self.packets[p.packet_id] = p
+        self.packet_position[p.packet_id] = len(self.packet_order)
         self.packet_order.append(p.packet_id)
+        self.packet_sessions.append(p.session)
+        self.packet_speakers.append(p.speaker)
         self.by_dia[p.dia_id] = p.packet_id
         self.hashes[p.content_hash] = p.packet_id
         self.by_packet.setdefault(p.packet_id, [])

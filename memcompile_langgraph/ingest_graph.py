@@ -58,7 +58,8 @@ def index_node(mem: "MemCompile", state: IngestState) -> dict[str, Any]:
         index.add_packet(p)
     for d in descriptors:
         index.register(d)
-    embedded = mem.embed_packets(user, [(p, index.by_packet[p.packet_id]) for p in packets])
+    index.index_packet_text([p.packet_id for p in packets])
+    embedded = mem.embed_packets(user, [(p, index.by_packet[p.packet_id]) for p in packets], index)
     return {"_trace": {"committed": len(packets), "embedded": embedded}}
 
 

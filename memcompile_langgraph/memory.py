@@ -96,7 +96,12 @@ class MemCompile:
             index.add_packet(p)
         for d, cell in descriptors:
             index.add_descriptor(d, cell)
+        index.index_packet_text(index.packet_order)
         self._reconcile(index)
+        if self.embeddings is not None and packets:
+            ids, vectors = self.vectors.vectors(user_id)
+            known = [(i, v) for i, v in zip(ids, vectors) if i in index.packets]
+            index.vectors.set([i for i, _ in known], [v for _, v in known])
         return index
 
     def invalidate(self, user_id: str) -> None:
@@ -118,12 +123,15 @@ class MemCompile:
             self.llm_store = LLMStore(self.path)
         return self.llm_store.client(model, self.config, user_id)
 
-    def embed_packets(self, user_id: str, items: list[tuple[SourcePacket, list[Descriptor]]]) -> int:
+    def embed_packets(self, user_id: str, items: list[tuple[SourcePacket, list[Descriptor]]], index: UserIndex | None = None) -> int:
         if self.embeddings is None or not items:
             return 0
         docs = [packet_document(p, claims)[: self.config.embed_max_chars] for p, claims in items]
         vectors = self.embeddings.embed_documents(docs)
-        self.vectors.upsert(user_id, [p.packet_id for p, _ in items], vectors, [p.dia_id for p, _ in items])
+        ids = [p.packet_id for p, _ in items]
+        self.vectors.upsert(user_id, ids, vectors, [p.dia_id for p, _ in items])
+        if index is not None:
+            index.vectors.set(ids, vectors)
         return len(items)
 
     def _reconcile(self, index: UserIndex) -> None:
@@ -150,7 +158,7 @@ class MemCompile:
                 self.vectors.delete(user, orphans)
             if missing:
                 log.info("re-embedding %d packets missing from the vector store", len(missing))
-                self.embed_packets(user, [(index.packets[p], index.by_packet[p]) for p in missing])
+                self.embed_packets(user, [(index.packets[p], index.by_packet[p]) for p in missing], index)
 
     # --- build plane ---------------------------------------------------------------------------
     def add_turns(self, turns: Iterable[Any], user_id: str = "default", progress: bool = False) -> dict[str, int]:

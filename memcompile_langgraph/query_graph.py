@@ -3,12 +3,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 from langgraph.graph import END, START, StateGraph
 
 from .address.candidates import bm25_top, candidate_union
 from .address.intent import enriched_query
 from .address.routing import Routing, route
 from .evidence.frontier import admit, frontier_window
+from .evidence.fusion import fused_pool, fused_scores
 from .evidence.normalize import normalize
 from .evidence.render import render_context
 from .evidence.scheduler import ScheduleInput
@@ -54,12 +56,18 @@ def candidates_node(mem: "MemCompile", state: QueryState) -> dict[str, Any]:
 def normalize_node(mem: "MemCompile", state: QueryState) -> dict[str, Any]:
     index = mem.index(state.get("user_id", "default"))
     pool = normalize(state["candidates"], index.layout.of_descriptor)
-    return {"pool": pool, "_trace": {"packets": len(pool)}}
+    if not mem.config.fusion:
+        return {"pool": pool, "_trace": {"packets": len(pool)}}
+    fused, lexical = fused_scores(index, state["intent"], state.get("query_vector"), mem.config)
+    joined = fused_pool(pool, state.get("dense", []), fused, lexical, index, mem.config)
+    window = [p.packet_id for p in joined] + [h.packet_id for h in state.get("dense", []) if h.packet_id in index.packet_position]
+    scores = {pid: float(fused[index.packet_position[pid]]) for pid in window}
+    return {"pool": joined, "fused": scores, "_trace": {"packets": len(joined), "address_packets": len(pool)}}
 
 
 def _schedule_input(mem: "MemCompile", state: QueryState) -> ScheduleInput:
     index = mem.index(state.get("user_id", "default"))
-    return ScheduleInput(state["query"], state["intent"], index, state.get("pool", []), state.get("dense", []))
+    return ScheduleInput(state["query"], state["intent"], index, state.get("pool", []), state.get("dense", []), state.get("fused", {}))
 
 
 def schedule_node(mem: "MemCompile", state: QueryState) -> dict[str, Any]:
@@ -79,9 +87,13 @@ def dense_node(mem: "MemCompile", state: QueryState) -> dict[str, Any]:
     mem.index(user)
     if mem.embeddings is None:
         return {"dense": [], "_trace": {"hits": 0, "disabled": True}}
+    index = mem.index(user)
     vector = mem.embeddings.embed_query(enriched_query(state["intent"]))
-    hits = [DenseHit(pid, sim) for pid, sim in mem.vectors.query(user, vector, mem.config.dense_top)]
-    return {"dense": hits, "_trace": {"hits": len(hits)}}
+    if len(index.vectors) == len(index.packets):
+        hits = index.vectors.top(np.asarray(vector, dtype=np.float32), mem.config.dense_top)
+    else:  # vectors still being reconciled: ask Chroma
+        hits = [DenseHit(pid, sim) for pid, sim in mem.vectors.query(user, vector, mem.config.dense_top)]
+    return {"dense": hits, "query_vector": list(map(float, vector)), "_trace": {"hits": len(hits)}}
 
 
 def frontier_node(mem: "MemCompile", state: QueryState) -> dict[str, Any]:
@@ -89,7 +101,7 @@ def frontier_node(mem: "MemCompile", state: QueryState) -> dict[str, Any]:
     anchors = state.get("anchors", [])
     known = inp.index.packets
     dense = [h for h in state.get("dense", []) if h.packet_id in known]  # vectors not yet reconciled are ignored
-    inp = ScheduleInput(inp.query, inp.intent, inp.index, inp.pool, dense)
+    inp = ScheduleInput(inp.query, inp.intent, inp.index, inp.pool, dense, inp.scores)
     cfg = mem.config
     if cfg.dense_only:
         selected = [h.packet_id for h in dense[: cfg.k0]]
@@ -152,9 +164,9 @@ def build_query_graph(mem: "MemCompile"):
     builder.add_edge("intent", "dense")  # the dense channel runs beside the address plane
     builder.add_edge("bm25", "cell_routing")
     builder.add_edge("cell_routing", "candidates")
-    builder.add_edge("candidates", "normalize")
+    builder.add_edge(["candidates", "dense"], "normalize")  # offline fusion reads the dense channel too
     builder.add_edge("normalize", "schedule")
-    builder.add_edge(["schedule", "dense"], "frontier")
+    builder.add_edge("schedule", "frontier")
     builder.add_edge("frontier", "render")
     builder.add_edge("render", END)
     return builder.compile(name="memcompile_query")

@@ -4,6 +4,7 @@ import re
 
 import pytest
 
+from memcompile_langgraph.config import DEFAULT_CONFIG as CFG
 from memcompile_langgraph.extract.base import TurnContext
 from memcompile_langgraph.llm.calls import InvalidReply
 from memcompile_langgraph.llm.prompts import candidate_line, fact_request, label_request, metadata_request
@@ -60,16 +61,23 @@ def test_list_aliases_a_provider_wraps_lists_in():
 
 
 def test_facts_accept_arrays_wrappers_and_fact_objects():
-    assert parse_facts('["Tom adopted a beagle.", "  Tom  named it Biscuit. ", ""]') == ["Tom adopted a beagle.", "Tom named it Biscuit."]
-    assert parse_facts('{"facts": ["A.", "A."]}') == ["A."]
-    assert parse_facts('[{"fact": "B."}]') == ["B."]
-    assert parse_facts("[]") == []
+    assert parse_facts('["Tom adopted a beagle.", "  Tom  named it Biscuit. ", ""]', CFG) == ["Tom adopted a beagle.", "Tom named it Biscuit."]
+    assert parse_facts('{"facts": ["A.", "A."]}', CFG) == ["A."]
+    assert parse_facts('[{"fact": "B."}]', CFG) == ["B."]
+    assert parse_facts("[]", CFG) == []
+
+
+def test_facts_per_reply_are_bounded():
+    many = json.dumps([f"Fact number {i}." for i in range(500)] + ["x" * 10_000])
+    facts = parse_facts(many, CFG)
+    assert len(facts) == CFG.llm_max_facts and facts[0] == "Fact number 0."
+    assert len(parse_facts(json.dumps(["y" * 10_000]), CFG)[0]) == CFG.llm_max_item_chars
 
 
 @pytest.mark.parametrize("text", ['[1, 2]', '["ok", null]', '{"facts": "a string"}', '[["nested"]]'])
 def test_facts_of_wrong_types_are_invalid(text):
     with pytest.raises(InvalidReply):
-        parse_facts(text)
+        parse_facts(text, CFG)
 
 
 # --- scheduler labels ---------------------------------------------------------------------------------
@@ -110,13 +118,13 @@ def test_metadata_fields_are_typed_normalized_and_bounded():
         "event": {"subject_people": ["Tom"], "predicate": "adopt", "focus_terms": ["beagle"], "goal_context_terms": [],
                   "event_type": "occurrence", "event_time": "", "polarity": "negative", "confidence": 0.8},
     }
-    meta = parse_metadata(json.dumps(reply), CTX, 5)
+    meta = parse_metadata(json.dumps(reply), CTX, CFG)
     assert meta.people == ("Tom", "Priya Shah")  # canonical stored spelling
     assert meta.keywords == ("beagle", "dog", "shelter", "adoption", "biscuit")
     assert meta.event_time == "2024-03-02"  # resolved against the session time
     assert meta.interaction_time == "2024-03-04T09:15:00"  # the packet's, not the model's
     assert meta.negated is True
-    assert parse_metadata('{"people": [], "keywords": [], "time": ["2023-05", ""]}', CTX, 5).event_time == "2023-05"
+    assert parse_metadata('{"people": [], "keywords": [], "time": ["2023-05", ""]}', CTX, CFG).event_time == "2023-05"
 
 
 @pytest.mark.parametrize(
@@ -132,22 +140,22 @@ def test_metadata_fields_are_typed_normalized_and_bounded():
 )
 def test_metadata_of_wrong_types_is_invalid(reply):
     with pytest.raises(InvalidReply):
-        parse_metadata(reply, CTX, 5)
+        parse_metadata(reply, CTX, CFG)
 
 
 def test_intent_fields_and_temporal_flag():
     intent = parse_intent('{"need_attribute": true, "people": ["priya"], "keywords": ["half marathon"], "time": "June 2024"}',
-                          "What race is Priya training for?", ["Priya Shah", "Tom"], 5)
+                          "What race is Priya training for?", ["Priya Shah", "Tom"], CFG)
     assert intent.people == ("Priya Shah",) and intent.keywords == ("half marathon",)
     assert intent.need_attribute and intent.temporal and intent.time == "June 2024"
     assert "marathon" in intent.terms
-    plain = parse_intent('{"need_attribute": false, "people": [], "keywords": [], "time": null}', "What is Tom's dog called?", ["Tom"], 5)
+    plain = parse_intent('{"need_attribute": false, "people": [], "keywords": [], "time": null}', "What is Tom's dog called?", ["Tom"], CFG)
     assert plain.time is None and not plain.temporal
-    assert parse_intent('{"need_attribute": false, "people": [], "keywords": [], "time": null}', "When did Tom adopt a dog?", ["Tom"], 5).temporal
+    assert parse_intent('{"need_attribute": false, "people": [], "keywords": [], "time": null}', "When did Tom adopt a dog?", ["Tom"], CFG).temporal
     with pytest.raises(InvalidReply):
-        parse_intent('{"need_attribute": "no", "people": [], "keywords": [], "time": null}', "q?", [], 5)
+        parse_intent('{"need_attribute": "no", "people": [], "keywords": [], "time": null}', "q?", [], CFG)
     with pytest.raises(InvalidReply):
-        parse_intent('{"need_attribute": false, "people": [], "keywords": [], "time": 2023}', "q?", [], 5)
+        parse_intent('{"need_attribute": false, "people": [], "keywords": [], "time": 2023}', "q?", [], CFG)
 
 
 @pytest.mark.parametrize(

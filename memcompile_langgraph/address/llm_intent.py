@@ -24,7 +24,7 @@ class LLMIntent:
 
     def __call__(self, query: str, known_people: Sequence[str], user_id: str) -> Intent:
         cfg = self.config
-        parse = lambda text: parse_intent(text, query, known_people, cfg.max_keywords)  # noqa: E731
+        parse = lambda text: parse_intent(text, query, known_people, cfg)  # noqa: E731
         client = self.client.for_user(user_id)
         try:
             out = ask_validated(client, intent_request(query), parse, cfg.llm_json_retries, json_correction(INTENT_SHAPE))

@@ -26,3 +26,11 @@ def fusion_order(anchors: list[str], dense: list[DenseHit], window: list[str], k
             score[h.packet_id] += 1.0 / (k + rank + 1)
     position = {p: i for i, p in enumerate(window)}
     return sorted(window, key=lambda p: (-score[p], position[p]))
+
+
+def complement_order(anchors: list[str], window: list[str], scores: dict[str, float]) -> list[str]:
+    """Offline sigma_q over fused scores: what the anchors miss first (best first), the anchors last."""
+    anchor_set = set(anchors)
+    position = {p: i for i, p in enumerate(window)}
+    fresh = sorted((p for p in window if p not in anchor_set), key=lambda p: (-scores.get(p, float("-inf")), position[p]))
+    return [*fresh, *anchors]

@@ -5,7 +5,7 @@ import math
 
 from ..config import MemCompileConfig
 from ..text import jaccard
-from .frontier import fusion_order
+from .frontier import complement_order, fusion_order
 from .scheduler import ScheduleInput
 
 
@@ -38,7 +38,11 @@ class DeterministicScheduler:
         self.cfg = cfg
 
     def schedule(self, inp: ScheduleInput, k: int) -> list[str]:
+        if self.cfg.fusion:  # the fused pool is already in score order
+            return [p.packet_id for p in inp.pool[:k]]
         return mmr_select(inp, k, self.cfg)
 
     def frontier(self, inp: ScheduleInput, anchors: list[str], window: list[str]) -> list[str]:
+        if self.cfg.fusion and inp.scores:
+            return complement_order(anchors, window, inp.scores)
         return fusion_order(anchors, inp.dense, window)

@@ -15,6 +15,7 @@ class ScheduleInput:
     index: UserIndex
     pool: list[PacketScore]  # U_q, the closed pool
     dense: list[DenseHit] = field(default_factory=list)  # D_q
+    scores: dict[str, float] = field(default_factory=dict)  # offline fusion scores, when computed
 
 
 class Scheduler(Protocol):

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from typing import Callable, Sequence
+from typing import Callable, Sequence, TypeVar
 
 from ..config import MemCompileConfig
-from ..llm.calls import LLMClient, LLMUnavailable, ask_validated
+from ..llm.calls import LLMClient, LLMUnavailable, Request, ask_validated
 from ..llm.concurrent import run_concurrently
 from ..llm.prompts import FACT_SHAPE, METADATA_SHAPE, fact_request, json_correction, metadata_request
 from ..llm.validation import parse_facts, parse_metadata
@@ -15,6 +15,7 @@ from .base import Extractor, Metadata, TurnContext
 log = logging.getLogger(__name__)
 
 CountSink = Callable[[str, dict[str, int]], None]  # (user_id, counts), e.g. RecordStore.add_counts
+T = TypeVar("T")
 
 
 class LLMExtractor:
@@ -29,31 +30,27 @@ class LLMExtractor:
         self.progress = False  # MemCompile.add_turns(progress=True) turns the per-call bars on
 
     # --- one item -----------------------------------------------------------------------------
-    def _facts(self, ctx: TurnContext) -> tuple[list[str], str]:
+    def _ask(self, stage: str, req: Request, parse: Callable[[str], T], shape: str, ctx: TurnContext, fallback: Callable[[], T]) -> tuple[T, str]:
+        """(value, "") from the model, else (fallback(), why) with why = "unavailable" or "invalid"."""
         client = self.client.for_user(ctx.packet.user_id)
         try:
-            out = ask_validated(client, fact_request(ctx), parse_facts, self.config.llm_json_retries, json_correction(FACT_SHAPE))
+            out = ask_validated(client, req, parse, self.config.llm_json_retries, json_correction(shape))
         except LLMUnavailable as exc:
-            log.info("fact extraction for %s: %s", ctx.packet.dia_id, exc)
-            return self.fallback.facts(ctx), "unavailable"
+            log.info("%s extraction for %s: %s", stage, ctx.packet.dia_id, exc)
+            return fallback(), "unavailable"
         if out.value is None:
-            log.info("fact extraction for %s: invalid reply (%s)", ctx.packet.dia_id, out.error)
-            return self.fallback.facts(ctx), "invalid"
+            log.info("%s extraction for %s: invalid reply (%s)", stage, ctx.packet.dia_id, out.error)
+            return fallback(), "invalid"
         return out.value, ""
+
+    def _facts(self, ctx: TurnContext) -> tuple[list[str], str]:
+        parse = lambda text: parse_facts(text, self.config)  # noqa: E731
+        return self._ask("fact", fact_request(ctx), parse, FACT_SHAPE, ctx, lambda: self.fallback.facts(ctx))
 
     def _metadata(self, item: tuple[str, TurnContext]) -> tuple[Metadata, str]:
         fact, ctx = item
-        client = self.client.for_user(ctx.packet.user_id)
-        parse = lambda text: parse_metadata(text, ctx, self.config.max_keywords)  # noqa: E731
-        try:
-            out = ask_validated(client, metadata_request(fact, ctx), parse, self.config.llm_json_retries, json_correction(METADATA_SHAPE))
-        except LLMUnavailable as exc:
-            log.info("metadata extraction for %s: %s", ctx.packet.dia_id, exc)
-            return self.fallback.metadata(fact, ctx), "unavailable"
-        if out.value is None:
-            log.info("metadata extraction for %s: invalid reply (%s)", ctx.packet.dia_id, out.error)
-            return self.fallback.metadata(fact, ctx), "invalid"
-        return out.value, ""
+        parse = lambda text: parse_metadata(text, ctx, self.config)  # noqa: E731
+        return self._ask("metadata", metadata_request(fact, ctx), parse, METADATA_SHAPE, ctx, lambda: self.fallback.metadata(fact, ctx))
 
     # --- Extractor protocol -------------------------------------------------------------------
     def facts(self, ctx: TurnContext) -> list[str]:

@@ -63,14 +63,7 @@ _LABEL_RULES = (
     "repeated label or a label that is not listed. Count the distinct labels before you reply."
 )
 
-SCHEDULE_SYSTEM = (
-    "You order conversation packets for retrieval. You get a question and a closed list of candidates; return "
-    "exactly the number of distinct candidate labels asked for, most useful first for answering the question. "
-    "Put packets that hold the answer itself first. When the answer needs several facts, also keep the packets "
-    "that together support it. Do not answer the question and do not make up labels. " + _LABEL_RULES
-)
-
-FRONTIER_SYSTEM = (
+SCHEDULE_SYSTEM = (  # Sec. 3.4.1: complementary anchors A_0
     "You choose evidence for a question. You get the question and a closed list of source packets; return exactly "
     "the number of distinct candidate labels asked for, ordered from most to least useful for answering it. "
     "Prefer packets that directly support the asked-for answer. Keep packets that complement each other when the "
@@ -78,6 +71,13 @@ FRONTIER_SYSTEM = (
     "Explicit evidence beats packets that only share a topic or a name. Skip a redundant packet when another one "
     "adds answer-bearing information. Do not answer the question and do not infer facts the candidates lack. "
     + _LABEL_RULES
+)
+
+FRONTIER_SYSTEM = (  # Sec. 3.4.2: the order sigma_q over A_0 U D_q
+    "You order conversation packets for retrieval. You get a question and a closed list of candidates; return "
+    "exactly the number of distinct candidate labels asked for, most useful first for answering the question. "
+    "Put packets that hold the answer itself first. When the answer needs several facts, also keep the packets "
+    "that together support it. Do not answer the question and do not make up labels. " + _LABEL_RULES
 )
 
 ANSWER_SYSTEM = (

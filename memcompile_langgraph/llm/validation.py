@@ -7,6 +7,7 @@ from dataclasses import replace
 from typing import Any, Sequence
 
 from ..address.intent import match_people, offline_intent
+from ..config import MemCompileConfig
 from ..extract.base import Metadata, TurnContext
 from ..records import Intent
 from ..text import clean_text, terms
@@ -20,8 +21,6 @@ _NORMALIZED_TIME = re.compile(r"^(?:\d{4}(?:-\d{2}(?:-\d{2})?)?|\d{4}-(?:spring|
 # keys a provider may wrap a requested list in (JSON mode only returns objects)
 FACT_ALIASES = ("facts", "statements", "factual_statements", "claims", "items", "results", "data")
 LABEL_ALIASES = ("ranked_candidate_ids", "candidate_ids", "ranked_ids", "ranking", "labels", "ids", "ranked_labels")
-MAX_ITEM_CHARS = 2000  # engineering: one claim, name or keyword longer than this is not a claim, name or keyword
-MAX_PEOPLE = 12  # engineering
 
 
 def parse_json(text: str) -> Any:
@@ -70,20 +69,21 @@ def unwrap_object(value: Any, required: Sequence[str]) -> dict:
     return value
 
 
-def string_list(value: Any, field: str, limit: int | None = None) -> tuple[str, ...]:
+def string_list(value: Any, field: str, cfg: MemCompileConfig, limit: int | None = None) -> tuple[str, ...]:
+    """Distinct cleaned strings, at most `limit`; anything but a list of strings (or null) is invalid."""
     if value is None:
         return ()
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise InvalidReply(f"{field} must be a list of strings")
-    items = [clean_text(" ".join(v.split()))[:MAX_ITEM_CHARS] for v in value]
+    items = [clean_text(" ".join(v.split()))[: cfg.llm_max_item_chars] for v in value]
     out = tuple(dict.fromkeys(v for v in items if v))
     return out[:limit] if limit is not None else out
 
 
-def canonical_people(names: Sequence[str], known_people: Sequence[str]) -> tuple[str, ...]:
+def canonical_people(names: Sequence[str], known_people: Sequence[str], cfg: MemCompileConfig) -> tuple[str, ...]:
     """Names a model returned, mapped to the stored spelling when they match a known person."""
     out = []
-    for name in names[:MAX_PEOPLE]:
+    for name in names[: cfg.llm_max_people]:
         known = match_people(name, known_people)
         out.append(known[0] if known else name)
     return tuple(dict.fromkeys(out))
@@ -104,7 +104,7 @@ def normalized_time(value: Any, anchor: str | None) -> str:
 # --- stage parsers ------------------------------------------------------------------------------------
 
 
-def parse_facts(text: str) -> list[str]:
+def parse_facts(text: str, cfg: MemCompileConfig) -> list[str]:
     """A JSON array of standalone statements; an item may also be an object holding one under a usual key."""
     items = unwrap_list(parse_json(text), FACT_ALIASES)
     out = []
@@ -115,11 +115,11 @@ def parse_facts(text: str) -> list[str]:
             raise InvalidReply("every fact must be a string")
         item = clean_text(" ".join(item.split()))
         if item:
-            out.append(item[:MAX_ITEM_CHARS])
-    return list(dict.fromkeys(out))
+            out.append(item[: cfg.llm_max_item_chars])
+    return list(dict.fromkeys(out))[: cfg.llm_max_facts]
 
 
-def parse_metadata(text: str, ctx: TurnContext, max_keywords: int) -> Metadata:
+def parse_metadata(text: str, ctx: TurnContext, cfg: MemCompileConfig) -> Metadata:
     """App. F metadata object -> Metadata; the interaction time is the packet's own, never the model's."""
     obj = unwrap_object(parse_json(text), ("people", "keywords", "time", "event"))
     p = ctx.packet
@@ -138,19 +138,18 @@ def parse_metadata(text: str, ctx: TurnContext, max_keywords: int) -> Metadata:
     polarity = event.get("polarity", "unknown")
     if not isinstance(polarity, str):
         raise InvalidReply("event.polarity must be a string")
-    string_list(event.get("subject_people"), "event.subject_people")  # validated: the event roles must be well-typed
-    string_list(event.get("focus_terms"), "event.focus_terms")
-    string_list(event.get("goal_context_terms"), "event.goal_context_terms")
+    for role in ("subject_people", "focus_terms", "goal_context_terms"):  # the event roles must be well-typed too
+        string_list(event.get(role), f"event.{role}", cfg)
     return Metadata(
-        people=canonical_people(string_list(obj.get("people"), "people"), ctx.known_people),
-        keywords=string_list(obj.get("keywords"), "keywords", max_keywords),
+        people=canonical_people(string_list(obj.get("people"), "people", cfg), ctx.known_people, cfg),
+        keywords=string_list(obj.get("keywords"), "keywords", cfg, cfg.max_keywords),
         event_time=event_time,
         interaction_time=p.session_time or p.session_time_raw,
         negated=polarity.strip().lower() == "negative",
     )
 
 
-def parse_intent(text: str, query: str, known_people: Sequence[str], max_keywords: int) -> Intent:
+def parse_intent(text: str, query: str, known_people: Sequence[str], cfg: MemCompileConfig) -> Intent:
     """App. F intent object -> Intent; the temporal flag also keeps the offline question-form cue."""
     obj = unwrap_object(parse_json(text), ("need_attribute", "people", "keywords", "time"))
     need = obj.get("need_attribute", False)
@@ -160,11 +159,11 @@ def parse_intent(text: str, query: str, known_people: Sequence[str], max_keyword
     if when is not None and not isinstance(when, str):
         raise InvalidReply("time must be a string or null")
     when = " ".join(when.split())[:200] if when and when.strip().lower() not in ("null", "none") else None
-    keywords = string_list(obj.get("keywords"), "keywords", max_keywords)
-    base = offline_intent(query, known_people, max_keywords)
+    keywords = string_list(obj.get("keywords"), "keywords", cfg, cfg.max_keywords)
+    base = offline_intent(query, known_people, cfg.max_keywords)
     return replace(
         base,
-        people=canonical_people(string_list(obj.get("people"), "people"), known_people),
+        people=canonical_people(string_list(obj.get("people"), "people", cfg), known_people, cfg),
         keywords=keywords,
         time=when,
         temporal=base.temporal or when is not None,

@@ -93,6 +93,19 @@ class VectorStore:
                 out.update(col.get(limit=step, offset=off, include=[])["ids"])
         return out
 
+    def vectors(self, user_id: str) -> tuple[list[str], list[list[float]]]:
+        """Every stored (id, vector) of the user, paged."""
+        ids: list[str] = []
+        vectors: list = []
+        with self.chroma.access(write=False):
+            col = self.collection(user_id, create=False)
+            n, step = (col.count() if col is not None else 0), 5000
+            for off in range(0, n, step):
+                got = col.get(limit=step, offset=off, include=["embeddings"])
+                ids += got["ids"]
+                vectors += list(got["embeddings"])
+        return ids, vectors
+
     def delete(self, user_id: str, ids: list[str]) -> None:
         if not ids:
             return

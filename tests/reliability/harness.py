@@ -76,3 +76,25 @@ def packet_ids(store: Path, user: str) -> set[str]:
 def write_json(path: Path, data) -> Path:
     path.write_text(json.dumps(data))
     return path
+
+
+SUBJECTS = ("dog", "garden", "violin", "marathon", "bakery", "kayak", "novel", "telescope", "chess club", "pottery")
+PLACES = ("Lisbon", "Oslo", "Kyoto", "Denver", "Nairobi", "Lima", "Hanoi", "Tallinn", "Perth", "Quebec")
+
+
+def synthetic_turns(tag: str, n: int, seed: int = 0) -> list[dict]:
+    """Short, varied dated turns; every text carries `tag` so a leak of this user is recognizable anywhere."""
+    import random
+
+    rng = random.Random(f"{tag}-{seed}")
+    speakers = (f"{tag.capitalize()}a", f"{tag.capitalize()}b")
+    out = []
+    for i in range(n):
+        subject, place = rng.choice(SUBJECTS), rng.choice(PLACES)
+        day = 1 + i // 8
+        out.append({
+            "speaker": speakers[i % 2],
+            "text": f"{tag} note {i}: I talked about my {subject} trip to {place} with {rng.choice(speakers)}.",
+            "time": f"2024-{1 + day // 28:02d}-{1 + day % 28:02d}T10:{i % 60:02d}",
+        })
+    return out

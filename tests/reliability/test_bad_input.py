@@ -210,6 +210,7 @@ def test_reingesting_the_file_adds_nothing(mixed_store, tmp_path):
     assert {k: after["counters"][k] for k in warnings} == {k: before["counters"][k] for k in warnings}
 
 
+@pytest.mark.slow
 def test_many_sessions(tmp_path):
     """A LoCoMo sample with 1,500 sessions of one turn each, plus a session key too large to be an index."""
     n = 1500

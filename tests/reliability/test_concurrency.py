@@ -1,0 +1,191 @@
+"""Concurrent writers and readers on one store, with real processes: no corruption, no duplicates, no vector
+lost or stale in Chroma, and a reader never undoes a live writer's work."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from memcompile_langgraph import MemCompile
+from memcompile_langgraph.store.records import user_key
+from memcompile_langgraph.store.vectors import VectorStore
+
+from .harness import cli_env, memcompile, packet_ids, rows, spawn, synthetic_turns, vector_view, write_json
+
+# Upserts batches of random vectors into one store from a separate process (Chroma's own write path).
+UPSERT_SCRIPT = """
+import random, sys
+from memcompile_langgraph.store.vectors import VectorStore
+path, tag, batches = sys.argv[1], sys.argv[2], int(sys.argv[3])
+vs = VectorStore(path)
+rng = random.Random(tag)
+for i in range(batches):
+    ids = [f"{tag}-{i}-{j}" for j in range(20)]
+    vs.upsert(f"user{i % 3}", ids, [[rng.random() for _ in range(384)] for _ in ids], ids)
+"""
+
+
+def _python(script: str, *args: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", script, *map(str, args)], env=cli_env(), stderr=subprocess.PIPE, text=True)
+
+
+def _all_searchable(store, users) -> dict[str, tuple[int, int]]:
+    out = {}
+    for u in users:
+        view = vector_view(store, u)
+        out[u] = (len(view["vector_ids"]), len(view["vector_ids"] & view["searchable_ids"]))
+    return out
+
+
+def test_two_processes_writing_chroma_lose_no_vector(tmp_path):
+    """Chroma's PersistentClient alone loses HNSW entries here (each process persists its own index)."""
+    store, batches = tmp_path / "store", 40
+    procs = [_python(UPSERT_SCRIPT, store, tag, batches) for tag in ("A", "B")]
+    for p in procs:
+        _, err = p.communicate(timeout=600)
+        assert p.returncode == 0, err
+    counts = _all_searchable(store, ["user0", "user1", "user2"])
+    assert sum(listed for listed, _ in counts.values()) == 2 * batches * 20
+    assert all(listed == searchable for listed, searchable in counts.values()), counts
+
+
+def test_a_long_lived_reader_sees_another_process_writes(tmp_path):
+    store = tmp_path / "store"
+    reader = VectorStore(store)
+    probe = [1.0] + [0.0] * 383
+    own = [f"own{i}" for i in range(20)]
+    reader.upsert("user0", own, [[float(i == j % 384) for i in range(384)] for j in range(20)], own)
+    assert len(reader.query("user0", probe, 1000)) == 20  # this process has the collection's index loaded
+    p = _python(UPSERT_SCRIPT, store, "W", 3)
+    assert p.wait(timeout=300) == 0
+    assert len(reader.query("user0", probe, 1000)) == 40  # and sees the other process's 20 as well
+
+
+def test_two_ingests_of_one_file_into_one_store(tmp_path):
+    """Same file, same users, two CLI processes at once: every turn stored exactly once."""
+    samples = [{"sample_id": f"conc{i}", "conversation": _locomo(synthetic_turns(f"conc{i}", 40, seed=i))} for i in range(3)]
+    path = write_json(tmp_path / "three.json", samples)
+    store = tmp_path / "store"
+    procs = [spawn("ingest", path, "--store", store, "--quiet", log=tmp_path / f"p{i}.log") for i in range(2)]
+    for p in procs:
+        assert p.wait(timeout=600) == 0
+    logs = [(tmp_path / f"p{i}.log").read_text() for i in range(2)]
+    assert not any("Traceback" in log for log in logs), logs
+    for s in samples:
+        user = s["sample_id"]
+        stored = [int(log.split(f"{user}: stored ")[1].split()[0]) for log in logs]
+        assert sorted(stored) == [0, 40], logs  # one process stored them, the other found them stored
+        dias = [r[0] for r in rows(store, "SELECT dia_id FROM packets WHERE user_id=?", (user,))]
+        assert len(dias) == len(set(dias)) == 40
+        view = vector_view(store, user)
+        assert view["vector_ids"] == view["searchable_ids"] == packet_ids(store, user)
+    assert rows(store, "PRAGMA integrity_check") == [("ok",)]
+
+
+def test_two_processes_ingesting_different_users_at_once(tmp_path):
+    """Interleaved Chroma writes from two processes; every user's vectors complete and searchable."""
+    store = tmp_path / "store"
+    files = []
+    for side in ("left", "right"):
+        samples = [{"sample_id": f"{side}{i}", "conversation": _locomo(synthetic_turns(f"{side}{i}", 30, seed=i))} for i in range(4)]
+        files.append(write_json(tmp_path / f"{side}.json", samples))
+    procs = [spawn("ingest", f, "--store", store, "--quiet", log=tmp_path / f"{f.stem}.log") for f in files]
+    for p in procs:
+        assert p.wait(timeout=600) == 0
+    for side in ("left", "right"):
+        for i in range(4):
+            user = f"{side}{i}"
+            view = vector_view(store, user)
+            assert len(packet_ids(store, user)) == 30
+            assert view["vector_ids"] == view["searchable_ids"] == packet_ids(store, user), user
+
+
+def test_reader_reconcile_never_removes_a_live_writer_vectors(tmp_path, embeddings):
+    """The old race: a reader loads records, a writer commits and embeds more, the reader's reconcile then took
+    the writer's new vectors for orphans. Now reconcile only runs against the records it loaded."""
+    store = tmp_path / "store"
+    reader = MemCompile(store, embeddings=embeddings)
+    reader.add_turns(synthetic_turns("race", 10), user_id="race")
+    stale = reader.index("race")  # loaded at this version
+    turns = json.dumps(synthetic_turns("race", 20)[10:])
+    script = "import json,sys; from memcompile_langgraph import MemCompile; MemCompile(sys.argv[1]).add_turns(json.loads(sys.argv[2]), user_id='race')"
+    assert subprocess.run([sys.executable, "-c", script, str(store), turns], env=cli_env(), timeout=300).returncode == 0
+    reader._reconcile(stale)
+    assert len(vector_view(store, "race")["vector_ids"]) == 20
+
+
+def test_reconcile_skips_while_another_process_writes_then_repairs(tmp_path, embeddings):
+    store = tmp_path / "store"
+    mem = MemCompile(store, embeddings=embeddings)
+    mem.add_turns(synthetic_turns("held", 6), user_id="held")
+    lost = sorted(packet_ids(store, "held"))[:2]
+    mem.vectors.delete("held", lost)  # as if a crash had hit between commit and embedding
+    lock = store / "locks" / f"{user_key('held')}.lock"
+    holder = _python("import fcntl,sys,time; f=open(sys.argv[1],'a+'); fcntl.flock(f, fcntl.LOCK_EX); time.sleep(60)", lock)
+    holder.stderr.close()
+    try:
+        time.sleep(0.5)
+        while not _locked(lock):
+            time.sleep(0.1)
+        fresh = MemCompile(store, embeddings=embeddings)
+        started = time.monotonic()
+        fresh.compile("trip to Lisbon", user_id="held")  # loads the index: reconcile must not wait for the writer
+        assert time.monotonic() - started < 30
+        assert not set(lost) & vector_view(store, "held")["vector_ids"]
+    finally:
+        holder.kill()
+        holder.wait()
+    fresh.compile("trip to Oslo", user_id="held")  # the next refresh repairs what was skipped
+    assert vector_view(store, "held")["vector_ids"] == packet_ids(store, "held")
+
+
+def test_threads_writing_and_reading_one_user(tmp_path, embeddings):
+    mem = MemCompile(tmp_path / "store", embeddings=embeddings)
+    turns = synthetic_turns("thr", 60)
+    errors: list[BaseException] = []
+
+    def guarded(fn):
+        def run():
+            try:
+                fn()
+            except BaseException as exc:  # noqa: BLE001 - reported by the assertion below
+                errors.append(exc)
+
+        return run
+
+    writers = [threading.Thread(target=guarded(lambda: mem.add_turns(turns, user_id="thr"))) for _ in range(3)]
+    reader = threading.Thread(target=guarded(lambda: [mem.compile("kayak trip", user_id="thr") for _ in range(10)]))
+    for t in [*writers, reader]:
+        t.start()
+    for t in [*writers, reader]:
+        t.join(timeout=300)
+    assert not errors, errors
+    assert mem.stats("thr")["packets"] == 60 == mem.stats("thr")["vectors"]
+
+
+def _locked(path) -> bool:
+    import fcntl
+
+    with open(path, "a+") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(fh, fcntl.LOCK_UN)
+        return False
+
+
+def _locomo(turns: list[dict]) -> dict:
+    """Turns as one LoCoMo conversation: a session per calendar day, dia_ids D<session>:<n>."""
+    conv: dict = {"speaker_a": turns[0]["speaker"], "speaker_b": turns[1]["speaker"]}
+    days: dict[str, list] = {}
+    for t in turns:
+        days.setdefault(t["time"][:10], []).append(t)
+    for s, (day, items) in enumerate(sorted(days.items()), start=1):
+        conv[f"session_{s}_date_time"] = f"10:00 am on {int(day[8:])} {['January', 'February', 'March'][int(day[5:7]) - 1]}, {day[:4]}"
+        conv[f"session_{s}"] = [{"speaker": t["speaker"], "text": t["text"], "dia_id": f"D{s}:{n}"} for n, t in enumerate(items, 1)]
+    return conv
