@@ -73,12 +73,14 @@ class MemCompileConfig:
     # --- Offline evidence fusion (engineering, not in the paper: the no-LLM scheduler's packet score;
     #     evidence/fusion.py; weights chosen on the LoCoMo dev split, checked on held-out conversations) ---
     fusion: bool = True  # off = the paper's offline path: Eq. 10 pool, App. B.3 MMR anchors
-    fusion_lexical: float = 1.0  # z(BM25 over the packet's claim bundle + preceding turn)
+    fusion_lexical: float = 1.0  # z(BM25 over the packet's claim bundle + adjacent turns)
     fusion_dense: float = 1.0  # z(cosine of q+ and z(p))
+    fusion_dense_question: float = 0.5  # z(cosine of the bare question and z(p))
     fusion_previous: float = 0.2  # support from the preceding turn of the session
     fusion_next: float = 0.2  # support from the following turn of the session
     fusion_speaker: float = 1.5  # the packet's speaker is named in the query
-    pool_lexical_top: int = 40  # packet-level lexical proposals joining the closed pool
+    fusion_temporal: float = 0.3  # a temporal query and a packet whose claims carry an event time
+    pool_proposals: int = 60  # best fused packets joining the closed pool beside D_q
     pool_budget: int = 60  # closed pool U_q cut after fusion
 
     # --- Pipeline switches for the controlled ablations of Table 2 (all on = A0, the full system) ---

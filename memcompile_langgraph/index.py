@@ -34,12 +34,11 @@ def packet_document(p: SourcePacket, claims: list[Descriptor]) -> str:
     return "\n".join(parts)
 
 
-def packet_lexical_document(p: SourcePacket, claims: list[Descriptor], previous: SourcePacket | None) -> list[str]:
-    """Packet-level lexical document for offline fusion: the claim bundle with its keywords and people, the
-    image fields, and the preceding turn of the same session (a reply often answers the question before it)."""
+def packet_lexical_document(p: SourcePacket, claims: list[Descriptor], previous: SourcePacket | None, following: SourcePacket | None) -> list[str]:
+    """Packet-level lexical document for offline fusion: the claim bundle with its keywords, the speaker and image
+    fields, and the raw text of the adjacent turns of the same session (a reply answers the turn before it)."""
     parts = [f"{d.claim} {' '.join(d.keywords)}" for d in claims] + [p.speaker, p.image_caption, p.image_query]
-    if previous is not None and previous.session == p.session:
-        parts.append(previous.text)
+    parts += [n.text for n in (previous, following) if n is not None and n.session == p.session]
     return terms(" ".join(parts))
 
 
@@ -62,6 +61,7 @@ class UserIndex:
     packet_position: dict[str, int] = field(default_factory=dict)  # row in packet_order = packet BM25 doc id
     packet_sessions: list[int] = field(default_factory=list)
     packet_speakers: list[str] = field(default_factory=list)
+    packet_timed: list[bool] = field(default_factory=list)  # a claim of the packet carries an event time
     layout: CellLayout = None  # type: ignore[assignment]
     bm25: BM25Index = None  # type: ignore[assignment]
     packet_bm25: BM25Index = None  # type: ignore[assignment]
@@ -86,12 +86,21 @@ class UserIndex:
             self._speakers = np.asarray(self.packet_speakers, dtype=object)
         return np.isin(self._speakers, list(names)).astype(np.float64)
 
+    def _lexical_document(self, pos: int, following: SourcePacket | None) -> list[str]:
+        pid = self.packet_order[pos]
+        previous = self.packets[self.packet_order[pos - 1]] if pos else None
+        return packet_lexical_document(self.packets[pid], self.by_packet[pid], previous, following)
+
     def index_packet_text(self, packet_ids: list[str]) -> None:
-        """Add packet-level lexical documents once a packet's descriptors are registered (in dialogue order)."""
+        """Add packet-level lexical documents once a packet's descriptors are registered (in dialogue order);
+        the preceding packet's document gains the new turn as its following turn."""
         for pid in packet_ids:
             pos = self.packet_position[pid]
-            previous = self.packets[self.packet_order[pos - 1]] if pos else None
-            self.packet_bm25.add(packet_lexical_document(self.packets[pid], self.by_packet[pid], previous))
+            packet = self.packets[pid]
+            if pos and self.packet_sessions[pos - 1] == packet.session:
+                self.packet_bm25.replace(pos - 1, self._lexical_document(pos - 1, None), self._lexical_document(pos - 1, packet))
+            self.packet_bm25.add(self._lexical_document(pos, None))
+            self.packet_timed[pos] = any(d.event_time for d in self.by_packet[pid])
 
     def add_packet(self, p: SourcePacket) -> None:
         self.packets[p.packet_id] = p
@@ -99,6 +108,7 @@ class UserIndex:
         self.packet_order.append(p.packet_id)
         self.packet_sessions.append(p.session)
         self.packet_speakers.append(p.speaker)
+        self.packet_timed.append(False)
         self.by_dia[p.dia_id] = p.packet_id
         self.hashes[p.content_hash] = p.packet_id
         self.by_packet.setdefault(p.packet_id, [])

@@ -30,6 +30,9 @@ log = logging.getLogger(__name__)
 
 INGEST_BATCH = 256  # turns per ingest-graph run (one SQLite transaction each)
 _QUERY_USER = contextvars.ContextVar("memcompile_query_user", default="default")  # whose query the graph runs
+# (user_id, index) the graph nodes of this context use: a query sees one index throughout, and an ingest builds
+# on a private one, published when done. A published index is never changed in place (readers may be inside it).
+_PINNED: contextvars.ContextVar[tuple[str, UserIndex] | None] = contextvars.ContextVar("memcompile_pinned", default=None)
 
 
 class MemCompile:
@@ -80,6 +83,9 @@ class MemCompile:
     def index(self, user_id: str, refresh: bool = False) -> UserIndex:
         """The user's index; with refresh, reloaded when another writer changed the store."""
         validate_user_id(user_id)
+        pinned = _PINNED.get()
+        if pinned is not None and pinned[0] == user_id:
+            return pinned[1]
         with self._index_lock:
             index = self._indexes.get(user_id)
             if index is None or (refresh and index.version != self.records.version(user_id)):
@@ -170,15 +176,22 @@ class MemCompile:
         if hasattr(self.extractor, "progress"):
             self.extractor.progress = progress
         with self.records.write_lock(user_id):
-            for start in range(0, len(turns), INGEST_BATCH):
-                batch = turns[start : start + INGEST_BATCH]
-                out = self.ingest_graph.invoke({"user_id": user_id, "turns": batch})
-                totals["stored"] += len(out.get("packets", []))
-                totals["descriptors"] += len(out.get("descriptors", []))
-                for k, v in out.get("counts", {}).items():
-                    totals[k] = totals.get(k, 0) + v
-                if bar:
-                    bar.update(len(batch))
+            private = self._load(user_id)
+            token = _PINNED.set((user_id, private))
+            try:
+                for start in range(0, len(turns), INGEST_BATCH):
+                    batch = turns[start : start + INGEST_BATCH]
+                    out = self.ingest_graph.invoke({"user_id": user_id, "turns": batch})
+                    totals["stored"] += len(out.get("packets", []))
+                    totals["descriptors"] += len(out.get("descriptors", []))
+                    for k, v in out.get("counts", {}).items():
+                        totals[k] = totals.get(k, 0) + v
+                    if bar:
+                        bar.update(len(batch))
+            finally:
+                _PINNED.reset(token)
+            with self._index_lock:
+                self._indexes[user_id] = private  # only after success: a failed batch leaves the store the truth
         if bar:
             bar.close()
         return totals
@@ -192,9 +205,11 @@ class MemCompile:
         if not isinstance(query, str) or not query.strip():
             raise ValueError("query must be a non-empty string")
         token = _QUERY_USER.set(user_id)
+        pin = _PINNED.set((user_id, self.index(user_id, refresh=True)))
         try:
             out = self.query_graph.invoke({"query": query, "user_id": user_id, "view": view})
         finally:
+            _PINNED.reset(pin)
             _QUERY_USER.reset(token)
         return CompiledContext(query=query, text=out.get("context", ""), packets=out.get("packets", []), trace=out.get("trace", {}))
 

@@ -28,7 +28,7 @@ STAGES = ("intent", "bm25", "cell_routing", "candidates", "normalize", "schedule
 def intent_node(mem: "MemCompile", state: QueryState) -> dict[str, Any]:
     index = mem.index(state.get("user_id", "default"), refresh=True)
     if mem.config.use_intent:
-        intent = mem.intent(state["query"], list(index.people))
+        intent = mem.intent(state["query"], list(index.people), user_id=state.get("user_id", "default"))
     else:
         intent = Intent(query=state["query"], terms=tuple(dict.fromkeys(terms(state["query"]))))
     return {"intent": intent, "_trace": {"people": len(intent.people), "keywords": len(intent.keywords), "temporal": intent.temporal}}
@@ -58,8 +58,8 @@ def normalize_node(mem: "MemCompile", state: QueryState) -> dict[str, Any]:
     pool = normalize(state["candidates"], index.layout.of_descriptor)
     if not mem.config.fusion:
         return {"pool": pool, "_trace": {"packets": len(pool)}}
-    fused, lexical = fused_scores(index, state["intent"], state.get("query_vector"), mem.config)
-    joined = fused_pool(pool, state.get("dense", []), fused, lexical, index, mem.config)
+    fused = fused_scores(index, state["intent"], state.get("query_vectors", []), mem.config)
+    joined = fused_pool(pool, state.get("dense", []), fused, index, mem.config)
     window = [p.packet_id for p in joined] + [h.packet_id for h in state.get("dense", []) if h.packet_id in index.packet_position]
     scores = {pid: float(fused[index.packet_position[pid]]) for pid in window}
     return {"pool": joined, "fused": scores, "_trace": {"packets": len(joined), "address_packets": len(pool)}}
@@ -88,12 +88,15 @@ def dense_node(mem: "MemCompile", state: QueryState) -> dict[str, Any]:
     if mem.embeddings is None:
         return {"dense": [], "_trace": {"hits": 0, "disabled": True}}
     index = mem.index(user)
-    vector = mem.embeddings.embed_query(enriched_query(state["intent"]))
+    enriched = enriched_query(state["intent"])
+    texts = [enriched, state["query"]] if mem.config.fusion and enriched != state["query"] else [enriched]
+    vectors = mem.embeddings.embed_documents(texts) if len(texts) > 1 else [mem.embeddings.embed_query(enriched)]
+    vector = vectors[0]
     if len(index.vectors) == len(index.packets):
         hits = index.vectors.top(np.asarray(vector, dtype=np.float32), mem.config.dense_top)
     else:  # vectors still being reconciled: ask Chroma
         hits = [DenseHit(pid, sim) for pid, sim in mem.vectors.query(user, vector, mem.config.dense_top)]
-    return {"dense": hits, "query_vector": list(map(float, vector)), "_trace": {"hits": len(hits)}}
+    return {"dense": hits, "query_vectors": [list(map(float, v)) for v in vectors], "_trace": {"hits": len(hits)}}
 
 
 def frontier_node(mem: "MemCompile", state: QueryState) -> dict[str, Any]:

@@ -44,7 +44,7 @@ class QueryState(TypedDict, total=False):
     pool: list[PacketScore]  # U_q
     anchors: list[str]  # A_0
     dense: list[DenseHit]  # D_q
-    query_vector: list[float]  # e(q+)
+    query_vectors: list[list[float]]  # e(q+), then e(q) when offline fusion uses the bare question too
     fused: dict[str, float]  # offline fusion score of pool and D_q packets
     frontier_order: list[str]  # sigma_q
     selected: list[str]  # E_q

@@ -51,3 +51,20 @@ def test_top_orders_by_score_then_corpus_order_and_skips_zero():
     assert [doc for doc, _ in top] == [3, 0, 2]
     assert idx.top(["zzz"], 5) == []
     assert len(idx.top(["a"], 2)) == 2
+
+
+def test_replace_equals_a_rebuild_with_the_new_documents():
+    corpus = _corpus(200, seed=7)
+    idx = BM25Index()
+    for doc in corpus:
+        idx.add(doc)
+    rng = random.Random(9)
+    final = list(corpus)
+    for _ in range(120):
+        d = rng.randrange(len(final))
+        new = final[d] + [f"w{rng.randint(0, 90)}" for _ in range(rng.randint(0, 5))] if rng.random() < 0.7 else final[d][: rng.randint(0, 3)]
+        idx.replace(d, final[d], new)
+        final[d] = new
+    ref = BM25Okapi(final)
+    for q in (["w1"], ["w5", "w80", "w80"], ["w89", "w3"]):
+        assert np.allclose(idx.scores(q), ref.get_scores(q))

@@ -6,6 +6,7 @@ the same numbers BM25Okapi computes (tests keep rank-bm25 as the reference).
 """
 from __future__ import annotations
 
+import bisect
 import math
 from collections import Counter
 
@@ -47,6 +48,36 @@ class BM25Index:
         self._doc_len_arr = None
         return doc
 
+    def replace(self, doc: int, old_tokens: list[str], tokens: list[str]) -> None:
+        """Give document `doc` new tokens (it was added with old_tokens); scores equal a rebuild."""
+        old, new = Counter(old_tokens), Counter(tokens)
+        for term in old.keys() | new.keys():
+            if old[term] == new[term]:
+                continue
+            tid = self._term_ids.get(term)
+            if tid is None:  # a term new to the whole index
+                tid = self._term_ids[term] = len(self._df)
+                self._df.append(0)
+                self._post_docs.append([])
+                self._post_tfs.append([])
+            docs, tfs = self._post_docs[tid], self._post_tfs[tid]
+            i = bisect.bisect_left(docs, doc)  # postings stay sorted by document id
+            present = i < len(docs) and docs[i] == doc
+            if new[term] and present:
+                tfs[i] = new[term]
+            elif new[term]:
+                docs.insert(i, doc)
+                tfs.insert(i, new[term])
+                self._df[tid] += 1
+            elif present:
+                del docs[i], tfs[i]
+                self._df[tid] -= 1
+            self._arrays.pop(tid, None)
+        self._total_len += len(tokens) - self._doc_len[doc]
+        self._doc_len[doc] = len(tokens)
+        self._avg_idf = None
+        self._doc_len_arr = None
+
     def _idf(self, df: int) -> float:
         n = len(self._doc_len)
         idf = math.log(n - df + 0.5) - math.log(df + 0.5)
@@ -57,6 +88,7 @@ class BM25Index:
     def _average_idf(self) -> float:
         if self._avg_idf is None:
             df = np.asarray(self._df, dtype=np.float64)
+            df = df[df > 0]  # a term replaced away is no longer in the vocabulary
             n = len(self._doc_len)
             self._avg_idf = float(np.sum(np.log(n - df + 0.5) - np.log(df + 0.5)) / len(df)) if len(df) else 0.0
         return self._avg_idf

@@ -3,9 +3,10 @@
 Not in the paper, which leaves packet selection to an LLM. Without a model, the normalized pool is scored
 by a z-score sum of two packet-level signals — BM25 over each packet's claim bundle with its preceding turn,
 and the cosine of the enriched query with the packet document — plus support from the adjacent turns of
-the same session and a bonus for turns spoken by a person the query names. The closed pool is the
-normalization of the address candidates (Eq. 9) joined by the top packet-level BM25 hits and D_q, ordered by
-that score and cut to a budget.
+the same session, a bonus for turns spoken by a person the query names, and one for dated claims when the
+query asks about time. The closed pool is the
+normalization of the address candidates (Eq. 9) joined by D_q and the best packets by this score, ordered by
+it and cut to a budget.
 """
 from __future__ import annotations
 
@@ -32,32 +33,32 @@ def neighbor_support(x: np.ndarray, sessions: np.ndarray, prev_w: float, next_w:
     return out
 
 
-def fused_scores(index: UserIndex, intent: Intent, query_vector: list[float] | None, cfg: MemCompileConfig) -> tuple[np.ndarray, np.ndarray]:
-    """(fused score, packet-level BM25 score) per packet, aligned with index.packet_order."""
+def fused_scores(index: UserIndex, intent: Intent, query_vectors: list[list[float]], cfg: MemCompileConfig) -> np.ndarray:
+    """One fused score per packet, aligned with index.packet_order; query_vectors = [e(q+), e(q)] or fewer."""
     n = len(index.packet_order)
     if n == 0:
-        return np.zeros(0), np.zeros(0)
-    lexical = index.packet_bm25.scores(lexical_query(intent))
-    signal = cfg.fusion_lexical * zscore(lexical)
-    if query_vector is not None and len(index.vectors) == n:
-        sims = index.vectors.similarities(np.asarray(query_vector, dtype=np.float32))
+        return np.zeros(0)
+    signal = cfg.fusion_lexical * zscore(index.packet_bm25.scores(lexical_query(intent)))
+    if query_vectors and len(index.vectors) == n:
         rows = np.fromiter((index.vectors.row[p] for p in index.packet_order), dtype=np.int64, count=n)
-        signal = signal + cfg.fusion_dense * zscore(sims[rows].astype(np.float64))
+        for weight, vector in zip((cfg.fusion_dense, cfg.fusion_dense_question), query_vectors):
+            sims = index.vectors.similarities(np.asarray(vector, dtype=np.float32))
+            signal = signal + weight * zscore(sims[rows].astype(np.float64))
     signal = neighbor_support(signal, index.session_array(), cfg.fusion_previous, cfg.fusion_next)
+    if intent.temporal:
+        signal = signal + cfg.fusion_temporal * np.asarray(index.packet_timed, dtype=np.float64)
     if intent.people:
         named = index.speaker_mask(intent.people)
         signal = signal + cfg.fusion_speaker * named / len(intent.people)
-    return signal, lexical
+    return signal
 
 
-def fused_pool(
-    pool: list[PacketScore], dense: list[DenseHit], fused: np.ndarray, lexical: np.ndarray, index: UserIndex, cfg: MemCompileConfig
-) -> list[PacketScore]:
-    """U_q joined by lexical and dense proposals, ordered by fused score (ties: address order), cut to the budget."""
+def fused_pool(pool: list[PacketScore], dense: list[DenseHit], fused: np.ndarray, index: UserIndex, cfg: MemCompileConfig) -> list[PacketScore]:
+    """U_q joined by D_q and the best fused packets, ordered by fused score (ties: address order), cut to the budget."""
     pos = index.packet_position
     address = {p.packet_id: p for p in pool}
-    hits = [int(i) for i in np.argsort(-lexical, kind="stable")[: cfg.pool_lexical_top] if lexical[i] > 0]
-    proposals = [*(h.packet_id for h in dense if h.packet_id in pos), *(index.packet_order[i] for i in hits)]
+    best = np.argsort(-fused, kind="stable")[: cfg.pool_proposals]
+    proposals = [*(h.packet_id for h in dense if h.packet_id in pos), *(index.packet_order[i] for i in best)]
     union = list(dict.fromkeys([*address, *proposals]))
     rank = {pid: i for i, pid in enumerate(union)}
     union.sort(key=lambda pid: (-fused[pos[pid]], rank[pid]))

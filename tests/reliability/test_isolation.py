@@ -1,0 +1,127 @@
+"""User isolation: hostile user ids never reach outside the store or into another user's rows, collections or
+lock files; a randomized run of 1,000 cross-user queries finds no packet of another user."""
+from __future__ import annotations
+
+import json
+import random
+import re
+
+import pytest
+
+from memcompile_langgraph import MemCompile
+from memcompile_langgraph.store.records import user_key
+from memcompile_langgraph.store.vectors import VectorStore
+from memcompile_langgraph.users import InvalidUserId
+
+from .harness import memcompile, rows, synthetic_turns, write_json
+
+HOSTILE_IDS = [
+    "../../../../tmp/escaped",
+    "..",
+    ".",
+    "/etc/passwd",
+    "a/b/c",
+    "..\\..\\windows\\system32",
+    "%2e%2e%2fencoded",
+    "..\u2215unicode-slash",
+    "nul",
+    "CON",
+    "'; DROP TABLE packets; --",
+    'quote"and\'apostrophe',
+    "space at end ",
+    "名前-ユーザー",
+    "emoji-\U0001f600",
+    "*",
+    "?",
+    "mc_" + "0" * 40,  # looks like a collection name
+    "x" * 256,
+]
+
+
+def _tree(root) -> set[str]:
+    return {str(p.relative_to(root)) for p in root.rglob("*")}
+
+
+def test_hostile_user_ids_stay_inside_the_store(tmp_path, embeddings):
+    outside_before = _tree(tmp_path)
+    store = tmp_path / "store"
+    mem = MemCompile(store, embeddings=embeddings)
+    for i, uid in enumerate(HOSTILE_IDS):
+        counts = mem.add_turns([{"speaker": "Eve", "text": f"hostile number {i} owns a red kayak"}], user_id=uid)
+        assert counts["stored"] == 1
+    # every id round-trips exactly, each sees only its own turn
+    assert sorted(mem.users()) == sorted(HOSTILE_IDS)
+    for i, uid in enumerate(HOSTILE_IDS):
+        ctx = mem.compile("who owns a red kayak?", user_id=uid)
+        assert [p["dia_id"] for p in ctx.packets] == ["D1:1"]
+        assert f"hostile number {i} " in ctx.text.lower()
+        assert mem.stats(uid)["vectors"] == 1
+    mem.close()
+
+    assert _tree(tmp_path) - {p for p in _tree(tmp_path) if p.startswith("store")} == outside_before
+    names = {p.name for p in (store / "locks").iterdir()}
+    hashed = {f"{user_key(u)}.lock" for u in HOSTILE_IDS}
+    assert hashed <= names and names - hashed <= {"chroma.lock", "chroma.generation"}
+    assert {p.name for p in store.iterdir()} <= {"memcompile.sqlite3", "memcompile.sqlite3-wal", "memcompile.sqlite3-shm", "chroma", "locks"}
+    for path in _tree(store):  # no user id, whole or in part, became a path component
+        assert not any(uid in path.split("/") for uid in HOSTILE_IDS if len(uid) > 2), path
+    # Chroma collection names are the fixed prefix and a hash
+    collections = {c.name for c in VectorStore(store).client.list_collections()}
+    assert collections == {f"mc_{user_key(u)}" for u in HOSTILE_IDS}
+    assert all(re.fullmatch(r"mc_[0-9a-f]{40}", c) for c in collections)
+    assert rows(store, "SELECT COUNT(*) FROM packets")[0][0] == len(HOSTILE_IDS)  # the DROP TABLE id did nothing
+
+
+def test_hostile_user_ids_through_the_cli(tmp_path):
+    path = write_json(tmp_path / "t.json", [{"speaker": "Eve", "text": "I keep bees on the roof."}])
+    store = tmp_path / "store"
+    for uid in ("../../escape", "/abs", "a/../../b"):
+        run = memcompile("ingest", path, "--store", store, "--user", uid, "--quiet")
+        assert run.code == 0, run.err
+        stats = json.loads(memcompile("stats", "--store", store, "--user", uid, "--json").out)
+        assert stats["packets"] == 1 == stats["vectors"]
+    assert {p.name for p in tmp_path.iterdir()} == {"t.json", "store"}
+
+
+@pytest.mark.parametrize("bad", ["", "  ", "a\x00b", "line\nbreak", "rtl\u202e", "z" * 257, None, 7, b"bytes"])
+def test_invalid_user_ids_are_refused_everywhere(bad, tmp_path):
+    mem = MemCompile(None, dense=False)
+    for call in (
+        lambda: mem.add_turns([{"speaker": "A", "text": "hi there"}], user_id=bad),
+        lambda: mem.compile("anything", user_id=bad),
+        lambda: mem.stats(bad),
+        lambda: mem.forget(bad),
+        lambda: mem.delete_turns(bad, ["D1:1"]),
+    ):
+        with pytest.raises(InvalidUserId):
+            call()
+    assert mem.users() == []
+
+
+@pytest.mark.slow
+def test_randomized_cross_user_queries_never_leak(embeddings):
+    """10 users on overlapping vocabulary; 1,000 queries, many built from another user's own words."""
+    mem = MemCompile(None, embeddings=embeddings)
+    users = [f"user{i}" for i in range(10)]
+    own: dict[str, set[str]] = {}
+    texts: dict[str, list[str]] = {}
+    for i, u in enumerate(users):
+        turns = synthetic_turns(f"tag{i}x", 20, seed=i)
+        mem.add_turns(turns, user_id=u)
+        index = mem.index(u)
+        own[u] = set(index.packets)
+        texts[u] = [t["text"] for t in turns]
+    rng = random.Random(7)
+    leaks = queries = 0
+    for _ in range(1000):
+        u, other = rng.sample(users, 2)
+        words = rng.choice(texts[other]).split()
+        query = " ".join(rng.sample(words, k=min(len(words), rng.randint(3, 8))))
+        ctx = mem.compile(query, user_id=u)
+        queries += 1
+        ids = {p["packet_id"] for p in ctx.packets}
+        leaks += len(ids - own[u])
+        foreign = [t for t in (f"tag{j}x" for j in range(10)) if t != f"tag{users.index(u)}x"]
+        leaks += sum(t in ctx.text.lower() for t in foreign)
+        assert ctx.packets, query
+    assert queries == 1000 and leaks == 0
