@@ -244,26 +244,41 @@ class MemCompile:
         return self.records.users()
 
     def forget(self, user_id: str) -> None:
-        """Remove every record and vector of the user."""
+        """Remove every record, vector, cached LLM reply and ledger row of the user (idempotent: re-run after a crash)."""
         validate_user_id(user_id)
         with self.records.write_lock(user_id):
             self.records.forget(user_id)
             self.vectors.drop(user_id)
-            if self.llm_store is not None:
-                self.llm_store.delete_user(user_id)
+            self._purge_llm(user_id, whole_user=True)
             self.invalidate(user_id)
 
     def delete_turns(self, user_id: str, dia_ids: Iterable[str]) -> int:
         """Remove single turns with their descriptors and Cell memberships; returns how many were removed."""
         validate_user_id(user_id)
+        if isinstance(dia_ids, str):
+            dia_ids = [dia_ids]  # one id, not its characters
         with self.records.write_lock(user_id):
             index = self.index(user_id, refresh=True)
             pids = [index.by_dia[d] for d in dict.fromkeys(dia_ids) if d in index.by_dia]
             if pids:
                 self.records.delete_packets(user_id, pids)
                 self.vectors.delete(user_id, pids)
+                self._purge_llm(user_id, whole_user=False)  # cached replies may quote the deleted turns
                 self.invalidate(user_id)
             return len(pids)
+
+    def _purge_llm(self, user_id: str, whole_user: bool) -> None:
+        """The user's cached LLM replies (and with the whole user, ledger rows), overwritten on disk rather than
+        left in free pages or the WAL."""
+        if self.llm_store is None:
+            return
+        db = self.llm_store.db
+        db.execute("PRAGMA secure_delete=ON")
+        if whole_user:
+            self.llm_store.delete_user(user_id)
+        else:
+            self.llm_store.cache.delete_user(user_id)
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     # --- LangChain / LangGraph integrations (memcompile_langgraph.integrations) ----------------------
     def as_retriever(self, user_id: str = "default", k: int = 12):

@@ -21,9 +21,9 @@ class PacketVectors:
         return len(self.ids)
 
     def set(self, ids: list[str], vectors) -> None:
-        arr = np.asarray(vectors, dtype=np.float32).reshape(len(ids), -1)
         if not len(ids):
             return
+        arr = np.asarray(vectors, dtype=np.float32).reshape(len(ids), -1)
         if len(self.ids) == 0 and arr.shape[1] != self.dim:
             self.dim, self._m = arr.shape[1], np.zeros((0, arr.shape[1]), dtype=np.float32)
         new = [i for i in ids if i not in self.row]

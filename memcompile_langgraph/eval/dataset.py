@@ -3,7 +3,11 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable, Iterable, Sequence, TypeVar
+
+from ..loaders import UnusableInput
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -44,3 +48,16 @@ def answer_text(value: Any) -> str | None:
     if isinstance(value, (int, float)):
         return str(value)
     return value.strip() if isinstance(value, str) and value.strip() else None
+
+
+def select(items: Sequence[T], wanted: Iterable[str] | None, name: Callable[[T], str], source: object) -> list[T]:
+    """The named items in file order (all when none are named); an unknown name is a one-line error."""
+    wanted = list(dict.fromkeys(wanted or []))
+    if not wanted:
+        return list(items)
+    known = [name(x) for x in items]
+    missing = [w for w in wanted if w not in known]
+    if missing:
+        shown = ", ".join(known[:12]) + (", ..." if len(known) > 12 else "")
+        raise UnusableInput(f"{source}: no sample named {', '.join(missing)} (it holds {shown})")
+    return [x for x in items if name(x) in wanted]

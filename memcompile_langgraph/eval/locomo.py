@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from ..loaders import UnusableInput, load_file
-from .dataset import Benchmark, Dialogue, Question, answer_text
+from .dataset import Benchmark, Dialogue, Question, answer_text, select
 
 # LoCoMo's numeric categories under the names the paper's tables use; 5 (adversarial) is excluded everywhere
 CATEGORIES = {4: "single-hop", 1: "multi-hop", 2: "temporal", 3: "open-domain"}
@@ -55,13 +55,7 @@ def load_locomo(path: str | Path, samples: Iterable[str] | None = None) -> Bench
     conversations = [c for c in load_file(path) if c.user_id is not None]
     if not conversations:
         raise UnusableInput(f"{path}: no LoCoMo samples (objects with 'conversation' and 'qa') found")
-    wanted = list(dict.fromkeys(samples)) if samples else None
-    if wanted:
-        known = [c.user_id for c in conversations]
-        missing = [s for s in wanted if s not in known]
-        if missing:
-            raise UnusableInput(f"{path}: no sample named {', '.join(missing)} (it holds {', '.join(known)})")
-        conversations = [c for c in conversations if c.user_id in wanted]
+    conversations = select(conversations, samples, lambda c: str(c.user_id), path)
     bench = Benchmark("locomo", tuple(CATEGORIES.values()), [])
     for conv in conversations:
         d = Dialogue(str(conv.user_id), conv.turns)

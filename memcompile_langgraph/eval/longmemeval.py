@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 from ..loaders import UnusableInput
-from .dataset import Benchmark, Dialogue, Question, answer_text
+from .dataset import Benchmark, Dialogue, Question, answer_text, select
 
 QUESTION_TYPES = (
     "single-session-user",
@@ -53,7 +53,7 @@ def instance_dialogue(item: Any) -> Dialogue:
     return Dialogue(qid, turns, [Question(f"{qid}#0", qid, question.strip(), answer, qtype, tuple(dict.fromkeys(gold)))])
 
 
-def load_longmemeval(path: str | Path) -> Benchmark:
+def load_longmemeval(path: str | Path, samples: Iterable[str] | None = None) -> Benchmark:
     """Every usable instance of a LongMemEval(-S) JSON file; malformed or repeated instances are skipped and counted."""
     path = Path(path)
     try:
@@ -79,4 +79,5 @@ def load_longmemeval(path: str | Path) -> Benchmark:
         bench.dialogues.append(d)
     if not bench.dialogues:
         raise UnusableInput(f"{path}: no usable LongMemEval instance ({dict(bench.skipped)})")
+    bench.dialogues = select(bench.dialogues, samples, lambda d: d.user_id, path)
     return bench

@@ -10,12 +10,16 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import logging
 import os
+import shutil
+import sqlite3
 import threading
 import uuid
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+log = logging.getLogger(__name__)
 _SHARED: dict[str, "LocalChroma"] = {}
 _SHARED_LOCK = threading.Lock()
 
@@ -23,8 +27,11 @@ _SHARED_LOCK = threading.Lock()
 class LocalChroma:
     """The one client of this process for a Chroma directory; `epoch` changes on every reopen and write."""
 
-    def __init__(self, lock_dir: Path, make_client: Callable[[], Any]):
+    scrubs = True
+
+    def __init__(self, chroma_dir: Path, lock_dir: Path, make_client: Callable[[], Any]):
         lock_dir.mkdir(parents=True, exist_ok=True)
+        self.chroma_dir = chroma_dir
         self._lock_path = lock_dir / "chroma.lock"
         self._gen_path = lock_dir / "chroma.generation"
         self._make = make_client
@@ -42,7 +49,7 @@ class LocalChroma:
         with _SHARED_LOCK:
             local = _SHARED.get(key)
             if local is None:
-                local = _SHARED[key] = cls(lock_dir, lambda: make_client(chroma_dir))
+                local = _SHARED[key] = cls(chroma_dir, lock_dir, lambda: make_client(chroma_dir))
             return local
 
     def _read_generation(self) -> str:
@@ -75,6 +82,22 @@ class LocalChroma:
             self.generation = self._read_generation()
             self.epoch += 1
 
+    def scrub(self) -> None:
+        """Remove what Chroma leaves on disk of dropped collections: their index directories and the freed pages
+        of its SQLite file, which still hold the vectors. Call inside `access(write=True)`."""
+        try:
+            conn = sqlite3.connect(self.chroma_dir / "chroma.sqlite3", timeout=30)
+            try:
+                live = {r[0] for r in conn.execute("SELECT id FROM segments")}
+                for d in self.chroma_dir.iterdir():
+                    if d.is_dir() and _is_uuid(d.name) and d.name not in live:
+                        shutil.rmtree(d, ignore_errors=True)
+                conn.execute("VACUUM")
+            finally:
+                conn.close()
+        except sqlite3.Error as exc:  # e.g. another Chroma schema: the vectors are deleted, only not scrubbed
+            log.warning("could not scrub the Chroma directory (%s); deleted vectors may remain on disk", exc)
+
     @contextlib.contextmanager
     def access(self, write: bool) -> Iterator[Any]:
         """The client, current with every other process; a write holds the directory's lock throughout."""
@@ -93,10 +116,22 @@ class LocalChroma:
                 self._depth -= 1
 
 
+def _is_uuid(name: str) -> bool:
+    try:
+        uuid.UUID(name)
+    except ValueError:
+        return False
+    return True
+
+
 class DirectChroma:
     """An in-memory client or a Chroma server: one owner or the server's own locking, nothing to coordinate."""
 
     epoch = 0
+    scrubs = False  # a server's disk is out of reach; memory goes with the process
+
+    def scrub(self) -> None:
+        pass
 
     def __init__(self, client: Any):
         self.client = client

@@ -33,31 +33,54 @@ def find_model_dir() -> Path | None:
 
 
 class MiniLMEmbeddings(Embeddings):
-    def __init__(self, model_dir: str | Path, batch_size: int = 64, max_length: int = 256, threads: int | None = None):
+    """Texts are tokenized once, sorted by token count and cut into batches of similar length under a padded-token
+    budget, so little compute goes to padding. The vectors do not depend on batching or thread count (tests compare
+    them with one-text-at-a-time encoding).
+
+    onnxruntime's worker threads spin between ops by default; on a small machine that spinning takes the core the
+    rest of the pipeline (and other processes) need, so it is off.
+    """
+
+    def __init__(self, model_dir: str | Path, batch_size: int = 64, max_length: int = 256, threads: int | None = None, token_budget: int = 4096):
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
         model_dir = Path(model_dir)
         self.tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
         self.tokenizer.enable_truncation(max_length=max_length)
-        self.tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")  # pads to the longest in the batch
+        self.tokenizer.no_padding()  # each batch is padded to its own longest member below
         opts = ort.SessionOptions()
         opts.log_severity_level = 3
         if threads:
             opts.intra_op_num_threads = threads
+        opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self.session = ort.InferenceSession(str(model_dir / "model.onnx"), opts, providers=["CPUExecutionProvider"])
         self._inputs = {i.name for i in self.session.get_inputs()}
         self.batch_size = batch_size
+        self.token_budget = token_budget
         self.model_dir = model_dir
+
+    def _batches(self, lengths: list[int]) -> list[list[int]]:
+        """Indices by token count, grouped while batch_size and the padded-token budget allow."""
+        out: list[list[int]] = []
+        for i in sorted(range(len(lengths)), key=lengths.__getitem__):
+            # sorted ascending: the newcomer is the longest, so the padded size is (n + 1) * its length
+            if out and len(out[-1]) < self.batch_size and (len(out[-1]) + 1) * lengths[i] <= self.token_budget:
+                out[-1].append(i)
+            else:
+                out.append([i])
+        return out
 
     def _embed(self, texts: list[str]) -> np.ndarray:
         out = np.zeros((len(texts), 384), dtype=np.float32)
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))  # similar lengths share a batch
-        for start in range(0, len(order), self.batch_size):
-            idx = order[start : start + self.batch_size]
-            enc = self.tokenizer.encode_batch([texts[i] or " " for i in idx])
-            ids = np.array([e.ids for e in enc], dtype=np.int64)
-            mask = np.array([e.attention_mask for e in enc], dtype=np.int64)
+        enc = self.tokenizer.encode_batch([t or " " for t in texts])
+        for idx in self._batches([len(e.ids) for e in enc]):
+            width = max(len(enc[i].ids) for i in idx)
+            ids = np.zeros((len(idx), width), dtype=np.int64)
+            mask = np.zeros((len(idx), width), dtype=np.int64)
+            for row, i in enumerate(idx):
+                ids[row, : len(enc[i].ids)] = enc[i].ids
+                mask[row, : len(enc[i].ids)] = 1
             feeds = {"input_ids": ids, "attention_mask": mask}
             if "token_type_ids" in self._inputs:
                 feeds["token_type_ids"] = np.zeros_like(ids)

@@ -107,17 +107,38 @@ class VectorStore:
         return ids, vectors
 
     def delete(self, user_id: str, ids: list[str]) -> None:
+        """Remove vectors; in a local directory the collection is rebuilt without them, because Chroma's index
+        files only mark deleted vectors and keep their bytes (a crash mid-rebuild is repaired by reconcile)."""
         if not ids:
             return
         with self.chroma.access(write=True):
             col = self.collection(user_id, create=False)
-            if col is not None:
-                col.delete(ids=list(ids))
+            if col is None:
+                return
+            col.delete(ids=list(ids))
+            if not self.chroma.scrubs:
+                return
+            ids, vectors = self.vectors(user_id)
+            dia_ids = [m["dia_id"] for m in self._metadatas(col, ids)]
+            self._drop(user_id)
+            self.upsert(user_id, ids, vectors, dia_ids)
+
+    def _metadatas(self, col, ids: list[str]) -> list[dict]:
+        step, out = 5000, []
+        for i in range(0, len(ids), step):
+            got = col.get(ids=ids[i : i + step], include=["metadatas"])
+            by_id = dict(zip(got["ids"], got["metadatas"]))
+            out += [by_id[x] for x in ids[i : i + step]]
+        return out
 
     def drop(self, user_id: str) -> None:
-        self._collections.pop(user_id, None)
         with self.chroma.access(write=True):
-            try:
-                self.client.delete_collection(self.name(user_id))
-            except (NotFoundError, ValueError):  # absent collection: nothing to forget
-                pass
+            self._drop(user_id)
+
+    def _drop(self, user_id: str) -> None:
+        self._collections.pop(user_id, None)
+        try:
+            self.client.delete_collection(self.name(user_id))
+        except (NotFoundError, ValueError):  # absent collection: nothing to forget
+            return
+        self.chroma.scrub()

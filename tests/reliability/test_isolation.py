@@ -75,11 +75,12 @@ def test_hostile_user_ids_stay_inside_the_store(tmp_path, embeddings):
 def test_hostile_user_ids_through_the_cli(tmp_path):
     path = write_json(tmp_path / "t.json", [{"speaker": "Eve", "text": "I keep bees on the roof."}])
     store = tmp_path / "store"
-    for uid in ("../../escape", "/abs", "a/../../b"):
+    hostile = ("../../escape", "/abs/../../b")
+    for uid in hostile:
         run = memcompile("ingest", path, "--store", store, "--user", uid, "--quiet")
         assert run.code == 0, run.err
-        stats = json.loads(memcompile("stats", "--store", store, "--user", uid, "--json").out)
-        assert stats["packets"] == 1 == stats["vectors"]
+    stats = json.loads(memcompile("stats", "--store", store, "--json").out)
+    assert {u: (s["packets"], s["vectors"]) for u, s in stats.items()} == {u: (1, 1) for u in hostile}
     assert {p.name for p in tmp_path.iterdir()} == {"t.json", "store"}
 
 

@@ -1,0 +1,137 @@
+"""`memcompile eval locomo|longmemeval FILE`: the paper's protocol over a benchmark file, with report and plots."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from . import UsageError
+from .llm_args import add_llm_args, build_answer_llm, build_llm
+
+# flag -> (MemCompileConfig switch, value, Table 2 setting it stands for)
+ABLATION_FLAGS = {
+    "no_frontier": ("use_frontier", False, "A1 (with --no-scheduler: A2)"),
+    "no_scheduler": ("use_scheduler", False, "A3 (with --no-frontier: A2)"),
+    "cells_only": ("use_bm25_candidates", False, "A4"),
+    "bm25_only": ("use_cells", False, "A5"),
+    "no_intent": ("use_intent", False, "A6"),
+    "dense_top10": ("dense_only", True, "A7"),
+}
+
+
+def _csv(value: str | None) -> list[str]:
+    return [x.strip() for x in (value or "").split(",") if x.strip()]
+
+
+def eval_options(args: argparse.Namespace) -> Any:
+    from ..config import MemCompileConfig
+    from ..eval.paper import ABLATIONS
+    from ..eval.runner import EvalOptions
+
+    if args.cells_only and args.bm25_only:
+        raise UsageError("--cells-only and --bm25-only exclude each other (Table 2 runs A4 and A5 separately)")
+    overrides = {switch: value for flag, (switch, value, _) in ABLATION_FLAGS.items() if getattr(args, flag)}
+    if args.no_fusion:
+        overrides["fusion"] = False
+    ablations = list(ABLATIONS)[1:] if args.ablations == "all" else _csv(args.ablations)
+    unknown = [a for a in ablations if a not in ABLATIONS]
+    if unknown:
+        raise UsageError(f"unknown --ablations {', '.join(unknown)} (choose from {', '.join(ABLATIONS)} or 'all')")
+    llm = build_llm(args)
+    answer = build_answer_llm(args) or llm
+    if args.judge_model and answer is None:
+        raise UsageError("--judge-model needs an answer model: give --llm-model or --answer-model")
+    judge = None
+    if args.judge_model:
+        from ..llm.models import chat_model
+
+        judge = chat_model(args.judge_model, args.llm_base_url)
+    out = Path(args.out)
+    return EvalOptions(
+        out=out,
+        store=Path(args.store) if args.store else out / "stores",
+        config=MemCompileConfig().with_overrides(**overrides),
+        view=args.view,
+        ablations=tuple(ablations),
+        llm=llm,
+        answer_llm=answer,
+        judge_llm=judge,
+        progress=not args.quiet,
+    )
+
+
+def summary_lines(report: dict[str, Any]) -> list[str]:
+    o = report["overall"]
+    if not o.get("questions"):
+        return ["no question has a result"]
+    lines = [f"{o['questions']} questions: Gold Recall {100 * o['gold_recall']:.2f}%, full coverage {100 * o['full_coverage']:.2f}%, "
+             f"{o['mean_packets']:.2f} packets, {o['mean_context_tokens']:.0f} context tokens, query p50 {o['query_ms_p50']:.0f} ms"]
+    if "judge" in o:
+        lines.append(f"answers: J {100 * o['judge']:.2f}%" + (f", F1 {100 * o['f1']:.2f}, BLEU-1 {100 * o['bleu1']:.2f}" if o.get("f1") is not None else ""))
+    cats = ", ".join(f"{c} {100 * f['gold_recall']:.2f}" for c, f in report["by_category"].items() if f.get("questions"))
+    lines.append(f"by category: {cats}")
+    for name, b in report["baselines"].items():
+        lines.append(f"baseline {name}: Gold Recall {100 * b['gold_recall']:.2f}%")
+    for name, a in report["ablations"].items():
+        if name != report["config"]["variant"]:
+            lines.append(f"{name} {a['label']}: Gold Recall {100 * a.get('gold_recall', 0):.2f}%")
+    return lines
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from ..eval.locomo import load_locomo
+    from ..eval.longmemeval import load_longmemeval
+    from ..eval.markdown import render_markdown
+    from ..eval.plots import write_plots
+    from ..eval.report import build_report, write_report
+    from ..eval.runner import EvalRun
+    from ..llm.calls import LLMUnavailable
+    from ..store.embeddings import default_embeddings
+
+    loader = load_locomo if args.benchmark == "locomo" else load_longmemeval
+    bench = loader(args.file, _csv(args.samples))
+    if not bench.questions:
+        raise UsageError(f"{args.file}: no question to evaluate (left out: {dict(bench.skipped) or 'none'})")
+    opts = eval_options(args)
+    embeddings = default_embeddings()
+    if embeddings is None:
+        print("memcompile: no embedding model found: dense channel and dense baseline off (set MEMCOMPILE_MODEL_DIR)", file=sys.stderr)
+    run = EvalRun(bench, opts, embeddings)
+    failure = None
+    try:
+        run.run()
+    except LLMUnavailable as exc:
+        failure = exc
+    finally:  # interrupted or not, the report covers every finished question
+        report = build_report(run, str(args.file))
+        write_report(report, opts.out)
+        plots = write_plots(report, opts.out)
+        (opts.out / "report.md").write_text(render_markdown(report, plots), encoding="utf-8")
+    if failure is not None:
+        raise UsageError(f"{failure}; {report['overall'].get('questions', 0)} results kept in {opts.out}: rerun to resume")
+    for line in summary_lines(report):
+        print(line)
+    print(f"report: {opts.out / 'report.json'}, {opts.out / 'report.md'} ({run.wall_seconds:.1f} s)", file=sys.stderr)
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("eval", help="evaluate on a benchmark file: Gold Recall, baselines, ablations, report and plots")
+    benches = p.add_subparsers(dest="benchmark", required=True)
+    for name, help_text in (("locomo", "a LoCoMo file (locomo10.json format)"), ("longmemeval", "a LongMemEval(-S) JSON file")):
+        b = benches.add_parser(name, help=help_text)
+        b.add_argument("file")
+        b.add_argument("--samples", default=None, metavar="IDS", help="comma-separated sample ids (LoCoMo sample_id, LongMemEval question_id)")
+        b.add_argument("--out", default="memcompile-eval", help="results, report.json, report.md and plots (default: ./memcompile-eval)")
+        b.add_argument("--store", default=None, help="one store per dialogue under this folder, reused when present (default: OUT/stores)")
+        b.add_argument("--view", choices=("bundle", "raw", "claim"), default="bundle", help="reader view answered from (Table 4)")
+        g = b.add_argument_group("Table 2 ablations of the evaluated setting")
+        for flag, (_, _, setting) in ABLATION_FLAGS.items():
+            g.add_argument("--" + flag.replace("_", "-"), action="store_true", help=setting)
+        g.add_argument("--no-fusion", action="store_true", help="the paper's offline pool and MMR anchors instead of offline fusion")
+        g.add_argument("--ablations", default=None, metavar="LIST", help="also run these settings over the same stores: A1,...,A7 or 'all'")
+        add_llm_args(b, answer=True)
+        b.add_argument("--judge-model", default=None, metavar="NAME", help="judge model (default: the answer model)")
+        b.add_argument("--quiet", action="store_true", help="no progress bars")
+        b.set_defaults(func=cmd_eval)

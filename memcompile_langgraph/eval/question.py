@@ -1,0 +1,91 @@
+"""One question through the query graph: the record (one JSONL line) every report figure is computed from."""
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any, Callable
+
+from ..evidence.render import VIEWS, render_context
+from .baselines import BASELINE_KS
+from .dataset import Question
+from .metrics import budget_duplication
+
+if TYPE_CHECKING:
+    from ..index import UserIndex
+    from ..memory import MemCompile
+
+DIAGNOSTIC_K = 10  # Table 3 / Table 5 controlled selection depth
+
+
+def _found(index: "UserIndex", gold: set[str], packet_ids: list[str]) -> list[str]:
+    """The gold dia_ids among these packets (what recall needs, without storing a 100-packet pool)."""
+    return sorted({index.packets[p].dia_id for p in packet_ids if p in index.packets} & gold)
+
+
+def _dedup_by_text(index: "UserIndex", candidates: list[Any]) -> list[str]:
+    """Exact-text deduplication of claim hits (Table 3's second row): a later hit with the same claim text drops."""
+    seen, out = set(), []
+    for c in candidates:
+        text = " ".join(index.descriptors[index.position[c.descriptor_id]].claim.lower().split())
+        if text not in seen:
+            seen.add(text)
+            out.append(c.packet_id)
+    return out
+
+
+def diagnostics(index: "UserIndex", gold: set[str], state: dict[str, Any], k: int = DIAGNOSTIC_K) -> dict[str, dict[str, Any]]:
+    """Slots, distinct sources and gold hits of the first k entries at each controlled stage of Table 3."""
+    stages = {
+        "unnormalized": [c.packet_id for c in state.get("candidates", [])],
+        "dedup": _dedup_by_text(index, state.get("candidates", [])),
+        "normalized": [p.packet_id for p in state.get("pool", [])],
+        "anchors": list(state.get("anchors", [])),
+    }
+    out = {}
+    for name, pids in stages.items():
+        slots, unique, _ = budget_duplication(pids, k)
+        out[name] = {"slots": slots, "unique": unique, "gold": _found(index, gold, pids[:k])}
+    return out
+
+
+def evaluate_question(
+    mem: "MemCompile",
+    q: Question,
+    view: str,
+    count_tokens: Callable[[str], int],
+    baseline: dict[str, list[str]] | None = None,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(record, query state) for one question; the state carries the context and intent the model path needs."""
+    started = time.perf_counter()
+    state = mem.query_graph.invoke({"query": q.question, "user_id": q.dialogue, "view": view})
+    ms = (time.perf_counter() - started) * 1000
+    index = mem.index(q.dialogue)
+    gold = set(q.gold)
+    selected = list(state.get("selected", []))
+    reps = {p.packet_id: p.representative for p in state.get("pool", [])}
+    frontier_pool = list(dict.fromkeys([*state.get("anchors", []), *(h.packet_id for h in state.get("dense", []))]))
+    record: dict[str, Any] = {
+        "qid": q.qid,
+        "dialogue": q.dialogue,
+        "category": q.category,
+        "question": q.question,
+        "answer": q.answer,
+        "gold": list(q.gold),
+        "gold_missing": [g for g in q.gold if g not in index.by_dia],  # ids the dialogue does not hold
+        "temporal": bool(getattr(state.get("intent"), "temporal", False)),
+        "selected": [index.packets[p].dia_id for p in selected],
+        "pool_packets": len(state.get("pool", [])),
+        "pool_gold": _found(index, gold, [p.packet_id for p in state.get("pool", [])]),
+        "frontier_pool_packets": len(frontier_pool),
+        "frontier_pool_gold": _found(index, gold, frontier_pool),
+        "k10": diagnostics(index, gold, state),
+        "tokens": {v: count_tokens(render_context(index, selected, v, reps)) for v in VIEWS},
+        "ms": round(ms, 3),
+        "stage_ms": {stage: info.get("ms", 0.0) for stage, info in state.get("trace", {}).items()},
+    }
+    if baseline is not None:
+        record["baselines"] = baseline
+        record["baseline_tokens"] = {
+            name: {str(k): count_tokens(render_context(index, [index.by_dia[d] for d in ranked[:k]], "raw")) for k in BASELINE_KS}
+            for name, ranked in baseline.items()
+        }
+    return record, state

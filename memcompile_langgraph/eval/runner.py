@@ -1,0 +1,193 @@
+"""A benchmark run: one store per dialogue (built once, then reused), every question through the query graph,
+baselines over the same turns, results appended as they finish so an interrupted run resumes where it stopped."""
+from __future__ import annotations
+
+import logging
+import re
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from ..config import MemCompileConfig
+from ..records import stable_hash
+from .answers import AnswerStage
+from .baselines import RawTurnBaselines
+from .dataset import Benchmark, Dialogue, Question
+from .metrics import token_counter
+from .paper import ABLATIONS, SWITCHES, variant_of
+from .question import evaluate_question
+from .results import DialogueLog, ResultLog, fingerprint
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class EvalOptions:
+    out: Path
+    store: Path
+    config: MemCompileConfig = field(default_factory=MemCompileConfig)
+    view: str = "bundle"
+    ablations: tuple[str, ...] = ()  # further Table 2 settings run over the same stores
+    llm: Any = None  # chat model of the build and query LLM stages (None: offline components)
+    answer_llm: Any = None  # chat model answering (None: no answers, retrieval metrics only)
+    judge_llm: Any = None
+    progress: bool = True
+
+
+@dataclass
+class Variant:
+    name: str
+    config: MemCompileConfig
+    log: ResultLog
+    done: dict[str, dict[str, Any]]
+
+    def todo(self, d: Dialogue) -> list[Question]:
+        return [q for q in d.questions if self.done.get(q.qid, {}).get("question") != q.question]
+
+
+def model_name(model: Any) -> str | None:
+    if model is None:
+        return None
+    return str(getattr(model, "model_name", None) or getattr(model, "model", None) or type(model).__name__)
+
+
+def store_path(root: Path, user_id: str, builder: str | None) -> Path:
+    """<store>/<dialogue> for offline builds, <store>/<model>/<dialogue> for LLM-built ones; names kept file-safe."""
+    def safe(name: str) -> str:
+        clean = re.sub(r"[^A-Za-z0-9._-]", "_", name)[:80]
+        return clean if clean == name and clean not in (".", "..") else f"{clean}-{stable_hash(name, length=8)}"
+
+    return root / safe(builder) / safe(user_id) if builder else root / safe(user_id)
+
+
+class EvalRun:
+    def __init__(self, bench: Benchmark, opts: EvalOptions, embeddings: Any):
+        self.bench, self.opts, self.embeddings = bench, opts, embeddings
+        self.tokenizer, self.count_tokens = token_counter()
+        self.answers = AnswerStage(opts.answer_llm, opts.judge_llm or opts.answer_llm) if opts.answer_llm is not None else None
+        opts.out.mkdir(parents=True, exist_ok=True)
+        self.dialogues = DialogueLog(opts.out / "dialogues.json")
+        self.variants = self._variants()
+        self.wall_seconds = 0.0
+
+    # --- settings --------------------------------------------------------------------------------
+    def settings(self, config: MemCompileConfig) -> dict[str, Any]:
+        """Everything that changes a record (the results file is named after it)."""
+        return {
+            "benchmark": self.bench.name,
+            "config": config.to_dict(),
+            "view": self.opts.view,
+            "tokenizer": self.tokenizer,
+            "embeddings": type(self.embeddings).__name__ if self.embeddings is not None else None,
+            "llm": model_name(self.opts.llm),
+            "answer_llm": model_name(self.opts.answer_llm),
+            "judge_llm": model_name(self.opts.judge_llm or self.opts.answer_llm),
+        }
+
+    def _variants(self) -> list[Variant]:
+        main = self.opts.config
+        switches = {k: getattr(main, k) for k in SWITCHES}
+        configs = {variant_of(switches): main}
+        for name in self.opts.ablations:
+            switches = {k: k != "dense_only" for k in SWITCHES}  # A0's switches, then the setting's own
+            configs.setdefault(name, main.with_overrides(**{**switches, **ABLATIONS[name][1]}))
+        out = []
+        for name, cfg in configs.items():
+            results = ResultLog(self.opts.out / f"results-{name}-{fingerprint(self.settings(cfg))}.jsonl")
+            out.append(Variant(name, cfg, results, results.load()))
+        return out
+
+    @property
+    def main(self) -> Variant:
+        return self.variants[0]
+
+    # --- running -----------------------------------------------------------------------------------
+    def run(self) -> None:
+        started = time.perf_counter()
+        remaining = sum(len(v.todo(d)) for d in self.bench.dialogues for v in self.variants)
+        bar = _bar(remaining, self.opts.progress)
+        try:
+            for d in self.bench.dialogues:
+                self.run_dialogue(d, bar)
+        finally:
+            for v in self.variants:
+                v.log.close()
+            if bar is not None:
+                bar.close()
+            self.wall_seconds = time.perf_counter() - started
+
+    def run_dialogue(self, d: Dialogue, bar: Any) -> None:
+        todo = {v.name: v.todo(d) for v in self.variants}
+        if not any(todo.values()) and d.user_id in self.dialogues.data:
+            return
+        from ..memory import MemCompile
+
+        path = store_path(self.opts.store, d.user_id, model_name(self.opts.llm))
+        for i, v in enumerate(self.variants):
+            if i and not todo[v.name]:
+                continue
+            mem = MemCompile(path, embeddings=self.embeddings, config=v.config, llm=self.opts.llm, answer_llm=self.opts.answer_llm)
+            try:
+                if i == 0:
+                    self._build(mem, d, path)
+                questions = [q.question for q in todo[v.name]]
+                baselines = RawTurnBaselines(mem.index(d.user_id), self.embeddings).rank(questions) if i == 0 and questions else None
+                jobs = [(q, baselines[n] if baselines else None) for n, q in enumerate(todo[v.name])]
+                for record in self._map(lambda job: self._question(mem, job[0], job[1]), jobs):
+                    v.log.append(record)
+                    if bar is not None:
+                        bar.update(1)
+                if mem.llm_store is not None:
+                    self.dialogues.update(d.user_id, usage=mem.usage(d.user_id))
+            finally:
+                mem.close()
+
+    def _build(self, mem: Any, d: Dialogue, path: Path) -> None:
+        """Store the dialogue's turns unless the store already holds them (ingest is idempotent per turn)."""
+        started = time.perf_counter()
+        counts = mem.add_turns(d.turns, user_id=d.user_id, progress=self.opts.progress)
+        seconds = round(time.perf_counter() - started, 2)
+        stats = mem.stats(d.user_id)
+        facts = {k: stats[k] for k in ("packets", "descriptors", "cells", "sessions", "vectors")}
+        if counts.get("stored"):
+            self.dialogues.update(d.user_id, store=str(path), ingest_seconds=seconds, ingest_counts=counts, **facts)
+        else:
+            self.dialogues.update(d.user_id, store=str(path), **facts)
+
+    def _question(self, mem: Any, q: Question, baseline: dict[str, list[str]] | None) -> dict[str, Any]:
+        record, state = evaluate_question(mem, q, self.opts.view, self.count_tokens, baseline)
+        if self.answers is not None:
+            record.update(self.answers(mem, q, state))
+        return record
+
+    def _map(self, fn: Callable[[Any], dict[str, Any]], jobs: list[Any]) -> Iterator[dict[str, Any]]:
+        """Offline: in order on this thread. With a model: the configured number of questions in flight."""
+        if self.opts.llm is None and self.answers is None:
+            yield from (fn(job) for job in jobs)
+            return
+        with ThreadPoolExecutor(max_workers=max(1, self.opts.config.llm_concurrency)) as pool:
+            futures = [pool.submit(fn, job) for job in jobs]
+            try:
+                for f in as_completed(futures):
+                    yield f.result()
+            except BaseException:
+                for f in futures:
+                    f.cancel()
+                raise
+
+    # --- results -------------------------------------------------------------------------------------
+    def records(self, variant: Variant) -> list[dict[str, Any]]:
+        """This benchmark's finished records of a variant, in question order."""
+        done = variant.log.load()
+        return [done[q.qid] for d in self.bench.dialogues for q in d.questions if done.get(q.qid, {}).get("question") == q.question]
+
+
+def _bar(total: int, enabled: bool) -> Any:
+    if not enabled or not total:
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc="questions", unit="q")
+

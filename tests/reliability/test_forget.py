@@ -1,0 +1,151 @@
+"""Forgetting: `forget(user)` and `memcompile forget` remove every record, vector, counter and LLM cache or
+ledger entry of a user; `delete_turns` removes single turns with their descriptors and Cell memberships.
+Proof: no table of the SQLite files, no byte of any file in the store, and no Chroma collection holds them."""
+from __future__ import annotations
+
+import json
+import sqlite3
+
+import pytest
+
+from memcompile_langgraph import MemCompile
+from memcompile_langgraph.llm.store import LLMStore
+from memcompile_langgraph.store.records import user_key
+
+from .harness import memcompile, packet_ids, synthetic_turns, vector_view, write_json
+
+MARK = "zqxwvmarker"  # in every turn of the forgotten user, nowhere else
+
+
+def _marked_turns(n: int) -> list[dict]:
+    return [{**t, "text": f"{t['text']} {MARK}{i:03d}x"} for i, t in enumerate(synthetic_turns("gone", n))]  # no marker prefixes another
+
+
+def _table_hits(db, needles: list[str]) -> list[tuple[str, str]]:
+    """(table, needle) for every needle found in any column of any row of any table."""
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+        hits = []
+        for t in tables:
+            blob = json.dumps(conn.execute(f'SELECT * FROM "{t}"').fetchall(), default=repr)
+            hits += [(t, n) for n in needles if n in blob]
+        return hits
+    finally:
+        conn.close()
+
+
+def _byte_hits(store, needle: str) -> list[str]:
+    raw = needle.encode()
+    return [str(p.relative_to(store)) for p in store.rglob("*") if p.is_file() and raw in p.read_bytes()]
+
+
+@pytest.fixture
+def two_users(tmp_path, embeddings):
+    store = tmp_path / "store"
+    mem = MemCompile(store, embeddings=embeddings)
+    mem.add_turns(_marked_turns(24), user_id="gone")
+    mem.add_turns(synthetic_turns("kept", 24), user_id="kept")
+    return store, mem
+
+
+def test_forget_removes_every_trace_of_the_user(two_users, embeddings):
+    store, mem = two_users
+    gone_ids = packet_ids(store, "gone")
+    kept_before = mem.stats("kept")
+    llm = LLMStore(store)  # the LLM side of the store: cache and ledger rows of both users
+    for user in ("gone", "kept"):
+        llm.cache.put(user, f"key-{user}", "fact", f'["{MARK if user == "gone" else "other"} reply"]', 10, 5)
+        llm.ledger.add(user, "fact", calls=1, prompt_tokens=10)
+    llm.close()
+    mem.close()
+    mem = MemCompile(store, embeddings=embeddings)  # the store as reopened later, with its LLM file
+    assert mem.llm_store is not None
+
+    mem.forget("gone")
+
+    assert "gone" not in mem.users()
+    stats = mem.stats("gone")
+    assert (stats["packets"], stats["descriptors"], stats["cells"], stats["vectors"], stats["counters"]) == (0, 0, 0, 0, {})
+    assert stats["usage"]["stages"] == {}
+    assert mem.compile(f"{MARK}003x kayak trip", user_id="gone").packets == []
+    needles = [MARK, "gone", *gone_ids]
+    assert _table_hits(store / "memcompile.sqlite3", needles) == []
+    assert _table_hits(store / "llm.sqlite3", needles) == []
+    assert _byte_hits(store, MARK) == []  # nor in free pages or the WAL
+    assert mem.vectors.name("gone") not in {c.name for c in mem.vectors.client.list_collections()}
+    view = vector_view(store, "gone")
+    assert view["vector_ids"] == view["searchable_ids"] == set()
+    # the other user is untouched
+    assert mem.stats("kept")["packets"] == kept_before["packets"] == mem.stats("kept")["vectors"]
+    assert mem.llm_store.cache.size("kept") == 1
+    # and nothing comes back when the store is opened again (reconcile must not resurrect)
+    mem.close()
+    again = MemCompile(store, embeddings=embeddings)
+    assert again.compile("kayak trip", user_id="gone").packets == [] and again.stats("gone")["vectors"] == 0
+
+
+def test_delete_turns_removes_turns_descriptors_cells_and_vectors(two_users, embeddings):
+    store, mem = two_users
+    index = mem.index("gone", refresh=True)
+    victims = ["D1:2", "D2:3"]
+    victim_pids = {index.by_dia[d] for d in victims}
+    victim_dids = {d.descriptor_id for p in victim_pids for d in index.by_packet[p]}
+    texts = [index.packets[p].text.split()[-1] for p in victim_pids]  # their unique marker words
+    before = mem.stats("gone")
+
+    assert mem.delete_turns("gone", victims + ["D9:9"]) == 2
+    assert mem.delete_turns("gone", "D1:2") == 0  # already gone; a bare string is one id
+
+    after = mem.stats("gone")
+    assert after["packets"] == before["packets"] - 2 == after["vectors"]
+    assert after["descriptors"] == before["descriptors"] - len(victim_dids)
+    for reopened in (mem, MemCompile(store, embeddings=embeddings)):
+        idx = reopened.index("gone", refresh=True)
+        assert not victim_pids & set(idx.packets) and not set(victims) & set(idx.by_dia)
+        members = {did for cell in idx.layout.cells.values() for did in cell.descriptor_ids}
+        assert not victim_dids & members and not victim_dids & set(idx.layout.of_descriptor)
+        for word in texts:
+            ctx = reopened.compile(f"{word} trip", user_id="gone")
+            assert word not in ctx.text and not victim_pids & {p["packet_id"] for p in ctx.packets}
+    assert _table_hits(store / "memcompile.sqlite3", [*texts, *victim_pids]) == []
+    assert all(_byte_hits(store, w) == [] for w in texts)
+    view = vector_view(store, "gone")
+    assert not victim_pids & (view["vector_ids"] | view["searchable_ids"])
+    assert view["vector_ids"] == packet_ids(store, "gone")
+
+
+def test_forget_interrupted_between_records_and_vectors_is_finished(two_users, embeddings):
+    store, mem = two_users
+    mem.records.forget("gone")  # a crash right after the records transaction
+    assert len(vector_view(store, "gone")["vector_ids"]) == 24
+    mem.forget("gone")  # re-running completes it
+    assert vector_view(store, "gone")["vector_ids"] == set()
+    mem.add_turns(_marked_turns(3), user_id="gone2")
+    mem.records.forget("gone2")
+    MemCompile(store, embeddings=embeddings).compile("kayak", user_id="gone2")  # or the next open of the user does
+    assert vector_view(store, "gone2")["vector_ids"] == set()
+
+
+def test_cli_forget(tmp_path):
+    path = write_json(tmp_path / "t.json", _marked_turns(6))
+    store = tmp_path / "store"
+    assert memcompile("ingest", path, "--store", store, "--user", "gone", "--quiet").code == 0
+    assert memcompile("ingest", path, "--store", store, "--user", "kept", "--quiet").code == 0
+
+    run = memcompile("forget", "--store", store, "--user", "gone", "--turn", "D1:1", "--turn", "D7:7")
+    assert run.code == 0 and "removed 1 turns" in run.out and "not stored: D7:7" in run.out, run.out + run.err
+    run = memcompile("forget", "--store", store, "--user", "gone")
+    assert run.code == 0 and "gone: forgot 5 turns" in run.out and "5 vectors" in run.out, run.out + run.err
+    assert "nothing stored" in memcompile("forget", "--store", store, "--user", "gone").out
+
+    stats = json.loads(memcompile("stats", "--store", store, "--json").out)
+    assert set(stats) == {"kept"} and stats["kept"]["packets"] == 6 == stats["kept"]["vectors"]
+    assert _byte_hits(store, f"{MARK}000x") != []  # the kept user has the same texts
+    assert _table_hits(store / "memcompile.sqlite3", ['"gone"']) == []
+    assert (store / "locks" / f"{user_key('gone')}.lock").exists()  # a lock file stays: it holds no data
+
+    run = memcompile("forget", "--store", tmp_path / "nowhere", "--user", "gone")
+    assert run.code == 2 and len(run.err_lines) == 1 and not (tmp_path / "nowhere").exists()
+    run = memcompile("forget", "--store", store, "--user", "")
+    assert run.code == 2 and len(run.err_lines) == 1

@@ -1,0 +1,87 @@
+import numpy as np
+import pytest
+
+from memcompile_langgraph.address.dense import PacketVectors
+from memcompile_langgraph.config import MemCompileConfig
+from memcompile_langgraph.evidence.frontier import admit, complement_order
+from memcompile_langgraph.evidence.fusion import fused_pool, neighbor_support, zscore
+from memcompile_langgraph.index import UserIndex, packet_lexical_document
+from memcompile_langgraph.records import DenseHit, Descriptor, PacketScore, SourcePacket
+from memcompile_langgraph.text import terms
+
+
+def make_packet(text, speaker, dia_id, session, packet_id, seq):
+    return SourcePacket(packet_id, "u", dia_id, speaker, session, f"session_{session}", None, "", text, seq, content_hash=packet_id)
+
+
+def claim_of(p):
+    return Descriptor(f"{p.packet_id}:0", p.packet_id, p.text, p.dia_id, p.speaker, p.session, None, (p.speaker,), (), "", "", 5, p.seq)
+
+
+def test_zscore_and_constant_input():
+    z = zscore(np.array([1.0, 2.0, 3.0]))
+    assert z.mean() == pytest.approx(0) and z.std() == pytest.approx(1)
+    assert not zscore(np.array([2.0, 2.0])).any()
+
+
+def test_neighbor_support_stays_inside_a_session_and_ignores_negatives():
+    x = np.array([1.0, -2.0, 3.0, 4.0])
+    sessions = np.array([1, 1, 1, 2])
+    out = neighbor_support(x, sessions, prev_w=0.2, next_w=0.1)
+    assert out.tolist() == pytest.approx([1.0, -2.0 + 0.2 * 1.0 + 0.1 * 3.0, 3.0, 4.0])
+
+
+def test_packet_vectors_grow_overwrite_and_rank():
+    pv = PacketVectors(dim=2)
+    pv.set(["a", "b"], [[1, 0], [0, 1]])
+    pv.set([], [])
+    for i in range(300):  # growth keeps earlier rows
+        pv.set([f"x{i}"], [[0.1, 0.1]])
+    pv.set(["b"], [[0.6, 0.8]])
+    hits = pv.top(np.array([0.0, 1.0]), 2)
+    assert hits[0].packet_id == "b" and hits[0].similarity == pytest.approx(0.8)
+    assert pv.similarities(np.array([0.0, 1.0]))[pv.row["a"]] == 0
+    assert len(pv) == 302
+
+
+def test_complement_order_puts_what_anchors_miss_first():
+    order = complement_order(["a1", "a2"], ["a1", "a2", "d1", "d2", "d3"], {"a1": 9, "a2": 8, "d1": 1, "d2": 5, "d3": 3})
+    assert order == ["d2", "d3", "d1", "a1", "a2"]
+    assert admit(["a1", "a2"], order, 5, 2) == ["a1", "a2", "d2", "d3"]
+
+
+def _index(packets):
+    index = UserIndex("u", MemCompileConfig())
+    for p in packets:
+        index.add_packet(p)
+        index.add_descriptor(claim_of(p))
+        index.index_packet_text([p.packet_id])
+    return index
+
+
+def test_packet_documents_carry_adjacent_turns_incrementally():
+    ps = [
+        make_packet("Where did you move from?", speaker="Mel", dia_id="D1:1", session=1, packet_id="p1", seq=0),
+        make_packet("Sweden, four years ago.", speaker="Caro", dia_id="D1:2", session=1, packet_id="p2", seq=1),
+        make_packet("New session here.", speaker="Mel", dia_id="D2:1", session=2, packet_id="p3", seq=2),
+    ] + [make_packet(f"filler {i}", speaker="X", dia_id=f"D{i}:1", session=i, packet_id=f"f{i}", seq=i) for i in range(3, 9)]
+    index = _index(ps)
+    scores = index.packet_bm25.scores(terms("Sweden"))
+    assert scores[0] > 0 and scores[1] > 0 and scores[2] == 0  # the question turn now holds its answer's words
+    assert index.packet_bm25.scores(terms("move"))[1] > 0  # the reply holds the question's words
+    rebuilt = [packet_lexical_document(ps[0], index.by_packet["p1"], None, ps[1])]
+    assert set(terms("Sweden four years")) <= set(rebuilt[0])
+
+
+def test_fused_pool_keeps_budget_address_fields_and_distinct_packets():
+    cfg = MemCompileConfig(pool_budget=3, pool_proposals=2)
+    ps = [make_packet(f"turn {i}", speaker="A", dia_id=f"D1:{i}", session=1, packet_id=f"p{i}", seq=i) for i in range(6)]
+    index = _index(ps)
+    address = [PacketScore("p0", 1.0, "p0:0", 0, 2.0, ("c1",))]
+    fused = np.array([0.1, 0.9, 0.2, 0.8, 0.0, 0.5])
+    pool = fused_pool(address, [DenseHit("p5", 0.7), DenseHit("missing", 0.9)], fused, index, cfg)
+    assert [p.packet_id for p in pool] == ["p1", "p3", "p5"]
+    full = fused_pool(address, [], fused, index, MemCompileConfig(pool_budget=10, pool_proposals=10))
+    p0 = next(p for p in full if p.packet_id == "p0")
+    assert p0.support == 2.0 and p0.cells == ("c1",) and p0.score == pytest.approx(0.1)
+    assert len({p.packet_id for p in full}) == len(full) == 6
