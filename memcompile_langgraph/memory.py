@@ -56,7 +56,9 @@ class MemCompile:
         self.llm = llm
         self.answer_llm = answer_llm if answer_llm is not None else llm
         self.records = RecordStore(self.path)
-        self.vectors = VectorStore(self.path, url=chroma_url)
+        # on a shared Chroma server, collections are named per store so two stores never meet
+        namespace = f"mc{self.records.store_id()[:12]}" if chroma_url else None
+        self.vectors = VectorStore(self.path, url=chroma_url, namespace=namespace)
         self.embeddings = (embeddings or default_embeddings()) if dense else None
         offline_extractor, offline_scheduler = HeuristicExtractor(self.config.max_keywords), DeterministicScheduler(self.config)
         # cache and usage ledger of the LLM stages (llm.sqlite3 in the store dir), kept when a model is given or exists

@@ -68,3 +68,20 @@ def test_replace_equals_a_rebuild_with_the_new_documents():
     ref = BM25Okapi(final)
     for q in (["w1"], ["w5", "w80", "w80"], ["w89", "w3"]):
         assert np.allclose(idx.scores(q), ref.get_scores(q))
+
+
+def test_queries_between_adds_and_replaces_see_every_change():
+    """The growable posting columns are read as views: each query reflects all edits so far (rank-bm25 reference)."""
+    corpus = _corpus(150, seed=12)
+    idx, current = BM25Index(), []
+    rng = random.Random(4)
+    for doc in corpus:
+        idx.add(doc)
+        current.append(doc)
+        if rng.random() < 0.3:
+            d = rng.randrange(len(current))
+            new = current[d][1:] + [f"w{rng.randint(0, 70)}"]
+            idx.replace(d, current[d], new)
+            current[d] = new
+        q = [f"w{rng.randint(0, 70)}" for _ in range(3)]
+        assert np.allclose(idx.scores(q), BM25Okapi(current).get_scores(q), rtol=1e-12, atol=1e-12)

@@ -52,3 +52,15 @@ def test_unreachable_server_is_one_clear_error(tmp_path):
     cli = ["memcompile", "stats", "--store", str(tmp_path), "--chroma-url", f"http://127.0.0.1:{free_port()}"]
     proc = subprocess.run(cli, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "Chroma server" in proc.stderr
+
+
+def test_two_stores_share_one_server_without_meeting(tmp_path, chroma_url, embeddings):
+    a = MemCompile(tmp_path / "a", embeddings=embeddings, chroma_url=chroma_url)
+    b = MemCompile(tmp_path / "b", embeddings=embeddings, chroma_url=chroma_url)
+    a.add_turns([{"speaker": "Ann", "text": "My cat Miso loves tuna.", "time": "2024-01-02"}], user_id="same")
+    b.add_turns([{"speaker": "Bob", "text": "I repaired my bicycle.", "time": "2024-01-03"}], user_id="same")
+    assert a.vectors.name("same") != b.vectors.name("same")
+    reopened = MemCompile(tmp_path / "a", embeddings=embeddings, chroma_url=chroma_url)  # reconcile removes orphans
+    assert reopened.vectors.name("same") == a.vectors.name("same")
+    assert len(reopened.vectors.ids("same")) == 1 and len(MemCompile(tmp_path / "b", embeddings=embeddings, chroma_url=chroma_url).vectors.ids("same")) == 1
+    assert "bicycle" not in reopened.compile("What was repaired?", user_id="same").text

@@ -6,11 +6,41 @@ the same numbers BM25Okapi computes (tests keep rank-bm25 as the reference).
 """
 from __future__ import annotations
 
-import bisect
 import math
 from collections import Counter
 
 import numpy as np
+
+
+class _Column:
+    """A growable 1-d array: appends in place and reads as a view, so a query after an add rebuilds nothing."""
+
+    __slots__ = ("data", "n")
+
+    def __init__(self, dtype: type, capacity: int = 4):
+        self.data = np.zeros(capacity, dtype=dtype)
+        self.n = 0
+
+    def __len__(self) -> int:
+        return self.n
+
+    def view(self) -> np.ndarray:
+        return self.data[: self.n]
+
+    def append(self, value: float) -> None:
+        if self.n == len(self.data):
+            self.data = np.concatenate([self.data, np.zeros_like(self.data)])
+        self.data[self.n] = value
+        self.n += 1
+
+    def insert(self, i: int, value: float) -> None:
+        self.append(value)
+        self.data[i + 1 : self.n] = self.data[i : self.n - 1]  # numpy copies overlapping slices safely
+        self.data[i] = value
+
+    def delete(self, i: int) -> None:
+        self.data[i : self.n - 1] = self.data[i + 1 : self.n]
+        self.n -= 1
 
 
 class BM25Index:
@@ -18,16 +48,21 @@ class BM25Index:
         self.k1, self.b, self.epsilon = k1, b, epsilon
         self._term_ids: dict[str, int] = {}
         self._df: list[int] = []
-        self._post_docs: list[list[int]] = []
-        self._post_tfs: list[list[int]] = []
-        self._arrays: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-        self._doc_len: list[int] = []
+        self._post_docs: list[_Column] = []  # ascending document ids per term
+        self._post_tfs: list[_Column] = []
+        self._doc_len = _Column(np.float64, 1024)
         self._total_len = 0
         self._avg_idf: float | None = None
-        self._doc_len_arr: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self._doc_len)
+
+    def _new_term(self, term: str) -> int:
+        tid = self._term_ids[term] = len(self._df)
+        self._df.append(0)
+        self._post_docs.append(_Column(np.int64))
+        self._post_tfs.append(_Column(np.float64))
+        return tid
 
     def add(self, tokens: list[str]) -> int:
         doc = len(self._doc_len)
@@ -36,16 +71,11 @@ class BM25Index:
         for term, tf in Counter(tokens).items():
             tid = self._term_ids.get(term)
             if tid is None:
-                tid = self._term_ids[term] = len(self._df)
-                self._df.append(0)
-                self._post_docs.append([])
-                self._post_tfs.append([])
+                tid = self._new_term(term)
             self._df[tid] += 1
             self._post_docs[tid].append(doc)
             self._post_tfs[tid].append(tf)
-            self._arrays.pop(tid, None)
         self._avg_idf = None
-        self._doc_len_arr = None
         return doc
 
     def replace(self, doc: int, old_tokens: list[str], tokens: list[str]) -> None:
@@ -56,27 +86,23 @@ class BM25Index:
                 continue
             tid = self._term_ids.get(term)
             if tid is None:  # a term new to the whole index
-                tid = self._term_ids[term] = len(self._df)
-                self._df.append(0)
-                self._post_docs.append([])
-                self._post_tfs.append([])
+                tid = self._new_term(term)
             docs, tfs = self._post_docs[tid], self._post_tfs[tid]
-            i = bisect.bisect_left(docs, doc)  # postings stay sorted by document id
-            present = i < len(docs) and docs[i] == doc
+            i = int(np.searchsorted(docs.view(), doc))  # postings stay sorted by document id
+            present = i < len(docs) and docs.data[i] == doc
             if new[term] and present:
-                tfs[i] = new[term]
+                tfs.data[i] = new[term]
             elif new[term]:
                 docs.insert(i, doc)
                 tfs.insert(i, new[term])
                 self._df[tid] += 1
             elif present:
-                del docs[i], tfs[i]
+                docs.delete(i)
+                tfs.delete(i)
                 self._df[tid] -= 1
-            self._arrays.pop(tid, None)
-        self._total_len += len(tokens) - self._doc_len[doc]
-        self._doc_len[doc] = len(tokens)
+        self._total_len += len(tokens) - int(self._doc_len.data[doc])
+        self._doc_len.data[doc] = len(tokens)
         self._avg_idf = None
-        self._doc_len_arr = None
 
     def _idf(self, df: int) -> float:
         n = len(self._doc_len)
@@ -93,27 +119,19 @@ class BM25Index:
             self._avg_idf = float(np.sum(np.log(n - df + 0.5) - np.log(df + 0.5)) / len(df)) if len(df) else 0.0
         return self._avg_idf
 
-    def _postings(self, tid: int) -> tuple[np.ndarray, np.ndarray]:
-        arrays = self._arrays.get(tid)
-        if arrays is None:
-            arrays = (np.asarray(self._post_docs[tid], dtype=np.int64), np.asarray(self._post_tfs[tid], dtype=np.float64))
-            self._arrays[tid] = arrays
-        return arrays
-
     def scores(self, query: list[str]) -> np.ndarray:
         n = len(self._doc_len)
         out = np.zeros(n)
         if not n:
             return out
-        if self._doc_len_arr is None:
-            self._doc_len_arr = np.asarray(self._doc_len, dtype=np.float64)
+        doc_len = self._doc_len.view()
         avgdl = self._total_len / n
         for term in query:  # duplicates count twice, as in BM25Okapi
             tid = self._term_ids.get(term)
             if tid is None:
                 continue
-            docs, tfs = self._postings(tid)
-            dl = self._doc_len_arr[docs]
+            docs, tfs = self._post_docs[tid].view(), self._post_tfs[tid].view()
+            dl = doc_len[docs]
             out[docs] += self._idf(self._df[tid]) * (tfs * (self.k1 + 1) / (tfs + self.k1 * (1 - self.b + self.b * dl / avgdl)))
         return out
 

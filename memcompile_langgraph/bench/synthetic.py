@@ -68,6 +68,7 @@ class Fact:
     kind: str
     speaker: str
     slots: dict[str, str]
+    turn: int = 0  # position of the turn that said it
 
 
 @dataclass
@@ -156,6 +157,8 @@ def generate(n_turns: int, seed: int = 7) -> History:
                 thing = gen.thing()
                 turn["image_caption"] = f"a photo of a {thing} on a table"
                 turn["image_query"] = thing
+            for fact in facts:
+                fact.turn = len(out.turns)
             out.turns.append(turn)
             out.facts += facts
     return out
@@ -172,10 +175,11 @@ _ASK = {
 }
 
 
-def questions(history: History, n: int, seed: int = 11) -> list[str]:
-    """n questions about facts of the history, spread over its whole length."""
-    if not history.facts:
+def questions(history: History, n: int, seed: int = 11, upto: int | None = None) -> list[str]:
+    """n questions about facts said in the first `upto` turns (default all), spread over that span."""
+    facts = [f for f in history.facts if upto is None or f.turn < upto]
+    if not facts:
         return []
     rng = random.Random(seed)
-    picked = [history.facts[rng.randrange(len(history.facts))] for _ in range(n)]
+    picked = [facts[rng.randrange(len(facts))] for _ in range(n)]
     return [_ASK[f.kind].format(speaker=f.speaker, **f.slots) for f in picked]

@@ -6,6 +6,7 @@ import hashlib
 import json
 import sqlite3
 import threading
+import uuid
 from pathlib import Path
 from typing import Iterator
 
@@ -13,6 +14,7 @@ from ..records import Descriptor, SourcePacket
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS users (user_id TEXT PRIMARY KEY, version INTEGER NOT NULL DEFAULT 0);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS packets (
     user_id TEXT NOT NULL, packet_id TEXT NOT NULL, seq INTEGER NOT NULL, dia_id TEXT NOT NULL,
     speaker TEXT NOT NULL, session INTEGER NOT NULL, session_label TEXT NOT NULL, session_time TEXT,
@@ -114,6 +116,12 @@ class RecordStore:
     def _all(self, sql: str, args: tuple) -> list[tuple]:
         with self._mutex:
             return self.conn.execute(sql, args).fetchall()
+
+    def store_id(self) -> str:
+        """A random id fixed at creation: names this store's collections on a shared Chroma server."""
+        with self._mutex:
+            self.conn.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('store_id', ?)", (uuid.uuid4().hex,))
+            return self.conn.execute("SELECT value FROM meta WHERE key='store_id'").fetchone()[0]
 
     def version(self, user_id: str) -> int:
         row = self._one("SELECT version FROM users WHERE user_id=?", (user_id,))

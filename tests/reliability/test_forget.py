@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import sqlite3
 
+import numpy as np
 import pytest
 
 from memcompile_langgraph import MemCompile
@@ -35,9 +36,15 @@ def _table_hits(db, needles: list[str]) -> list[tuple[str, str]]:
         conn.close()
 
 
-def _byte_hits(store, needle: str) -> list[str]:
-    raw = needle.encode()
-    return [str(p.relative_to(store)) for p in store.rglob("*") if p.is_file() and raw in p.read_bytes()]
+def _byte_hits(store, *needles: str | bytes) -> list[str]:
+    raw = [n.encode() if isinstance(n, str) else n for n in needles]
+    return sorted({str(p.relative_to(store)) for p in store.rglob("*") if p.is_file() for n in raw if n in p.read_bytes()})
+
+
+def _vector_bytes(mem, user: str, ids: set[str]) -> list[bytes]:
+    """The start of each stored float32 vector, as Chroma writes it into its log and index files."""
+    got_ids, vectors = mem.vectors.vectors(user)
+    return [np.asarray(v, dtype=np.float32).tobytes()[:64] for i, v in zip(got_ids, vectors) if i in ids]
 
 
 @pytest.fixture
@@ -52,6 +59,8 @@ def two_users(tmp_path, embeddings):
 def test_forget_removes_every_trace_of_the_user(two_users, embeddings):
     store, mem = two_users
     gone_ids = packet_ids(store, "gone")
+    gone_vectors = _vector_bytes(mem, "gone", gone_ids)
+    assert len(gone_vectors) == 24 and _byte_hits(store, *gone_vectors)
     kept_before = mem.stats("kept")
     llm = LLMStore(store)  # the LLM side of the store: cache and ledger rows of both users
     for user in ("gone", "kept"):
@@ -72,7 +81,7 @@ def test_forget_removes_every_trace_of_the_user(two_users, embeddings):
     needles = [MARK, "gone", *gone_ids]
     assert _table_hits(store / "memcompile.sqlite3", needles) == []
     assert _table_hits(store / "llm.sqlite3", needles) == []
-    assert _byte_hits(store, MARK) == []  # nor in free pages or the WAL
+    assert _byte_hits(store, MARK, *gone_ids, *gone_vectors) == []  # nor in free pages, the WAL or index files
     assert mem.vectors.name("gone") not in {c.name for c in mem.vectors.client.list_collections()}
     view = vector_view(store, "gone")
     assert view["vector_ids"] == view["searchable_ids"] == set()
@@ -92,6 +101,7 @@ def test_delete_turns_removes_turns_descriptors_cells_and_vectors(two_users, emb
     victim_pids = {index.by_dia[d] for d in victims}
     victim_dids = {d.descriptor_id for p in victim_pids for d in index.by_packet[p]}
     texts = [index.packets[p].text.split()[-1] for p in victim_pids]  # their unique marker words
+    victim_vectors = _vector_bytes(mem, "gone", victim_pids)
     before = mem.stats("gone")
 
     assert mem.delete_turns("gone", victims + ["D9:9"]) == 2
@@ -109,7 +119,7 @@ def test_delete_turns_removes_turns_descriptors_cells_and_vectors(two_users, emb
             ctx = reopened.compile(f"{word} trip", user_id="gone")
             assert word not in ctx.text and not victim_pids & {p["packet_id"] for p in ctx.packets}
     assert _table_hits(store / "memcompile.sqlite3", [*texts, *victim_pids]) == []
-    assert all(_byte_hits(store, w) == [] for w in texts)
+    assert _byte_hits(store, *texts, *victim_pids, *victim_vectors) == []
     view = vector_view(store, "gone")
     assert not victim_pids & (view["vector_ids"] | view["searchable_ids"])
     assert view["vector_ids"] == packet_ids(store, "gone")

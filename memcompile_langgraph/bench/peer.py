@@ -1,0 +1,30 @@
+"""The peer the bench compares with: LangGraph's InMemoryStore with the same embeddings, one item per turn."""
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.embeddings import Embeddings
+from langgraph.store.base import PutOp
+from langgraph.store.memory import InMemoryStore
+
+NAME = "langgraph.store.memory.InMemoryStore"
+NAMESPACE = ("bench", "turns")
+
+
+class PeerStore:
+    """Turns go in batched (as the MemCompile ingest does), questions come back as the top `limit` turns."""
+
+    def __init__(self, embeddings: Embeddings, dims: int = 384, limit: int = 12):
+        self.store = InMemoryStore(index={"embed": embeddings, "dims": dims, "fields": ["text"]})
+        self.limit = limit
+
+    def add(self, turns: list[dict[str, Any]], batch: int) -> None:
+        for start in range(0, len(turns), batch):
+            ops = [
+                PutOp(NAMESPACE, t["dia_id"], {"text": f"{t['speaker']}: {t['text']}", "time": t.get("time", "")})
+                for t in turns[start : start + batch]
+            ]
+            self.store.batch(ops)  # one embed_documents call per batch
+
+    def search(self, query: str) -> list[str]:
+        return [item.key for item in self.store.search(NAMESPACE, query=query, limit=self.limit)]
