@@ -3,11 +3,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import END, START
 
 from .build import extract_all, metadata_all, packetize, turn_contexts
 from .state import IngestState
-from .trace import timed
+from .trace import stage_graph
 
 if TYPE_CHECKING:
     from .memory import MemCompile
@@ -73,10 +73,8 @@ NODES = {
 
 
 def build_ingest_graph(mem: "MemCompile"):
-    builder = StateGraph(IngestState)
+    builder = stage_graph(IngestState, NODES, mem)
     names = list(NODES)
-    for name in names:
-        builder.add_node(name, timed(name, lambda state, fn=NODES[name]: fn(mem, state)))
     builder.add_edge(START, names[0])
     for a, b in zip(names, names[1:]):
         builder.add_edge(a, b)

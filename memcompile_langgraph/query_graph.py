@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import END, START
 
 from .address.candidates import bm25_top, candidate_union
 from .address.intent import enriched_query
@@ -17,7 +17,7 @@ from .evidence.scheduler import ScheduleInput
 from .records import DenseHit, Intent
 from .state import QueryState
 from .text import terms
-from .trace import timed
+from .trace import stage_graph
 
 if TYPE_CHECKING:
     from .memory import MemCompile
@@ -159,9 +159,7 @@ NODES = {
 
 
 def build_query_graph(mem: "MemCompile"):
-    builder = StateGraph(QueryState)
-    for name, fn in NODES.items():
-        builder.add_node(name, timed(name, lambda state, fn=fn: fn(mem, state)))
+    builder = stage_graph(QueryState, NODES, mem)
     builder.add_edge(START, "intent")
     builder.add_edge("intent", "bm25")
     builder.add_edge("intent", "dense")  # the dense channel runs beside the address plane

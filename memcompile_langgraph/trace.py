@@ -5,6 +5,8 @@ import functools
 import time
 from typing import Any, Callable
 
+from langgraph.graph import StateGraph
+
 
 def timed(stage: str, fn: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, Any]]:
     @functools.wraps(fn)
@@ -17,3 +19,11 @@ def timed(stage: str, fn: Callable[..., dict[str, Any]]) -> Callable[..., dict[s
 
     node.__name__ = stage
     return node
+
+
+def stage_graph(state_type: type, nodes: dict[str, Callable[[Any, dict[str, Any]], dict[str, Any]]], mem: Any) -> StateGraph:
+    """A StateGraph with one timed node per stage function, each bound to the MemCompile instance."""
+    builder = StateGraph(state_type)
+    for name, fn in nodes.items():
+        builder.add_node(name, timed(name, lambda state, fn=fn: fn(mem, state)))
+    return builder

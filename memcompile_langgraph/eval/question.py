@@ -4,6 +4,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any, Callable
 
+from ..evidence.normalize import normalize
 from ..evidence.render import VIEWS, render_context
 from .baselines import BASELINE_KS
 from .dataset import Question
@@ -37,7 +38,8 @@ def diagnostics(index: "UserIndex", gold: set[str], state: dict[str, Any], k: in
     stages = {
         "unnormalized": [c.packet_id for c in state.get("candidates", [])],
         "dedup": _dedup_by_text(index, state.get("candidates", [])),
-        "normalized": [p.packet_id for p in state.get("pool", [])],
+        # Eq. 8-10 over the claim hits themselves: the closed pool may also hold fused or dense proposals
+        "normalized": [p.packet_id for p in normalize(state.get("candidates", []), index.layout.of_descriptor)],
         "anchors": list(state.get("anchors", [])),
     }
     out = {}

@@ -17,7 +17,7 @@ def one_line(text: str) -> str:
 
 def header(p: SourcePacket) -> str:
     when = p.session_time[:16].replace("T", " ") if p.session_time else p.session_time_raw
-    return f"[{p.dia_id}] {one_line(p.speaker)} | {one_line(when)} | session {p.session}"
+    return f"[{one_line(p.dia_id)}] {one_line(p.speaker)} | {one_line(when)} | session {p.session}"
 
 
 def render_block(index: UserIndex, packet_id: str, view: str = "bundle", representative: str | None = None) -> str:

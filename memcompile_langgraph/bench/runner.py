@@ -1,0 +1,236 @@
+"""`memcompile bench`: grow a real store (SQLite + Chroma on disk) with a synthetic history and time it.
+
+At each size N the store holds exactly N turns when queries are timed; then single turns are added one by
+one (`add_turn_ms`), and the next size's bulk ingest continues from there. Ingest rate is end to end:
+packetize, extraction, Cell placement, SQLite commit, BM25 and the packet-document embeddings. The peer
+(InMemoryStore with the same embedding model) goes through the same sizes afterwards, so `rss_mb` is the
+MemCompile phase alone.
+"""
+from __future__ import annotations
+
+import gc
+import os
+import platform
+import resource
+import shutil
+import statistics
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from ..memory import INGEST_BATCH, MemCompile
+from .peer import NAME as PEER_NAME
+from .peer import PeerStore
+from .synthetic import generate, questions
+
+USER = "bench"
+WARMUP_QUERIES = 2
+
+
+@dataclass(frozen=True)
+class BenchOptions:
+    sizes: tuple[int, ...]
+    queries: int = 50
+    add_samples: int = 20  # single-turn adds timed at each size
+    store: Path | None = None  # default: a temporary directory, removed afterwards
+    peer: bool = True
+    seed: int = 7
+
+
+def percentile(values: list[float], q: float) -> float:
+    """Nearest-rank percentile (q in 0..100); 0.0 for no values."""
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q / 100 * len(ordered) + 0.5) - 1))]
+
+
+def peak_rss_mb() -> float:
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)  # kB on Linux
+
+
+def machine() -> dict[str, Any]:
+    model = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    import onnxruntime
+
+    return {
+        "cpu": model,
+        "cores": os.cpu_count(),
+        "python": platform.python_version(),
+        "onnxruntime": onnxruntime.__version__,
+        "platform": platform.platform(terse=True),
+    }
+
+
+def _timed(fn: Callable[[], Any]) -> tuple[float, Any]:
+    start = time.perf_counter()
+    out = fn()
+    return time.perf_counter() - start, out
+
+
+def _ms(seconds: float) -> float:
+    return round(seconds * 1000, 2)
+
+
+class _Phase:
+    """Wall time of a phase with the load average around it, so a noisy measurement shows as one."""
+
+    def __init__(self) -> None:
+        self.load_before = os.getloadavg()[0]
+        self.cpu = time.process_time()
+
+    def close(self) -> dict[str, float]:
+        return {"load_before": round(self.load_before, 2), "load_after": round(os.getloadavg()[0], 2), "cpu_s": round(time.process_time() - self.cpu, 2)}
+
+
+def _query_stats(mem: MemCompile, qs: list[str]) -> dict[str, Any]:
+    for q in qs[:WARMUP_QUERIES]:
+        mem.compile(q, user_id=USER)
+    totals: list[float] = []
+    stages: dict[str, list[float]] = {}
+    for q in qs[WARMUP_QUERIES:]:
+        seconds, ctx = _timed(lambda q=q: mem.compile(q, user_id=USER))
+        totals.append(seconds * 1000)
+        for stage, info in ctx.trace.items():
+            if isinstance(info, dict) and "ms" in info:
+                stages.setdefault(stage, []).append(info["ms"])
+    return {
+        "query_ms_p50": round(percentile(totals, 50), 2),
+        "query_ms_p95": round(percentile(totals, 95), 2),
+        "stages_ms_p50": {k: round(percentile(v, 50), 2) for k, v in stages.items()},
+    }
+
+
+def _check_store(path: Path) -> None:
+    db = path / "memcompile.sqlite3"
+    if db.exists():
+        import sqlite3
+
+        with sqlite3.connect(db) as conn:
+            has = conn.execute("SELECT name FROM sqlite_master WHERE name='users'").fetchone() and conn.execute(
+                "SELECT 1 FROM users WHERE user_id=?", (USER,)
+            ).fetchone()
+        if has:
+            raise ValueError(f"{path} already holds a bench history; give an empty or new directory")
+
+
+def run_memcompile(opts: BenchOptions, turns: list[dict], history, store: Path, log: Callable[[str], None]) -> list[dict[str, Any]]:
+    mem = MemCompile(store)
+    if mem.embeddings is not None:
+        mem.embeddings.embed_documents(["warm up the model"])
+    points: list[dict[str, Any]] = []
+    stored, ingest_s, bulk_turns = 0, 0.0, 0
+    for size in opts.sizes:  # turns[:size] are stored when queries run; the single adds follow them
+        phase = _Phase()
+        seconds, _ = _timed(lambda: mem.add_turns(turns[stored:size], user_id=USER))
+        ingest_s, bulk_turns, stored = ingest_s + seconds, bulk_turns + (size - stored), size
+        ingest = phase.close()
+        log(f"memcompile {size} turns: ingested at {bulk_turns / ingest_s:.1f} turns/s")
+        phase = _Phase()
+        queries = _query_stats(mem, questions(history, opts.queries + WARMUP_QUERIES, seed=opts.seed + size, upto=size))
+        adds = []
+        for turn in turns[stored : stored + opts.add_samples]:
+            seconds, _ = _timed(lambda turn=turn: mem.add_turns([turn], user_id=USER))
+            adds.append(seconds * 1000)
+        stored += len(adds)
+        stats = mem.stats(USER)
+        points.append(
+            {
+                "turns": size,
+                "ingest_turns_per_s": round(bulk_turns / ingest_s, 1),
+                "ingest_s": round(ingest_s, 1),
+                "add_turn_ms_p50": round(percentile(adds, 50), 2),
+                "add_turn_ms_p95": round(percentile(adds, 95), 2),
+                **queries,
+                "rss_mb": peak_rss_mb(),
+                "descriptors": stats["descriptors"],
+                "cells": stats["cells"],
+                "vectors": stats["vectors"],
+                "load": {"ingest": ingest, "measure": phase.close()},
+            }
+        )
+        log(f"memcompile {size} turns: query p50 {queries['query_ms_p50']} ms, add turn p50 {points[-1]['add_turn_ms_p50']} ms")
+    mem.close()
+    del mem
+    gc.collect()
+    seconds, reopened = _timed(lambda: _reopen(store))
+    points[-1]["open_s"] = round(seconds, 2)
+    reopened.close()
+    return points
+
+
+def _reopen(store: Path) -> MemCompile:
+    mem = MemCompile(store)
+    mem.index(USER)
+    return mem
+
+
+def run_peer(opts: BenchOptions, turns: list[dict], history, embeddings, log: Callable[[str], None]) -> list[dict[str, Any]]:
+    peer = PeerStore(embeddings)
+    out, stored, ingest_s = [], 0, 0.0
+    for size in opts.sizes:
+        seconds, _ = _timed(lambda: peer.add(turns[stored:size], INGEST_BATCH))
+        ingest_s, stored = ingest_s + seconds, size
+        qs = questions(history, opts.queries + WARMUP_QUERIES, seed=opts.seed + size, upto=size)
+        for q in qs[:WARMUP_QUERIES]:
+            peer.search(q)
+        times = [_timed(lambda q=q: peer.search(q))[0] * 1000 for q in qs[WARMUP_QUERIES:]]
+        out.append({"name": PEER_NAME, "turns": size, "ingest_turns_per_s": round(size / ingest_s, 1), "query_ms_p50": round(percentile(times, 50), 2)})
+        log(f"peer {size} turns: ingested at {out[-1]['ingest_turns_per_s']} turns/s, search p50 {out[-1]['query_ms_p50']} ms")
+    return out
+
+
+def run_bench(opts: BenchOptions, log: Callable[[str], None] = lambda _: None) -> dict[str, Any]:
+    """The bench report: the largest size's figures at the top level, every size under "sizes"."""
+    sizes = tuple(sorted(set(opts.sizes)))
+    if not sizes or sizes[0] < 1:
+        raise ValueError("sizes must be positive turn counts")
+    if any(b - a <= opts.add_samples for a, b in zip(sizes, sizes[1:])):
+        raise ValueError(f"sizes must be more than {opts.add_samples} turns apart (the single-turn adds sit between them)")
+    opts = BenchOptions(**{**opts.__dict__, "sizes": sizes})
+    history = generate(sizes[-1] + opts.add_samples, seed=opts.seed)
+    turns = history.turns
+    baseline = peak_rss_mb()  # the interpreter, libraries and the synthetic history itself
+    store = opts.store or Path(tempfile.mkdtemp(prefix="memcompile-bench-"))
+    store.mkdir(parents=True, exist_ok=True)
+    _check_store(store)
+    started = time.perf_counter()
+    try:
+        points = run_memcompile(opts, turns, history, store, log)
+        from ..store.embeddings import default_embeddings
+
+        embeddings = default_embeddings() if opts.peer else None
+        peers = run_peer(opts, turns, history, embeddings, log) if embeddings is not None else []
+    finally:
+        if opts.store is None:
+            shutil.rmtree(store, ignore_errors=True)
+    for point, peer in zip(points, peers):
+        point["peer"] = peer
+    top = dict(points[-1])
+    top.pop("load", None)
+    report: dict[str, Any] = {
+        **top,
+        "queries": opts.queries,
+        "add_samples": opts.add_samples,
+        "seed": opts.seed,
+        "rss_mb_before_store": baseline,
+        "dense": points[-1]["vectors"] > 0,
+        "machine": machine(),
+        "bench_s": round(time.perf_counter() - started, 1),
+        "sizes": points,
+    }
+    if not peers:
+        report["peer"] = {"name": PEER_NAME, "skipped": "no embedding model" if opts.peer else "--no-peer"}
+    return report
+
+
+__all__ = ["BenchOptions", "run_bench", "percentile"]

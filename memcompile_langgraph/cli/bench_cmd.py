@@ -1,0 +1,101 @@
+"""`memcompile bench`: speed and scale on a synthetic history, with LangGraph's InMemoryStore as the peer."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from . import UsageError
+
+COLUMNS = (
+    ("turns", "turns"),
+    ("ingest_turns_per_s", "ingest turns/s"),
+    ("add_turn_ms_p50", "add turn ms p50"),
+    ("query_ms_p50", "query ms p50"),
+    ("query_ms_p95", "query ms p95"),
+    ("rss_mb", "peak RSS MB"),
+)
+
+
+def parse_sizes(text: str) -> tuple[int, ...]:
+    try:
+        sizes = tuple(int(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise UsageError(f"--sizes takes comma-separated turn counts, got {text!r}") from None
+    if not sizes or min(sizes) < 1:
+        raise UsageError("--sizes takes positive turn counts")
+    return sizes
+
+
+def table(report: dict) -> str:
+    rows = [[label for _, label in COLUMNS] + ["peer ingest turns/s", "peer query ms p50"]]
+    for point in report["sizes"]:
+        peer = point.get("peer", {})
+        rows.append([str(point[key]) for key, _ in COLUMNS] + [str(peer.get("ingest_turns_per_s", "-")), str(peer.get("query_ms_p50", "-"))])
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return "\n".join("  ".join(cell.rjust(w) for cell, w in zip(r, widths)) for r in rows)
+
+
+def plot(report: dict, path: Path) -> None:
+    """Latency and ingest rate against N, MemCompile beside the peer."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise UsageError("--plot needs matplotlib: pip install 'memcompile-langgraph[plots]'") from None
+    points = report["sizes"]
+    n = [p["turns"] for p in points]
+    fig, (lat, rate) = plt.subplots(1, 2, figsize=(11, 4.2))
+    for key, label, style in (("query_ms_p50", "query p50", "o-"), ("query_ms_p95", "query p95", "o--"), ("add_turn_ms_p50", "add one turn p50", "s-")):
+        lat.plot(n, [p[key] for p in points], style, label=label)
+    peers = [p["peer"] for p in points if "peer" in p]
+    if peers:
+        lat.plot([p["turns"] for p in peers], [p["query_ms_p50"] for p in peers], "^:", label="InMemoryStore search p50")
+    lat.set(xscale="log", yscale="log", xlabel="turns in the store (N)", ylabel="ms", title="latency")
+    lat.legend()
+    rate.plot(n, [p["ingest_turns_per_s"] for p in points], "o-", label="MemCompile")
+    if peers:
+        rate.plot([p["turns"] for p in peers], [p["ingest_turns_per_s"] for p in peers], "^:", label="InMemoryStore")
+    rate.set(xscale="log", xlabel="turns in the store (N)", ylabel="turns/s (embeddings included)", title="ingest, end to end")
+    rate.legend()
+    fig.suptitle(f"memcompile bench on {report['machine']['cpu']}, {report['machine']['cores']} cores")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from ..bench.runner import BenchOptions, run_bench
+
+    sizes = parse_sizes(args.sizes) if args.sizes else ()
+    if args.turns is not None:
+        if args.turns < 1:
+            raise UsageError("--turns must be positive")
+        sizes = tuple(sorted(set(sizes) | {args.turns}))
+    if not sizes:
+        raise UsageError("give --turns N or --sizes N1,N2,...")
+    if args.queries < 1:
+        raise UsageError("--queries must be positive")
+    opts = BenchOptions(sizes=sizes, queries=args.queries, store=Path(args.store) if args.store else None, peer=not args.no_peer, seed=args.seed)
+    log = (lambda msg: None) if args.quiet else (lambda msg: print(msg, file=sys.stderr, flush=True))
+    report = run_bench(opts, log)
+    if args.plot:
+        plot(report, Path(args.plot))
+    print(json.dumps(report, indent=2) if args.json else table(report))
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("bench", help="speed and scale on a synthetic multi-session history (offline)")
+    p.add_argument("--turns", type=int, default=None, help="turns in the store when measured")
+    p.add_argument("--queries", type=int, default=50, help="timed queries per size (default 50)")
+    p.add_argument("--sizes", default=None, help="measure while growing through these sizes, e.g. 1000,5000,20000,100000")
+    p.add_argument("--store", default=None, help="keep the bench store in this new directory (default: a temporary one)")
+    p.add_argument("--plot", default=None, help="write a PNG of latency and ingest rate against N")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--no-peer", action="store_true", help="skip the InMemoryStore peer")
+    p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    p.set_defaults(func=cmd_bench)
