@@ -4,6 +4,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
+import sys
 import threading
 from pathlib import Path
 from typing import Any, Iterable, Sequence
@@ -112,6 +113,17 @@ class MemCompile:
             index.vectors.set([i for i, _ in known], [v for _, v in known])
         return index
 
+    def _borrow(self, user_id: str) -> UserIndex | None:
+        """The cached index for a writer to extend in place (no O(N) reload per add_turns), taken out of the cache
+        only when it is current and nothing but the cache refers to it: no query or caller is reading it. Readers
+        arriving meanwhile load their own snapshot; a failed write never puts it back. Else None."""
+        with self._index_lock:
+            index = self._indexes.get(user_id)
+            # 3 = the cache, this local and getrefcount's argument (CPython reference counts are exact)
+            if index is None or sys.getrefcount(index) > 3 or index.version != self.records.version(user_id):
+                return None
+            return self._indexes.pop(user_id)
+
     def invalidate(self, user_id: str) -> None:
         with self._index_lock:
             self._indexes.pop(user_id, None)
@@ -178,7 +190,7 @@ class MemCompile:
         if hasattr(self.extractor, "progress"):
             self.extractor.progress = progress
         with self.records.write_lock(user_id):
-            private = self._load(user_id)
+            private = self._borrow(user_id) or self._load(user_id)
             token = _PINNED.set((user_id, private))
             try:
                 for start in range(0, len(turns), INGEST_BATCH):

@@ -9,6 +9,7 @@ MemCompile phase alone.
 from __future__ import annotations
 
 import gc
+import math
 import os
 import platform
 import resource
@@ -44,7 +45,7 @@ def percentile(values: list[float], q: float) -> float:
     if not values:
         return 0.0
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, round(q / 100 * len(ordered) + 0.5) - 1))]
+    return ordered[min(len(ordered), max(1, math.ceil(q / 100 * len(ordered)))) - 1]
 
 
 def peak_rss_mb() -> float:

@@ -164,7 +164,7 @@ def generate(n_turns: int, seed: int = 7) -> History:
     return out
 
 
-_ASK = {
+ASK = {
     "purchase": "What did {speaker} buy or find at the {place}?",
     "hobby": "Who does {speaker} do {hobby} with?",
     "trip": "When are {speaker} and {with} going to {city}?",
@@ -182,4 +182,4 @@ def questions(history: History, n: int, seed: int = 11, upto: int | None = None)
         return []
     rng = random.Random(seed)
     picked = [facts[rng.randrange(len(facts))] for _ in range(n)]
-    return [_ASK[f.kind].format(speaker=f.speaker, **f.slots) for f in picked]
+    return [ASK[f.kind].format(speaker=f.speaker, **f.slots) for f in picked]

@@ -226,3 +226,10 @@ def test_many_sessions(tmp_path):
     assert f"many: stored {n} turns" in run.out and "bad_session=1" in run.out
     stats = json.loads(memcompile("stats", "--store", store, "--user", "many", "--json").out)
     assert stats["packets"] == n and stats["sessions"] == n
+
+
+def test_byte_order_mark_is_accepted(tmp_path):
+    path = tmp_path / "bom.json"
+    path.write_bytes(b"\xef\xbb\xbf" + json.dumps([_turn("A file saved with a byte order mark.")]).encode())
+    run = memcompile("ingest", path, "--store", tmp_path / "store", "--user", "bom", "--quiet")
+    assert run.code == 0 and "bom: stored 1 turns" in run.out, run.err

@@ -50,28 +50,31 @@ def test_sigkill_at_any_moment_then_rerun_equals_a_clean_run(conversation_file, 
     user = sample["sample_id"]
     clean, crashed = tmp_path / "clean", tmp_path / "crashed"
 
+    started = time.monotonic()
     run = memcompile("ingest", path, "--store", clean, "--quiet")
+    clean_seconds = time.monotonic() - started
     assert run.code == 0, run.err
     expected = snapshot(clean, user)
     assert len(expected["packets"]) > 256  # two batches: a kill can fall between their transactions
 
     rng = random.Random(20261129)
     kills, states = 0, []
-    plan = ["random"] * RANDOM_KILLS + ["after_commit"] * TARGETED_KILLS  # the last one hits the final batch
+    # first right after batch 1 commits, then at random moments, last right after the final batch commits
+    plan = ["after_commit"] + ["random"] * RANDOM_KILLS + ["after_commit"] * (TARGETED_KILLS - 1)
     for i, how in enumerate(plan):
         before = _stored(crashed, user)
         if before == len(expected["packets"]):
             break  # a run got to the end: later kills would only hit the reconcile-and-skip path
         proc = spawn("ingest", path, "--store", crashed, "--quiet", log=tmp_path / f"kill{i}.log")
         if how == "random":
-            time.sleep(rng.uniform(1.0, 20.0))
+            time.sleep(rng.uniform(0.1, 0.6) * clean_seconds)  # start-up, reconcile, extraction or embedding
             killed = _kill(proc)
         else:
             killed = _kill_after_commit(proc, crashed, user, before)
         kills += killed
         states.append((how, _stored(crashed, user), len(vector_view(crashed, user)["vector_ids"])))
 
-    assert kills >= 3, f"too few runs were still alive when killed: {states}"
+    assert kills >= 4, f"too few runs were still alive when killed: {states}"
     # the targeted kills must have caught records without their vectors, the case reconcile repairs
     assert any(how == "after_commit" and vectors < packets for how, packets, vectors in states), states
 

@@ -1,0 +1,161 @@
+"""First and second person rewritten to names so a claim stands alone (Sec. 3.2.1): "I love" -> "Caroline loves".
+
+First person becomes the speaker ("I'm" -> "Caroline is", "my" -> "Caroline's"); "we"/"us" become "<Speaker> and
+others" and "our" "<Speaker>'s", because "we" is as often friends or a partner as it is family. Second person
+becomes the addressee, when there is one. The verb next to a rewritten "I"/"you" is put in the third person.
+"""
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+_TOKEN = re.compile(r"\w+(?:'\w+)*|[^\w]+")
+_FIRST_PERSON = frozenset(
+    "i i'm i've i'll i'd me my mine myself we we're we've we'll we'd us our ours ourselves".split()
+)
+_ADVERBS = frozenset(
+    """also just still even never always often sometimes already ever first too usually recently finally really
+    actually totally definitely truly kinda sorta only once soon almost mostly""".split()
+)
+_LY_VERBS = frozenset("apply reply fly rely supply comply multiply bully rally tally ally".split())
+# After "I" these stay as they are: modals, past tenses and forms that do not take an -s.
+_KEEP_VERB = frozenset(
+    """can could will would should might must may shall was had did got went made took felt saw thought knew found
+    gave told said came began brought bought built caught chose drew drove ate fell flew forgot grew heard held
+    kept left lent lost met paid ran rode sang sat sent slept spent stood swam taught understood woke won wore
+    wrote became hit cut quit shut hurt led fed fought hung lit meant sold shot spoke stuck struck threw read put
+    set let cost beat bet spread ought used can't couldn't won't wouldn't shouldn't didn't wasn't mustn't
+    mightn't ain't gotta gonna wanna learnt dreamt burnt spelt hid bit slid dug swore tore wove""".split()
+)
+_THIRD_PERSON = {
+    "am": "is", "are": "is", "were": "was", "have": "has", "do": "does", "go": "goes", "be": "is",
+    "don't": "doesn't", "haven't": "hasn't", "aren't": "isn't", "weren't": "wasn't",
+}
+# Verbs "you" is commonly the subject of; other words after "you" are left alone (it may be an object).
+_YOU_VERBS = frozenset(
+    """like love want need think know feel have do go make take get see enjoy remember mean miss say wish guess
+    believe find keep play work live plan agree understand look seem sound deserve prefer appreciate hope try
+    are were don't haven't aren't weren't""".split()
+)
+_YOU_GROUP = frozenset(["guys", "all", "both", "two"])
+_INVERTING_AUX = frozenset(
+    "am are were have do don't haven't aren't weren't did didn't can can't could will won't would should "
+    "shall might must may let to does has".split()
+)
+_YOU_SUBJECT_AFTER = frozenset(
+    """and but so if when that because since as while what where how why who which though although or hope
+    think bet guess know glad sure wish before after until unless then""".split()
+)
+
+
+def _third_person(verb: str) -> str:
+    lower = verb.lower()
+    if lower in _THIRD_PERSON:
+        return _match_case(_THIRD_PERSON[lower], verb)
+    past = lower.endswith("ed") and not lower.endswith("eed")  # "need" takes an -s, "walked" does not
+    if lower in _KEEP_VERB or past or "'" in lower or not lower.isalpha():
+        return verb
+    if lower.endswith(("ss", "sh", "ch", "x", "z", "o", "us")):
+        return verb + "es"
+    if lower.endswith("y") and len(lower) > 2 and lower[-2] not in "aeiou":
+        return verb[:-1] + "ies"
+    return verb + "s"
+
+
+def _match_case(word: str, like: str) -> str:
+    return word[:1].upper() + word[1:] if like[:1].isupper() else word
+
+
+def _is_adverb(word: str) -> bool:
+    lower = word.lower()
+    return lower in _ADVERBS or (lower.endswith("ly") and lower not in _LY_VERBS and len(lower) > 4)
+
+
+class Rewriter:
+    """Rewrites first and second person of one sentence to names, fixing the agreement of the next verb."""
+
+    def __init__(self, speaker: str, addressee: str | None):
+        self.speaker, self.addressee = speaker, addressee
+        group = f"{speaker} and others"
+        self.first = {
+            "i": speaker, "me": speaker, "myself": speaker, "my": f"{speaker}'s", "mine": f"{speaker}'s",
+            "i'm": f"{speaker} is", "i've": f"{speaker} has", "i'll": f"{speaker} will",
+            "we": group, "us": group, "ourselves": group, "our": f"{speaker}'s", "ours": f"{speaker}'s",
+            "we're": f"{group} are", "we've": f"{group} have", "we'll": f"{group} will", "we'd": f"{group} would",
+        }
+        self.second = {}
+        if addressee:
+            self.second = {
+                "you": addressee, "yourself": addressee, "your": f"{addressee}'s", "yours": f"{addressee}'s",
+                "you're": f"{addressee} is", "you've": f"{addressee} has", "you'll": f"{addressee} will",
+                "you'd": f"{addressee} would", "yourselves": f"{addressee} and others",
+                "y'all": f"{addressee} and others",
+            }
+
+    def __call__(self, sentence: str) -> str:
+        source = _TOKEN.findall(sentence)  # read from the original tokens, write to `out`
+        out = list(source)
+        at = [i for i, t in enumerate(source) if t[0].isalnum() or t[0] == "_"]
+        for n, i in enumerate(at):
+            lower = source[i].lower()
+            if lower in _FIRST_PERSON:
+                self._first(source, out, at, n, lower)
+            elif lower in self.second:
+                self._second(source, out, at, n, lower)
+        return "".join(out)
+
+    def _first(self, source: list[str], out: list[str], at: list[int], n: int, lower: str) -> None:
+        if lower == "us" and source[at[n]] == "US":  # the country
+            return
+        if lower == "i'd":
+            out[at[n]] = f"{self.speaker} {'had' if _word(source, at, n + 1) in ('been', 'better') else 'would'}"
+            return
+        out[at[n]] = self.first[lower]
+        if lower == "i" and _word(source, at, n - 1) != "and":  # "Mel and I love" stays plural
+            self._agree(source, out, at, n, always=True)
+
+    def _second(self, source: list[str], out: list[str], at: list[int], n: int, lower: str) -> None:
+        if lower == "you" and _word(source, at, n + 1) in _YOU_GROUP and _adjacent(source, at, n):
+            out[at[n]], out[at[n] + 1], out[at[n + 1]] = f"{self.addressee} and others", "", ""
+            return
+        out[at[n]] = self.second[lower]
+        if lower == "you":
+            self._agree(source, out, at, n, always=False)
+
+    @staticmethod
+    def _agree(source: list[str], out: list[str], at: list[int], n: int, always: bool) -> None:
+        """Third-person agreement around a rewritten "I"/"you": "have you" -> "has X", "I love" -> "X loves".
+
+        `always` is for "I", always a subject; "you" only agrees when it looks like one."""
+        prev = _word(source, at, n - 1) if n > 0 and _adjacent(source, at, n - 1) else ""
+        if prev in _INVERTING_AUX:
+            out[at[n - 1]] = _match_case(_THIRD_PERSON.get(prev, prev), source[at[n - 1]])
+            return
+        if not always and prev and prev not in _YOU_SUBJECT_AFTER:
+            return
+        k = n + 1
+        while k < len(at) and _adjacent(source, at, k - 1):
+            word = _word(source, at, k)
+            if word in ("kind", "sort") and _word(source, at, k + 1) == "of":
+                k += 2
+            elif _is_adverb(word):
+                k += 1
+            else:
+                if always or word in _YOU_VERBS:
+                    out[at[k]] = _third_person(source[at[k]])
+                return
+
+
+def _word(source: list[str], at: list[int], n: int) -> str:
+    return source[at[n]].lower() if 0 <= n < len(at) else ""
+
+
+def _adjacent(source: list[str], at: list[int], n: int) -> bool:
+    """Whether word n and word n+1 are separated by white space only."""
+    return n + 1 < len(at) and not "".join(source[at[n] + 1 : at[n + 1]]).strip()
+
+
+@lru_cache(maxsize=1024)
+def rewriter(speaker: str, addressee: str | None) -> Rewriter:
+    """The (cached) rewriter of one speaker talking to one addressee (None: second person stays as written)."""
+    return Rewriter(speaker, addressee)

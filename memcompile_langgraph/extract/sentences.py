@@ -1,0 +1,82 @@
+"""Sentences of a turn and which of them carry a fact: greetings, acknowledgements and filler carry none."""
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from ..text import STOPWORDS, clean_text, words
+from .names import Names
+
+# Words that carry no fact on their own: a sentence made only of these (plus stop words and names) is filler.
+LOW_CONTENT = frozenset(
+    """great awesome cool amazing wonderful fantastic incredible brilliant nice fun sweet lovely beautiful gorgeous
+    stunning impressive glad happy proud excited good luck care bye goodbye congrats congratulations haha hahaha
+    hehe lmao omg aw aww awww yay whoa ooh ah hmm um totally agreed agree sure definitely absolutely true right
+    exactly indeed appreciate appreciated welcome sounds sound hear heard see seeing talk talking soon later catch
+    keep means meant lot lots love loved feel feels felt thing things stuff something anything everything kind
+    bit way much many new part best nope yep yup nah cheers kudos bravo well super pretty tell telling share
+    sharing hope hoping wish glad mind guess bet believe know knew think thought wanted want going go doing done
+    man dude guys friend buddy there here let wait ask asking update news life huh woah pic pics photo photos
+    picture pictures look check take will give mean interesting cute yum yummy mr mrs ms dr""".split()
+)
+LAUGH = re.compile(r"^(?:a*h+a+(?:ha)*h*|he(?:he)+|lo+l|x+d+)$")
+ACKNOWLEDGEMENT = re.compile(r"^(?:(?:but|and|so)\s+)?(?:thanks|thank\s+you|congrats|congratulations)\b", re.I)
+
+_EMOJI = re.compile("[\U0001F000-\U0001FAFF\u2600-\u27BF\uFE0F\u200D\u2B50\u2764]+")
+_BOUNDARY = re.compile(r"(?<=[.!?\u2026])[\"')\]\u201d\u2019]*\s+|\s*\n+\s*")
+# a piece ending like this does not end a sentence: titles, initials, list numbers ("1.")
+_ABBREVIATION = re.compile(
+    r"(?:\b(?i:Mr|Mrs|Ms|Dr|St|Jr|Sr|Prof|Mt|Ft|vs|approx|e\.g|i\.e)|(?<![\w'])[A-Z]|^\d{1,2})\.$"
+)
+_MARKUP = re.compile(r"\*\*|`")
+_COMPOUND = re.compile(
+    r";\s+|\s+[-\u2013\u2014]+\s+(?=(?:I|I'm|I've|we|my|it|they|he|she)\b)|,\s+(?:and|but|so)\s+(?=(?:I|I'm|I've)\b)"
+)
+
+
+def normalize_quotes(text: str) -> str:
+    return text.replace("\u2019", "'").replace("\u2018", "'")
+
+
+@lru_cache(maxsize=8192)
+def split_sentences(text: str) -> tuple[str, ...]:
+    """Sentences of a turn (emoji act as boundaries); abbreviations such as "Mr." do not end a sentence."""
+    text = _EMOJI.sub("\n", _MARKUP.sub("", normalize_quotes(clean_text(text))))
+    pieces: list[str] = []
+    for piece in _BOUNDARY.split(text):
+        piece = piece.strip()
+        if not piece:
+            continue
+        if pieces and _ABBREVIATION.search(pieces[-1]):
+            pieces[-1] = f"{pieces[-1]} {piece}"
+        else:
+            pieces.append(piece)
+    return tuple(part.strip() for piece in pieces for part in _COMPOUND.split(piece) if part.strip())
+
+
+@lru_cache(maxsize=16384)  # a sentence is looked at as a turn and again as the next turn's context
+def content_words(sentence: str, names: Names) -> tuple[str, ...]:
+    """The words of a sentence that carry a fact; empty for a greeting or filler."""
+    return tuple(
+        w
+        for w in (w.split("'", 1)[0] for w in words(sentence))
+        if w
+        and not w.isdigit()
+        and w not in STOPWORDS
+        and w not in LOW_CONTENT
+        and not (w[-1] == "s" and w[:-1] in LOW_CONTENT)
+        and w not in names.filler
+        and not LAUGH.match(w)
+    )
+
+
+@lru_cache(maxsize=16384)
+def strip_vocatives(sentence: str, names: Names) -> str:
+    """The sentence without opening interjections and names addressed at its start or end."""
+    stripped = names.trailing.sub("", names.leading.sub("", sentence))
+    return stripped.strip(" ,-\u2013\u2014")
+
+
+def is_question(sentence: str) -> bool:
+    return sentence.rstrip("\"')\u201d ").endswith("?")
+

@@ -1,0 +1,102 @@
+import json
+import statistics
+
+import pytest
+
+from memcompile_langgraph.bench.runner import BenchOptions, percentile, run_bench
+from memcompile_langgraph.bench.synthetic import ASK, generate, questions
+from memcompile_langgraph.cli import main
+from memcompile_langgraph.memory import MemCompile
+from memcompile_langgraph.text import count_tokens
+
+
+def test_synthetic_history_is_deterministic_and_locomo_shaped():
+    a, b = generate(3000, seed=5), generate(3000, seed=5)
+    assert a.turns == b.turns and generate(3000, seed=6).turns != a.turns
+    lengths = [count_tokens(t["text"]) for t in a.turns]
+    assert 18 <= statistics.mean(lengths) <= 40  # LoCoMo: ~28 tokens a turn
+    assert len({t["speaker"] for t in a.turns}) >= 10
+    sessions = [t["session"] for t in a.turns]
+    assert sessions == sorted(sessions) and sessions[-1] >= 80
+    times = {t["session"]: t["time"] for t in a.turns}
+    assert len(set(times.values())) == len(times)  # every session has its own date and time
+    assert 0.1 < sum("image_caption" in t for t in a.turns) / len(a.turns) < 0.3
+    assert len({t["dia_id"] for t in a.turns}) == len(a.turns)
+
+
+def test_questions_ask_about_what_was_said_before_the_cut():
+    history = generate(2000, seed=3)
+    for f in history.facts[:200]:  # each fact's slot values are in the text of the turn that said it
+        assert all(v in history.turns[f.turn]["text"] for v in f.slots.values()), f
+    early = questions(history, 40, upto=300)
+    assert len(early) == 40 and questions(history, 40, upto=300) == early
+    said_early = {ASK[f.kind].format(speaker=f.speaker, **f.slots) for f in history.facts if f.turn < 300}
+    assert set(early) <= said_early
+    assert not set(questions(history, 40, seed=1)) <= said_early  # without the cut, later facts are asked too
+
+
+def test_percentile_is_nearest_rank():
+    assert percentile([], 50) == 0.0
+    assert percentile([5.0], 95) == 5.0
+    assert percentile([float(x) for x in range(1, 101)], 50) == 50.0
+    assert percentile([float(x) for x in range(1, 101)], 95) == 95.0
+
+
+@pytest.mark.parametrize("argv", [["bench"], ["bench", "--sizes", "a,b"], ["bench", "--turns", "0"], ["bench", "--sizes", "1000,1010"]])
+def test_bad_bench_arguments_are_one_line_errors(argv, capsys):
+    assert main(argv + ["--no-peer"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("memcompile: error:")
+
+
+def test_writer_extends_the_cached_index_only_when_nobody_reads_it():
+    turns = generate(400, seed=2).turns
+    mem = MemCompile(None, dense=False)
+    mem.add_turns(turns[:300], user_id="u")
+    index = mem.index("u")
+    mem.add_turns(turns[300:320], user_id="u")  # a caller holds `index`: the writer leaves it alone
+    assert len(index.packets) == 300 and mem.index("u") is not index
+    del index
+    cached = mem.index("u")
+    cached_id = id(cached)
+    del cached
+    for t in turns[320:400]:
+        mem.add_turns([t], user_id="u")  # nobody holds it: extended in place, no reload
+    live = mem.index("u")
+    assert id(live) == cached_id and len(live.packets) == 400
+    mem.invalidate("u")
+    reloaded = mem.index("u")
+    assert reloaded is not live
+    assert reloaded.layout.of_descriptor == live.layout.of_descriptor
+    assert [d.descriptor_id for d in reloaded.descriptors] == [d.descriptor_id for d in live.descriptors]
+    question = questions(generate(400, seed=2), 1, upto=400)[0]
+    assert mem.compile(question, user_id="u").packets  # the reloaded index answers
+    mem._indexes["u"] = live
+    first = [p["dia_id"] for p in mem.compile(question, user_id="u").packets]
+    mem._indexes["u"] = reloaded
+    assert [p["dia_id"] for p in mem.compile(question, user_id="u").packets] == first
+
+
+@pytest.mark.slow
+def test_bench_smoke_json_shape_and_sane_values(tmp_path, capsys, embeddings):
+    plot = tmp_path / "bench.png"
+    assert main(["bench", "--turns", "2000", "--queries", "10", "--json", "--quiet", "--plot", str(plot), "--store", str(tmp_path / "s")]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["turns"] == 2000 and report["dense"] is True
+    assert report["ingest_turns_per_s"] > 0 and report["ingest_s"] > 0
+    assert 0 < report["add_turn_ms_p50"] <= report["add_turn_ms_p95"]
+    assert 0 < report["query_ms_p50"] <= report["query_ms_p95"]
+    assert {"intent", "bm25", "cell_routing", "candidates", "normalize", "schedule", "dense", "frontier", "render"} <= set(report["stages_ms_p50"])
+    assert sum(report["stages_ms_p50"].values()) > 0
+    assert report["rss_mb"] >= report["rss_mb_before_store"] > 0
+    assert report["descriptors"] >= 2000 and 0 < report["cells"] < report["descriptors"]
+    assert report["vectors"] == 2000 + report["add_samples"]  # every stored turn, the single adds included
+    assert report["open_s"] > 0
+    peer = report["peer"]
+    assert peer["name"] == "langgraph.store.memory.InMemoryStore" and peer["turns"] == 2000
+    assert peer["ingest_turns_per_s"] > 0 and peer["query_ms_p50"] > 0
+    assert report["machine"]["cores"] >= 1 and report["machine"]["cpu"]
+    assert [p["turns"] for p in report["sizes"]] == [2000]
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    with pytest.raises(ValueError, match="already holds a bench history"):
+        run_bench(BenchOptions(sizes=(100,), store=tmp_path / "s", peer=False))
