@@ -58,7 +58,7 @@ def normalize_node(mem: "MemCompile", state: QueryState) -> dict[str, Any]:
     pool = normalize(state["candidates"], index.layout.of_descriptor)
     if not mem.config.fusion:
         return {"pool": pool, "_trace": {"packets": len(pool)}}
-    fused = fused_scores(index, state["intent"], state.get("query_vectors", []), mem.config)
+    fused = fused_scores(index, state["intent"], pool, state.get("query_vectors", []), mem.config)
     joined = fused_pool(pool, state.get("dense", []), fused, index, mem.config)
     window = [p.packet_id for p in joined] + [h.packet_id for h in state.get("dense", []) if h.packet_id in index.packet_position]
     scores = {pid: float(fused[index.packet_position[pid]]) for pid in window}

@@ -88,11 +88,10 @@ class EvalRun:
 
     def _variants(self) -> list[Variant]:
         main = self.opts.config
-        switches = {k: getattr(main, k) for k in SWITCHES}
-        configs = {variant_of(switches): main}
+        configs = {variant_of({k: getattr(main, k) for k in SWITCHES}): main}
+        full_system = {k: k != "dense_only" for k in SWITCHES}  # A0's switches; each setting then sets its own
         for name in self.opts.ablations:
-            switches = {k: k != "dense_only" for k in SWITCHES}  # A0's switches, then the setting's own
-            configs.setdefault(name, main.with_overrides(**{**switches, **ABLATIONS[name][1]}))
+            configs.setdefault(name, main.with_overrides(**{**full_system, **ABLATIONS[name][1]}))
         out = []
         for name, cfg in configs.items():
             results = ResultLog(self.opts.out / f"results-{name}-{fingerprint(self.settings(cfg))}.jsonl")

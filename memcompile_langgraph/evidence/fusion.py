@@ -1,8 +1,9 @@
 """Offline evidence fusion: the packet score the deterministic scheduler and frontier order by.
 
 Not in the paper, which leaves packet selection to an LLM. Without a model, the normalized pool is scored
-by a z-score sum of two packet-level signals — BM25 over each packet's claim bundle with its preceding turn,
-and the cosine of the enriched query with the packet document — plus support from the adjacent turns of
+by a z-score sum of packet-level signals — BM25 over each packet's claim bundle with its adjacent turns, the
+cosine of the enriched query (and of the bare question) with the packet document, and the address plane's
+normalized score s(p,q) of Eq. 10 — plus support from the adjacent turns of
 the same session, a bonus for turns spoken by a person the query names, and one for dated claims when the
 query asks about time. The closed pool is the
 normalization of the address candidates (Eq. 9) joined by D_q and the best packets by this score, ordered by
@@ -33,12 +34,19 @@ def neighbor_support(x: np.ndarray, sessions: np.ndarray, prev_w: float, next_w:
     return out
 
 
-def fused_scores(index: UserIndex, intent: Intent, query_vectors: list[list[float]], cfg: MemCompileConfig) -> np.ndarray:
+def fused_scores(
+    index: UserIndex, intent: Intent, address: list[PacketScore], query_vectors: list[list[float]], cfg: MemCompileConfig
+) -> np.ndarray:
     """One fused score per packet, aligned with index.packet_order; query_vectors = [e(q+), e(q)] or fewer."""
     n = len(index.packet_order)
     if n == 0:
         return np.zeros(0)
     signal = cfg.fusion_lexical * zscore(index.packet_bm25.scores(lexical_query(intent)))
+    if address and cfg.fusion_address:
+        s_pq = np.zeros(n)
+        for p in address:
+            s_pq[index.packet_position[p.packet_id]] = p.score
+        signal = signal + cfg.fusion_address * zscore(s_pq)
     if query_vectors and len(index.vectors) == n:
         rows = np.fromiter((index.vectors.row[p] for p in index.packet_order), dtype=np.int64, count=n)
         for weight, vector in zip((cfg.fusion_dense, cfg.fusion_dense_question), query_vectors):

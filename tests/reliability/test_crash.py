@@ -67,7 +67,7 @@ def test_sigkill_at_any_moment_then_rerun_equals_a_clean_run(conversation_file, 
             break  # a run got to the end: later kills would only hit the reconcile-and-skip path
         proc = spawn("ingest", path, "--store", crashed, "--quiet", log=tmp_path / f"kill{i}.log")
         if how == "random":
-            time.sleep(rng.uniform(0.1, 0.6) * clean_seconds)  # start-up, reconcile, extraction or embedding
+            time.sleep(rng.uniform(0.05, 0.35) * clean_seconds)  # start-up, reconcile, extraction or embedding
             killed = _kill(proc)
         else:
             killed = _kill_after_commit(proc, crashed, user, before)
