@@ -93,14 +93,20 @@ class UserIndex:
 
     def index_packet_text(self, packet_ids: list[str]) -> None:
         """Add packet-level lexical documents once a packet's descriptors are registered (in dialogue order);
-        the preceding packet's document gains the new turn as its following turn."""
-        for pid in packet_ids:
-            pos = self.packet_position[pid]
-            packet = self.packets[pid]
-            if pos and self.packet_sessions[pos - 1] == packet.session:
+        the preceding packet's document gains the new turn as its following turn.
+
+        A packet whose successor comes in the same call is indexed with its final document at once, so only the
+        packet before the call is re-indexed (not one replace per packet: a store reload is one call)."""
+        positions = [self.packet_position[pid] for pid in packet_ids]
+        for i, pos in enumerate(positions):
+            packet = self.packets[self.packet_order[pos]]
+            chained = i > 0 and positions[i - 1] == pos - 1  # the previous document already has this turn
+            if pos and not chained and self.packet_sessions[pos - 1] == packet.session:
                 self.packet_bm25.replace(pos - 1, self._lexical_document(pos - 1, None), self._lexical_document(pos - 1, packet))
-            self.packet_bm25.add(self._lexical_document(pos, None))
-            self.packet_timed[pos] = any(d.event_time for d in self.by_packet[pid])
+            nxt = positions[i + 1] if i + 1 < len(positions) else -1
+            following = self.packets[self.packet_order[nxt]] if nxt == pos + 1 and self.packet_sessions[nxt] == packet.session else None
+            self.packet_bm25.add(self._lexical_document(pos, following))
+            self.packet_timed[pos] = any(d.event_time for d in self.by_packet[packet.packet_id])
 
     def add_packet(self, p: SourcePacket) -> None:
         self.packets[p.packet_id] = p

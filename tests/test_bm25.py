@@ -85,3 +85,30 @@ def test_queries_between_adds_and_replaces_see_every_change():
             current[d] = new
         q = [f"w{rng.randint(0, 70)}" for _ in range(3)]
         assert np.allclose(idx.scores(q), BM25Okapi(current).get_scores(q), rtol=1e-12, atol=1e-12)
+
+
+def test_packet_documents_indexed_in_one_call_equal_one_call_per_packet():
+    from memcompile_langgraph.bench.synthetic import generate
+    from memcompile_langgraph.memory import MemCompile
+
+    turns = generate(600, seed=8).turns
+    mem = MemCompile(None, dense=False)
+    for start in (0, 250, 251, 400):  # batches and single turns, sessions cut at batch edges
+        mem.add_turns(turns[start : {0: 250, 250: 251, 251: 400, 400: 600}[start]], user_id="u")
+    built = mem.index("u")
+    one_by_one = built.__class__(built.user_id, built.cfg)
+    for pid in built.packet_order:
+        one_by_one.add_packet(built.packets[pid])
+    for d in built.descriptors:
+        one_by_one.add_descriptor(d, built.layout.of_descriptor[d.descriptor_id])
+    for pid in built.packet_order:
+        one_by_one.index_packet_text([pid])
+    mem.invalidate("u")
+    loaded = mem.index("u")  # a reload indexes every packet in one call
+    rng = random.Random(2)
+    vocab = sorted({t for i in range(len(built.packet_order)) for t in loaded._lexical_document(i, None)})
+    for _ in range(40):
+        q = rng.sample(vocab, 3) + ["ava"]
+        assert np.array_equal(loaded.packet_bm25.scores(q), one_by_one.packet_bm25.scores(q))
+        assert np.array_equal(built.packet_bm25.scores(q), one_by_one.packet_bm25.scores(q))
+    assert loaded.packet_timed == one_by_one.packet_timed == built.packet_timed

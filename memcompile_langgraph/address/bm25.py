@@ -114,8 +114,8 @@ class BM25Index:
     def _average_idf(self) -> float:
         if self._avg_idf is None:
             df = np.asarray(self._df, dtype=np.float64)
-            df = df[df > 0]  # a term replaced away is no longer in the vocabulary
-            n = len(self._doc_len)
+            df = np.sort(df[df > 0])  # a term replaced away is no longer in the vocabulary; sorted, the mean does
+            n = len(self._doc_len)  # not depend on the order terms arrived in (a bulk load equals one add at a time)
             self._avg_idf = float(np.sum(np.log(n - df + 0.5) - np.log(df + 0.5)) / len(df)) if len(df) else 0.0
         return self._avg_idf
 
