@@ -100,3 +100,14 @@ def test_bench_smoke_json_shape_and_sane_values(tmp_path, capsys, embeddings):
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     with pytest.raises(ValueError, match="already holds a bench history"):
         run_bench(BenchOptions(sizes=(100,), store=tmp_path / "s", peer=False))
+
+
+def test_peer_takes_repeated_texts_in_one_batch(embeddings):
+    from memcompile_langgraph.bench.peer import PeerStore
+
+    peer = PeerStore(embeddings)
+    turns = [{"speaker": "Ava", "text": "Haha, totally.", "dia_id": f"D1:{i}"} for i in range(3)]
+    turns.append({"speaker": "Ben", "text": "I bought a kayak at the harbor.", "dia_id": "D1:4"})
+    peer.add(turns, batch=256)
+    assert len(peer.store.search(("bench", "turns"), limit=10)) == 4
+    assert peer.search("Who bought a kayak?")[0] == "D1:4"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING, Iterable
 
 import numpy as np
@@ -21,6 +22,12 @@ if TYPE_CHECKING:
     from .cells import CellLayout
 
 _EMPTY = np.zeros(0, dtype=np.int64)
+
+
+@lru_cache(maxsize=65536)
+def _term_set(text: str) -> frozenset[str]:
+    """Terms of a keyword or Cell title; both repeat across descriptors, so they are stemmed once."""
+    return frozenset(terms(text))
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,13 +104,13 @@ class RouteIndex:
             if no == self._cols.shape[1]:
                 self._cols = np.concatenate([self._cols, np.zeros_like(self._cols)], axis=1)
         cols, keys = self._cols, self._key_terms[no]
-        for t in (t for k in d.keywords for t in terms(k)):
+        for t in (t for k in d.keywords for t in _term_set(k)):
             if t not in keys:
                 keys.add(t)
                 self.key_post.add(t, no)
         for p in d.people:
             self.people_post.add(p, no)
-        title = frozenset(terms(cell.title))
+        title = _term_set(cell.title)
         if title != self._title_terms[no]:
             for t in self._title_terms[no] - title:
                 self.title_post.discard(t, no)

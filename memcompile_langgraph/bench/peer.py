@@ -19,11 +19,18 @@ class PeerStore:
         self.limit = limit
 
     def add(self, turns: list[dict[str, Any]], batch: int) -> None:
-        for start in range(0, len(turns), batch):
-            ops = [
-                PutOp(NAMESPACE, t["dia_id"], {"text": f"{t['speaker']}: {t['text']}", "time": t.get("time", "")})
-                for t in turns[start : start + batch]
-            ]
+        ops: list[PutOp] = []
+        texts: set[str] = set()
+        for t in turns:
+            text = f"{t['speaker']}: {t['text']}"
+            # InMemoryStore embeds each distinct text of a batch once and then fails on the count ("Number of
+            # embeddings (255) does not match number of indices (256)"): a repeated text starts a new batch
+            if len(ops) == batch or text in texts:
+                self.store.batch(ops)
+                ops, texts = [], set()
+            ops.append(PutOp(NAMESPACE, t["dia_id"], {"text": text, "time": t.get("time", "")}))
+            texts.add(text)
+        if ops:
             self.store.batch(ops)  # one embed_documents call per batch
 
     def search(self, query: str) -> list[str]:
