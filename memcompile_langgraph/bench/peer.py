@@ -23,8 +23,9 @@ class PeerStore:
         texts: set[str] = set()
         for t in turns:
             text = f"{t['speaker']}: {t['text']}"
-            # InMemoryStore embeds each distinct text of a batch once and then fails on the count ("Number of
-            # embeddings (255) does not match number of indices (256)"): a repeated text starts a new batch
+            # InMemoryStore embeds each distinct text of a batch once, then fails on the count ("Number of
+            # embeddings (255) does not match number of indices (256)", langgraph issue #8822): a repeated text
+            # starts a new batch
             if len(ops) == batch or text in texts:
                 self.store.batch(ops)
                 ops, texts = [], set()

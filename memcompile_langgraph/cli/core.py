@@ -20,11 +20,18 @@ def add_store_args(p: argparse.ArgumentParser, user: bool = True) -> None:
     p.add_argument("--chroma-url", default=None, help="keep vectors in a Chroma server, e.g. http://127.0.0.1:8000")
 
 
-def open_memory(args: argparse.Namespace, store: str | None = None):
-    from ..memory import MemCompile
+def open_memory(args: argparse.Namespace, store: str | None = None, create: bool = False):
+    """The store of the command; only commands that write (ingest) may create it."""
+    from pathlib import Path
 
+    from ..memory import MemCompile
+    from . import UsageError
+
+    path = store if store is not None else args.store
+    if not create and not Path(path).is_dir():
+        raise UsageError(f"no store at {path} (create one with `memcompile ingest FILE --store {path}`)")
     return MemCompile(
-        store if store is not None else args.store,
+        path,
         llm=build_llm(args),
         answer_llm=build_answer_llm(args),
         chroma_url=getattr(args, "chroma_url", None),
@@ -58,7 +65,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     if args.user is not None:
         validate_user_id(args.user)  # before the store directory is created
     conversations = load_file(args.file)
-    mem = open_memory(args)
+    mem = open_memory(args, create=True)
     started = time.perf_counter()
     report = {}
     for conv in conversations:
