@@ -37,7 +37,7 @@ def test_every_graph_is_registered_and_the_query_graph_shows_every_stage(studio)
     nodes = {n["id"] for n in graph["nodes"]}
     assert set(STAGES) <= nodes
     edges = {(e["source"], e["target"]) for e in graph["edges"]}
-    assert {("intent", "bm25"), ("intent", "dense"), ("schedule", "frontier"), ("dense", "frontier"), ("frontier", "render")} <= edges
+    assert {("intent", "bm25"), ("intent", "dense"), ("schedule", "frontier"), ("dense", "normalize"), ("candidates", "normalize"), ("frontier", "render")} <= edges
     chat = studio.get(f"/assistants/{ids['memcompile_chat']}/graph").raise_for_status().json()
     assert {"recall", "model", "remember"} <= {n["id"] for n in chat["nodes"]}
 
