@@ -68,12 +68,22 @@ class UserIndex:
     vectors: PacketVectors = None  # type: ignore[assignment]
     _sessions: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64), repr=False)
     _speakers: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=object), repr=False)
+    _rows: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64), repr=False)
+    _rows_key: tuple[int, int] = (-1, -1)
 
     def __post_init__(self) -> None:
         self.layout = CellLayout(self.cfg)
         self.bm25 = BM25Index(self.cfg.bm25_k1, self.cfg.bm25_b, self.cfg.bm25_epsilon)
         self.packet_bm25 = BM25Index(self.cfg.bm25_k1, self.cfg.bm25_b, self.cfg.bm25_epsilon)
         self.vectors = PacketVectors()
+
+    def vector_rows(self) -> np.ndarray:
+        """Row of each packet (in packet_order) in the vector matrix; cached until packets or vectors change."""
+        key = (len(self.packet_order), len(self.vectors))
+        if self._rows_key != key:
+            self._rows = np.fromiter((self.vectors.row[p] for p in self.packet_order), dtype=np.int64, count=len(self.packet_order))
+            self._rows_key = key
+        return self._rows
 
     def session_array(self) -> np.ndarray:
         if len(self._sessions) != len(self.packet_sessions):  # cached until packets are added

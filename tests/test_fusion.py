@@ -85,3 +85,12 @@ def test_fused_pool_keeps_budget_address_fields_and_distinct_packets():
     p0 = next(p for p in full if p.packet_id == "p0")
     assert p0.support == 2.0 and p0.cells == ("c1",) and p0.score == pytest.approx(0.1)
     assert len({p.packet_id for p in full}) == len(full) == 6
+
+
+def test_top_positions_equals_a_stable_full_sort():
+    from memcompile_langgraph.evidence.fusion import top_positions
+
+    rng = np.random.default_rng(3)
+    for n, k in [(1000, 60), (50, 60), (10, 0), (200, 200)]:
+        x = rng.integers(0, 20, n).astype(float)  # many ties
+        assert top_positions(x, k).tolist() == np.argsort(-x, kind="stable")[:k].tolist()

@@ -24,6 +24,18 @@ def zscore(x: np.ndarray) -> np.ndarray:
     return (x - x.mean()) / sd if sd > 0 else np.zeros_like(x)
 
 
+def top_positions(x: np.ndarray, k: int) -> np.ndarray:
+    """Positions of the k largest values, best first, ties in position order (no full sort of x)."""
+    if k <= 0 or not len(x):
+        return np.zeros(0, dtype=np.int64)
+    if k < len(x):
+        cut = np.partition(x, len(x) - k)[len(x) - k]
+        idx = np.flatnonzero(x >= cut)
+    else:
+        idx = np.arange(len(x))
+    return idx[np.lexsort((idx, -x[idx]))][:k]
+
+
 def neighbor_support(x: np.ndarray, sessions: np.ndarray, prev_w: float, next_w: float) -> np.ndarray:
     """x plus weighted positive scores of the turn before and after, within one session."""
     same = sessions[1:] == sessions[:-1]
@@ -48,7 +60,7 @@ def fused_scores(
             s_pq[index.packet_position[p.packet_id]] = p.score
         signal = signal + cfg.fusion_address * zscore(s_pq)
     if query_vectors and len(index.vectors) == n:
-        rows = np.fromiter((index.vectors.row[p] for p in index.packet_order), dtype=np.int64, count=n)
+        rows = index.vector_rows()
         for weight, vector in zip((cfg.fusion_dense, cfg.fusion_dense_question), query_vectors):
             sims = index.vectors.similarities(np.asarray(vector, dtype=np.float32))
             signal = signal + weight * zscore(sims[rows].astype(np.float64))
@@ -65,7 +77,7 @@ def fused_pool(pool: list[PacketScore], dense: list[DenseHit], fused: np.ndarray
     """U_q joined by D_q and the best fused packets, ordered by fused score (ties: address order), cut to the budget."""
     pos = index.packet_position
     address = {p.packet_id: p for p in pool}
-    best = np.argsort(-fused, kind="stable")[: cfg.pool_proposals]
+    best = top_positions(fused, cfg.pool_proposals)
     proposals = [*(h.packet_id for h in dense if h.packet_id in pos), *(index.packet_order[i] for i in best)]
     union = list(dict.fromkeys([*address, *proposals]))
     rank = {pid: i for i, pid in enumerate(union)}
