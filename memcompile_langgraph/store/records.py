@@ -52,13 +52,28 @@ class RecordStore:
         self._mutex = threading.RLock()
         self._user_locks: dict[str, threading.RLock] = {}
         self._lock_depth: dict[str, int] = {}  # per user, touched only by the thread holding its RLock
-        with self._mutex:
+        with self._mutex, self._setup_lock():
+            self.conn.execute("PRAGMA busy_timeout=60000")
             if self.dir is not None:
                 self.conn.execute("PRAGMA journal_mode=WAL")
             self.conn.execute("PRAGMA synchronous=NORMAL")
             self.conn.execute("PRAGMA secure_delete=ON")  # forgotten text is overwritten, not left in free pages
-            self.conn.execute("PRAGMA busy_timeout=60000")
             self.conn.executescript(SCHEMA)
+
+    @contextlib.contextmanager
+    def _setup_lock(self) -> Iterator[None]:
+        """Processes opening a new store at once: switching to WAL can fail with "locked" without waiting."""
+        if self.dir is None:
+            yield
+            return
+        import fcntl
+
+        with open(self.dir / "locks" / "setup.lock", "a+") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(fh, fcntl.LOCK_UN)
 
     def close(self) -> None:
         with self._mutex:
