@@ -61,6 +61,7 @@ class MemCompile:
         namespace = f"mc{self.records.store_id()[:12]}" if chroma_url else None
         self.vectors = VectorStore(self.path, url=chroma_url, namespace=namespace)
         self.embeddings = (embeddings or default_embeddings()) if dense else None
+        self.embedding_id = embedding_identity(self.embeddings)
         offline_extractor, offline_scheduler = HeuristicExtractor(self.config.max_keywords), DeterministicScheduler(self.config)
         # cache and usage ledger of the LLM stages (llm.sqlite3 in the store dir), kept when a model is given or exists
         self.llm_store = LLMStore.open(self.path, create=self.answer_llm is not None)
@@ -107,7 +108,7 @@ class MemCompile:
             index.add_descriptor(d, cell)
         index.index_packet_text(index.packet_order)
         self._reconcile(index)
-        if self.embeddings is not None and packets:
+        if self.embeddings is not None and packets and not self.foreign_vectors(user_id):
             ids, vectors = self.vectors.vectors(user_id)
             known = [(i, v) for i, v in zip(ids, vectors) if i in index.packets]
             index.vectors.set([i for i, _ in known], [v for _, v in known])
@@ -168,6 +169,9 @@ class MemCompile:
                 self._unreconciled.add(user)
                 return
             self._unreconciled.discard(user)
+            if self.records.embedding(user) != self.embedding_id:
+                self._reembed(index)
+                return
             stored = self.vectors.ids(user)
             if stored and not index.packets:
                 self.vectors.drop(user)  # a forget interrupted between records and vectors
@@ -179,6 +183,21 @@ class MemCompile:
             if missing:
                 log.info("re-embedding %d packets missing from the vector store", len(missing))
                 self.embed_packets(user, [(index.packets[p], index.by_packet[p]) for p in missing], index)
+
+    def foreign_vectors(self, user_id: str) -> bool:
+        """The user's stored vectors were made by another model and no writer has re-embedded them yet."""
+        return self.embeddings is not None and self.records.embedding(user_id) != self.embedding_id
+
+    def _reembed(self, index: UserIndex) -> None:
+        """Vectors from another model (or an older store that did not record it) are not comparable with this
+        process's query vectors, and may not even share its dimension: all of them are made again."""
+        user = index.user_id
+        self.vectors.drop(user)  # also whatever a forget interrupted before its vectors left behind
+        if index.packets:
+            log.warning("re-embedding %d packets of one user: its vectors were made by %s, this memory embeds with %s",
+                        len(index.packets), self.records.embedding(user) or "an unrecorded model", self.embedding_id)
+            self.embed_packets(user, [(index.packets[p], index.by_packet[p]) for p in index.packet_order], index)
+        self.records.set_embedding(user, self.embedding_id)  # last: a crash before it re-embeds again
 
     # --- build plane ---------------------------------------------------------------------------
     def add_turns(self, turns: Iterable[Any], user_id: str = "default", progress: bool = False) -> dict[str, int]:
@@ -325,6 +344,17 @@ class MemCompile:
         self.records.close()
         if self.llm_store is not None:
             self.llm_store.close()
+
+
+def embedding_identity(embeddings: Embeddings | None) -> str | None:
+    """What the stored vectors are recorded as made by: the model's own identity, else its class and model name."""
+    if embeddings is None:
+        return None
+    identity = getattr(embeddings, "identity", None)
+    if identity:
+        return str(identity)
+    model = getattr(embeddings, "model", None) or getattr(embeddings, "model_name", None) or ""
+    return f"{type(embeddings).__module__}.{type(embeddings).__qualname__}:{model}"
 
 
 def _progress(total: int, enabled: bool, desc: str):

@@ -41,6 +41,10 @@ def user_key(user_id: str) -> str:
     return hashlib.sha256(user_id.encode("utf-8", "surrogatepass")).hexdigest()[:40]
 
 
+def _embedding_key(user_id: str) -> str:
+    return f"embedding:{user_key(user_id)}"
+
+
 class RecordStore:
     def __init__(self, path: str | Path | None):
         self.dir = Path(path) if path is not None else None
@@ -138,6 +142,15 @@ class RecordStore:
             self.conn.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('store_id', ?)", (uuid.uuid4().hex,))
             return self.conn.execute("SELECT value FROM meta WHERE key='store_id'").fetchone()[0]
 
+    def embedding(self, user_id: str) -> str | None:
+        """Identity of the embedding model the user's stored vectors came from (None: not recorded yet)."""
+        row = self._one("SELECT value FROM meta WHERE key=?", (_embedding_key(user_id),))
+        return row[0] if row else None
+
+    def set_embedding(self, user_id: str, identity: str) -> None:
+        with self._mutex:
+            self.conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (_embedding_key(user_id), identity))
+
     def version(self, user_id: str) -> int:
         row = self._one("SELECT version FROM users WHERE user_id=?", (user_id,))
         return row[0] if row else 0
@@ -230,6 +243,7 @@ class RecordStore:
         with self.transaction() as tx:
             for table in ("descriptors", "packets", "counters", "users"):
                 tx.execute(f"DELETE FROM {table} WHERE user_id=?", (user_id,))
+            tx.execute("DELETE FROM meta WHERE key=?", (_embedding_key(user_id),))
         self.purge_log()
 
     def purge_log(self) -> None:

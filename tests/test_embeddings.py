@@ -1,0 +1,113 @@
+"""The local embedder (int8 model built once and cached, one text per call) and the store's embedding identity."""
+import numpy as np
+import pytest
+from langchain_core.embeddings import DeterministicFakeEmbedding
+
+from memcompile_langgraph import MemCompile
+from memcompile_langgraph.demo_data import demo_turns
+from memcompile_langgraph.index import packet_document
+from memcompile_langgraph.store.embeddings import MiniLMEmbeddings, find_model_dir
+from memcompile_langgraph.store.int8_model import int8_model
+
+TEXTS = [
+    "Caroline went to the LGBTQ support group yesterday and felt welcome.",
+    "Melanie painted a sunrise over the lake last summer.",
+    "My parrot keeps chewing the golden biography I got for the living room.",
+    "We are planning a trip to Athens in December to see the zoo.",
+    "ok",
+    "",
+]
+QUERIES = ["Who went to a support group?", "What did Melanie paint?", "Which pet chews books?", "Where is the December trip?"]
+
+
+@pytest.fixture(scope="module")
+def model_dir():
+    d = find_model_dir()
+    if d is None:
+        pytest.skip("no local embedding model (set MEMCOMPILE_MODEL_DIR)")
+    return d
+
+
+@pytest.fixture(scope="module")
+def fp32(model_dir):
+    return MiniLMEmbeddings(model_dir, precision="fp32")
+
+
+def test_int8_model_is_built_once_then_reused(model_dir, tmp_path, monkeypatch):
+    monkeypatch.setenv("MEMCOMPILE_CACHE_DIR", str(tmp_path))
+    built = int8_model(model_dir)
+    assert built is not None and built.parent == tmp_path / "models"
+    stamp = built.stat().st_mtime_ns
+    assert int8_model(model_dir) == built and built.stat().st_mtime_ns == stamp
+    assert list(built.parent.iterdir()) == [built]  # no staging files left behind
+
+
+def test_int8_vectors_stay_close_to_fp32_and_rank_alike(embeddings, fp32):
+    assert embeddings.identity.endswith("/int8") and fp32.identity.endswith("/fp32")
+    a, b = embeddings.embed_array(TEXTS[:4]), fp32.embed_array(TEXTS[:4])
+    assert (a * b).sum(1).min() > 0.98
+    qa, qb = embeddings.embed_array(QUERIES), fp32.embed_array(QUERIES)
+    assert list((qa @ a.T).argmax(1)) == list((qb @ b.T).argmax(1)) == [0, 1, 2, 3]
+
+
+@pytest.mark.parametrize("workers", [1, 2, 3])
+def test_a_texts_vector_does_not_depend_on_its_batch(model_dir, embeddings, workers):
+    alone = np.vstack([embeddings.embed_query(t) for t in TEXTS])
+    together = np.asarray(MiniLMEmbeddings(model_dir, workers=workers).embed_documents(TEXTS * 3))
+    assert np.array_equal(together[: len(TEXTS)], alone) and np.array_equal(together[len(TEXTS) :], np.vstack([alone, alone]))
+    assert np.allclose(np.linalg.norm(alone, axis=1), 1.0, atol=1e-5)
+
+
+def test_int8_model_that_cannot_be_built_falls_back_to_fp32(model_dir, tmp_path, monkeypatch, caplog):
+    blocked = tmp_path / "not-a-dir"
+    blocked.write_text("")
+    monkeypatch.setenv("MEMCOMPILE_CACHE_DIR", str(blocked))
+    emb = MiniLMEmbeddings(model_dir)
+    assert emb.identity.endswith("/fp32") and "using the fp32 model" in caplog.text
+    assert len(emb.embed_query("still works")) == 384
+
+
+def test_unknown_precision_is_one_clear_error(model_dir):
+    with pytest.raises(ValueError, match="precision must be"):
+        MiniLMEmbeddings(model_dir, precision="int4")
+
+
+def _stored_vectors(mem, user):
+    ids, vectors = mem.vectors.vectors(user)
+    return dict(zip(ids, np.asarray(vectors)))
+
+
+def test_store_made_with_another_model_is_reembedded_once(tmp_path, embeddings, fp32):
+    old = MemCompile(tmp_path, embeddings=fp32)
+    old.add_turns(demo_turns(), "ann")
+    assert old.records.embedding("ann") == fp32.identity
+    old.close()
+
+    mem = MemCompile(tmp_path, embeddings=embeddings)
+    assert mem.compile("Where does Priya work now?", "ann").packets
+    assert mem.records.embedding("ann") == embeddings.identity
+    index = mem.index("ann")
+    stored = _stored_vectors(mem, "ann")
+    assert set(stored) == set(index.packets)
+    for pid in list(index.packet_order)[:5]:
+        doc = packet_document(index.packets[pid], index.by_packet[pid])[: mem.config.embed_max_chars]
+        assert np.allclose(stored[pid], embeddings.embed_query(doc), atol=1e-6)
+    again = MemCompile(tmp_path, embeddings=embeddings)
+    again.compile("Where does Priya work now?", "ann")
+    assert _stored_vectors(again, "ann").keys() == stored.keys()
+
+
+def test_store_opened_with_an_embedder_of_another_dimension(tmp_path, embeddings):
+    MemCompile(tmp_path, embeddings=embeddings).add_turns(demo_turns(), "ann")
+    small = DeterministicFakeEmbedding(size=16)
+    mem = MemCompile(tmp_path, embeddings=small)
+    ctx = mem.compile("Where does Priya work now?", "ann")
+    assert ctx.packets and ctx.trace["dense"]["hits"] > 0
+    assert {len(v) for v in _stored_vectors(mem, "ann").values()} == {16}
+
+
+def test_forget_removes_the_recorded_model(tmp_path, embeddings):
+    mem = MemCompile(tmp_path, embeddings=embeddings)
+    mem.add_turns(demo_turns(), "ann")
+    mem.forget("ann")
+    assert mem.records.embedding("ann") is None and not mem.vectors.ids("ann")
