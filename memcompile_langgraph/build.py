@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import unicodedata
-from collections import Counter
+from collections import ChainMap, Counter
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping
 
@@ -71,14 +71,12 @@ class Packetized:
     counts: Counter = field(default_factory=Counter)
 
 
-def _session_for(turn: TurnInput, parsed: str | None, index: UserIndex, batch: dict[int, tuple[str, str | None]]) -> int:
-    """A given session wins; else a turn continues the latest session on the same day, or opens the next one."""
+def _session_for(turn: TurnInput, parsed: str | None, sessions: Mapping[int, tuple[str, str | None]], last: int | None) -> int:
+    """A given session wins; else a turn continues the latest session (`last`) on the same day, or opens the next one."""
     if turn.session is not None:
         return turn.session
-    sessions = {**index.sessions, **batch}
-    if not sessions:
+    if last is None:
         return 1
-    last = max(sessions)
     last_time = sessions[last][1]
     if parsed is None or last_time is None or last_time[:10] == parsed[:10]:
         return last
@@ -88,10 +86,12 @@ def _session_for(turn: TurnInput, parsed: str | None, index: UserIndex, batch: d
 def packetize(turns: Iterable[Any], index: UserIndex, user_id: str) -> Packetized:
     """Register one immutable packet per new turn (Algorithm 1 line 3); bad and known turns are counted, not stored."""
     out = Packetized()
-    seen_hashes = dict(index.hashes)
-    seen_dias = dict(index.by_dia)
-    batch_sessions: dict[int, tuple[str, str | None]] = {}
-    per_session = Counter(p.session for p in index.packets.values())
+    # the batch's entries overlay the stored ones (nothing copied or recounted): a call costs O(batch), not O(stored)
+    seen_hashes = ChainMap({}, index.hashes)
+    seen_dias = ChainMap({}, index.by_dia)  # stored: dia -> packet id; this batch: dia -> content hash
+    sessions = ChainMap({}, index.sessions)
+    per_session = ChainMap({}, index.session_packets)
+    last = index.last_session
     seq = len(index.packet_order) and index.packets[index.packet_order[-1]].seq + 1
     for raw in turns:
         try:
@@ -100,11 +100,11 @@ def packetize(turns: Iterable[Any], index: UserIndex, user_id: str) -> Packetize
             out.counts[f"skipped_{exc}"] += 1
             continue
         parsed = parse_session_time(turn.time) if turn.time else None
-        session = _session_for(turn, parsed, index, batch_sessions)
+        session = _session_for(turn, parsed, sessions, last)
         label = turn.session_label or f"session_{session}"
-        known = {**index.sessions, **batch_sessions}.get(session)
-        if known is None:
-            batch_sessions[session] = (label, parsed)
+        if session not in sessions:
+            sessions[session] = (label, parsed)
+            last = session if last is None else max(last, session)
         content_hash = SourcePacket.hash_content(turn.speaker, turn.text, turn.time, turn.image_caption, turn.image_query)
         dia_id = turn.dia_id
         if dia_id and dia_id in seen_dias:
@@ -115,14 +115,12 @@ def packetize(turns: Iterable[Any], index: UserIndex, user_id: str) -> Packetize
         if not dia_id and content_hash in seen_hashes:
             out.counts["already_stored"] += 1
             continue
+        number = per_session.get(session, 0) + 1  # the turn's number in its session
         if not dia_id:
-            per_session[session] += 1
-            dia_id = f"D{session}:{per_session[session]}"
-            while dia_id in seen_dias:
-                per_session[session] += 1
-                dia_id = f"D{session}:{per_session[session]}"
-        else:
-            per_session[session] += 1
+            while f"D{session}:{number}" in seen_dias:
+                number += 1
+            dia_id = f"D{session}:{number}"
+        per_session[session] = number
         # warnings are counted once, for the turns actually stored
         out.counts.update(turn_warnings(raw, turn, index.cfg) + (["unparsed_time"] if turn.time and parsed is None else []))
         packet = SourcePacket(

@@ -58,6 +58,8 @@ class UserIndex:
     key_terms: list[frozenset[str]] = field(default_factory=list)
     people: dict[str, None] = field(default_factory=dict)  # known names, insertion-ordered
     sessions: dict[int, tuple[str, str | None]] = field(default_factory=dict)  # index -> (label, time)
+    session_packets: dict[int, int] = field(default_factory=dict)  # packets per session, kept as packets are added
+    last_session: int | None = None  # the highest session index (packetize continues it)
     packet_position: dict[str, int] = field(default_factory=dict)  # row in packet_order = packet BM25 doc id
     packet_sessions: list[int] = field(default_factory=list)
     packet_speakers: list[str] = field(default_factory=list)
@@ -130,6 +132,8 @@ class UserIndex:
         self.by_packet.setdefault(p.packet_id, [])
         self.people.setdefault(p.speaker, None)
         self.sessions.setdefault(p.session, (p.session_label, p.session_time))
+        self.session_packets[p.session] = self.session_packets.get(p.session, 0) + 1
+        self.last_session = p.session if self.last_session is None else max(self.last_session, p.session)
 
     def add_descriptor(self, d: Descriptor, cell_id: str | None = None) -> str:
         """Place one descriptor by Algorithm 2 (or replay its stored Cell) and index it."""

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 from langgraph.graph import END, START
 
 from .build import extract_all, metadata_all, packetize, turn_contexts
+from .embed_queue import ACTIVE
 from .state import IngestState
 from .trace import stage_graph
 
@@ -59,8 +60,12 @@ def index_node(mem: "MemCompile", state: IngestState) -> dict[str, Any]:
     for d in descriptors:
         index.register(d)
     index.index_packet_text([p.packet_id for p in packets])
-    embedded = mem.embed_packets(user, [(p, index.by_packet[p.packet_id]) for p in packets], index)
-    return {"_trace": {"committed": len(packets), "embedded": embedded}}
+    items = [(p, index.by_packet[p.packet_id]) for p in packets]
+    queue = ACTIVE.get()
+    if queue is not None and mem.embeddings is not None:  # add_turns: embedded while the next batch is extracted
+        queue.submit(user, items, index)
+        return {"_trace": {"committed": len(packets), "embedding_queued": len(items)}}
+    return {"_trace": {"committed": len(packets), "embedded": mem.embed_packets(user, items, index)}}
 
 
 NODES = {

@@ -13,6 +13,7 @@ from langchain_core.embeddings import Embeddings
 
 from .address.intent import offline_intent
 from .config import DEFAULT_CONFIG, MemCompileConfig
+from .embed_queue import embedding_in_background
 from .evidence.schedule import DeterministicScheduler
 from .evidence.scheduler import Scheduler
 from .extract.base import Extractor
@@ -212,15 +213,16 @@ class MemCompile:
             private = self._borrow(user_id) or self._load(user_id)
             token = _PINNED.set((user_id, private))
             try:
-                for start in range(0, len(turns), INGEST_BATCH):
-                    batch = turns[start : start + INGEST_BATCH]
-                    out = self.ingest_graph.invoke({"user_id": user_id, "turns": batch})
-                    totals["stored"] += len(out.get("packets", []))
-                    totals["descriptors"] += len(out.get("descriptors", []))
-                    for k, v in out.get("counts", {}).items():
-                        totals[k] = totals.get(k, 0) + v
-                    if bar:
-                        bar.update(len(batch))
+                with embedding_in_background(self):
+                    for start in range(0, len(turns), INGEST_BATCH):
+                        batch = turns[start : start + INGEST_BATCH]
+                        out = self.ingest_graph.invoke({"user_id": user_id, "turns": batch})
+                        totals["stored"] += len(out.get("packets", []))
+                        totals["descriptors"] += len(out.get("descriptors", []))
+                        for k, v in out.get("counts", {}).items():
+                            totals[k] = totals.get(k, 0) + v
+                        if bar:
+                            bar.update(len(batch))
             finally:
                 _PINNED.reset(token)
             with self._index_lock:

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 from langgraph.graph import END, START
 
 from .address.candidates import bm25_top, candidate_union
@@ -15,7 +14,7 @@ from .evidence.normalize import normalize
 from .evidence.render import render_context
 from .evidence.scheduler import ScheduleInput
 from .records import DenseHit, Intent
-from .state import QueryState
+from .state import QueryState, QueryWork
 from .text import terms
 from .trace import stage_graph
 
@@ -53,12 +52,12 @@ def candidates_node(mem: "MemCompile", state: QueryState) -> dict[str, Any]:
     return {"candidates": cands, "_trace": {"candidates": len(cands)}}
 
 
-def normalize_node(mem: "MemCompile", state: QueryState) -> dict[str, Any]:
+def normalize_node(mem: "MemCompile", state: QueryWork) -> dict[str, Any]:
     index = mem.index(state.get("user_id", "default"))
     pool = normalize(state["candidates"], index.layout.of_descriptor)
     if not mem.config.fusion:
         return {"pool": pool, "_trace": {"packets": len(pool)}}
-    fused = fused_scores(index, state["intent"], pool, state.get("query_vectors", []), mem.config)
+    fused = fused_scores(index, state["intent"], pool, state.get("query_vectors", []), mem.config, state.get("similarities"))
     joined = fused_pool(pool, state.get("dense", []), fused, index, mem.config)
     window = [p.packet_id for p in joined] + [h.packet_id for h in state.get("dense", []) if h.packet_id in index.packet_position]
     scores = {pid: float(fused[index.packet_position[pid]]) for pid in window}
@@ -82,21 +81,25 @@ def schedule_node(mem: "MemCompile", state: QueryState) -> dict[str, Any]:
     return {"anchors": anchors, "_trace": {"anchors": len(anchors)}}
 
 
-def dense_node(mem: "MemCompile", state: QueryState) -> dict[str, Any]:
+def dense_node(mem: "MemCompile", state: QueryWork) -> dict[str, Any]:
     user = state.get("user_id", "default")
     mem.index(user)
     if mem.embeddings is None:
         return {"dense": [], "_trace": {"hits": 0, "disabled": True}}
+    if mem.foreign_vectors(user):  # made by another model and not re-embedded yet: not comparable with ours
+        return {"dense": [], "_trace": {"hits": 0, "foreign_vectors": True}}
     index = mem.index(user)
     enriched = enriched_query(state["intent"])
     texts = [enriched, state["query"]] if mem.config.fusion and enriched != state["query"] else [enriched]
     vectors = mem.embeddings.embed_documents(texts) if len(texts) > 1 else [mem.embeddings.embed_query(enriched)]
-    vector = vectors[0]
+    out: dict[str, Any] = {"query_vectors": [list(map(float, v)) for v in vectors]}
     if len(index.vectors) == len(index.packets):
-        hits = index.vectors.top(np.asarray(vector, dtype=np.float32), mem.config.dense_top)
+        # each query vector meets the matrix once: D_q ranks e(q+)'s array, offline fusion reads them all
+        out["similarities"] = index.vectors.query_similarities(vectors)
+        hits = index.vectors.top_from(out["similarities"].arrays[0], mem.config.dense_top)
     else:  # vectors still being reconciled: ask Chroma
-        hits = [DenseHit(pid, sim) for pid, sim in mem.vectors.query(user, vector, mem.config.dense_top)]
-    return {"dense": hits, "query_vectors": [list(map(float, v)) for v in vectors], "_trace": {"hits": len(hits)}}
+        hits = [DenseHit(pid, sim) for pid, sim in mem.vectors.query(user, vectors[0], mem.config.dense_top)]
+    return {**out, "dense": hits, "_trace": {"hits": len(hits)}}
 
 
 def frontier_node(mem: "MemCompile", state: QueryState) -> dict[str, Any]:
@@ -159,7 +162,8 @@ NODES = {
 
 
 def build_query_graph(mem: "MemCompile"):
-    builder = stage_graph(QueryState, NODES, mem)
+    # the stages share QueryWork; callers and Studio see QueryState (no per-packet arrays in inputs or outputs)
+    builder = stage_graph(QueryWork, NODES, mem, input_schema=QueryState, output_schema=QueryState)
     builder.add_edge(START, "intent")
     builder.add_edge("intent", "bm25")
     builder.add_edge("intent", "dense")  # the dense channel runs beside the address plane

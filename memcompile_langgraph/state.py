@@ -3,8 +3,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
+from langgraph.channels import UntrackedValue
 from typing_extensions import TypedDict
 
+from .address.dense import QuerySimilarities
 from .address.routing import Routing
 from .extract.base import TurnContext
 from .records import Candidate, DenseHit, Descriptor, Intent, PacketScore, SourcePacket
@@ -53,4 +55,11 @@ class QueryState(TypedDict, total=False):
     trace: Annotated[dict[str, Any], merge]
 
 
-__all__ = ["IngestState", "QueryState", "merge", "add_counts"]
+class QueryWork(QueryState, total=False):
+    """The query graph's own channels: QueryState plus what passes between stages only (not input or output)."""
+
+    # the cosine arrays of query_vectors, computed once by the dense stage; never checkpointed (O(packets) floats)
+    similarities: Annotated[QuerySimilarities, UntrackedValue(QuerySimilarities)]
+
+
+__all__ = ["IngestState", "QueryState", "QueryWork", "merge", "add_counts"]

@@ -21,9 +21,10 @@ def timed(stage: str, fn: Callable[..., dict[str, Any]]) -> Callable[..., dict[s
     return node
 
 
-def stage_graph(state_type: type, nodes: dict[str, Callable[[Any, dict[str, Any]], dict[str, Any]]], mem: Any) -> StateGraph:
-    """A StateGraph with one timed node per stage function, each bound to the MemCompile instance."""
-    builder = StateGraph(state_type)
+def stage_graph(state_type: type, nodes: dict[str, Callable[[Any, dict[str, Any]], dict[str, Any]]], mem: Any, **schemas: type) -> StateGraph:
+    """A StateGraph with one timed node per stage function, each bound to the MemCompile instance
+    (schemas: StateGraph's input_schema / output_schema when callers see less than the stages share)."""
+    builder = StateGraph(state_type, **schemas)
     for name, fn in nodes.items():
         builder.add_node(name, timed(name, lambda state, fn=fn: fn(mem, state)))
     return builder

@@ -111,3 +111,15 @@ def test_forget_removes_the_recorded_model(tmp_path, embeddings):
     mem.add_turns(demo_turns(), "ann")
     mem.forget("ann")
     assert mem.records.embedding("ann") is None and not mem.vectors.ids("ann")
+
+
+def test_reader_skips_foreign_vectors_until_a_writer_reembeds_them(tmp_path, embeddings, fp32):
+    MemCompile(tmp_path, embeddings=fp32).add_turns(demo_turns(), "ann")
+    busy = MemCompile(tmp_path, embeddings=fp32)
+    with busy.records.write_lock("ann"):  # another writer holds the user: the reader cannot re-embed
+        reader = MemCompile(tmp_path, embeddings=embeddings)
+        ctx = reader.compile("Where does Priya work now?", "ann")
+        assert ctx.packets and ctx.trace["dense"]["hits"] == 0 and ctx.trace["dense"]["foreign_vectors"]
+        assert reader.records.embedding("ann") == fp32.identity
+    ctx = reader.compile("Where does Priya work now?", "ann")  # the writer is gone: this refresh re-embeds
+    assert ctx.trace["dense"]["hits"] > 0 and reader.records.embedding("ann") == embeddings.identity

@@ -5,9 +5,29 @@ D_q is exact and every packet's cosine is at hand for the evidence plane.
 """
 from __future__ import annotations
 
+import itertools
+from typing import Any, Sequence
+
 import numpy as np
 
 from ..records import DenseHit
+
+_STAMPS = itertools.count()  # process-wide: a stamp names one matrix content across PacketVectors objects
+
+
+class QuerySimilarities:
+    """Cosine of each query vector with every stored packet (row order), computed once per query: the dense
+    channel ranks D_q from the first array and offline fusion reads them all."""
+
+    __slots__ = ("stamp", "arrays")
+
+    def __init__(self, stamp: int, arrays: tuple[np.ndarray, ...]):
+        self.stamp = stamp  # PacketVectors.stamp of the matrix they were computed on
+        self.arrays = arrays  # float32, one per query vector
+
+    def _asdict(self) -> dict[str, int]:
+        """What JSON views of a run (LangGraph Studio's stream) show: sizes, not a float per packet."""
+        return {"packets": len(self.arrays[0]) if self.arrays else 0, "query_vectors": len(self.arrays)}
 
 
 class PacketVectors:
@@ -16,6 +36,7 @@ class PacketVectors:
         self._m = np.zeros((0, dim), dtype=np.float32)
         self.ids: list[str] = []
         self.row: dict[str, int] = {}
+        self.stamp = next(_STAMPS)  # renewed whenever the matrix changes
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -37,14 +58,25 @@ class PacketVectors:
             self.ids.append(pid)
         rows = [self.row[i] for i in ids]
         self._m[rows] = arr
+        self.stamp = next(_STAMPS)
 
-    def similarities(self, query: np.ndarray) -> np.ndarray:
+    def similarities(self, query: Any) -> np.ndarray:
         """Cosine of the query with every stored packet, in row order."""
         return self._m[: len(self.ids)] @ np.asarray(query, dtype=np.float32)
 
+    def query_similarities(self, queries: Sequence[Any], known: QuerySimilarities | None = None) -> QuerySimilarities:
+        """The similarity arrays of the query vectors; `known` is reused when it was computed on this matrix as it
+        is now (a graph run not pinned to one index may meet a newer one between the dense and evidence stages)."""
+        if known is not None and known.stamp == self.stamp and len(known.arrays) == len(queries):
+            return known
+        return QuerySimilarities(self.stamp, tuple(self.similarities(q) for q in queries))
+
     def top(self, query: np.ndarray, k: int) -> list[DenseHit]:
-        """D_q: the k packets of highest cosine; ties keep storage order."""
-        sims = self.similarities(query)
+        """D_q of one query vector."""
+        return self.top_from(self.similarities(query), k)
+
+    def top_from(self, sims: np.ndarray, k: int) -> list[DenseHit]:
+        """D_q from a similarity array of this matrix: the k packets of highest cosine; ties keep storage order."""
         if not len(sims):
             return []
         k = min(k, len(sims))

@@ -17,6 +17,7 @@ from ..config import MemCompileConfig
 from ..index import UserIndex
 from ..records import DenseHit, Intent, PacketScore
 from ..address.candidates import lexical_query
+from ..address.dense import QuerySimilarities
 
 
 def zscore(x: np.ndarray) -> np.ndarray:
@@ -47,9 +48,15 @@ def neighbor_support(x: np.ndarray, sessions: np.ndarray, prev_w: float, next_w:
 
 
 def fused_scores(
-    index: UserIndex, intent: Intent, address: list[PacketScore], query_vectors: list[list[float]], cfg: MemCompileConfig
+    index: UserIndex,
+    intent: Intent,
+    address: list[PacketScore],
+    query_vectors: list[list[float]],
+    cfg: MemCompileConfig,
+    similarities: QuerySimilarities | None = None,
 ) -> np.ndarray:
-    """One fused score per packet, aligned with index.packet_order; query_vectors = [e(q+), e(q)] or fewer."""
+    """One fused score per packet, aligned with index.packet_order; query_vectors = [e(q+), e(q)] or fewer, whose
+    similarity arrays the dense stage already computed (`similarities`, recomputed only if the matrix changed)."""
     n = len(index.packet_order)
     if n == 0:
         return np.zeros(0)
@@ -61,8 +68,8 @@ def fused_scores(
         signal = signal + cfg.fusion_address * zscore(s_pq)
     if query_vectors and len(index.vectors) == n:
         rows = index.vector_rows()
-        for weight, vector in zip((cfg.fusion_dense, cfg.fusion_dense_question), query_vectors):
-            sims = index.vectors.similarities(np.asarray(vector, dtype=np.float32))
+        arrays = index.vectors.query_similarities(query_vectors, similarities).arrays
+        for weight, sims in zip((cfg.fusion_dense, cfg.fusion_dense_question), arrays):
             signal = signal + weight * zscore(sims[rows].astype(np.float64))
     signal = neighbor_support(signal, index.session_array(), cfg.fusion_previous, cfg.fusion_next)
     if intent.temporal:
