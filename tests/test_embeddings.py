@@ -7,7 +7,7 @@ from memcompile_langgraph import MemCompile
 from memcompile_langgraph.demo_data import demo_turns
 from memcompile_langgraph.index import packet_document
 from memcompile_langgraph.store.embeddings import MiniLMEmbeddings, find_model_dir
-from memcompile_langgraph.store.int8_model import int8_model
+from memcompile_langgraph.store.int8_model import RECIPE, int8_model
 
 TEXTS = [
     "Caroline went to the LGBTQ support group yesterday and felt welcome.",
@@ -40,10 +40,23 @@ def test_int8_model_is_built_once_then_reused(model_dir, tmp_path, monkeypatch):
     stamp = built.stat().st_mtime_ns
     assert int8_model(model_dir) == built and built.stat().st_mtime_ns == stamp
     assert list(built.parent.iterdir()) == [built]  # no staging files left behind
+    import onnx
+
+    ops = {n.op_type for n in onnx.load(str(built)).graph.node}
+    assert "DynamicQuantizeMatMul" in ops or "MatMulInteger" in ops or "MatMulIntegerToFloat" in ops
+    assert "IsNaN" not in ops  # the softmax NaN guards are gone
+
+
+def test_a_stale_int8_model_is_replaced(model_dir, tmp_path, monkeypatch):
+    monkeypatch.setenv("MEMCOMPILE_CACHE_DIR", str(tmp_path))
+    (tmp_path / "models").mkdir()
+    stale = tmp_path / "models" / "all-MiniLM-L6-v2-0000.onnx"
+    stale.write_bytes(b"an older recipe")
+    assert int8_model(model_dir) is not None and not stale.exists()
 
 
 def test_int8_vectors_stay_close_to_fp32_and_rank_alike(embeddings, fp32):
-    assert embeddings.identity.endswith("/int8") and fp32.identity.endswith("/fp32")
+    assert embeddings.identity.endswith(f"/{RECIPE}") and fp32.identity.endswith("/fp32")
     a, b = embeddings.embed_array(TEXTS[:4]), fp32.embed_array(TEXTS[:4])
     assert (a * b).sum(1).min() > 0.98
     qa, qb = embeddings.embed_array(QUERIES), fp32.embed_array(QUERIES)
@@ -123,3 +136,39 @@ def test_reader_skips_foreign_vectors_until_a_writer_reembeds_them(tmp_path, emb
         assert reader.records.embedding("ann") == fp32.identity
     ctx = reader.compile("Where does Priya work now?", "ann")  # the writer is gone: this refresh re-embeds
     assert ctx.trace["dense"]["hits"] > 0 and reader.records.embedding("ann") == embeddings.identity
+
+
+class _FailsOnCall(DeterministicFakeEmbedding):
+    """Fails on its n-th embed_documents call: an embedding service going down mid-ingest."""
+
+    fail_on: int = 2
+    calls: int = 0
+
+    def embed_documents(self, texts):
+        self.calls += 1
+        if self.calls == self.fail_on:
+            raise RuntimeError("embedding service unavailable")
+        return super().embed_documents(texts)
+
+
+def test_background_embedding_failure_surfaces_and_the_next_writer_repairs(tmp_path):
+    from memcompile_langgraph.bench.synthetic import generate
+
+    turns = generate(700).turns  # three ingest batches: the second batch's embedding fails
+    flaky = _FailsOnCall(size=16)  # same identity as the repairing one below: only missing vectors are re-made
+    with pytest.raises(RuntimeError, match="embedding service unavailable"):
+        MemCompile(tmp_path, embeddings=flaky).add_turns(turns, "ann")
+    mem = MemCompile(tmp_path, embeddings=_FailsOnCall(size=16, fail_on=0))
+    assert mem.records.counts("ann")["packets"] >= 512  # records committed before the failure stay
+    index = mem.index("ann", refresh=True)
+    assert set(mem.vectors.ids("ann")) == set(index.packets) and len(index.vectors) == len(index.packets)
+    assert mem.add_turns(turns, "ann")["stored"] == 700 - len(index.packets)
+
+
+def test_add_turns_returns_only_when_every_vector_is_stored(tmp_path, embeddings):
+    from memcompile_langgraph.bench.synthetic import generate
+
+    mem = MemCompile(tmp_path, embeddings=embeddings)
+    mem.add_turns(generate(600).turns, "ann")  # three batches, the last one still in flight when the loop ends
+    index = mem.index("ann")
+    assert len(mem.vectors.ids("ann")) == len(index.vectors) == len(index.packets) == 600

@@ -25,7 +25,7 @@ _SHARED_LOCK = threading.Lock()
 
 
 class LocalChroma:
-    """The one client of this process for a Chroma directory; `epoch` changes on every reopen and write."""
+    """The one client of this process for a Chroma directory; `epoch` changes on every reopen and drop."""
 
     scrubs = True
 
@@ -64,7 +64,10 @@ class LocalChroma:
         tmp.write_text(token)
         os.replace(tmp, self._gen_path)  # readers see the old or the new token, never half of one
         self.generation = token
-        self.epoch += 1  # a drop may follow: collection handles cached in this process are re-fetched
+
+    def dropped(self) -> None:
+        """A collection was deleted: handles cached by every VectorStore of this process are re-fetched."""
+        self.epoch += 1
 
     @contextlib.contextmanager
     def _file_lock(self, mode: int) -> Iterator[None]:
@@ -132,6 +135,9 @@ class DirectChroma:
 
     def scrub(self) -> None:
         pass
+
+    def dropped(self) -> None:
+        self.epoch += 1
 
     def __init__(self, client: Any):
         self.client = client

@@ -45,7 +45,7 @@ class MiniLMEmbeddings(Embeddings):
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
-        from .int8_model import int8_model
+        from .int8_model import RECIPE, int8_model
 
         if precision not in ("int8", "fp32"):
             raise ValueError(f"precision must be 'int8' or 'fp32', not {precision!r}")
@@ -55,7 +55,7 @@ class MiniLMEmbeddings(Embeddings):
         self.tokenizer.no_padding()
         model = (int8_model(model_dir) if precision == "int8" else None) or model_dir / "model.onnx"
         self.precision = "int8" if model.parent != model_dir else "fp32"
-        self.identity = f"{MODEL_NAME}/{self.precision}"  # stores re-embed when it changes (see MemCompile)
+        self.identity = f"{MODEL_NAME}/{RECIPE if self.precision == 'int8' else 'fp32'}"  # stores re-embed when it changes
         opts = ort.SessionOptions()
         opts.log_severity_level = 3
         opts.intra_op_num_threads = 1

@@ -141,4 +141,5 @@ class VectorStore:
             self.client.delete_collection(self.name(user_id))
         except (NotFoundError, ValueError):  # absent collection: nothing to forget
             return
+        self.chroma.dropped()
         self.chroma.scrub()
