@@ -99,12 +99,6 @@ def packetize(turns: Iterable[Any], index: UserIndex, user_id: str) -> Packetize
         except BadTurn as exc:
             out.counts[f"skipped_{exc}"] += 1
             continue
-        parsed = parse_session_time(turn.time) if turn.time else None
-        session = _session_for(turn, parsed, sessions, last)
-        label = turn.session_label or f"session_{session}"
-        if session not in sessions:
-            sessions[session] = (label, parsed)
-            last = session if last is None else max(last, session)
         content_hash = SourcePacket.hash_content(turn.speaker, turn.text, turn.time, turn.image_caption, turn.image_query)
         dia_id = turn.dia_id
         if dia_id and dia_id in seen_dias:
@@ -115,6 +109,13 @@ def packetize(turns: Iterable[Any], index: UserIndex, user_id: str) -> Packetize
         if not dia_id and content_hash in seen_hashes:
             out.counts["already_stored"] += 1
             continue
+        # sessions follow the stored turns only: re-sent known turns must not open sessions for the new ones
+        parsed = parse_session_time(turn.time) if turn.time else None
+        session = _session_for(turn, parsed, sessions, last)
+        label = turn.session_label or f"session_{session}"
+        if session not in sessions:
+            sessions[session] = (label, parsed)
+            last = session if last is None else max(last, session)
         number = per_session.get(session, 0) + 1  # the turn's number in its session
         if not dia_id:
             while f"D{session}:{number}" in seen_dias:

@@ -73,6 +73,19 @@ def test_assigned_dia_ids_and_sessions_follow_dates(embeddings):
     assert index.packets[index.by_dia["D2:1"]].session_time == "2024-02-09T18:00:00"
 
 
+def test_resent_history_does_not_shift_the_sessions_of_new_turns():
+    days = ["2024-02-01", "2024-02-03", "2024-02-07"]
+    history = [{"speaker": "AB"[i % 2], "text": f"turn {i} on {d}", "time": f"{d}T10:0{i}"} for d in days for i in range(3)]
+    later = [{"speaker": "A", "text": "a new day", "time": "2024-02-10T09:00"}, {"speaker": "B", "text": "indeed", "time": "2024-02-10T09:01"}]
+    grown = MemCompile(None, dense=False)
+    grown.add_turns(history, "u")
+    assert grown.add_turns(history + later, "u")["already_stored"] == len(history)  # the file re-sent with two more turns
+    at_once = MemCompile(None, dense=False)
+    at_once.add_turns(history + later, "u")
+    sessions = lambda mem: [(p.dia_id, p.session) for p in mem.index("u").packets.values()]  # noqa: E731
+    assert sessions(grown) == sessions(at_once) and sessions(grown)[-2:] == [("D4:1", 4), ("D4:2", 4)]
+
+
 def test_query_graph_has_every_stage_and_trace(store, embeddings):
     mem = MemCompile(store, embeddings=embeddings)
     mermaid = mem.query_graph.get_graph().draw_mermaid()
