@@ -81,7 +81,7 @@ class UserIndex:
 
     def vector_rows(self) -> np.ndarray:
         """Row of each packet (in packet_order) in the vector matrix; cached until packets or vectors change."""
-        key = (len(self.packet_order), len(self.vectors))
+        key = (len(self.packet_order), self.vectors.stamp)  # the stamp renews on any change, a re-embed included
         if self._rows_key != key:
             self._rows = np.fromiter((self.vectors.row[p] for p in self.packet_order), dtype=np.int64, count=len(self.packet_order))
             self._rows_key = key

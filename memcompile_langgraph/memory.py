@@ -11,6 +11,7 @@ from typing import Any, Iterable, Sequence
 
 from langchain_core.embeddings import Embeddings
 
+from .address.dense import PacketVectors
 from .address.intent import offline_intent
 from .config import DEFAULT_CONFIG, MemCompileConfig
 from .embed_queue import embedding_in_background
@@ -24,7 +25,7 @@ from .ingest_graph import build_ingest_graph
 from .query_graph import build_query_graph
 from .records import CompiledContext, Descriptor, Intent, SourcePacket
 from .store.embeddings import default_embeddings
-from .store.records import RecordStore
+from .store.records import REEMBEDDING, RecordStore
 from .store.vectors import VectorStore
 from .users import validate_user_id
 
@@ -80,6 +81,7 @@ class MemCompile:
         self.scheduler: Scheduler = scheduler or offline_scheduler
         self._indexes: dict[str, UserIndex] = {}
         self._unreconciled: set[str] = set()  # users whose vectors a busy writer kept us from checking
+        self._warned_foreign: set[str] = set()
         self._index_lock = threading.RLock()
         self.ingest_graph = build_ingest_graph(self)
         self.query_graph = build_query_graph(self)
@@ -170,13 +172,12 @@ class MemCompile:
                 self._unreconciled.add(user)
                 return
             self._unreconciled.discard(user)
-            if self.records.embedding(user) != self.embedding_id:
-                self._reembed(index)
-                return
             stored = self.vectors.ids(user)
             if stored and not index.packets:
                 self.vectors.drop(user)  # a forget interrupted between records and vectors
                 return
+            if self.foreign_vectors(user):
+                return  # another model's vectors are replaced whole by the next writer (_reembed), not patched
             missing = [pid for pid in index.packet_order if pid not in stored]
             orphans = [pid for pid in stored if pid not in index.packets]
             if orphans:
@@ -186,19 +187,41 @@ class MemCompile:
                 self.embed_packets(user, [(index.packets[p], index.by_packet[p]) for p in missing], index)
 
     def foreign_vectors(self, user_id: str) -> bool:
-        """The user's stored vectors were made by another model and no writer has re-embedded them yet."""
+        """The user's stored vectors were not made by this memory's model (or their maker is not recorded yet, or a
+        re-embed is under way): they are never compared with this model's query vectors."""
         return self.embeddings is not None and self.records.embedding(user_id) != self.embedding_id
 
+    def warn_foreign(self, user_id: str) -> None:
+        if user_id not in self._warned_foreign:
+            self._warned_foreign.add(user_id)
+            log.warning("dense channel off for user %r: its vectors were made by %s; they are re-embedded at its next "
+                        "add_turns (or MemCompile.reembed)", user_id, self.records.embedding(user_id) or "an unrecorded model")
+
     def _reembed(self, index: UserIndex) -> None:
-        """Vectors from another model (or an older store that did not record it) are not comparable with this
-        process's query vectors, and may not even share its dimension: all of them are made again."""
+        """As the user's writer: every packet embedded again with this memory's model. Until it is recorded as done,
+        readers treat the vectors as foreign (a crash leaves them so, and the next writer starts over)."""
         user = index.user_id
+        made_by = self.records.embedding(user)
+        self.records.set_embedding(user, REEMBEDDING)
         self.vectors.drop(user)  # also whatever a forget interrupted before its vectors left behind
+        index.vectors = PacketVectors()
         if index.packets:
-            log.warning("re-embedding %d packets of one user: its vectors were made by %s, this memory embeds with %s",
-                        len(index.packets), self.records.embedding(user) or "an unrecorded model", self.embedding_id)
+            log.warning("re-embedding %d packets of user %r: its vectors were made by %s, this memory embeds with %s",
+                        len(index.packets), user, made_by or "an unrecorded model", self.embedding_id)
             self.embed_packets(user, [(index.packets[p], index.by_packet[p]) for p in index.packet_order], index)
-        self.records.set_embedding(user, self.embedding_id)  # last: a crash before it re-embeds again
+        # a new version: every cached index of this user (other processes too) is reloaded with the new vectors
+        index.version = self.records.set_embedding(user, self.embedding_id, bump=True)
+
+    def reembed(self, user_id: str = "default") -> int:
+        """Embed every packet of the user again with this memory's model (what the next add_turns does anyway when
+        the store's vectors came from another model); returns how many packets were embedded."""
+        validate_user_id(user_id)
+        with self.records.write_lock(user_id):
+            index = self._load(user_id)
+            self._reembed(index)
+            with self._index_lock:
+                self._indexes[user_id] = index
+        return len(index.packets) if self.embeddings is not None else 0
 
     # --- build plane ---------------------------------------------------------------------------
     def add_turns(self, turns: Iterable[Any], user_id: str = "default", progress: bool = False) -> dict[str, int]:
@@ -211,6 +234,8 @@ class MemCompile:
             self.extractor.progress = progress
         with self.records.write_lock(user_id):
             private = self._borrow(user_id) or self._load(user_id)
+            if self.foreign_vectors(user_id):  # before any vector of this model joins them
+                self._reembed(private)
             token = _PINNED.set((user_id, private))
             try:
                 with embedding_in_background(self):
@@ -355,8 +380,10 @@ def embedding_identity(embeddings: Embeddings | None) -> str | None:
     identity = getattr(embeddings, "identity", None)
     if identity:
         return str(identity)
-    model = getattr(embeddings, "model", None) or getattr(embeddings, "model_name", None) or ""
-    return f"{type(embeddings).__module__}.{type(embeddings).__qualname__}:{model}"
+    # the fields that change what a LangChain embedder returns (model, output size), where it has them
+    fields = ("model", "model_name", "deployment", "dimensions", "size", "dim")
+    named = [f"{f}={getattr(embeddings, f)}" for f in fields if getattr(embeddings, f, None) not in (None, "")]
+    return ":".join([f"{type(embeddings).__module__}.{type(embeddings).__qualname__}", *named])
 
 
 def _progress(total: int, enabled: bool, desc: str):

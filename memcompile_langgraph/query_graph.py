@@ -86,9 +86,12 @@ def dense_node(mem: "MemCompile", state: QueryWork) -> dict[str, Any]:
     mem.index(user)
     if mem.embeddings is None:
         return {"dense": [], "_trace": {"hits": 0, "disabled": True}}
-    if mem.foreign_vectors(user):  # made by another model and not re-embedded yet: not comparable with ours
-        return {"dense": [], "_trace": {"hits": 0, "foreign_vectors": True}}
     index = mem.index(user)
+    if not index.packets:
+        return {"dense": [], "_trace": {"hits": 0}}
+    if mem.foreign_vectors(user):  # made by another model and not re-embedded yet: not comparable with ours
+        mem.warn_foreign(user)
+        return {"dense": [], "_trace": {"hits": 0, "foreign_vectors": True}}
     enriched = enriched_query(state["intent"])
     texts = [enriched, state["query"]] if mem.config.fusion and enriched != state["query"] else [enriched]
     vectors = mem.embeddings.embed_documents(texts) if len(texts) > 1 else [mem.embeddings.embed_query(enriched)]

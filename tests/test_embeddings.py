@@ -7,7 +7,7 @@ from memcompile_langgraph import MemCompile
 from memcompile_langgraph.demo_data import demo_turns
 from memcompile_langgraph.index import packet_document
 from memcompile_langgraph.store.embeddings import MiniLMEmbeddings, find_model_dir
-from memcompile_langgraph.store.int8_model import RECIPE, int8_model
+from memcompile_langgraph.store.int8_model import int8_model
 
 TEXTS = [
     "Caroline went to the LGBTQ support group yesterday and felt welcome.",
@@ -47,16 +47,8 @@ def test_int8_model_is_built_once_then_reused(model_dir, tmp_path, monkeypatch):
     assert "IsNaN" not in ops  # the softmax NaN guards are gone
 
 
-def test_a_stale_int8_model_is_replaced(model_dir, tmp_path, monkeypatch):
-    monkeypatch.setenv("MEMCOMPILE_CACHE_DIR", str(tmp_path))
-    (tmp_path / "models").mkdir()
-    stale = tmp_path / "models" / "all-MiniLM-L6-v2-0000.onnx"
-    stale.write_bytes(b"an older recipe")
-    assert int8_model(model_dir) is not None and not stale.exists()
-
-
 def test_int8_vectors_stay_close_to_fp32_and_rank_alike(embeddings, fp32):
-    assert embeddings.identity.endswith(f"/{RECIPE}") and fp32.identity.endswith("/fp32")
+    assert embeddings.precision == "int8" and fp32.precision == "fp32" and embeddings.identity != fp32.identity
     a, b = embeddings.embed_array(TEXTS[:4]), fp32.embed_array(TEXTS[:4])
     assert (a * b).sum(1).min() > 0.98
     qa, qb = embeddings.embed_array(QUERIES), fp32.embed_array(QUERIES)
@@ -66,7 +58,7 @@ def test_int8_vectors_stay_close_to_fp32_and_rank_alike(embeddings, fp32):
 @pytest.mark.parametrize("workers", [1, 2, 3])
 def test_a_texts_vector_does_not_depend_on_its_batch(model_dir, embeddings, workers):
     alone = np.vstack([embeddings.embed_query(t) for t in TEXTS])
-    together = np.asarray(MiniLMEmbeddings(model_dir, workers=workers).embed_documents(TEXTS * 3))
+    together = np.asarray(MiniLMEmbeddings(model_dir, workers=workers).embed_documents(TEXTS * 3))  # 3 > cores too
     assert np.array_equal(together[: len(TEXTS)], alone) and np.array_equal(together[len(TEXTS) :], np.vstack([alone, alone]))
     assert np.allclose(np.linalg.norm(alone, axis=1), 1.0, atol=1e-5)
 
@@ -76,7 +68,8 @@ def test_int8_model_that_cannot_be_built_falls_back_to_fp32(model_dir, tmp_path,
     blocked.write_text("")
     monkeypatch.setenv("MEMCOMPILE_CACHE_DIR", str(blocked))
     emb = MiniLMEmbeddings(model_dir)
-    assert emb.identity.endswith("/fp32") and "using the fp32 model" in caplog.text
+    assert emb.precision == "fp32" and emb.identity == MiniLMEmbeddings(model_dir, precision="fp32").identity
+    assert "using the fp32 model" in caplog.text
     assert len(emb.embed_query("still works")) == 384
 
 
@@ -90,33 +83,69 @@ def _stored_vectors(mem, user):
     return dict(zip(ids, np.asarray(vectors)))
 
 
-def test_store_made_with_another_model_is_reembedded_once(tmp_path, embeddings, fp32):
+def test_store_made_with_another_model_is_reembedded_by_the_next_writer(tmp_path, embeddings, fp32):
     old = MemCompile(tmp_path, embeddings=fp32)
     old.add_turns(demo_turns(), "ann")
     assert old.records.embedding("ann") == fp32.identity
     old.close()
 
     mem = MemCompile(tmp_path, embeddings=embeddings)
-    assert mem.compile("Where does Priya work now?", "ann").packets
+    ctx = mem.compile("Where does Priya work now?", "ann")  # a read never re-embeds: the dense channel sits out
+    assert ctx.packets and ctx.trace["dense"]["foreign_vectors"] and mem.records.embedding("ann") == fp32.identity
+    mem.add_turns([{"speaker": "Priya", "text": "I start at the observatory next week.", "time": "2024-06-01T09:00"}], "ann")
     assert mem.records.embedding("ann") == embeddings.identity
     index = mem.index("ann")
     stored = _stored_vectors(mem, "ann")
-    assert set(stored) == set(index.packets)
-    for pid in list(index.packet_order)[:5]:
+    assert set(stored) == set(index.packets) == set(index.vectors.ids)
+    for pid in index.packet_order:
         doc = packet_document(index.packets[pid], index.by_packet[pid])[: mem.config.embed_max_chars]
         assert np.allclose(stored[pid], embeddings.embed_query(doc), atol=1e-6)
-    again = MemCompile(tmp_path, embeddings=embeddings)
-    again.compile("Where does Priya work now?", "ann")
-    assert _stored_vectors(again, "ann").keys() == stored.keys()
+    assert mem.compile("Where does Priya work now?", "ann").trace["dense"]["hits"] > 0
 
 
 def test_store_opened_with_an_embedder_of_another_dimension(tmp_path, embeddings):
     MemCompile(tmp_path, embeddings=embeddings).add_turns(demo_turns(), "ann")
-    small = DeterministicFakeEmbedding(size=16)
-    mem = MemCompile(tmp_path, embeddings=small)
-    ctx = mem.compile("Where does Priya work now?", "ann")
-    assert ctx.packets and ctx.trace["dense"]["hits"] > 0
+    mem = MemCompile(tmp_path, embeddings=DeterministicFakeEmbedding(size=16))
+    assert mem.compile("Where does Priya work now?", "ann").trace["dense"]["hits"] == 0  # never a shape error
+    assert mem.reembed("ann") == len(mem.index("ann").packets)
+    assert mem.compile("Where does Priya work now?", "ann").trace["dense"]["hits"] > 0
     assert {len(v) for v in _stored_vectors(mem, "ann").values()} == {16}
+    bigger = MemCompile(tmp_path, embeddings=DeterministicFakeEmbedding(size=32))
+    assert bigger.embedding_id != mem.embedding_id  # same class, other output size: another model
+    bigger.add_turns([{"speaker": "Tom", "text": "Biscuit learned to sit.", "time": "2024-06-02T10:00"}], "ann")
+    assert {len(v) for v in _stored_vectors(bigger, "ann").values()} == {32}
+
+
+def test_two_writers_with_different_models_never_mix_vectors(tmp_path, embeddings, fp32):
+    w = MemCompile(tmp_path, embeddings=fp32)
+    w.add_turns(demo_turns()[:20], "ann")  # w keeps its index cached, fp32 vectors inside
+    r = MemCompile(tmp_path, embeddings=embeddings)
+    r.reembed("ann")  # another process re-embeds with int8
+    w.add_turns(demo_turns()[20:], "ann")  # w must not append fp32 vectors to int8 ones: it re-embeds all
+    assert w.records.embedding("ann") == fp32.identity
+    index = w.index("ann")
+    stored = _stored_vectors(w, "ann")
+    assert set(stored) == set(index.packets)
+    for pid in index.packet_order:
+        doc = packet_document(index.packets[pid], index.by_packet[pid])[: w.config.embed_max_chars]
+        assert np.allclose(stored[pid], fp32.embed_query(doc), atol=1e-6)
+    reader = MemCompile(tmp_path, embeddings=fp32)
+    assert reader.compile("Where does Priya work now?", "ann").trace["dense"]["hits"] > 0
+
+
+def test_reader_picks_up_vectors_another_process_reembedded(tmp_path, embeddings, fp32):
+    MemCompile(tmp_path, embeddings=fp32).add_turns(demo_turns(), "ann")
+    reader = MemCompile(tmp_path, embeddings=embeddings)
+    assert reader.compile("Where does Priya work now?", "ann").trace["dense"]["foreign_vectors"]
+    MemCompile(tmp_path, embeddings=embeddings).reembed("ann")
+    ctx = reader.compile("Where does Priya work now?", "ann")  # the new version makes it reload, vectors included
+    assert ctx.trace["dense"]["hits"] > 0 and len(reader.index("ann").vectors) == len(reader.index("ann").packets)
+
+
+def test_queries_for_unknown_users_write_nothing(tmp_path, embeddings):
+    mem = MemCompile(tmp_path, embeddings=embeddings)
+    assert mem.compile("anything", "nobody").packets == []
+    assert mem.records.embedding("nobody") is None and "nobody" not in mem.users()
 
 
 def test_forget_removes_the_recorded_model(tmp_path, embeddings):
@@ -124,18 +153,6 @@ def test_forget_removes_the_recorded_model(tmp_path, embeddings):
     mem.add_turns(demo_turns(), "ann")
     mem.forget("ann")
     assert mem.records.embedding("ann") is None and not mem.vectors.ids("ann")
-
-
-def test_reader_skips_foreign_vectors_until_a_writer_reembeds_them(tmp_path, embeddings, fp32):
-    MemCompile(tmp_path, embeddings=fp32).add_turns(demo_turns(), "ann")
-    busy = MemCompile(tmp_path, embeddings=fp32)
-    with busy.records.write_lock("ann"):  # another writer holds the user: the reader cannot re-embed
-        reader = MemCompile(tmp_path, embeddings=embeddings)
-        ctx = reader.compile("Where does Priya work now?", "ann")
-        assert ctx.packets and ctx.trace["dense"]["hits"] == 0 and ctx.trace["dense"]["foreign_vectors"]
-        assert reader.records.embedding("ann") == fp32.identity
-    ctx = reader.compile("Where does Priya work now?", "ann")  # the writer is gone: this refresh re-embeds
-    assert ctx.trace["dense"]["hits"] > 0 and reader.records.embedding("ann") == embeddings.identity
 
 
 class _FailsOnCall(DeterministicFakeEmbedding):
@@ -159,10 +176,37 @@ def test_background_embedding_failure_surfaces_and_the_next_writer_repairs(tmp_p
     with pytest.raises(RuntimeError, match="embedding service unavailable"):
         MemCompile(tmp_path, embeddings=flaky).add_turns(turns, "ann")
     mem = MemCompile(tmp_path, embeddings=_FailsOnCall(size=16, fail_on=0))
-    assert mem.records.counts("ann")["packets"] >= 512  # records committed before the failure stay
-    index = mem.index("ann", refresh=True)
-    assert set(mem.vectors.ids("ann")) == set(index.packets) and len(index.vectors) == len(index.packets)
-    assert mem.add_turns(turns, "ann")["stored"] == 700 - len(index.packets)
+    assert mem.records.counts("ann")["packets"] == 700  # every batch was committed before its vectors
+    assert len(mem.vectors.ids("ann")) == 256  # only the first batch's vectors got stored
+    index = mem.index("ann", refresh=True)  # a writer's load re-embeds what is missing
+    assert set(mem.vectors.ids("ann")) == set(index.packets) and len(index.vectors) == 700
+    assert mem.add_turns(turns, "ann")["already_stored"] == 700
+
+
+def test_last_batch_embedding_failure_is_raised_by_add_turns(tmp_path):
+    from memcompile_langgraph.bench.synthetic import generate
+
+    with pytest.raises(RuntimeError, match="embedding service unavailable"):
+        MemCompile(tmp_path, embeddings=_FailsOnCall(size=16, fail_on=3)).add_turns(generate(700).turns, "ann")
+
+
+def test_ingest_embeds_in_the_background(tmp_path):
+    import threading
+
+    from memcompile_langgraph.bench.synthetic import generate
+
+    threads = []
+
+    class Recording(DeterministicFakeEmbedding):
+        def embed_documents(self, texts):
+            threads.append(threading.current_thread().name)
+            return super().embed_documents(texts)
+
+    mem = MemCompile(tmp_path, embeddings=Recording(size=8))
+    mem.add_turns(generate(600).turns, "ann")
+    assert len(threads) == 3 and all(t.startswith("memcompile-ingest-embed") for t in threads)
+    index = mem.index("ann")
+    assert len(mem.vectors.ids("ann")) == len(index.vectors) == len(index.packets) == 600
 
 
 def test_add_turns_returns_only_when_every_vector_is_stored(tmp_path, embeddings):

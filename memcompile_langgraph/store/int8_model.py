@@ -25,15 +25,18 @@ def cache_root() -> Path:
     return Path(env) if env else Path.home() / ".cache" / "memcompile"
 
 
-def _fingerprint(model: Path) -> str:
-    import onnxruntime
-
+def model_digest(model: Path) -> str:
     h = hashlib.sha256()
     with model.open("rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
             h.update(block)
-    h.update(f"{RECIPE}/{onnxruntime.__version__}".encode())
-    return h.hexdigest()[:20]
+    return h.hexdigest()[:16]
+
+
+def _fingerprint(model: Path) -> str:
+    import onnxruntime
+
+    return hashlib.sha256(f"{model_digest(model)}/{RECIPE}/{onnxruntime.__version__}".encode()).hexdigest()[:20]
 
 
 def _quantizer_advice(record: logging.LogRecord) -> bool:
@@ -100,9 +103,6 @@ def int8_model(model_dir: Path) -> Path | None:
         cfg = json.loads((model_dir / "config.json").read_text()) if (model_dir / "config.json").is_file() else {}
         target.parent.mkdir(parents=True, exist_ok=True)
         _build(source, target, int(cfg.get("num_attention_heads", 12)), int(cfg.get("hidden_size", 384)))
-        for stale in target.parent.glob(f"{name}-*.onnx"):  # earlier recipes or model versions (loaded sessions keep theirs)
-            if stale != target:
-                stale.unlink(missing_ok=True)
         return target
     except Exception as exc:  # noqa: BLE001 - a missing `onnx`, a read-only cache: the fp32 model still works
         log.warning("int8 embedding model unavailable (%s); using the fp32 model", exc)

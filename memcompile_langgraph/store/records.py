@@ -41,6 +41,9 @@ def user_key(user_id: str) -> str:
     return hashlib.sha256(user_id.encode("utf-8", "surrogatepass")).hexdigest()[:40]
 
 
+REEMBEDDING = "(re-embedding)"  # recorded while a writer replaces the vectors: equal to no model's identity
+
+
 def _embedding_key(user_id: str) -> str:
     return f"embedding:{user_key(user_id)}"
 
@@ -147,9 +150,13 @@ class RecordStore:
         row = self._one("SELECT value FROM meta WHERE key=?", (_embedding_key(user_id),))
         return row[0] if row else None
 
-    def set_embedding(self, user_id: str, identity: str) -> None:
-        with self._mutex:
-            self.conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (_embedding_key(user_id), identity))
+    def set_embedding(self, user_id: str, identity: str, bump: bool = False) -> int:
+        """Records the model of the user's vectors; with bump, also a new user version (returned)."""
+        with self.transaction() as tx:
+            tx.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (_embedding_key(user_id), identity))
+            if bump:
+                tx.execute("UPDATE users SET version = version + 1 WHERE user_id=?", (user_id,))
+        return self.version(user_id)
 
     def version(self, user_id: str) -> int:
         row = self._one("SELECT version FROM users WHERE user_id=?", (user_id,))
