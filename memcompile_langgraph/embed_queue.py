@@ -23,7 +23,6 @@ ACTIVE: contextvars.ContextVar["EmbedQueue | None"] = contextvars.ContextVar("me
 class EmbedQueue:
     def __init__(self, mem: "MemCompile"):
         self.mem = mem
-        self.embedded = 0
         self._worker = ThreadPoolExecutor(1, thread_name_prefix="memcompile-ingest-embed")
         self._pending: Future | None = None
 
@@ -35,7 +34,7 @@ class EmbedQueue:
         """Blocks until the batch in flight is stored; its error, if any, is raised here."""
         pending, self._pending = self._pending, None
         if pending is not None:
-            self.embedded += pending.result()
+            pending.result()
 
 
 @contextlib.contextmanager

@@ -64,3 +64,14 @@ def test_two_stores_share_one_server_without_meeting(tmp_path, chroma_url, embed
     assert reopened.vectors.name("same") == a.vectors.name("same")
     assert len(reopened.vectors.ids("same")) == 1 and len(MemCompile(tmp_path / "b", embeddings=embeddings, chroma_url=chroma_url).vectors.ids("same")) == 1
     assert "bicycle" not in reopened.compile("What was repaired?", user_id="same").text
+
+
+def test_a_collection_dropped_by_another_process_is_fetched_again(tmp_path, chroma_url, embeddings):
+    store = tmp_path / "store"
+    a = MemCompile(store, embeddings=embeddings, chroma_url=chroma_url)
+    b = MemCompile(store, embeddings=embeddings, chroma_url=chroma_url)  # another process on the same store
+    a.add_turns(demo_turns()[:10], user_id="u")
+    b.add_turns(demo_turns()[10:20], user_id="u")
+    a.forget("u")  # deletes the server collection b last wrote to
+    assert b.add_turns(demo_turns()[:5], user_id="u")["stored"] == 5
+    assert len(b.vectors.ids("u")) == 5 and b.compile("Who is Tom's dog?", user_id="u").trace["dense"]["hits"] == 5

@@ -38,6 +38,8 @@ class VectorStore:
         self.prefix = namespace or ("mc" if (path is not None or url) else f"mc{uuid.uuid4().hex[:8]}")
         self._collections: dict[str, object] = {}
         self._epoch = self.chroma.epoch
+        # a server's collections can be dropped by any other client, unseen here: fetch the handle every time
+        self._cache_handles = not url
 
     @property
     def client(self):
@@ -59,7 +61,8 @@ class VectorStore:
                 col = self.client.get_collection(self.name(user_id), embedding_function=None)
             except (NotFoundError, ValueError):  # reads never create: a query for an unknown user writes nothing
                 return None
-        self._collections[user_id] = col
+        if self._cache_handles:
+            self._collections[user_id] = col
         return col
 
     def upsert(self, user_id: str, ids: list[str], embeddings: list[list[float]], dia_ids: list[str]) -> None:
