@@ -216,12 +216,14 @@ class MemCompile:
         """Embed every packet of the user again with this memory's model (what the next add_turns does anyway when
         the store's vectors came from another model); returns how many packets were embedded."""
         validate_user_id(user_id)
+        if self.embeddings is None:
+            return 0
         with self.records.write_lock(user_id):
             index = self._load(user_id)
             self._reembed(index)
             with self._index_lock:
                 self._indexes[user_id] = index
-        return len(index.packets) if self.embeddings is not None else 0
+        return len(index.packets)
 
     # --- build plane ---------------------------------------------------------------------------
     def add_turns(self, turns: Iterable[Any], user_id: str = "default", progress: bool = False) -> dict[str, int]:

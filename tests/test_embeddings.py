@@ -216,3 +216,9 @@ def test_add_turns_returns_only_when_every_vector_is_stored(tmp_path, embeddings
     mem.add_turns(generate(600).turns, "ann")  # three batches, the last one still in flight when the loop ends
     index = mem.index("ann")
     assert len(mem.vectors.ids("ann")) == len(index.vectors) == len(index.packets) == 600
+
+
+def test_reembed_without_an_embedder_does_nothing(tmp_path):
+    mem = MemCompile(tmp_path, dense=False)
+    mem.add_turns(demo_turns()[:3], "ann")
+    assert mem.reembed("ann") == 0 and mem.records.embedding("ann") is None
