@@ -222,3 +222,13 @@ def test_reembed_without_an_embedder_does_nothing(tmp_path):
     mem = MemCompile(tmp_path, dense=False)
     mem.add_turns(demo_turns()[:3], "ann")
     assert mem.reembed("ann") == 0 and mem.records.embedding("ann") is None
+
+
+def test_concurrent_callers_share_the_embedder_safely(model_dir):
+    from concurrent.futures import ThreadPoolExecutor
+
+    emb = MiniLMEmbeddings(model_dir, workers=2)
+    alone = emb.embed_array(TEXTS * 4)
+    with ThreadPoolExecutor(4) as pool:  # four callers at once, each fanning out to the same worker pool
+        results = list(pool.map(lambda _: emb.embed_array(TEXTS * 4), range(4)))
+    assert all(np.array_equal(r, alone) for r in results)
