@@ -294,6 +294,8 @@ class MemCompile:
         out: dict[str, Any] = dict(self.records.counts(user_id))
         out["counters"] = self.records.counters(user_id)
         out["vectors"] = len(self.vectors.ids(user_id)) if self.embeddings is not None else 0
+        # which model made them; stale ones are re-embedded at the user's next add_turns
+        out["vector_model"] = {"recorded": self.records.embedding(user_id), "current": not self.foreign_vectors(user_id)}
         out["usage"] = self.usage(user_id)
         return out
 

@@ -30,3 +30,17 @@ def test_ingest_query_stats_graph_round_trip(tmp_path, capsys):
     assert json.loads(capsys.readouterr().out)["packets"] == 2
     proc = subprocess.run(["memcompile", "graph"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and "cell_routing" in proc.stdout and "frontier" in proc.stdout
+
+
+def test_stats_says_when_vectors_await_a_reembed(tmp_path, capsys):
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+
+    from memcompile_langgraph import MemCompile
+    from memcompile_langgraph.demo_data import demo_turns
+
+    store = tmp_path / "s"
+    MemCompile(store, embeddings=DeterministicFakeEmbedding(size=8)).add_turns(demo_turns()[:4], "ann")
+    assert main(["stats", "--store", str(store), "--user", "ann"]) == 0
+    assert "4 vectors (another model's: re-embedded at the next ingest)" in capsys.readouterr().out
+    assert main(["stats", "--store", str(store), "--user", "ann", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["vector_model"]["current"] is False

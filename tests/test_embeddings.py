@@ -92,8 +92,9 @@ def test_store_made_with_another_model_is_reembedded_by_the_next_writer(tmp_path
     mem = MemCompile(tmp_path, embeddings=embeddings)
     ctx = mem.compile("Where does Priya work now?", "ann")  # a read never re-embeds: the dense channel sits out
     assert ctx.packets and ctx.trace["dense"]["foreign_vectors"] and mem.records.embedding("ann") == fp32.identity
+    assert mem.stats("ann")["vector_model"] == {"recorded": fp32.identity, "current": False}
     mem.add_turns([{"speaker": "Priya", "text": "I start at the observatory next week.", "time": "2024-06-01T09:00"}], "ann")
-    assert mem.records.embedding("ann") == embeddings.identity
+    assert mem.stats("ann")["vector_model"] == {"recorded": embeddings.identity, "current": True}
     index = mem.index("ann")
     stored = _stored_vectors(mem, "ann")
     assert set(stored) == set(index.packets) == set(index.vectors.ids)

@@ -111,7 +111,8 @@ def cmd_stats(args: argparse.Namespace) -> int:
         print(json.dumps(out if not args.user else out[args.user], indent=2))
     else:
         for u, s in out.items():
-            print(f"{u}: {s['packets']} packets, {s['descriptors']} descriptors, {s['cells']} Cells, {s['sessions']} sessions, {s['vectors']} vectors")
+            stale = "" if s["vector_model"]["current"] or not s["vectors"] else " (another model's: re-embedded at the next ingest)"
+            print(f"{u}: {s['packets']} packets, {s['descriptors']} descriptors, {s['cells']} Cells, {s['sessions']} sessions, {s['vectors']} vectors{stale}")
             for k, v in s["counters"].items():
                 print(f"   {k}: {v}")
             for stage, u in s["usage"]["stages"].items():
