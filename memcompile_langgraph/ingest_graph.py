@@ -62,6 +62,9 @@ def index_node(mem: "MemCompile", state: IngestState) -> dict[str, Any]:
     index.index_packet_text([p.packet_id for p in packets])
     items = [(p, index.by_packet[p.packet_id]) for p in packets]
     queue = ACTIVE.get()
+    if queue is None and mem.foreign_vectors(user):  # run outside add_turns (Studio): never join another model's vectors
+        mem._reembed(index)  # every packet, these included
+        return {"_trace": {"committed": len(packets), "embedded": len(index.packets)}}
     if queue is not None and mem.embeddings is not None:  # add_turns: embedded while the next batch is extracted
         queue.submit(user, items, index)
         return {"_trace": {"committed": len(packets), "embedding_queued": len(items)}}

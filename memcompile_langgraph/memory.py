@@ -32,6 +32,7 @@ from .users import validate_user_id
 log = logging.getLogger(__name__)
 
 INGEST_BATCH = 256  # turns per ingest-graph run (one SQLite transaction each)
+REEMBED_CHUNK = 2048  # packets embedded and stored at a time when a user's vectors are made again
 _QUERY_USER = contextvars.ContextVar("memcompile_query_user", default="default")  # whose query the graph runs
 # (user_id, index) the graph nodes of this context use: a query sees one index throughout, and an ingest builds
 # on a private one, published when done. A published index is never changed in place (readers may be inside it).
@@ -208,7 +209,9 @@ class MemCompile:
         if index.packets:
             log.warning("re-embedding %d packets of user %r: its vectors were made by %s, this memory embeds with %s",
                         len(index.packets), user, made_by or "an unrecorded model", self.embedding_id)
-            self.embed_packets(user, [(index.packets[p], index.by_packet[p]) for p in index.packet_order], index)
+            order = index.packet_order
+            for start in range(0, len(order), REEMBED_CHUNK):  # bounded memory for a large user
+                self.embed_packets(user, [(index.packets[p], index.by_packet[p]) for p in order[start : start + REEMBED_CHUNK]], index)
         # a new version: every cached index of this user (other processes too) is reloaded with the new vectors
         index.version = self.records.set_embedding(user, self.embedding_id, bump=True)
 

@@ -233,3 +233,15 @@ def test_concurrent_callers_share_the_embedder_safely(model_dir):
     with ThreadPoolExecutor(4) as pool:  # four callers at once, each fanning out to the same worker pool
         results = list(pool.map(lambda _: emb.embed_array(TEXTS * 4), range(4)))
     assert all(np.array_equal(r, alone) for r in results)
+
+
+def test_ingest_graph_run_directly_never_joins_another_models_vectors(tmp_path):
+    a, b = DeterministicFakeEmbedding(size=8), DeterministicFakeEmbedding(size=16)
+    MemCompile(tmp_path, embeddings=a).add_turns(demo_turns()[:10], "ann")
+    studio = MemCompile(tmp_path, embeddings=b)  # what graphs/ingest.py serves: the graph, not add_turns
+    studio.ingest_graph.invoke({"user_id": "ann", "turns": demo_turns()[10:20]})
+    assert studio.records.embedding("ann") == studio.embedding_id
+    assert {len(v) for v in _stored_vectors(studio, "ann").values()} == {16}
+    assert len(studio.vectors.ids("ann")) == len(demo_turns()) == len(studio.index("ann").packets)
+    fresh = MemCompile(tmp_path, embeddings=b)
+    assert fresh.compile("Where does Priya work now?", "ann").trace["dense"]["hits"] > 0
