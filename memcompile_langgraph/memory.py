@@ -98,7 +98,8 @@ class MemCompile:
             index = self._indexes.get(user_id)
             if index is None or (refresh and index.version != self.records.version(user_id)):
                 index = self._load(user_id)
-                self._indexes[user_id] = index
+                if index.packets or index.version:  # ids nobody stored anything for are not kept around
+                    self._indexes[user_id] = index
             elif refresh and user_id in self._unreconciled:
                 self._reconcile(index)
             return index
@@ -165,9 +166,9 @@ class MemCompile:
         Only as the user's writer and only while the records are still the ones loaded: a reader comparing
         an older load with the vectors would delete the ones a live writer just added. When another writer
         holds the user, it is tried again at the next refresh."""
-        if self.embeddings is None:
-            return
         user = index.user_id
+        if self.embeddings is None or (not index.packets and not self.vectors.ids(user)):
+            return  # nothing to repair (e.g. an unknown user): no lock taken, no lock file made
         with self.records.write_lock(user, blocking=False) as held:
             if not held or self.records.version(user) != index.version:
                 self._unreconciled.add(user)

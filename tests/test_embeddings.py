@@ -245,3 +245,12 @@ def test_ingest_graph_run_directly_never_joins_another_models_vectors(tmp_path):
     assert len(studio.vectors.ids("ann")) == len(demo_turns()) == len(studio.index("ann").packets)
     fresh = MemCompile(tmp_path, embeddings=b)
     assert fresh.compile("Where does Priya work now?", "ann").trace["dense"]["hits"] > 0
+
+
+def test_queries_for_unknown_users_leave_no_lock_files_or_cached_indexes(tmp_path, embeddings):
+    mem = MemCompile(tmp_path, embeddings=embeddings)
+    mem.add_turns(demo_turns()[:3], "ann")
+    locks = set((tmp_path / "locks").iterdir())
+    for n in range(5):
+        assert mem.compile("anything", f"stranger-{n}").packets == []
+    assert set((tmp_path / "locks").iterdir()) == locks and set(mem._indexes) == {"ann"}
