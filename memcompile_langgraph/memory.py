@@ -33,6 +33,7 @@ log = logging.getLogger(__name__)
 
 INGEST_BATCH = 256  # turns per ingest-graph run (one SQLite transaction each)
 REEMBED_CHUNK = 2048  # packets embedded and stored at a time when a user's vectors are made again
+READER_REPAIR_LIMIT = 256  # missing vectors a read repairs on the spot (~1.4 s of embedding); more wait for a writer
 _QUERY_USER = contextvars.ContextVar("memcompile_query_user", default="default")  # whose query the graph runs
 # (user_id, index) the graph nodes of this context use: a query sees one index throughout, and an ingest builds
 # on a private one, published when done. A published index is never changed in place (readers may be inside it).
@@ -83,6 +84,7 @@ class MemCompile:
         self._indexes: dict[str, UserIndex] = {}
         self._unreconciled: set[str] = set()  # users whose vectors a busy writer kept us from checking
         self._warned_foreign: set[str] = set()
+        self._repair_pending: set[str] = set()  # users with more missing vectors than a read repairs
         self._index_lock = threading.RLock()
         self.ingest_graph = build_ingest_graph(self)
         self.query_graph = build_query_graph(self)
@@ -104,7 +106,7 @@ class MemCompile:
                 self._reconcile(index)
             return index
 
-    def _load(self, user_id: str) -> UserIndex:
+    def _load(self, user_id: str, writer: bool = False) -> UserIndex:
         version, packets, descriptors = self.records.load(user_id)
         index = UserIndex(user_id, self.config, version=version)
         for p in packets:
@@ -112,7 +114,7 @@ class MemCompile:
         for d, cell in descriptors:
             index.add_descriptor(d, cell)
         index.index_packet_text(index.packet_order)
-        self._reconcile(index)
+        self._reconcile(index, writer)
         if self.embeddings is not None and packets and not self.foreign_vectors(user_id):
             ids, vectors = self.vectors.vectors(user_id)
             known = [(i, v) for i, v in zip(ids, vectors) if i in index.packets]
@@ -160,7 +162,7 @@ class MemCompile:
             index.vectors.set(ids, vectors)
         return len(items)
 
-    def _reconcile(self, index: UserIndex) -> None:
+    def _reconcile(self, index: UserIndex, writer: bool = False) -> None:
         """Chroma agrees with the records after a crash: missing vectors re-added, orphans removed.
 
         Only as the user's writer and only while the records are still the ones loaded: a reader comparing
@@ -184,6 +186,10 @@ class MemCompile:
             orphans = [pid for pid in stored if pid not in index.packets]
             if orphans:
                 self.vectors.delete(user, orphans)
+            if len(missing) > READER_REPAIR_LIMIT and not writer:
+                self._repair_pending.add(user)  # a reader holds the index lock: many missing vectors wait for a writer
+                return
+            self._repair_pending.discard(user)
             if missing:
                 log.info("re-embedding %d packets missing from the vector store", len(missing))
                 self.embed_packets(user, [(index.packets[p], index.by_packet[p]) for p in missing], index)
@@ -223,7 +229,7 @@ class MemCompile:
         if self.embeddings is None:
             return 0
         with self.records.write_lock(user_id):
-            index = self._load(user_id)
+            index = self._load(user_id, writer=True)
             self._reembed(index)
             with self._index_lock:
                 self._indexes[user_id] = index
@@ -239,7 +245,9 @@ class MemCompile:
         if hasattr(self.extractor, "progress"):
             self.extractor.progress = progress
         with self.records.write_lock(user_id):
-            private = self._borrow(user_id) or self._load(user_id)
+            private = self._borrow(user_id) or self._load(user_id, writer=True)
+            if user_id in self._repair_pending:  # a reader left many missing vectors to the next writer
+                self._reconcile(private, writer=True)
             if self.foreign_vectors(user_id):  # before any vector of this model joins them
                 self._reembed(private)
             token = _PINNED.set((user_id, private))

@@ -179,9 +179,11 @@ def test_background_embedding_failure_surfaces_and_the_next_writer_repairs(tmp_p
     mem = MemCompile(tmp_path, embeddings=_FailsOnCall(size=16, fail_on=0))
     assert mem.records.counts("ann")["packets"] == 700  # every batch was committed before its vectors
     assert len(mem.vectors.ids("ann")) == 256  # only the first batch's vectors got stored
-    index = mem.index("ann", refresh=True)  # a writer's load re-embeds what is missing
+    mem.index("ann", refresh=True)  # a read repairs up to READER_REPAIR_LIMIT missing vectors, not 444
+    assert len(mem.vectors.ids("ann")) == 256
+    assert mem.add_turns(turns, "ann")["already_stored"] == 700  # the next writer does
+    index = mem.index("ann")
     assert set(mem.vectors.ids("ann")) == set(index.packets) and len(index.vectors) == 700
-    assert mem.add_turns(turns, "ann")["already_stored"] == 700
 
 
 def test_last_batch_embedding_failure_is_raised_by_add_turns(tmp_path):
@@ -254,3 +256,21 @@ def test_queries_for_unknown_users_leave_no_lock_files_or_cached_indexes(tmp_pat
     for n in range(5):
         assert mem.compile("anything", f"stranger-{n}").packets == []
     assert set((tmp_path / "locks").iterdir()) == locks and set(mem._indexes) == {"ann"}
+
+
+def test_a_read_repairs_a_few_missing_vectors_on_the_spot(tmp_path, embeddings):
+    writer = MemCompile(tmp_path, embeddings=embeddings)
+    writer.add_turns(demo_turns(), "ann")
+    writer.vectors.delete("ann", sorted(writer.vectors.ids("ann"))[:5])  # lost, as in a crash before the upsert
+    mem = MemCompile(tmp_path, embeddings=embeddings)
+    assert mem.compile("Where does Priya work now?", "ann").trace["dense"]["hits"] > 0
+    assert len(mem.vectors.ids("ann")) == len(demo_turns()) == len(mem.index("ann").vectors)
+
+
+def test_records_without_vectors_wait_for_a_writer(tmp_path, embeddings):
+    MemCompile(tmp_path, dense=False).add_turns(demo_turns(), "ann")  # no model recorded: nothing to compare with
+    mem = MemCompile(tmp_path, embeddings=embeddings)
+    assert mem.compile("Where does Priya work now?", "ann").trace["dense"]["foreign_vectors"]
+    assert not mem.vectors.ids("ann")  # the read embedded nothing
+    mem.add_turns([], "ann")
+    assert len(mem.vectors.ids("ann")) == len(demo_turns())
