@@ -205,11 +205,13 @@ class MemCompile:
             log.warning("dense channel off for user %r: its vectors were made by %s; they are re-embedded at its next "
                         "add_turns (or MemCompile.reembed)", user_id, self.records.embedding(user_id) or "an unrecorded model")
 
-    def _reembed(self, index: UserIndex) -> None:
+    def _reembed(self, index: UserIndex, made_by: str | None = None) -> None:
         """As the user's writer: every packet embedded again with this memory's model. Until it is recorded as done,
-        readers treat the vectors as foreign (a crash leaves them so, and the next writer starts over)."""
+        readers treat the vectors as foreign (a crash leaves them so, and the next writer starts over).
+        made_by: what the old vectors were recorded as, when the caller already replaced it by the marker."""
         user = index.user_id
-        made_by = self.records.embedding(user)
+        if made_by is None:
+            made_by = self.records.embedding(user)
         self.records.set_embedding(user, REEMBEDDING)
         self.vectors.drop(user)  # also whatever a forget interrupted before its vectors left behind
         index.vectors = PacketVectors()
@@ -229,8 +231,11 @@ class MemCompile:
         if self.embeddings is None:
             return 0
         with self.records.write_lock(user_id):
+            made_by = self.records.embedding(user_id) or ""
+            # marked first: the load then neither repairs nor reads the vectors that are about to be replaced
+            self.records.set_embedding(user_id, REEMBEDDING)
             index = self._load(user_id, writer=True)
-            self._reembed(index)
+            self._reembed(index, made_by)
             with self._index_lock:
                 self._indexes[user_id] = index
         return len(index.packets)

@@ -274,3 +274,19 @@ def test_records_without_vectors_wait_for_a_writer(tmp_path, embeddings):
     assert not mem.vectors.ids("ann")  # the read embedded nothing
     mem.add_turns([], "ann")
     assert len(mem.vectors.ids("ann")) == len(demo_turns())
+
+
+def test_reembed_embeds_each_packet_once(tmp_path):
+    calls = []
+
+    class Counting(DeterministicFakeEmbedding):
+        def embed_documents(self, texts):
+            calls.append(len(texts))
+            return super().embed_documents(texts)
+
+    mem = MemCompile(tmp_path, embeddings=Counting(size=8))
+    mem.add_turns(demo_turns(), "ann")
+    mem.vectors.delete("ann", sorted(mem.vectors.ids("ann"))[:5])  # missing ones are not repaired first, then replaced
+    calls.clear()
+    assert MemCompile(tmp_path, embeddings=Counting(size=8)).reembed("ann") == len(demo_turns())
+    assert sum(calls) == len(demo_turns())
