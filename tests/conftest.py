@@ -22,10 +22,17 @@ def locomo_samples():
 
 
 @pytest.fixture(scope="session")
-def embeddings():
+def model_dir():
+    from memcompile_langgraph.store.embeddings import find_model_dir
+
+    found = find_model_dir()
+    if found is None:
+        pytest.skip("no local embedding model (set MEMCOMPILE_MODEL_DIR)")
+    return found
+
+
+@pytest.fixture(scope="session")
+def embeddings(model_dir):
     from memcompile_langgraph.store.embeddings import default_embeddings
 
-    emb = default_embeddings()
-    if emb is None:
-        pytest.skip("no local embedding model (set MEMCOMPILE_MODEL_DIR)")
-    return emb
+    return default_embeddings()  # the local model found above, as users get it

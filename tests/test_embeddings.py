@@ -6,7 +6,7 @@ from langchain_core.embeddings import DeterministicFakeEmbedding
 from memcompile_langgraph import MemCompile
 from memcompile_langgraph.demo_data import demo_turns
 from memcompile_langgraph.index import packet_document
-from memcompile_langgraph.store.embeddings import MiniLMEmbeddings, find_model_dir
+from memcompile_langgraph.store.embeddings import MiniLMEmbeddings
 from memcompile_langgraph.store.int8_model import int8_model
 
 TEXTS = [
@@ -18,14 +18,6 @@ TEXTS = [
     "",
 ]
 QUERIES = ["Who went to a support group?", "What did Melanie paint?", "Which pet chews books?", "Where is the December trip?"]
-
-
-@pytest.fixture(scope="module")
-def model_dir():
-    d = find_model_dir()
-    if d is None:
-        pytest.skip("no local embedding model (set MEMCOMPILE_MODEL_DIR)")
-    return d
 
 
 @pytest.fixture(scope="module")
