@@ -107,7 +107,8 @@ class MemCompile:
             return index
 
     def _load(self, user_id: str, writer: bool = False) -> UserIndex:
-        version, packets, descriptors = self.records.load(user_id)
+        loaded = self.records.load(user_id)
+        version, packets, descriptors = loaded.version, loaded.packets, loaded.descriptors
         index = UserIndex(user_id, self.config, version=version)
         for p in packets:
             index.add_packet(p)

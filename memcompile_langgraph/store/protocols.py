@@ -11,6 +11,10 @@ from typing import ContextManager, Protocol, runtime_checkable
 from ..records import Descriptor, SourcePacket
 
 
+class StoreError(RuntimeError):
+    """A store that cannot be used as asked (missing, damaged, of a newer schema): the message is one line."""
+
+
 @dataclass(frozen=True, slots=True)
 class LoadedRecords:
     """One consistent read of a user's records (no writer's commit falls between its parts)."""
@@ -35,12 +39,16 @@ class RecordsStore(Protocol):
     Versions: `version(user)` is 0 for a user with no records; every write that changes what a reader would load
     (commit, delete_packets, set_embedding with bump) gives the user a new version drawn from one store-wide
     generation, so a version never repeats for a user, also across forget (a cache keyed by version can never
-    serve forgotten records). Writers of one user hold `write_lock(user)` (across threads and processes)."""
+    serve forgotten records). `head(user)` is (version, epoch): the epoch changes when records change other than by
+    appending (delete_packets, a re-embed, the user made again after forget), so a cached index or snapshot file of
+    the same epoch can be brought up to date with `load(user, after=(packet seq, descriptor seq))`.
+    Writers of one user hold `write_lock(user)` (across threads and processes)."""
 
     def store_id(self) -> str: ...
     def version(self, user_id: str) -> int: ...
+    def head(self, user_id: str) -> tuple[int, int]: ...
     def users(self) -> list[str]: ...
-    def load(self, user_id: str) -> LoadedRecords: ...
+    def load(self, user_id: str, after: tuple[int, int] = (-1, -1)) -> LoadedRecords: ...
     def commit(
         self, user_id: str, packets: list[SourcePacket], placed: list[tuple[Descriptor, str]], counts: dict[str, int] | None = None
     ) -> int: ...

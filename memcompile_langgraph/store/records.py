@@ -1,4 +1,5 @@
-"""SQLite record store: packets, descriptors with their Cell, per-user counters. One file per store directory."""
+"""SQLite records store (the embedded default): packets, descriptors with their Cell, per-user counters and versions.
+One file per store directory; the RecordsStore contract is in store/protocols.py."""
 from __future__ import annotations
 
 import contextlib
@@ -6,20 +7,27 @@ import hashlib
 import json
 import sqlite3
 import threading
+import time
 import uuid
 from pathlib import Path
 from typing import Iterator
 
+from ..locks import FileLock, UserLocks
 from ..records import Descriptor, SourcePacket
+from .protocols import LoadedRecords, StoredTurn, StoreError
+
+SCHEMA_VERSION = 2  # 1: no epochs, no created_at (stores of 2026-11 and before); migrated on open
+FILE = "memcompile.sqlite3"
 
 SCHEMA = """
-CREATE TABLE IF NOT EXISTS users (user_id TEXT PRIMARY KEY, version INTEGER NOT NULL DEFAULT 0);
+CREATE TABLE IF NOT EXISTS users (user_id TEXT PRIMARY KEY, version INTEGER NOT NULL DEFAULT 0,
+    epoch INTEGER NOT NULL DEFAULT 0);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS packets (
     user_id TEXT NOT NULL, packet_id TEXT NOT NULL, seq INTEGER NOT NULL, dia_id TEXT NOT NULL,
     speaker TEXT NOT NULL, session INTEGER NOT NULL, session_label TEXT NOT NULL, session_time TEXT,
     session_time_raw TEXT NOT NULL, text TEXT NOT NULL, image_caption TEXT NOT NULL, image_query TEXT NOT NULL,
-    content_hash TEXT NOT NULL,
+    content_hash TEXT NOT NULL, created_at REAL NOT NULL DEFAULT 0,
     PRIMARY KEY (user_id, packet_id), UNIQUE (user_id, dia_id));
 CREATE TABLE IF NOT EXISTS descriptors (
     user_id TEXT NOT NULL, descriptor_id TEXT NOT NULL, packet_id TEXT NOT NULL, seq INTEGER NOT NULL,
@@ -32,8 +40,14 @@ CREATE TABLE IF NOT EXISTS counters (user_id TEXT NOT NULL, name TEXT NOT NULL, 
     PRIMARY KEY (user_id, name));
 """
 
-_PACKET_COLS = "packet_id, user_id, dia_id, speaker, session, session_label, session_time, session_time_raw, text, seq, image_caption, image_query, content_hash"
-_DESC_COLS = "descriptor_id, packet_id, claim, dia_id, speaker, session, session_time, people, keywords, event_time, interaction_time, n_tokens, seq, negated, cell_id"
+_PACKET_COLS = (
+    "packet_id, user_id, dia_id, speaker, session, session_label, session_time, session_time_raw, text, seq, image_caption, "
+    "image_query, content_hash"
+)
+_DESC_COLS = (
+    "descriptor_id, packet_id, claim, dia_id, speaker, session, session_time, people, keywords, event_time, "
+    "interaction_time, n_tokens, seq, negated, cell_id"
+)
 
 
 def user_key(user_id: str) -> str:
@@ -49,38 +63,61 @@ def _embedding_key(user_id: str) -> str:
 
 
 class RecordStore:
-    def __init__(self, path: str | Path | None):
+    """RecordsStore over one SQLite file (or memory when path is None)."""
+
+    def __init__(self, path: str | Path | None, create: bool = True):
         self.dir = Path(path) if path is not None else None
+        target = ":memory:"
         if self.dir is not None:
-            self.dir.mkdir(parents=True, exist_ok=True)
+            target = str(self.dir / FILE)
+            _check_layout(self.dir, create)
             (self.dir / "locks").mkdir(exist_ok=True)
-        target = str(self.dir / "memcompile.sqlite3") if self.dir is not None else ":memory:"
-        self.conn = sqlite3.connect(target, timeout=60, check_same_thread=False, isolation_level=None)
+        try:
+            self.conn = sqlite3.connect(target, timeout=60, check_same_thread=False, isolation_level=None)
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open {target}: {exc}") from None
         self._mutex = threading.RLock()
-        self._user_locks: dict[str, threading.RLock] = {}
-        self._lock_depth: dict[str, int] = {}  # per user, touched only by the thread holding its RLock
-        with self._mutex, self._setup_lock():
-            self.conn.execute("PRAGMA busy_timeout=60000")
-            if self.dir is not None:
-                self.conn.execute("PRAGMA journal_mode=WAL")
-            self.conn.execute("PRAGMA synchronous=NORMAL")
-            self.conn.execute("PRAGMA secure_delete=ON")  # forgotten text is overwritten, not left in free pages
-            self.conn.executescript(SCHEMA)
-
-    @contextlib.contextmanager
-    def _setup_lock(self) -> Iterator[None]:
-        """Processes opening a new store at once: switching to WAL can fail with "locked" without waiting."""
-        if self.dir is None:
-            yield
-            return
-        import fcntl
-
-        with open(self.dir / "locks" / "setup.lock", "a+") as fh:
-            fcntl.flock(fh, fcntl.LOCK_EX)
+        self._writers = UserLocks()
+        setup = FileLock(self.dir / "locks" / "setup.lock").hold() if self.dir is not None else contextlib.nullcontext()
+        # processes opening a new store at once: switching to WAL can fail with "locked" without waiting
+        with self._mutex, setup:
             try:
-                yield
-            finally:
-                fcntl.flock(fh, fcntl.LOCK_UN)
+                self.conn.execute("PRAGMA busy_timeout=60000")
+                if self.dir is not None:
+                    self.conn.execute("PRAGMA journal_mode=WAL")
+                self.conn.execute("PRAGMA synchronous=NORMAL")
+                self.conn.execute("PRAGMA secure_delete=ON")  # forgotten text is overwritten, not left in free pages
+                self._migrate()
+            except sqlite3.DatabaseError as exc:
+                self.conn.close()
+                raise StoreError(f"{target} is not a readable MemCompile records file ({exc})") from None
+
+    def _migrate(self) -> None:
+        tables = {r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        found = None
+        if "meta" in tables:
+            row = self.conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+            found = int(row[0]) if row else 1
+        elif "packets" in tables:
+            found = 1
+        if found is not None and found > SCHEMA_VERSION:
+            raise StoreError(
+                f"{self.dir / FILE if self.dir else 'the store'} has schema {found}; this memcompile reads up to "
+                f"{SCHEMA_VERSION}: upgrade memcompile-langgraph"
+            )
+        if found == SCHEMA_VERSION:
+            return
+        with self.transaction() as tx:
+            if found == 1:  # before CREATE ... IF NOT EXISTS, which leaves the old tables as they are
+                tx.execute("ALTER TABLE users ADD COLUMN epoch INTEGER NOT NULL DEFAULT 0")
+                tx.execute("ALTER TABLE packets ADD COLUMN created_at REAL NOT NULL DEFAULT 0")
+                tx.execute("UPDATE users SET epoch = version")
+            for statement in SCHEMA.split(";"):  # executescript would commit the open transaction
+                if statement.strip():
+                    tx.execute(statement)
+            top = tx.execute("SELECT COALESCE(MAX(version), 0) FROM users").fetchone()[0]
+            tx.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('generation', ?)", (str(top),))
+            tx.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
 
     def close(self) -> None:
         with self._mutex:
@@ -97,39 +134,13 @@ class RecordStore:
                 raise
             self.conn.execute("COMMIT")
 
-    @contextlib.contextmanager
-    def write_lock(self, user_id: str, blocking: bool = True) -> Iterator[bool]:
+    def write_lock(self, user_id: str, blocking: bool = True):
         """Serializes writers of one user across threads and processes (placement reads the Cells it extends).
-
-        Re-entrant within a thread (an ingest holding it loads the index, whose reconcile takes it again).
         Yields whether it is held: with blocking=False it gives up at once when another writer has it."""
-        lock = self._user_locks.setdefault(user_id, threading.RLock())
-        if not lock.acquire(blocking=blocking):
-            yield False
-            return
-        depth = self._lock_depth.get(user_id, 0)
-        self._lock_depth[user_id] = depth + 1
-        try:
-            if self.dir is None or depth:
-                yield True
-                return
-            import fcntl
-
-            with open(self.dir / "locks" / f"{user_key(user_id)}.lock", "a+") as fh:
-                try:
-                    fcntl.flock(fh, fcntl.LOCK_EX if blocking else fcntl.LOCK_EX | fcntl.LOCK_NB)
-                except BlockingIOError:
-                    held = False
-                else:
-                    held = True
-                try:
-                    yield held
-                finally:
-                    if held:
-                        fcntl.flock(fh, fcntl.LOCK_UN)
-        finally:
-            self._lock_depth[user_id] = depth
-            lock.release()
+        if self.dir is None:
+            return self._writers.hold(user_id, lambda _: contextlib.nullcontext(True), blocking)
+        lock = FileLock(self.dir / "locks" / f"{user_key(user_id)}.lock")
+        return self._writers.hold(user_id, lambda b: lock.hold(blocking=b), blocking)
 
     def _one(self, sql: str, args: tuple) -> tuple | None:
         with self._mutex:
@@ -151,52 +162,74 @@ class RecordStore:
         return row[0] if row else None
 
     def set_embedding(self, user_id: str, identity: str, bump: bool = False) -> int:
-        """Records the model of the user's vectors; with bump, also a new user version (returned)."""
+        """Records the model of the user's vectors; with bump, also a new user version and epoch (returned)."""
         with self.transaction() as tx:
             tx.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (_embedding_key(user_id), identity))
             if bump:
-                tx.execute("UPDATE users SET version = version + 1 WHERE user_id=?", (user_id,))
+                self._bump(tx, user_id, epoch=True)
         return self.version(user_id)
 
+    @staticmethod
+    def _bump(tx: sqlite3.Connection, user_id: str, epoch: bool) -> int:
+        """A new version from the store-wide generation (never repeats, forget included); with epoch, the
+        records changed other than by appending, so snapshots of older versions cannot be extended."""
+        tx.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key='generation'")
+        gen = int(tx.execute("SELECT value FROM meta WHERE key='generation'").fetchone()[0])
+        if epoch:
+            tx.execute("UPDATE users SET version = ?, epoch = ? WHERE user_id=?", (gen, gen, user_id))
+        else:
+            tx.execute("UPDATE users SET version = ? WHERE user_id=?", (gen, user_id))
+        return gen
+
     def version(self, user_id: str) -> int:
-        row = self._one("SELECT version FROM users WHERE user_id=?", (user_id,))
-        return row[0] if row else 0
+        return self.head(user_id)[0]
+
+    def head(self, user_id: str) -> tuple[int, int]:
+        """(version, epoch) of the user in one indexed read; (0, 0) for a user with no records."""
+        row = self._one("SELECT version, epoch FROM users WHERE user_id=?", (user_id,))
+        return (row[0], row[1]) if row else (0, 0)
 
     def users(self) -> list[str]:
         return [r[0] for r in self._all("SELECT user_id FROM users ORDER BY user_id", ())]
 
-    def load(self, user_id: str) -> tuple[int, list[SourcePacket], list[tuple[Descriptor, str]]]:
+    def load(self, user_id: str, after: tuple[int, int] = (-1, -1)) -> LoadedRecords:
+        """The user's records; with after=(packet seq, descriptor seq), only the rows beyond them."""
         with self._mutex:
-            self.conn.execute("BEGIN")  # one snapshot: another process may commit between the three reads
+            self.conn.execute("BEGIN")  # one snapshot: another process may commit between the reads
             try:
                 version = self.version(user_id)
-                prows = self.conn.execute(f"SELECT {_PACKET_COLS} FROM packets WHERE user_id=? ORDER BY seq", (user_id,)).fetchall()
-                drows = self.conn.execute(f"SELECT {_DESC_COLS} FROM descriptors WHERE user_id=? ORDER BY seq", (user_id,)).fetchall()
+                prows = self.conn.execute(
+                    f"SELECT {_PACKET_COLS} FROM packets WHERE user_id=? AND seq>? ORDER BY seq", (user_id, after[0])
+                ).fetchall()
+                drows = self.conn.execute(
+                    f"SELECT {_DESC_COLS} FROM descriptors WHERE user_id=? AND seq>? ORDER BY seq", (user_id, after[1])
+                ).fetchall()
             finally:
                 self.conn.execute("COMMIT")
-        packets = [SourcePacket(*r) for r in prows]
-        descs = []
-        # one JSON parse per column instead of two per row (a 100k-turn store has ~200k rows)
-        people = json.loads("[" + ",".join(r[7] for r in drows) + "]")
-        keywords = json.loads("[" + ",".join(r[8] for r in drows) + "]")
-        for r, per, key in zip(drows, people, keywords):
-            d = Descriptor(
-                descriptor_id=r[0], packet_id=r[1], claim=r[2], dia_id=r[3], speaker=r[4], session=r[5], session_time=r[6],
-                people=tuple(per), keywords=tuple(key), event_time=r[9], interaction_time=r[10],
-                n_tokens=r[11], seq=r[12], negated=bool(r[13]),
-            )
-            descs.append((d, r[14]))
-        return version, packets, descs
+        return LoadedRecords(version, [SourcePacket(*r) for r in prows], descriptors_from_rows(drows))
+
+    def turns(self, user_id: str, dia_ids: list[str] | None = None, limit: int | None = None, offset: int = 0) -> list[StoredTurn]:
+        sql = f"SELECT {_PACKET_COLS}, created_at FROM packets WHERE user_id=?"
+        args: list = [user_id]
+        if dia_ids is not None:
+            sql += f" AND dia_id IN ({','.join('?' * len(dia_ids))})"
+            args += dia_ids
+        sql += " ORDER BY seq LIMIT ? OFFSET ?"
+        args += [-1 if limit is None else limit, offset]
+        return [StoredTurn(SourcePacket(*r[:-1]), r[-1]) for r in self._all(sql, tuple(args))]
 
     def commit(self, user_id: str, packets: list[SourcePacket], placed: list[tuple[Descriptor, str]], counts: dict[str, int] | None = None) -> int:
         """Packets, their descriptors and the Cell memberships in one transaction; returns the new version."""
+        now = time.time()
         with self.transaction() as tx:
-            tx.execute("INSERT OR IGNORE INTO users (user_id, version) VALUES (?, 0)", (user_id,))
+            if tx.execute("SELECT 1 FROM users WHERE user_id=?", (user_id,)).fetchone() is None:
+                tx.execute("INSERT INTO users (user_id, version, epoch) VALUES (?, 0, 0)", (user_id,))
+                self._bump(tx, user_id, epoch=True)  # a user made again after forget starts a new epoch
             tx.executemany(
-                f"INSERT INTO packets ({_PACKET_COLS}) VALUES ({','.join('?' * 13)})",
+                f"INSERT INTO packets ({_PACKET_COLS}, created_at) VALUES ({','.join('?' * 14)})",
                 [
                     (p.packet_id, p.user_id, p.dia_id, p.speaker, p.session, p.session_label, p.session_time, p.session_time_raw,
-                     p.text, p.seq, p.image_caption, p.image_query, p.content_hash)
+                     p.text, p.seq, p.image_caption, p.image_query, p.content_hash, now)
                     for p in packets
                 ],
             )
@@ -210,8 +243,7 @@ class RecordStore:
                 ],
             )
             self._count(tx, user_id, counts or {})
-            tx.execute("UPDATE users SET version = version + 1 WHERE user_id=?", (user_id,))
-            return tx.execute("SELECT version FROM users WHERE user_id=?", (user_id,)).fetchone()[0]
+            return self._bump(tx, user_id, epoch=False)
 
     @staticmethod
     def _count(tx: sqlite3.Connection, user_id: str, counts: dict[str, int]) -> None:
@@ -238,13 +270,14 @@ class RecordStore:
             sessions = self.conn.execute("SELECT COUNT(DISTINCT session) FROM packets WHERE user_id=?", (user_id,)).fetchone()[0]
         return {"packets": packets, "descriptors": descs, "cells": cells, "sessions": sessions}
 
-    def delete_packets(self, user_id: str, packet_ids: list[str]) -> None:
+    def delete_packets(self, user_id: str, packet_ids: list[str]) -> int:
         with self.transaction() as tx:
             for pid in packet_ids:
                 tx.execute("DELETE FROM descriptors WHERE user_id=? AND packet_id=?", (user_id, pid))
                 tx.execute("DELETE FROM packets WHERE user_id=? AND packet_id=?", (user_id, pid))
-            tx.execute("UPDATE users SET version = version + 1 WHERE user_id=?", (user_id,))
+            version = self._bump(tx, user_id, epoch=True)
         self.purge_log()
+        return version
 
     def forget(self, user_id: str) -> None:
         with self.transaction() as tx:
@@ -258,3 +291,40 @@ class RecordStore:
         if self.dir is not None:
             with self._mutex:
                 self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+
+def descriptors_from_rows(rows: list[tuple]) -> list[tuple[Descriptor, str]]:
+    """(Descriptor, Cell id) from rows in _DESC_COLS order (shared by the SQL stores)."""
+    # one JSON parse per column instead of two per row (a 100k-turn store has ~200k rows)
+    people = json.loads("[" + ",".join(r[7] for r in rows) + "]")
+    keywords = json.loads("[" + ",".join(r[8] for r in rows) + "]")
+    out = []
+    for r, per, key in zip(rows, people, keywords):
+        d = Descriptor(
+            descriptor_id=r[0], packet_id=r[1], claim=r[2], dia_id=r[3], speaker=r[4], session=r[5], session_time=r[6],
+            people=tuple(per), keywords=tuple(key), event_time=r[9], interaction_time=r[10],
+            n_tokens=r[11], seq=r[12], negated=bool(r[13]),
+        )
+        out.append((d, r[14]))
+    return out
+
+
+def _check_layout(root: Path, create: bool) -> None:
+    """One-line errors for what is not a store: a file where the folder should be, a records file emptied or
+    removed beside existing vectors (opening it as a new store would lose them), a missing store on a read."""
+    if root.exists() and not root.is_dir():
+        raise StoreError(f"{root} is a file, not a store directory")
+    records = root / FILE
+    if records.exists() and not records.is_file():
+        raise StoreError(f"{records} is not a file")
+    missing = not records.exists() or records.stat().st_size == 0
+    if missing and (root / "chroma").exists():
+        state = "is empty" if records.exists() else "is missing"
+        raise StoreError(f"{records} {state} but {root / 'chroma'} holds vectors: restore the records file (or move the "
+                         "chroma folder away to start a new store)")
+    if missing and not create:
+        raise StoreError(f"no store at {root}")
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StoreError(f"cannot create the store directory {root}: {exc.strerror}") from None
