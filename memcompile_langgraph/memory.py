@@ -257,6 +257,7 @@ class MemCompile:
         return make_search_memory_tool(self, user_id=user_id, k=k)
 
     def close(self) -> None:
+        self.engine.cache.persist_all()
         self.engine.records.close()
         if self.engine.llm_store is not None:
             self.engine.llm_store.close()

@@ -78,7 +78,7 @@ def _stored_vectors(mem, user):
 def test_store_made_with_another_model_is_reembedded_by_the_next_writer(tmp_path, embeddings, fp32):
     old = MemCompile(tmp_path, embeddings=fp32)
     old.add_turns(demo_turns(), "ann")
-    assert old.records.embedding("ann") == fp32.identity
+    assert old.engine.records.embedding("ann") == fp32.identity
     old.close()
 
     mem = MemCompile(tmp_path, embeddings=embeddings)
@@ -104,7 +104,7 @@ def test_store_opened_with_an_embedder_of_another_dimension(tmp_path, embeddings
     assert mem.compile("Where does Priya work now?", "ann").trace["dense"]["hits"] > 0
     assert {len(v) for v in _stored_vectors(mem, "ann").values()} == {16}
     bigger = MemCompile(tmp_path, embeddings=DeterministicFakeEmbedding(size=32))
-    assert bigger.embedding_id != mem.embedding_id  # same class, other output size: another model
+    assert bigger.engine.embedding_id != mem.engine.embedding_id  # same class, other output size: another model
     bigger.add_turns([{"speaker": "Tom", "text": "Biscuit learned to sit.", "time": "2024-06-02T10:00"}], "ann")
     assert {len(v) for v in _stored_vectors(bigger, "ann").values()} == {32}
 
@@ -115,7 +115,7 @@ def test_two_writers_with_different_models_never_mix_vectors(tmp_path, embedding
     r = MemCompile(tmp_path, embeddings=embeddings)
     r.reembed("ann")  # another process re-embeds with int8
     w.add_turns(demo_turns()[20:], "ann")  # w must not append fp32 vectors to int8 ones: it re-embeds all
-    assert w.records.embedding("ann") == fp32.identity
+    assert w.engine.records.embedding("ann") == fp32.identity
     index = w.index("ann")
     stored = _stored_vectors(w, "ann")
     assert set(stored) == set(index.packets)
@@ -233,10 +233,10 @@ def test_ingest_graph_run_directly_never_joins_another_models_vectors(tmp_path):
     a, b = DeterministicFakeEmbedding(size=8), DeterministicFakeEmbedding(size=16)
     MemCompile(tmp_path, embeddings=a).add_turns(demo_turns()[:10], "ann")
     studio = MemCompile(tmp_path, embeddings=b)  # what graphs/ingest.py serves: the graph, not add_turns
-    studio.ingest_graph.invoke({"user_id": "ann", "turns": demo_turns()[10:20]})
-    assert studio.records.embedding("ann") == studio.embedding_id
+    studio.ingest_graph.invoke({"turns": demo_turns()[10:20]}, context=studio.context("ann"))
+    assert studio.engine.records.embedding("ann") == studio.engine.embedding_id
     assert {len(v) for v in _stored_vectors(studio, "ann").values()} == {16}
-    assert len(studio.vectors.ids("ann")) == len(demo_turns()) == len(studio.index("ann").packets)
+    assert len(studio.engine.vectors.ids("ann")) == len(demo_turns()) == len(studio.index("ann").packets)
     fresh = MemCompile(tmp_path, embeddings=b)
     assert fresh.compile("Where does Priya work now?", "ann").trace["dense"]["hits"] > 0
 
@@ -247,7 +247,7 @@ def test_queries_for_unknown_users_leave_no_lock_files_or_cached_indexes(tmp_pat
     locks = set((tmp_path / "locks").iterdir())
     for n in range(5):
         assert mem.compile("anything", f"stranger-{n}").packets == []
-    assert set((tmp_path / "locks").iterdir()) == locks and set(mem._indexes) == {"ann"}
+    assert set((tmp_path / "locks").iterdir()) == locks and len(mem.engine.cache) == 1
 
 
 def test_a_read_repairs_a_few_missing_vectors_on_the_spot(tmp_path, embeddings):

@@ -83,7 +83,7 @@ def demo(embeddings):
 def run_stages(mem: MemCompile, query: str) -> dict:
     """Each stage's own update, including what passes between stages only."""
     updates = {}
-    for chunk in mem.query_graph.stream({"query": query, "user_id": "u"}, stream_mode="updates"):
+    for chunk in mem.query_graph.stream({"query": query}, stream_mode="updates", context=mem.context("u")):
         updates.update(chunk)
     return updates
 
@@ -120,14 +120,14 @@ def test_each_query_vector_meets_the_matrix_once_and_scores_stay_identical(demo,
 
 
 def test_callers_and_checkpoints_never_see_the_similarity_arrays(demo):
-    out = demo.query_graph.invoke({"query": QUESTIONS[0], "user_id": "u"})
+    out = demo.query_graph.invoke({"query": QUESTIONS[0]}, context=demo.context("u"))
     assert out["packets"] and out["query_vectors"] and "similarities" not in out
     for schema in (demo.query_graph.get_input_jsonschema(), demo.query_graph.get_output_jsonschema()):
         assert "similarities" not in schema["properties"] and "query_vectors" in schema["properties"]
     # a served graph (langgraph dev) checkpoints every step: the arrays stay out, the run still fuses with them
     served = demo.query_graph.copy(update={"checkpointer": InMemorySaver()})
     config = {"configurable": {"thread_id": "t"}}
-    steps = list(served.stream({"query": QUESTIONS[0], "user_id": "u"}, config, stream_mode="values"))
+    steps = list(served.stream({"query": QUESTIONS[0]}, config, stream_mode="values", context=demo.context("u")))
     assert any("similarities" in s for s in steps) and steps[-1]["packets"] == out["packets"]
     history = list(served.get_state_history(config))
     assert len(history) > 5 and not any("similarities" in h.values for h in history)

@@ -104,7 +104,7 @@ def test_empty_replies_are_not_cached():
 def demo_index():
     mem = MemCompile(None, dense=False)
     mem.add_turns(demo_turns(), user_id="demo")
-    state = mem.query_graph.invoke({"query": "What did Tom adopt and when?", "user_id": "demo"})
+    state = mem.query_graph.invoke({"query": "What did Tom adopt and when?"}, context=mem.context("demo"))
     return mem.index("demo"), state["intent"], state["pool"]
 
 
@@ -227,7 +227,7 @@ def test_facade_answers_accounts_and_forgets(tmp_path):
 def test_intent_falls_back_to_the_offline_intent():
     model = ScriptedChatModel(default=router(intent="```json\n{\"people\": 7}\n```"))
     mem = MemCompile(None, llm=model, config=CFG, dense=False)
-    intent = mem.intent("When did Tom adopt Biscuit?", ["Tom"], user_id="u")
+    intent = mem.engine.intent("When did Tom adopt Biscuit?", ["Tom"], "u")
     assert intent.people == ("Tom",) and intent.temporal
     assert mem.engine.records.counters("u") == {"llm_intent_fallback": 1}
     assert len(model.calls) == 2  # one correction retry

@@ -78,10 +78,6 @@ def _timed(fn: Callable[[], Any]) -> tuple[float, Any]:
     return time.perf_counter() - start, out
 
 
-def _ms(seconds: float) -> float:
-    return round(seconds * 1000, 2)
-
-
 class _Phase:
     """Wall time of a phase with the load average around it, so a noisy measurement shows as one."""
 
@@ -163,16 +159,63 @@ def run_memcompile(opts: BenchOptions, turns: list[dict], history, store: Path, 
     mem.close()
     del mem
     gc.collect()
-    seconds, reopened = _timed(lambda: _reopen(store))
-    points[-1]["open_s"] = round(seconds, 2)
-    reopened.close()
+    qs = questions(history, 40, seed=opts.seed, upto=opts.sizes[-1])
+    points[-1].update(cold_start(store, qs[0]))
+    points[-1].update(other_user_during_cold_load(store, turns[: OTHER_USER_TURNS], qs))
+    log(f"memcompile {opts.sizes[-1]} turns: first query {points[-1]['first_query_s']} s from the snapshot file, "
+        f"{points[-1]['first_query_rebuild_s']} s rebuilt from the records")
     return points
 
 
-def _reopen(store: Path) -> MemCompile:
+OTHER_USER = "bench-other"
+OTHER_USER_TURNS = 200
+
+
+def _open_warm(store: Path) -> MemCompile:
     mem = MemCompile(store)
-    mem.index(USER)
+    if mem.embeddings is not None:
+        mem.embeddings.embed_query("warm up the model")  # loading the model is not what is timed
     return mem
+
+
+def cold_start(store: Path, query: str) -> dict[str, float]:
+    """The first query after opening the store: read from the persisted index snapshot, and rebuilt from the records
+    (snapshot files removed, as on a store written before they existed)."""
+    out = {}
+    for name, files in (("first_query_s", True), ("first_query_rebuild_s", False)):
+        if not files:
+            shutil.rmtree(store / "snapshots", ignore_errors=True)
+        gc.collect()
+        mem = _open_warm(store)
+        seconds, _ = _timed(lambda: mem.compile(query, user_id=USER))
+        out[name] = round(seconds, 2)
+        mem.close()
+    return out
+
+
+def other_user_during_cold_load(store: Path, turns: list[dict], qs: list[str]) -> dict[str, Any]:
+    """Query times of a small user alone, and while the big user loads cold (rebuilt from its records) beside it."""
+    import threading
+
+    mem = _open_warm(store)
+    mem.add_turns([{**t, "dia_id": f"O:{i}"} for i, t in enumerate(turns)], user_id=OTHER_USER)
+    alone = [_timed(lambda q=q: mem.compile(q, user_id=OTHER_USER))[0] * 1000 for q in qs]
+    mem.close()
+    shutil.rmtree(store / "snapshots", ignore_errors=True)
+    mem = _open_warm(store)
+    mem.compile(qs[0], user_id=OTHER_USER)
+    loading = threading.Thread(target=mem.index, args=(USER,))
+    loading.start()
+    during = []
+    while loading.is_alive():
+        during.append(_timed(lambda: mem.compile(qs[len(during) % len(qs)], user_id=OTHER_USER))[0] * 1000)
+    loading.join()
+    mem.close()
+    return {
+        "other_user_query_ms_p50_alone": round(percentile(alone, 50), 2),
+        "other_user_query_ms_p50_during_cold_load": round(percentile(during, 50), 2),
+        "other_user_queries_during_cold_load": len(during),
+    }
 
 
 def run_peer(opts: BenchOptions, turns: list[dict], history, embeddings, log: Callable[[str], None]) -> list[dict[str, Any]]:

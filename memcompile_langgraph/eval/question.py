@@ -58,7 +58,7 @@ def evaluate_question(
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """(record, query state) for one question; the state carries the context and intent the model path needs."""
     started = time.perf_counter()
-    state = mem.query_graph.invoke({"query": q.question, "user_id": q.dialogue, "view": view})
+    state = mem.query_graph.invoke({"query": q.question, "view": view}, context=mem.context(q.dialogue))
     ms = (time.perf_counter() - started) * 1000
     index = mem.index(q.dialogue)
     gold = set(q.gold)

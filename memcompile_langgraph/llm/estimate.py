@@ -43,7 +43,7 @@ def estimate(mem: Any, user_id: str, questions: list[str]) -> dict[str, dict[str
         for claim in claims:
             _measure(totals, "metadata", metadata_request(claim, ctx))
     for q in questions:
-        state = mem.query_graph.invoke({"query": q, "user_id": user_id})
+        state = mem.query_graph.invoke({"query": q}, context=mem.context(user_id))
         pool = [index.packets[p.packet_id] for p in state["pool"]]
         totals["schedule"]["pool_packets"] += len(pool)
         _measure(totals, "intent", intent_request(q))

@@ -101,6 +101,14 @@ class IndexCache:
         known = [(i, v) for i, v in zip(ids, vectors) if i in index.packets]
         index.vectors.set([i for i, _ in known], [v for _, v in known])
 
+    def persist_all(self) -> None:
+        """Saves every cached snapshot that its file lags behind (at close: the next process starts warm)."""
+        with self._map_lock:
+            cached = list(self._published.values())
+        for index in cached:
+            if len(index.packets) != self._persisted.get(index.user_id, 0):
+                self.persist(index, force=True)
+
     def persist(self, index: UserIndex, force: bool = False) -> None:
         """Saves the snapshot file when it lags by PERSIST_EVERY records (or with force). Best effort: a failure is
         logged, the next cold start rebuilds from the records."""
