@@ -28,7 +28,7 @@ from .runtime.snapshot_file import SnapshotFiles
 from .runtime.unit_of_work import UnitOfWork
 from .store.protocols import StoredTurn
 from .store.records import REEMBEDDING, RecordStore
-from .store.vectors import VectorStore
+from .store.vectors import VectorStore, VectorStoreError
 from .users import validate_user_id
 
 INGEST_BATCH = 256  # turns per ingest-graph run (one records transaction each)
@@ -145,7 +145,10 @@ class MemCompile:
         records = self.engine.records
         out: dict[str, Any] = dict(records.counts(user_id))
         out["counters"] = records.counters(user_id)
-        out["vectors"] = len(self.engine.vectors.ids(user_id))
+        try:
+            out["vectors"] = len(self.engine.vectors.ids(user_id))
+        except VectorStoreError as exc:
+            out["vectors"], out["vectors_error"] = None, str(exc)
         # which model made them; stale ones are re-embedded at the user's next add_turns
         out["vector_model"] = {"recorded": records.embedding(user_id), "current": not self.engine.foreign_vectors(user_id)}
         out["usage"] = self.usage(user_id)
@@ -214,20 +217,25 @@ class MemCompile:
             engine.cache.publish(index)
         return len(index.packets)
 
-    def repair(self, user_id: str = "default") -> dict[str, int]:
-        """Rebuild the user's vectors from the records when the vector store is damaged or out of step."""
-        validate_user_id(user_id)
+    def repair(self, user_id: str | None = None) -> dict[str, Any]:
+        """Rebuild vectors from the records. A local vector store that fails its integrity check is moved aside
+        first and every user is re-embedded; otherwise the user (or every user) gets its missing vectors made and
+        its orphans removed, or is re-embedded whole when its vectors cannot be read or came from another model."""
         engine = self.engine
-        with engine.records.write_lock(user_id):
-            index = engine.cache.snapshot(user_id).fork()
-            before = len(engine.vectors.ids(user_id))
-            if engine.foreign_vectors(user_id):
-                reembed(engine, index)
-            else:
-                reconcile(engine, index, writer=True)
-            engine.cache.invalidate(user_id)
-            engine.cache.publish(index)
-            return {"packets": len(index.packets), "vectors_before": before, "vectors": len(engine.vectors.ids(user_id))}
+        aside = engine.vectors.quarantine() if engine.vectors.damaged() else None
+        users = engine.records.users() if aside or user_id is None else [validate_user_id(user_id)]
+        for user in users:
+            with engine.records.write_lock(user):
+                index = engine.cache.snapshot(user).fork()
+                try:
+                    whole = aside is not None or engine.foreign_vectors(user) or not reconcile(engine, index, writer=True)
+                except VectorStoreError:
+                    whole = True
+                if whole:
+                    reembed(engine, index)
+                engine.cache.invalidate(user)
+                engine.cache.publish(index)
+        return {"moved_aside": aside, "users": {u: engine.records.counts(u)["packets"] for u in users}}
 
     # --- LangChain / LangGraph integrations (memcompile_langgraph.integrations) ----------------------
     def as_retriever(self, user_id: str = "default", k: int = 12):

@@ -22,6 +22,7 @@ from .evidence.scheduler import ScheduleInput
 from .records import DenseHit, Intent
 from .runtime.context import MemoryContext, run_context
 from .state import QueryState, QueryWork
+from .store.vectors import VectorStoreError
 from .text import terms
 from .trace import stage_graph
 
@@ -109,7 +110,11 @@ def dense_node(state: QueryWork, runtime: Runtime[MemoryContext]) -> dict[str, A
         out["similarities"] = index.vectors.query_similarities(vectors)
         hits = index.vectors.top_from(out["similarities"].arrays[0], cfg.dense_top)
     else:  # vectors still being reconciled: ask the vector store
-        hits = [DenseHit(pid, sim) for pid, sim in engine.vectors.query(ctx.user_id, vectors[0], cfg.dense_top)]
+        try:
+            hits = [DenseHit(pid, sim) for pid, sim in engine.vectors.query(ctx.user_id, vectors[0], cfg.dense_top)]
+        except VectorStoreError as exc:  # damaged or unreachable: the lexical channels answer alone
+            engine.warn_once(f"vectors:{ctx.user_id}", f"dense channel off for user {ctx.user_id!r}: {exc}")
+            return {"dense": [], "_trace": {"hits": 0, "vectors_unavailable": True}}
     return {**out, "dense": hits, "_trace": {"hits": len(hits)}}
 
 

@@ -12,6 +12,7 @@ import threading
 from collections import OrderedDict
 
 from ..index import UserIndex
+from ..store.vectors import VectorStoreError
 from .consistency import reconcile
 from .engine import Engine
 from .snapshot_file import SnapshotFiles
@@ -86,10 +87,14 @@ class IndexCache:
         loaded = self.engine.records.load(user_id, after=index.last_seqs)
         index.extend(loaded.packets, loaded.descriptors)
         index.version, index.epoch = loaded.version, epoch
-        self._read_vectors(index, [p.packet_id for p in loaded.packets])
-        if base is None and index.packets:
-            if not reconcile(self.engine, index, writer=False):
+        try:
+            self._read_vectors(index, [p.packet_id for p in loaded.packets])
+            if base is None and index.packets and not reconcile(self.engine, index, writer=False):
                 self.repair_pending.add(user_id)
+        except VectorStoreError as exc:  # the lexical channels still answer; the dense one sits out (dense_node)
+            self.engine.warn_once(f"vectors:{user_id}", f"dense channel off for user {user_id!r}: {exc}")
+            return index  # not saved: a snapshot file without its vectors would hide them once repaired
+        if base is None and index.packets:
             self.persist(index)
         return index
 

@@ -59,10 +59,15 @@ class Engine:
         return self.embeddings is not None and self.records.embedding(user_id) != self.embedding_id
 
     def warn_foreign(self, user_id: str) -> None:
-        if user_id not in self._warned:
-            self._warned.add(user_id)
-            log.warning("dense channel off for user %r: its vectors were made by %s; they are re-embedded at its next "
-                        "add_turns (or MemCompile.reembed)", user_id, self.records.embedding(user_id) or "an unrecorded model")
+        made_by = self.records.embedding(user_id) or "an unrecorded model"
+        self.warn_once(f"foreign:{user_id}", f"dense channel off for user {user_id!r}: its vectors were made by {made_by}; "
+                       "they are re-embedded at its next add_turns (or MemCompile.reembed)")
+
+    def warn_once(self, key: str, message: str) -> None:
+        """One warning per key and memory (a condition that holds for every query of a user is said once)."""
+        if key not in self._warned:
+            self._warned.add(key)
+            log.warning("%s", message)
 
 
 def embedding_identity(embeddings: Embeddings | None) -> str | None:

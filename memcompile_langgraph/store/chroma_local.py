@@ -52,6 +52,28 @@ class LocalChroma:
                 local = _SHARED[key] = cls(chroma_dir, lock_dir, lambda: make_client(chroma_dir))
             return local
 
+    def damaged(self) -> bool:
+        try:
+            conn = sqlite3.connect(self.chroma_dir / "chroma.sqlite3", timeout=30)
+            try:
+                return conn.execute("PRAGMA quick_check").fetchone()[0] != "ok"
+            finally:
+                conn.close()
+        except sqlite3.Error:
+            return True
+
+    def quarantine(self) -> str:
+        with self._mutex, self._file_lock(fcntl.LOCK_EX):
+            with contextlib.suppress(Exception):  # a damaged client may fail to close cleanly
+                self.client.close()
+            aside = self.chroma_dir.with_name(f"{self.chroma_dir.name}.damaged-{uuid.uuid4().hex[:8]}")
+            os.replace(self.chroma_dir, aside)
+            forget_chroma_system(self.chroma_dir)
+            self.client = self._make()
+            self._bump_generation()  # every other process reopens on the new directory
+            self.epoch += 1
+            return str(aside)
+
     def _read_generation(self) -> str:
         try:
             return self._gen_path.read_text()
@@ -136,6 +158,12 @@ class DirectChroma:
     def scrub(self) -> None:
         pass
 
+    def damaged(self) -> bool:
+        return False
+
+    def quarantine(self) -> None:
+        return None
+
     def dropped(self) -> None:
         self.epoch += 1
 
@@ -145,3 +173,47 @@ class DirectChroma:
     @contextlib.contextmanager
     def access(self, write: bool) -> Iterator[Any]:
         yield self.client
+
+
+class UnavailableChroma:
+    """A local Chroma directory that could not even be opened: every access fails with the reason (callers turn it
+    into VectorStoreError), and `memcompile repair` can move it aside."""
+
+    epoch = 0
+    scrubs = False
+
+    def __init__(self, chroma_dir: Path, error: Exception):
+        self.chroma_dir = chroma_dir
+        self.error = error
+
+    @contextlib.contextmanager
+    def access(self, write: bool) -> Iterator[Any]:
+        raise self.error
+        yield  # a generator, as the other access() methods
+
+    def damaged(self) -> bool:
+        return True
+
+    def quarantine(self) -> str:
+        aside = self.chroma_dir.with_name(f"{self.chroma_dir.name}.damaged-{uuid.uuid4().hex[:8]}")
+        os.replace(self.chroma_dir, aside)
+        forget_chroma_system(self.chroma_dir)
+        return str(aside)
+
+    def dropped(self) -> None:
+        pass
+
+    def scrub(self) -> None:
+        pass
+
+
+def forget_chroma_system(chroma_dir: Path) -> None:
+    """Chroma caches one system per directory for the whole process, a broken one included (a client that failed
+    to open leaves it half started): a directory made anew must get a new one."""
+    from chromadb.api.shared_system_client import SharedSystemClient
+
+    system = SharedSystemClient._identifier_to_system.pop(str(chroma_dir), None)
+    SharedSystemClient._identifier_to_refcount.pop(str(chroma_dir), None)
+    if system is not None:
+        with contextlib.suppress(Exception):
+            system.stop()

@@ -1,16 +1,38 @@
 """Packet vectors in Chroma: one cosine collection per user, local (persistent or in memory) or a Chroma server."""
 from __future__ import annotations
 
+import functools
+import sqlite3
 import uuid
 from pathlib import Path
 from urllib.parse import urlparse
 
 import chromadb
 from chromadb.config import Settings
-from chromadb.errors import NotFoundError
+from chromadb.errors import ChromaError, NotFoundError
 
-from .chroma_local import DirectChroma, LocalChroma
+from .chroma_local import DirectChroma, LocalChroma, UnavailableChroma
+from .protocols import StoreError
 from .records import user_key
+
+
+class VectorStoreError(StoreError):
+    """The vector store cannot be read or written (a damaged Chroma file, a server that does not answer)."""
+
+
+def _guarded(method):
+    """Chroma's own errors, whatever their kind, become one VectorStoreError saying where and what to do."""
+
+    @functools.wraps(method)
+    def run(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except (ChromaError, sqlite3.Error, OSError, ConnectionError) as exc:
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+            raise VectorStoreError(f"vector store {self.where} failed ({first}); the records are intact: "
+                                   f"`memcompile repair` rebuilds the vectors from them") from exc
+
+    return run
 
 _SETTINGS = dict(anonymized_telemetry=False, allow_reset=False)
 
@@ -33,13 +55,23 @@ def open_chroma(path: str | Path | None, url: str | None = None) -> DirectChroma
 
 class VectorStore:
     def __init__(self, path: str | Path | None = None, url: str | None = None, namespace: str | None = None):
-        self.chroma = open_chroma(path, url)
+        self._path, self._url = path, url
+        self.where = url or (str(Path(path) / "chroma") if path is not None else "in memory")
+        self.chroma = self._connect()
         # in-memory clients share one process-wide system: keep each MemCompile's collections apart
         self.prefix = namespace or ("mc" if (path is not None or url) else f"mc{uuid.uuid4().hex[:8]}")
         self._collections: dict[str, object] = {}
         self._epoch = self.chroma.epoch
         # a server's collections can be dropped by any other client, unseen here: fetch the handle every time
         self._cache_handles = not url
+
+    def _connect(self):
+        try:
+            return open_chroma(self._path, self._url)
+        except (ChromaError, sqlite3.Error, OSError) as exc:
+            if self._path is None or self._url:
+                raise VectorStoreError(f"vector store {self.where} cannot be opened: {str(exc).splitlines()[0][:200]}") from exc
+            return UnavailableChroma(Path(self._path) / "chroma", exc)  # the records stay usable; repair moves it aside
 
     @property
     def client(self):
@@ -65,6 +97,7 @@ class VectorStore:
             self._collections[user_id] = col
         return col
 
+    @_guarded
     def upsert(self, user_id: str, ids: list[str], embeddings: list[list[float]], dia_ids: list[str]) -> None:
         if not ids:
             return
@@ -78,6 +111,7 @@ class VectorStore:
                     metadatas=[{"dia_id": d} for d in dia_ids[i : i + step]],
                 )
 
+    @_guarded
     def query(self, user_id: str, embedding: list[float], k: int) -> list[tuple[str, float]]:
         with self.chroma.access(write=False):
             col = self.collection(user_id, create=False)
@@ -87,6 +121,7 @@ class VectorStore:
             res = col.query(query_embeddings=[embedding], n_results=min(k, n), include=["distances"])
         return [(pid, 1.0 - float(dist)) for pid, dist in zip(res["ids"][0], res["distances"][0])]
 
+    @_guarded
     def ids(self, user_id: str) -> set[str]:
         out: set[str] = set()
         with self.chroma.access(write=False):
@@ -96,6 +131,7 @@ class VectorStore:
                 out.update(col.get(limit=step, offset=off, include=[])["ids"])
         return out
 
+    @_guarded
     def vectors(self, user_id: str, ids: list[str] | None = None) -> tuple[list[str], list[list[float]]]:
         """Stored (id, vector) pairs of the user, paged: all of them, or those of the given ids that exist."""
         out_ids: list[str] = []
@@ -115,6 +151,7 @@ class VectorStore:
                 vectors += list(got["embeddings"])
         return out_ids, vectors
 
+    @_guarded
     def delete(self, user_id: str, ids: list[str]) -> None:
         """Remove vectors; in a local directory the collection is rebuilt without them, because Chroma's index
         files only mark deleted vectors and keep their bytes (a crash mid-rebuild is repaired by reconcile)."""
@@ -140,9 +177,23 @@ class VectorStore:
             out += [by_id[x] for x in ids[i : i + step]]
         return out
 
+    @_guarded
     def drop(self, user_id: str) -> None:
         with self.chroma.access(write=True):
             self._drop(user_id)
+
+    def damaged(self) -> bool:
+        """Whether the local Chroma directory's database fails its integrity check (a server is not checked)."""
+        return self.chroma.damaged()
+
+    def quarantine(self) -> str | None:
+        """Moves a damaged local Chroma directory aside and starts an empty one; returns where it went."""
+        aside = self.chroma.quarantine()
+        if isinstance(self.chroma, UnavailableChroma):
+            self.chroma = self._connect()
+        self._collections.clear()
+        self._epoch = self.chroma.epoch
+        return aside
 
     def _drop(self, user_id: str) -> None:
         self._collections.pop(user_id, None)
