@@ -3,7 +3,6 @@ MemoryContext; the runtime (runtime/) holds the engine, the snapshot cache and t
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import unicodedata
 from pathlib import Path
 from typing import Any, Iterable
@@ -11,24 +10,19 @@ from typing import Any, Iterable
 from langchain_core.embeddings import Embeddings
 
 from .config import DEFAULT_CONFIG, MemCompileConfig
-from .evidence.schedule import DeterministicScheduler
 from .evidence.scheduler import Scheduler
 from .extract.base import Extractor
-from .extract.heuristic import HeuristicExtractor
 from .index import UserIndex
 from .ingest_graph import ingest_graph
 from .llm.store import LLMStore
 from .query_graph import query_graph
+from .progress import IngestProgress
 from .records import CompiledContext
-from .runtime.cache import IndexCache
-from .runtime.consistency import reconcile, reembed
+from .runtime import maintenance
 from .runtime.context import MemoryContext
-from .runtime.engine import Engine
-from .runtime.snapshot_file import SnapshotFiles
+from .runtime.engine import build_engine
 from .runtime.unit_of_work import UnitOfWork
-from .store.protocols import StoredTurn
-from .store.records import REEMBEDDING, RecordStore
-from .store.vectors import VectorStore, VectorStoreError
+from .store.protocols import StoredTurn, VectorStoreError
 from .users import validate_user_id
 
 INGEST_BATCH = 256  # turns per ingest-graph run (one records transaction each)
@@ -45,30 +39,13 @@ class MemCompile:
         config: MemCompileConfig | None = None, *, chroma_url: str | None = None, extractor: Extractor | None = None,
         scheduler: Scheduler | None = None, dense: bool = True, answer_llm: Any = None, cache_size: int = 64,
     ):
-        self.config = config = config or DEFAULT_CONFIG
+        self.config = config or DEFAULT_CONFIG
         self.path = Path(path) if path is not None else None
         self.llm, self.answer_llm = llm, answer_llm if answer_llm is not None else llm
-        records = RecordStore(self.path)
-        # on a shared Chroma server, collections are named per store so two stores never meet
-        vectors = VectorStore(self.path, url=chroma_url, namespace=f"mc{records.store_id()[:12]}" if chroma_url else None)
-        embeddings = (embeddings or _default_embeddings()) if dense else None
-        # cache and usage ledger of the LLM stages (llm.sqlite3 in the store dir), kept when a model is given or exists
-        llm_store = LLMStore.open(self.path, create=self.answer_llm is not None)
-        offline_extractor, offline_scheduler = HeuristicExtractor(config.max_keywords), DeterministicScheduler(config)
-        llm_intent = None
-        if llm is not None:
-            from .address.llm_intent import LLMIntent
-            from .evidence.llm_scheduler import LLMScheduler
-            from .extract.llm import LLMExtractor
-
-            client, count = llm_store.client(llm, config), records.add_counts
-            extractor = extractor or LLMExtractor(client, config, offline_extractor, count)
-            scheduler = scheduler or LLMScheduler(client, config, offline_scheduler, count)
-            llm_intent = LLMIntent(client, config, count)
-        self.engine = Engine(config, records, vectors, embeddings, extractor or offline_extractor,
-                             scheduler or offline_scheduler, llm_intent, llm_store)
-        files = SnapshotFiles(self.path / "snapshots", _snapshot_key(records), self.engine.embedding_id) if self.path else None
-        self.engine.cache = IndexCache(self.engine, files, cache_size)
+        self.engine = build_engine(
+            self.path, self.config, embeddings=embeddings, llm=llm, answer_llm=self.answer_llm, chroma_url=chroma_url,
+            extractor=extractor, scheduler=scheduler, dense=dense, cache_size=cache_size,
+        )
 
     @property
     def embeddings(self) -> Embeddings | None:
@@ -88,7 +65,7 @@ class MemCompile:
         validate_user_id(user_id)
         turns = list(turns)
         totals: dict[str, int] = {"stored": 0, "descriptors": 0}
-        bars = _Progress(len(turns), progress, self.engine.embeddings is not None)
+        bars = IngestProgress(len(turns), progress, self.engine.embeddings is not None)
         if hasattr(self.engine.extractor, "progress"):
             self.engine.extractor.progress = progress
         try:
@@ -175,67 +152,23 @@ class MemCompile:
     def forget(self, user_id: str) -> None:
         """Remove every record, vector, snapshot file, cached LLM reply and ledger row of the user (idempotent:
         re-run after a crash)."""
-        validate_user_id(user_id)
-        engine = self.engine
-        with engine.records.write_lock(user_id):
-            engine.records.forget(user_id)
-            engine.vectors.drop(user_id)
-            if engine.llm_store is not None:
-                engine.llm_store.delete_user(user_id, whole_user=True)
-            engine.cache.invalidate(user_id)
+        maintenance.forget(self.engine, validate_user_id(user_id))
 
     def delete_turns(self, user_id: str, dia_ids: Iterable[str]) -> int:
         """Remove single turns with their descriptors and Cell memberships; returns how many were removed."""
-        validate_user_id(user_id)
         ids = [dia_ids] if isinstance(dia_ids, str) else list(dia_ids)  # one id, not its characters
-        engine = self.engine
-        with engine.records.write_lock(user_id):
-            index = engine.cache.snapshot(user_id)
-            pids = [index.by_dia[d] for d in dict.fromkeys(map(_nfc, ids)) if d in index.by_dia]
-            if pids:
-                engine.records.delete_packets(user_id, pids)
-                engine.vectors.delete(user_id, pids)
-                if engine.llm_store is not None:  # cached replies may quote the deleted turns
-                    engine.llm_store.delete_user(user_id, whole_user=False)
-                engine.cache.invalidate(user_id)
-            return len(pids)
+        return maintenance.delete_turns(self.engine, validate_user_id(user_id), [_nfc(d) for d in ids])
 
     def reembed(self, user_id: str = "default") -> int:
         """Embed every packet of the user again with this memory's model (what the next add_turns does anyway when
         the store's vectors came from another model); returns how many packets were embedded."""
         validate_user_id(user_id)
-        engine = self.engine
-        if engine.embeddings is None:
-            return 0
-        with engine.records.write_lock(user_id):
-            made_by = engine.records.embedding(user_id) or ""
-            # marked first: the load then neither repairs nor reads the vectors that are about to be replaced
-            engine.records.set_embedding(user_id, REEMBEDDING)
-            index = engine.cache.snapshot(user_id).fork()
-            reembed(engine, index, made_by)
-            engine.cache.invalidate(user_id)
-            engine.cache.publish(index)
-        return len(index.packets)
+        return maintenance.reembed_user(self.engine, user_id) if self.engine.embeddings is not None else 0
 
     def repair(self, user_id: str | None = None) -> dict[str, Any]:
-        """Rebuild vectors from the records. A local vector store that fails its integrity check is moved aside
-        first and every user is re-embedded; otherwise the user (or every user) gets its missing vectors made and
-        its orphans removed, or is re-embedded whole when its vectors cannot be read or came from another model."""
-        engine = self.engine
-        aside = engine.vectors.quarantine() if engine.vectors.damaged() else None
-        users = engine.records.users() if aside or user_id is None else [validate_user_id(user_id)]
-        for user in users:
-            with engine.records.write_lock(user):
-                index = engine.cache.snapshot(user).fork()
-                try:
-                    whole = aside is not None or engine.foreign_vectors(user) or not reconcile(engine, index, writer=True)
-                except VectorStoreError:
-                    whole = True
-                if whole:
-                    reembed(engine, index)
-                engine.cache.invalidate(user)
-                engine.cache.publish(index)
-        return {"moved_aside": aside, "users": {u: engine.records.counts(u)["packets"] for u in users}}
+        """Rebuild vectors from the records: a damaged local vector store is moved aside and every user re-embedded;
+        else the user (or every user) gets missing vectors made and orphans removed, or is re-embedded whole."""
+        return maintenance.repair(self.engine, None if user_id is None else validate_user_id(user_id))
 
     # --- LangChain / LangGraph integrations (memcompile_langgraph.integrations) ----------------------
     def as_retriever(self, user_id: str = "default", k: int = 12):
@@ -273,42 +206,3 @@ class MemCompile:
 
 def _nfc(dia_id: str) -> str:
     return unicodedata.normalize("NFC", dia_id) if isinstance(dia_id, str) else dia_id
-
-
-def _default_embeddings() -> Embeddings:
-    from .store.embeddings import default_embeddings
-
-    return default_embeddings()
-
-
-def _snapshot_key(records) -> bytes:
-    """The key snapshot files are signed with: derived from the store's id and a secret kept with the records."""
-    return hashlib.sha256(f"{records.store_id()}:{records.secret()}".encode()).digest()
-
-
-class _Progress:
-    """Two labelled bars in turns: extraction (the graph runs) and embedding (behind it); both end with the work."""
-
-    def __init__(self, total: int, enabled: bool, embeds: bool):
-        self._bars = []
-        if enabled:
-            from tqdm import tqdm
-
-            self._bars = [tqdm(total=total, desc="extract", unit="turn", position=0)]
-            if embeds:
-                self._bars.append(tqdm(total=0, desc="embed  ", unit="turn", position=1))
-
-    def extracted(self, turns: int, stored: int) -> None:
-        if self._bars:
-            self._bars[0].update(turns)
-            if len(self._bars) > 1:
-                self._bars[1].total += stored
-                self._bars[1].refresh()
-
-    def embedded(self, n: int) -> None:
-        if len(self._bars) > 1:
-            self._bars[1].update(n)
-
-    def close(self) -> None:
-        for bar in self._bars:
-            bar.close()

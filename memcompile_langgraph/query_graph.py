@@ -22,7 +22,7 @@ from .evidence.scheduler import ScheduleInput
 from .records import DenseHit, Intent
 from .runtime.context import MemoryContext, run_context
 from .state import QueryState, QueryWork
-from .store.vectors import VectorStoreError
+from .store.protocols import VectorStoreError
 from .text import terms
 from .trace import stage_graph
 

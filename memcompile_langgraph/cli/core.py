@@ -93,8 +93,16 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
 
 def cmd_query(args: argparse.Namespace) -> int:
+    from . import UsageError
+
     mem = open_memory(args)
-    ctx = mem.compile(args.query, user_id=args.user or "default", view=args.view)
+    user = args.user or "default"
+    users = mem.users()
+    if user not in users:
+        mem.close()
+        held = ", ".join(users[:20]) + (f" and {len(users) - 20} more" if len(users) > 20 else "") if users else "no users yet"
+        raise UsageError(f"{args.store} holds nothing for user {user!r}; it holds: {held} (--user)")
+    ctx = mem.compile(args.query, user_id=user, view=args.view)
     if args.json:
         print(json.dumps({"context": ctx.text, "packets": [{k: p[k] for k in ("dia_id", "speaker", "session", "time", "score")} for p in ctx.packets], "trace": ctx.trace}, indent=2))
     else:
@@ -123,10 +131,10 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
 
 def cmd_graph(args: argparse.Namespace) -> int:
-    from ..memory import MemCompile
-
-    mem = MemCompile(None, dense=False)
-    graph = mem.ingest_graph if args.ingest else mem.query_graph
+    if args.ingest:
+        from ..ingest_graph import ingest_graph as graph
+    else:
+        from ..query_graph import query_graph as graph
     print(graph.get_graph().draw_mermaid())
     return 0
 

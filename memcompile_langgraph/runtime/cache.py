@@ -12,8 +12,8 @@ import threading
 from collections import OrderedDict
 
 from ..index import UserIndex
-from ..store.vectors import VectorStoreError
-from .consistency import reconcile
+from ..store.protocols import VectorStoreError
+from .consistency import BUSY, FOR_WRITER, reconcile
 from .engine import Engine
 from .snapshot_file import SnapshotFiles
 
@@ -31,6 +31,7 @@ class IndexCache:
         self._map_lock = threading.Lock()
         self._load_locks: dict[str, threading.Lock] = {}
         self.repair_pending: set[str] = set()  # users whose vectors a reader could not repair: their next writer does
+        self._retry: set[str] = set()  # users whose repair met a busy writer: the next read tries again
 
     def __len__(self) -> int:
         return len(self._published)
@@ -46,7 +47,7 @@ class IndexCache:
         """The newest published snapshot of the user's records (loaded or brought up to date when needed)."""
         head = self.engine.records.head(user_id)
         index = self._cached(user_id)
-        if index is not None and (index.version, index.epoch) == head:
+        if index is not None and (index.version, index.epoch) == head and user_id not in self._retry:
             return index
         with self._map_lock:
             load_lock = self._load_locks.setdefault(user_id, threading.Lock())
@@ -55,9 +56,22 @@ class IndexCache:
             index = self._cached(user_id)  # another thread may have loaded it meanwhile
             if index is None or (index.version, index.epoch) != head:
                 index = self._load(user_id, index, head)
-                if index.packets or index.version:  # ids nobody stored anything for are not kept around
-                    self.publish(index)
+            elif user_id in self._retry:
+                index = index.fork()  # a published snapshot is never changed: the repair gets its own version
+                self._repair(index)
+            else:
+                return index
+            if index.packets or index.version:  # ids nobody stored anything for are not kept around
+                self.publish(index)
             return index
+
+    def _repair(self, index: UserIndex) -> None:
+        outcome = reconcile(self.engine, index, writer=False)
+        self._retry.discard(index.user_id)
+        if outcome == BUSY:
+            self._retry.add(index.user_id)
+        elif outcome == FOR_WRITER:
+            self.repair_pending.add(index.user_id)
 
     def publish(self, index: UserIndex) -> None:
         """Makes `index` the user's snapshot unless a newer one is published already (versions only grow)."""
@@ -89,8 +103,8 @@ class IndexCache:
         index.version, index.epoch = loaded.version, epoch
         try:
             self._read_vectors(index, [p.packet_id for p in loaded.packets])
-            if base is None and index.packets and not reconcile(self.engine, index, writer=False):
-                self.repair_pending.add(user_id)
+            if base is None and index.packets:
+                self._repair(index)
         except VectorStoreError as exc:  # the lexical channels still answer; the dense one sits out (dense_node)
             self.engine.warn_once(f"vectors:{user_id}", f"dense channel off for user {user_id!r}: {exc}")
             return index  # not saved: a snapshot file without its vectors would hide them once repaired

@@ -17,32 +17,38 @@ READER_REPAIR_LIMIT = 256  # missing vectors a read repairs on the spot (~1.4 s 
 REEMBED_CHUNK = 2048  # packets embedded and stored at a time when a user's vectors are made again
 
 
-def reconcile(engine: Engine, index: UserIndex, writer: bool) -> bool:
-    """Brings the vector store in line with `index` (the records at index.version). Returns False when the
-    repair could not be done now (another writer holds the user, or a reader met too many missing vectors)."""
+DONE, BUSY, STALE, FOR_WRITER = "done", "busy", "stale", "for_writer"  # what reconcile could do
+
+
+def reconcile(engine: Engine, index: UserIndex, writer: bool) -> str:
+    """Brings the vector store in line with `index` (the records at index.version), whose matrix gains the vectors
+    it makes. BUSY: another writer holds the user (try again later); STALE: the records moved on since `index`
+    was loaded (nothing touched); FOR_WRITER: a reader met more missing vectors than it repairs."""
     user = index.user_id
     if engine.embeddings is None or (not index.packets and not engine.vectors.ids(user)):
-        return True  # nothing to repair (e.g. an unknown user): no lock taken, no lock file made
+        return DONE  # nothing to repair (e.g. an unknown user): no lock taken, no lock file made
     with engine.records.write_lock(user, blocking=False) as held:
+        if not held:
+            return BUSY
         # a reader comparing an older load with the vectors would delete the ones a live writer just added
-        if not held or engine.records.version(user) != index.version:
-            return False
+        if engine.records.version(user) != index.version:
+            return STALE
         stored = engine.vectors.ids(user)
         if stored and not index.packets:
             engine.vectors.drop(user)  # a forget interrupted between records and vectors
-            return True
+            return DONE
         if engine.foreign_vectors(user):
-            return True  # another model's vectors are replaced whole by the next writer (reembed), not patched
+            return DONE  # another model's vectors are replaced whole by the next writer (reembed), not patched
         missing = [pid for pid in index.packet_order if pid not in stored]
         orphans = [pid for pid in stored if pid not in index.packets]
         if orphans:
             engine.vectors.delete(user, orphans)
         if len(missing) > READER_REPAIR_LIMIT and not writer:
-            return False
+            return FOR_WRITER
         if missing:
             log.info("re-embedding %d packets missing from the vector store", len(missing))
             engine.embed_packets(user, [(index.packets[p], index.by_packet[p]) for p in missing], index)
-        return True
+        return DONE
 
 
 def reembed(engine: Engine, index: UserIndex, made_by: str | None = None) -> None:

@@ -1,8 +1,10 @@
 """Engine: the stores and stage components of one memory, which graph runs reach through their runtime context."""
 from __future__ import annotations
 
+import hashlib
 import logging
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Sequence
 
 from langchain_core.embeddings import Embeddings
@@ -81,3 +83,45 @@ def embedding_identity(embeddings: Embeddings | None) -> str | None:
     fields = ("model", "model_name", "deployment", "dimensions", "size", "dim")
     named = [f"{f}={getattr(embeddings, f)}" for f in fields if getattr(embeddings, f, None) not in (None, "")]
     return ":".join([f"{type(embeddings).__module__}.{type(embeddings).__qualname__}", *named])
+
+
+def build_engine(
+    path: Path | None, config: MemCompileConfig, *, embeddings: Embeddings | None, llm: Any, answer_llm: Any,
+    chroma_url: str | None, extractor: Extractor | None, scheduler: Scheduler | None, dense: bool, cache_size: int,
+) -> Engine:
+    """The stores and components of one memory: SQLite records and Chroma vectors under `path` (or in memory), the
+    offline stages, and the paper's LLM stages through `llm` where one is given."""
+    from ..evidence.schedule import DeterministicScheduler
+    from ..extract.heuristic import HeuristicExtractor
+    from ..store.records import RecordStore
+    from ..store.vectors import VectorStore
+    from .cache import IndexCache
+    from .snapshot_file import SnapshotFiles
+
+    records = RecordStore(path)
+    # on a shared Chroma server, collections are named per store so two stores never meet
+    vectors = VectorStore(path, url=chroma_url, namespace=f"mc{records.store_id()[:12]}" if chroma_url else None)
+    if dense and embeddings is None:
+        from ..store.embeddings import default_embeddings
+
+        embeddings = default_embeddings()
+    # cache and usage ledger of the LLM stages (llm.sqlite3 in the store dir), kept when a model is given or exists
+    llm_store = LLMStore.open(path, create=answer_llm is not None)
+    offline_extractor, offline_scheduler = HeuristicExtractor(config.max_keywords), DeterministicScheduler(config)
+    llm_intent = None
+    if llm is not None:
+        from ..address.llm_intent import LLMIntent
+        from ..evidence.llm_scheduler import LLMScheduler
+        from ..extract.llm import LLMExtractor
+
+        client, count = llm_store.client(llm, config), records.add_counts
+        extractor = extractor or LLMExtractor(client, config, offline_extractor, count)
+        scheduler = scheduler or LLMScheduler(client, config, offline_scheduler, count)
+        llm_intent = LLMIntent(client, config, count)
+    engine = Engine(config, records, vectors, embeddings if dense else None, extractor or offline_extractor,
+                    scheduler or offline_scheduler, llm_intent, llm_store)
+    # snapshot files are signed with a key derived from the store's id and a secret kept with the records
+    key = hashlib.sha256(f"{records.store_id()}:{records.secret()}".encode()).digest()
+    files = SnapshotFiles(path / "snapshots", key, engine.embedding_id) if path is not None else None
+    engine.cache = IndexCache(engine, files, cache_size)
+    return engine

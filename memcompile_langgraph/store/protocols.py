@@ -15,6 +15,10 @@ class StoreError(RuntimeError):
     """A store that cannot be used as asked (missing, damaged, of a newer schema): the message is one line."""
 
 
+class VectorStoreError(StoreError):
+    """The vector store cannot be read or written (a damaged Chroma file, a server that does not answer)."""
+
+
 @dataclass(frozen=True, slots=True)
 class LoadedRecords:
     """One consistent read of a user's records (no writer's commit falls between its parts)."""

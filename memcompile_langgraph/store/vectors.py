@@ -12,12 +12,8 @@ from chromadb.config import Settings
 from chromadb.errors import ChromaError, NotFoundError
 
 from .chroma_local import DirectChroma, LocalChroma, UnavailableChroma
-from .protocols import StoreError
+from .protocols import VectorStoreError
 from .records import user_key
-
-
-class VectorStoreError(StoreError):
-    """The vector store cannot be read or written (a damaged Chroma file, a server that does not answer)."""
 
 
 def _guarded(method):

@@ -159,3 +159,37 @@ def test_cli_forget(tmp_path):
     assert run.code == 2 and len(run.err_lines) == 1 and not (tmp_path / "nowhere").exists()
     run = memcompile("forget", "--store", store, "--user", "")
     assert run.code == 2 and len(run.err_lines) == 1
+
+
+FORGET_AND_ADD = """
+import json, sys
+from memcompile_langgraph import MemCompile
+mem = MemCompile(sys.argv[1], embeddings=None, dense=False)
+mem.forget("bank")
+for turn in json.loads(sys.argv[2]):  # one batch per turn: the user's writes reach the old process's version count
+    mem.add_turns([turn], user_id="bank")
+"""
+
+
+@pytest.mark.slow
+def test_a_long_lived_process_never_serves_what_another_process_forgot(tmp_path, embeddings):
+    """Versions never repeat for a user, forget included: a cache keyed by version cannot outlive a forget."""
+    import subprocess
+    import sys
+
+    from .harness import cli_env
+
+    store = tmp_path / "store"
+    server = MemCompile(store, embeddings=embeddings)  # an agent server that keeps its cached index
+    secret = [{"speaker": "Ann", "text": f"My bank PIN is 4{i}71 and the safe code is {i}9{i}.", "time": "2024-01-0{}".format(i + 1)} for i in range(3)]
+    for turn in secret:
+        server.add_turns([turn], user_id="bank")
+    assert "PIN" in server.compile("What is my bank PIN?", "bank").text
+    fresh = [{"speaker": "Ann", "text": f"I moved to Porto, note {i}.", "time": "2024-02-0{}".format(i + 1), "dia_id": f"N:{i}"} for i in range(4)]
+    done = subprocess.run([sys.executable, "-c", FORGET_AND_ADD, str(store), json.dumps(fresh)], env=cli_env(), timeout=300)
+    assert done.returncode == 0
+    ctx = server.compile("What is my bank PIN?", "bank")
+    assert "PIN" not in ctx.text and all(p["dia_id"].startswith("N:") for p in ctx.packets)
+    counts = server.add_turns(fresh[:1] + [{"speaker": "Ann", "text": "And I adopted a cat.", "dia_id": "N:9"}], user_id="bank")
+    assert counts["already_stored"] == 1 and counts["stored"] == 1  # no IntegrityError from a stale index
+    assert {t.packet.dia_id for t in server.turns("bank")} == {"N:0", "N:1", "N:2", "N:3", "N:9"}

@@ -1,0 +1,61 @@
+"""Writes that are not ingest: forget a user, delete turns, re-embed, repair. Each holds the user's writer lock
+and leaves the cache and snapshot files with nothing of what it removed."""
+from __future__ import annotations
+
+from typing import Any
+
+from ..store.records import REEMBEDDING
+from ..store.protocols import VectorStoreError
+from .consistency import DONE, reconcile, reembed
+from .engine import Engine
+
+
+def forget(engine: Engine, user_id: str) -> None:
+    with engine.records.write_lock(user_id):
+        engine.records.forget(user_id)
+        engine.vectors.drop(user_id)
+        if engine.llm_store is not None:
+            engine.llm_store.delete_user(user_id, whole_user=True)
+        engine.cache.invalidate(user_id)
+
+
+def delete_turns(engine: Engine, user_id: str, dia_ids: list[str]) -> int:
+    with engine.records.write_lock(user_id):
+        index = engine.cache.snapshot(user_id)
+        pids = [index.by_dia[d] for d in dict.fromkeys(dia_ids) if d in index.by_dia]
+        if pids:
+            engine.records.delete_packets(user_id, pids)
+            engine.vectors.delete(user_id, pids)
+            if engine.llm_store is not None:  # cached replies may quote the deleted turns
+                engine.llm_store.delete_user(user_id, whole_user=False)
+            engine.cache.invalidate(user_id)
+        return len(pids)
+
+
+def reembed_user(engine: Engine, user_id: str) -> int:
+    with engine.records.write_lock(user_id):
+        made_by = engine.records.embedding(user_id) or ""
+        # marked first: the load then neither repairs nor reads the vectors that are about to be replaced
+        engine.records.set_embedding(user_id, REEMBEDDING)
+        index = engine.cache.snapshot(user_id).fork()
+        reembed(engine, index, made_by)
+        engine.cache.invalidate(user_id)
+        engine.cache.publish(index)
+    return len(index.packets)
+
+
+def repair(engine: Engine, user_id: str | None) -> dict[str, Any]:
+    aside = engine.vectors.quarantine() if engine.vectors.damaged() else None
+    users = engine.records.users() if aside or user_id is None else [user_id]
+    for user in users:
+        with engine.records.write_lock(user):
+            index = engine.cache.snapshot(user).fork()
+            try:
+                whole = aside is not None or engine.foreign_vectors(user) or reconcile(engine, index, writer=True) != DONE
+            except VectorStoreError:
+                whole = True
+            if whole:
+                reembed(engine, index)
+            engine.cache.invalidate(user)
+            engine.cache.publish(index)
+    return {"moved_aside": aside, "users": {u: engine.records.counts(u)["packets"] for u in users}}
