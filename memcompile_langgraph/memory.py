@@ -25,6 +25,7 @@ from .ingest_graph import build_ingest_graph
 from .query_graph import build_query_graph
 from .records import CompiledContext, Descriptor, Intent, SourcePacket
 from .store.embeddings import default_embeddings
+from .store.protocols import StoredTurn
 from .store.records import REEMBEDDING, RecordStore
 from .store.vectors import VectorStore
 from .users import validate_user_id
@@ -324,6 +325,11 @@ class MemCompile:
 
     def users(self) -> list[str]:
         return self.records.users()
+
+    def turns(self, user_id: str = "default", dia_ids: list[str] | None = None, limit: int | None = None, offset: int = 0) -> list[StoredTurn]:
+        """The user's stored turns in dialogue order with their commit times (key-value views: the LangGraph store)."""
+        validate_user_id(user_id)
+        return self.records.turns(user_id, dia_ids, limit, offset)
 
     def forget(self, user_id: str) -> None:
         """Remove every record, vector, cached LLM reply and ledger row of the user (idempotent: re-run after a crash)."""
