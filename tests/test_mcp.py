@@ -75,3 +75,42 @@ def http_server(tmp_path):
 async def test_streamable_http_session(http_server):
     async with streamablehttp_client(http_server) as (read, write, _), ClientSession(read, write) as session:
         await exercise(session)
+
+
+async def test_langchain_mcp_adapters_agent_remembers_then_recalls(tmp_path):
+    import warnings
+
+    from langchain_core.messages import AIMessage, ToolMessage
+    from langchain_mcp_adapters.client import MultiServerMCPClient
+    from langchain_mcp_adapters.tools import load_mcp_tools
+
+    from scripted_model import ScriptedChatModel
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from langgraph.prebuilt import create_react_agent
+
+    def call(name: str, args: dict, call_id: str) -> AIMessage:
+        return AIMessage("", tool_calls=[{"name": name, "args": args, "id": call_id}])
+
+    def last_tool_result(messages) -> str:
+        return next(m for m in reversed(messages) if isinstance(m, ToolMessage)).text
+
+    client = MultiServerMCPClient({"memory": {
+        "transport": "stdio", "command": CLI[0], "args": [*CLI[1:], "mcp", "--store", str(tmp_path / "store")],
+        "env": {**os.environ, **ENV}, "cwd": str(tmp_path)}})
+    async with client.session("memory") as session:  # one server process for the whole conversation
+        tools = await load_mcp_tools(session)
+        assert {t.name for t in tools} == {"remember", "recall", "forget", "stats"}
+        model = ScriptedChatModel(replies=[
+            call("remember", {"turns": TURNS[:1], "user": "tom"}, "c1"),
+            "Saved.",
+            call("recall", {"query": "What is the beagle called?", "user": "tom"}, "c2"),
+            lambda messages: "Your beagle is Biscuit." if "Biscuit" in last_tool_result(messages) else "I don't know.",
+        ])
+        agent = create_react_agent(model, tools)
+        out = await agent.ainvoke({"messages": [("user", "Remember that I adopted a beagle named Biscuit.")]})
+        assert json.loads(last_tool_result(out["messages"]))["stored"] == 1
+        out = await agent.ainvoke({"messages": [("user", "What is my beagle called?")]})
+        recalled = json.loads(last_tool_result(out["messages"]))
+        assert recalled["packets"][0]["dia_id"] == "D1:1" and out["messages"][-1].content == "Your beagle is Biscuit."
