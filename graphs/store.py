@@ -1,4 +1,4 @@
-"""MemCompile as the server's long-term store (graphs/langgraph.store.json: "store": {"path": "./graphs/store.py:store"}).
+"""MemCompile as the server's long-term store (graphs/langgraph.store.json: "store" -> "./graphs/store.py:store").
 
 It shares the graphs' memory ($MEMCOMPILE_STORE): what the chat graph remembers for user "tom" is the namespace
 ("tom",) of /store/items, and what is put there is recalled by the chat graph.

@@ -326,7 +326,9 @@ class MemCompile:
     def users(self) -> list[str]:
         return self.records.users()
 
-    def turns(self, user_id: str = "default", dia_ids: list[str] | None = None, limit: int | None = None, offset: int = 0) -> list[StoredTurn]:
+    def turns(
+        self, user_id: str = "default", dia_ids: list[str] | None = None, limit: int | None = None, offset: int = 0
+    ) -> list[StoredTurn]:
         """The user's stored turns in dialogue order with their commit times (key-value views: the LangGraph store)."""
         validate_user_id(user_id)
         return self.records.turns(user_id, dia_ids, limit, offset)

@@ -37,7 +37,8 @@ class ScriptedChatModel(BaseChatModel):
         if isinstance(reply, BaseException):
             raise reply
         usage = {"input_tokens": 100, "output_tokens": 7, "total_tokens": 107} if self.usage else None
-        message = reply if isinstance(reply, AIMessage) else AIMessage(content=reply, usage_metadata=usage)  # e.g. tool calls
+        # an AIMessage reply (e.g. tool calls) is sent as it is
+        message = reply if isinstance(reply, AIMessage) else AIMessage(content=reply, usage_metadata=usage)
         return ChatResult(generations=[ChatGeneration(message=message)])
 
     def bind_tools(self, tools, **kwargs):

@@ -9,7 +9,6 @@ import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamablehttp_client
-
 from servers import free_port, running
 
 pytestmark = pytest.mark.slow
@@ -34,7 +33,8 @@ async def exercise(session: ClientSession) -> None:
     assert {t.name for t in (await session.list_tools()).tools} == {"remember", "recall", "forget", "stats"}
     stored = payload(await session.call_tool("remember", {"turns": TURNS, "user": "tom"}))
     assert stored["stored"] == 2
-    recalled = payload(await session.call_tool("recall", {"query": "What is the beagle called?", "user": "tom", "k": 1}))
+    question = {"query": "What is the beagle called?", "user": "tom"}
+    recalled = payload(await session.call_tool("recall", {**question, "k": 1}))
     assert [p["dia_id"] for p in recalled["packets"]] == ["D1:1"] and "[D1:1] Tom" in recalled["context"]
     assert "Biscuit" in recalled["context"] and "marathon" not in recalled["context"]
     for tool, args in [
@@ -50,7 +50,8 @@ async def exercise(session: ClientSession) -> None:
         result = await session.call_tool(tool, args)
         assert result.isError, (tool, args)
     assert payload(await session.call_tool("stats", {"user": "tom"}))["packets"] == 2  # nothing lost
-    assert payload(await session.call_tool("forget", {"user": "tom", "dia_ids": ["D1:2", "D9:9"]}))["removed_turns"] == 1
+    removed = payload(await session.call_tool("forget", {"user": "tom", "dia_ids": ["D1:2", "D9:9"]}))
+    assert removed["removed_turns"] == 1
     assert payload(await session.call_tool("stats", {"user": "tom"}))["packets"] == 1
     assert payload(await session.call_tool("forget", {"user": "tom"}))["forgot_turns"] == 1
     recalled = payload(await session.call_tool("recall", {"query": "What is the beagle called?", "user": "tom"}))
@@ -83,7 +84,6 @@ async def test_langchain_mcp_adapters_agent_remembers_then_recalls(tmp_path):
     from langchain_core.messages import AIMessage, ToolMessage
     from langchain_mcp_adapters.client import MultiServerMCPClient
     from langchain_mcp_adapters.tools import load_mcp_tools
-
     from scripted_model import ScriptedChatModel
 
     with warnings.catch_warnings():

@@ -41,4 +41,5 @@ def test_bad_http_argument_is_one_line_and_creates_no_store(tmp_path, capsys):
 
 def test_cli_start_up_does_not_import_mcp():
     code = "import sys; from memcompile_langgraph.cli import build_parser; build_parser(); print('mcp' in sys.modules)"
-    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"

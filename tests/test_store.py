@@ -5,11 +5,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langgraph.store.base import GetOp, InvalidNamespaceError, PutOp, SearchOp
+from scripted_model import ScriptedChatModel
 
 from memcompile_langgraph import MemCompile
 from memcompile_langgraph.integrations.store import MemCompileStore
 from memcompile_langgraph.users import InvalidUserId
-from scripted_model import ScriptedChatModel
 
 TOM = ("memories", "tom")
 BEAGLE = {"speaker": "Tom", "text": "I adopted a beagle named Biscuit.", "time": "4 March 2024"}
@@ -60,7 +60,8 @@ def test_put_under_an_existing_key_replaces_the_turn(filled):
     assert after.value["session"] == before.value["session"]  # the replacement stays in its session
     assert filled.memory.stats("memories.tom")["packets"] == 2
     found = filled.search(TOM, query="Which dog did Tom adopt?")
-    assert found[0].key == "beagle" and "poodle" in found[0].value["compiled"] and "a beagle" not in found[0].value["compiled"]
+    compiled = found[0].value["compiled"]
+    assert found[0].key == "beagle" and "poodle" in compiled and "a beagle" not in compiled
 
 
 def test_delete_and_put_none_remove_the_turn(filled):
@@ -85,7 +86,8 @@ def test_search_with_a_query_is_the_compiled_selection_in_schedule_order(filled)
     assert [i.key for i in filled.search(TOM, query=query, offset=1, limit=1)] == ctx.dia_ids[1:2]
     assert [i.key for i in filled.search(TOM, query=query, filter={"speaker": "User"})] == ["nurse"]
     # a prefix spans users: each one's selection in namespace order
-    assert [i.namespace for i in filled.search(("memories",), query="pizza margherita architect")][0] == ("memories", "ann")
+    spanning = filled.search(("memories",), query="pizza margherita architect")
+    assert spanning[0].namespace == ("memories", "ann")
 
 
 def test_search_without_a_query_lists_items_with_filter_limit_offset(filled):
@@ -94,8 +96,8 @@ def test_search_without_a_query_lists_items_with_filter_limit_offset(filled):
     assert all(i.score is None for i in filled.search(("memories",)))
     assert [i.key for i in filled.search(("memories",), limit=2, offset=1)] == ["job", "beagle"]
     assert [i.key for i in filled.search(("memories",), filter={"speaker": "Tom"})] == ["beagle"]
-    assert [i.key for i in filled.search(("memories",), filter={"speaker": {"$ne": "Tom"}, "session": {"$gte": 1}})] == [
-        "pizza", "job", "nurse"]
+    ranged = filled.search(("memories",), filter={"speaker": {"$ne": "Tom"}, "session": {"$gte": 1}})
+    assert [i.key for i in ranged] == ["pizza", "job", "nurse"]
     assert [i.key for i in filled.search(("memories", "ann"))] == ["pizza", "job"]
     assert filled.search(("memories", "bob")) == [] and filled.search(("other",)) == []
     with pytest.raises(ValueError, match="unsupported filter operator"):
@@ -174,11 +176,11 @@ def test_bad_input_is_one_clear_error_and_loses_nothing(filled):
 JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=20),
                     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
                     max_leaves=8)
+FIELDS = ["text", "content", "speaker", "role", "name", "time", "session", "x"]
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(value=st.dictionaries(st.sampled_from(["text", "content", "speaker", "role", "name", "time", "session", "x"]), JSON, max_size=4),
-       key=st.text(min_size=1, max_size=12))
+@given(value=st.dictionaries(st.sampled_from(FIELDS), JSON, max_size=4), key=st.text(min_size=1, max_size=12))
 def test_any_value_is_stored_or_refused_without_harm(store, value, key):
     store.put(TOM, "anchor", BEAGLE)
     anchor = store.get(TOM, "anchor")

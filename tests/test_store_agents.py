@@ -6,14 +6,14 @@ import warnings
 import pytest
 from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.config import get_store
-from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from langmem import create_manage_memory_tool, create_search_memory_tool
+from scripted_model import ScriptedChatModel
 from typing_extensions import TypedDict
 
 from memcompile_langgraph import MemCompile
 from memcompile_langgraph.integrations.store import MemCompileStore
-from scripted_model import ScriptedChatModel
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
@@ -53,10 +53,12 @@ async def test_a_graph_writes_through_get_store_and_reads_through_runtime_store(
     graph.add_edge("write", "read")
     graph.add_edge("read", END)
     app = graph.compile(store=store)
-    out = await app.ainvoke({"text": "My sister Maya lives in Lisbon.", "question": "Where does Maya live?"}, context={"user_id": "tom"})
+    question = "Where does Maya live?"
+    tom = {"user_id": "tom"}
+    out = await app.ainvoke({"text": "My sister Maya lives in Lisbon.", "question": question}, context=tom)
     assert out["found"][0][0] == "t1" and "Lisbon" in out["found"][0][1]
     assert store.memory.turns("memories.tom")[0].packet.text == "My sister Maya lives in Lisbon."
-    other = await app.ainvoke({"text": "I have no sister.", "question": "Where does Maya live?"}, context={"user_id": "ann"})
+    other = await app.ainvoke({"text": "I have no sister.", "question": question}, context={"user_id": "ann"})
     assert [k for k, _ in other["found"]] == ["t1"] and "Lisbon" not in other["found"][0][1]  # users stay apart
 
 
@@ -85,12 +87,15 @@ async def test_langmem_tools_manage_and_search_memories_in_a_react_agent(store):
         "Tom's beagle is called Biscuit.")
     out = await agent.ainvoke({"messages": [("user", "What is my beagle called?")]}, config)
     found = json.loads(_last_tool_result(out["messages"]))
-    assert found[0]["key"] == memory_id and found[0]["value"]["rank"] == 1 and "Biscuit" in found[0]["value"]["compiled"]
+    assert found[0]["key"] == memory_id and found[0]["value"]["rank"] == 1
+    assert "Biscuit" in found[0]["value"]["compiled"]
     assert "Biscuit" in out["messages"][-1].content
 
     # update and delete by id, as the tool's model would (outside a graph: the store given to the tools)
-    manage, search = create_manage_memory_tool(namespace, store=store), create_search_memory_tool(namespace, store=store)
-    await manage.ainvoke({"content": "Tom's beagle is called Pretzel now.", "action": "update", "id": memory_id}, config)
+    manage = create_manage_memory_tool(namespace, store=store)
+    search = create_search_memory_tool(namespace, store=store)
+    update = {"content": "Tom's beagle is called Pretzel now.", "action": "update", "id": memory_id}
+    await manage.ainvoke(update, config)
     assert (await store.aget(("memories", "tom"), memory_id)).value["text"] == "Tom's beagle is called Pretzel now."
     assert len(store.memory.turns("memories.tom")) == 1
     await manage.ainvoke({"action": "delete", "id": memory_id}, config)

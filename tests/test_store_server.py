@@ -4,7 +4,6 @@ from pathlib import Path
 
 import httpx
 import pytest
-
 from servers import free_port, running
 from test_studio import OFFLINE, assistants
 
@@ -21,9 +20,9 @@ def server(tmp_path_factory):
     cmd = ["langgraph", "dev", "--config", "graphs/langgraph.store.json", "--port", str(port), "--host", "127.0.0.1",
            "--no-browser", "--no-reload"]
     env = {**OFFLINE, "MEMCOMPILE_STORE": str(tmp / "store")}
-    with running(cmd, f"http://127.0.0.1:{port}/ok", tmp / "langgraph.log", env=env, cwd=str(ROOT)):
-        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=120) as client:
-            yield client
+    with running(cmd, f"http://127.0.0.1:{port}/ok", tmp / "langgraph.log", env=env, cwd=str(ROOT)), \
+            httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=120) as client:
+        yield client
 
 
 def test_store_api_and_chat_graph_share_compiled_memory(server):
@@ -35,16 +34,20 @@ def test_store_api_and_chat_graph_share_compiled_memory(server):
     run = {"assistant_id": assistants(server)["memcompile_chat"], "context": {"user_id": "tom"},
            "input": {"messages": [{"role": "user", "content": "What is my beagle called?"}]}}
     messages = server.post("/runs/wait", json=run).raise_for_status().json()["messages"]
-    assert [m["type"] for m in messages] == ["human", "system", "ai"] and "[pet] Tom | 2024-03-04" in messages[1]["content"]
+    assert [m["type"] for m in messages] == ["human", "system", "ai"]
+    assert "[pet] Tom | 2024-03-04" in messages[1]["content"]
 
-    listed = server.post("/store/items/search", json={"namespace_prefix": ["tom"], "limit": 10}).raise_for_status().json()
-    assert [(i["key"], i["value"]["speaker"]) for i in listed["items"]][0] == ("pet", "Tom")
+    listed = server.post("/store/items/search", json={"namespace_prefix": ["tom"], "limit": 10})
+    listed = listed.raise_for_status().json()
+    assert (listed["items"][0]["key"], listed["items"][0]["value"]["speaker"]) == ("pet", "Tom")
     written = [i["value"]["text"] for i in listed["items"][1:]]
     assert written == ["What is my beagle called?", messages[2]["content"]]  # the run's turns, through the store
 
-    found = server.post("/store/items/search", json={"namespace_prefix": ["tom"], "query": "What is the beagle called?"})
+    query = {"namespace_prefix": ["tom"], "query": "What is the beagle called?"}
+    found = server.post("/store/items/search", json=query)
     items = found.raise_for_status().json()["items"]  # the question asked in the chat run is compiled too
-    assert [i["value"]["rank"] for i in items] == list(range(1, len(items) + 1)) and all(i["score"] is not None for i in items)
+    assert [i["value"]["rank"] for i in items] == list(range(1, len(items) + 1))
+    assert all(i["score"] is not None for i in items)
     pet = next(i for i in items if i["key"] == "pet")
     assert pet["value"]["compiled"].startswith("[pet] Tom | 2024-03-04") and "Biscuit" in pet["value"]["compiled"]
 

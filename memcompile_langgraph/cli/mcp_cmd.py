@@ -36,7 +36,8 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     try:
         from ..integrations.mcp_server import build_server  # mcp is imported only by this command
     except ImportError as exc:
-        raise UsageError(f"the MCP server needs the mcp package: pip install 'memcompile-langgraph[mcp]' ({exc})") from None
+        raise UsageError(f"the MCP server needs the mcp package: pip install 'memcompile-langgraph[mcp]' ({exc})") \
+            from None
 
     mem = open_memory(args, create=True)
     try:

@@ -39,7 +39,8 @@ def recall_memory(mem: MemCompile, query: str, user: str, k: int) -> dict[str, A
     validate_user_id(user)
     resolve_k(k, None)
     docs = packet_documents(mem, user, mem.compile(query, user_id=user))[:k]
-    return {"context": "\n\n".join(d.page_content for d in docs), "packets": [{f: d.metadata[f] for f in PROVENANCE} for d in docs]}
+    packets = [{f: d.metadata[f] for f in PROVENANCE} for d in docs]
+    return {"context": "\n\n".join(d.page_content for d in docs), "packets": packets}
 
 
 def forget_memory(mem: MemCompile, user: str, dia_ids: list[str] | None) -> dict[str, Any]:

@@ -121,7 +121,8 @@ class MemCompileStore(BaseStore):
     # --- get / put -----------------------------------------------------------------------------
     def _item(self, namespace: tuple[str, ...], stored: StoredTurn) -> Item:
         at = _time(stored.created_at)
-        return Item(value=turn_value(stored.packet), key=stored.packet.dia_id, namespace=namespace, created_at=at, updated_at=at)
+        packet = stored.packet
+        return Item(value=turn_value(packet), key=packet.dia_id, namespace=namespace, created_at=at, updated_at=at)
 
     def _get(self, op: GetOp) -> Item | None:
         found = self.memory.turns(self.user(op.namespace), dia_ids=[op.key])
@@ -159,7 +160,8 @@ class MemCompileStore(BaseStore):
         if remove:
             replaced = sum(turns[k] is not None for k in remove)
             if replaced:
-                log.info("user %r: %d put(s) replace stored turns (packets are immutable: delete + add)", user, replaced)
+                log.info("user %r: %d put(s) replace stored turns (packets are immutable: delete + add)",
+                         user, replaced)
             self.memory.delete_turns(user, remove)
         if add:
             counts = self.memory.add_turns(add, user_id=user)
@@ -172,7 +174,9 @@ class MemCompileStore(BaseStore):
         found = []
         for user in self.memory.users():
             namespace = self.user_to_namespace(user)
-            if namespace is not None and tuple(namespace[: len(prefix)]) == tuple(prefix) and self.memory.turns(user, limit=1):
+            if namespace is None or tuple(namespace[: len(prefix)]) != tuple(prefix):
+                continue
+            if self.memory.turns(user, limit=1):  # a user whose turns were all deleted has no namespace
                 found.append((tuple(namespace), user))
         return sorted(found)
 
@@ -195,7 +199,8 @@ class MemCompileStore(BaseStore):
         for namespace, user in self._users_under(op.namespace_prefix):
             ctx = self.memory.compile(op.query, user_id=user)
             docs = packet_documents(self.memory, user, ctx)
-            created = {t.packet.dia_id: t for t in self.memory.turns(user, dia_ids=[d.metadata["dia_id"] for d in docs])}
+            stored_turns = self.memory.turns(user, dia_ids=[d.metadata["dia_id"] for d in docs])
+            created = {t.packet.dia_id: t for t in stored_turns}
             for doc in docs:
                 meta, stored = doc.metadata, created.get(doc.metadata["dia_id"])
                 if stored is None:
@@ -213,7 +218,7 @@ class MemCompileStore(BaseStore):
             if condition.match_type == "prefix":
                 namespaces = [n for n in namespaces if _matches_path(n[: len(path)], path)]
             elif condition.match_type == "suffix":
-                namespaces = [n for n in namespaces if len(n) >= len(path) and _matches_path(n[len(n) - len(path) :], path)]
+                namespaces = [n for n in namespaces if len(n) >= len(path) and _matches_path(n[-len(path):], path)]
             else:
                 raise ValueError(f"unknown namespace match type {condition.match_type!r}")
         if op.max_depth is not None:

@@ -22,7 +22,10 @@ from ..records import SourcePacket
 
 ROLES = {"user": "user", "human": "user", "assistant": "assistant", "ai": "assistant"}
 PASSED_THROUGH = ("session", "session_label", "image_caption", "image_query")
-_COMPARE = {"$eq": operator.eq, "$ne": operator.ne, "$gt": operator.gt, "$gte": operator.ge, "$lt": operator.lt, "$lte": operator.le}
+_COMPARE = {
+    "$eq": operator.eq, "$ne": operator.ne,
+    "$gt": operator.gt, "$gte": operator.ge, "$lt": operator.lt, "$lte": operator.le,
+}
 
 
 def _content_text(content: Any) -> str | None:
@@ -91,7 +94,8 @@ def turn_value(p: SourcePacket) -> dict[str, Any]:
 
 
 def _matches(actual: Any, condition: Any) -> bool:
-    if isinstance(condition, Mapping) and condition and all(isinstance(k, str) and k.startswith("$") for k in condition):
+    operators = isinstance(condition, Mapping) and condition and all(str(k).startswith("$") for k in condition)
+    if operators:
         for op, expected in condition.items():
             if op not in _COMPARE:
                 raise ValueError(f"unsupported filter operator {op!r} (use {', '.join(_COMPARE)})")
