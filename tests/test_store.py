@@ -196,3 +196,19 @@ def test_any_value_is_stored_or_refused_without_harm(store, value, key):
     if stored is not None:
         store.delete(TOM, key)
         assert store.get(TOM, key) is None
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(namespace=st.lists(st.text(max_size=6), max_size=3).map(tuple))
+def test_any_namespace_is_a_user_or_refused_without_harm(store, namespace):
+    store.put(TOM, "anchor", BEAGLE)
+    anchor = store.get(TOM, "anchor")
+    try:
+        store.put(namespace, "k", {"speaker": "Tom", "text": "A turn."})
+    except (InvalidNamespaceError, InvalidUserId):
+        assert namespace not in store.list_namespaces()
+    else:
+        assert store.get(namespace, "k").value["text"] == "A turn." and namespace in store.list_namespaces()
+        assert store.memory.users().count(".".join(namespace)) == 1
+        store.delete(namespace, "k")
+    assert store.get(TOM, "anchor") == anchor
