@@ -1,4 +1,4 @@
-"""The build plane (packetize -> extract -> place in Cells -> index) over the store in $MEMCOMPILE_STORE."""
-from memcompile_langgraph.integrations.studio import studio_memory
+"""The build plane (packetize -> extract -> place in Cells -> index) over the memory in $MEMCOMPILE_STORE."""
+from memcompile_langgraph.ingest_graph import ingest_graph as graph
 
-graph = studio_memory().ingest_graph
+__all__ = ["graph"]

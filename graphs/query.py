@@ -1,4 +1,4 @@
-"""The query plane (one node per stage) over the store in $MEMCOMPILE_STORE, served to LangGraph Studio."""
-from memcompile_langgraph.integrations.studio import studio_memory
+"""The query plane (one node per stage); runs read the memory in $MEMCOMPILE_STORE for context {"user_id": ...}."""
+from memcompile_langgraph.query_graph import query_graph as graph
 
-graph = studio_memory().query_graph
+__all__ = ["graph"]

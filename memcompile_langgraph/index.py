@@ -1,6 +1,7 @@
 """The in-memory view of one user's records that the query plane reads; rebuilt from the store on open."""
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -44,9 +45,13 @@ def packet_lexical_document(p: SourcePacket, claims: list[Descriptor], previous:
 
 @dataclass
 class UserIndex:
+    """A snapshot of one user's records at `version`. Published snapshots are never changed: a writer extends a
+    fork() (copy-on-write: containers copied shallowly, big arrays shared until written)."""
+
     user_id: str
     cfg: MemCompileConfig
     version: int = -1
+    epoch: int = 0  # the records' epoch it was built in (RecordsStore.head)
     packets: dict[str, SourcePacket] = field(default_factory=dict)
     packet_order: list[str] = field(default_factory=list)
     by_dia: dict[str, str] = field(default_factory=dict)
@@ -78,6 +83,29 @@ class UserIndex:
         self.bm25 = BM25Index(self.cfg.bm25_k1, self.cfg.bm25_b, self.cfg.bm25_epsilon)
         self.packet_bm25 = BM25Index(self.cfg.bm25_k1, self.cfg.bm25_b, self.cfg.bm25_epsilon)
         self.vectors = PacketVectors()
+
+    def fork(self) -> "UserIndex":
+        out = copy.copy(self)
+        for name in _CONTAINERS:
+            setattr(out, name, copy.copy(getattr(self, name)))
+        out.layout, out.bm25, out.packet_bm25, out.vectors = (
+            self.layout.fork(), self.bm25.fork(), self.packet_bm25.fork(), self.vectors.fork()
+        )
+        return out
+
+    @property
+    def last_seqs(self) -> tuple[int, int]:
+        """(packet seq, descriptor seq) of the newest records held: what an incremental load continues after."""
+        last_packet = self.packets[self.packet_order[-1]].seq if self.packet_order else -1
+        return last_packet, self.descriptors[-1].seq if self.descriptors else -1
+
+    def extend(self, packets: list[SourcePacket], placed: list[tuple[Descriptor, str | None]]) -> None:
+        """Add stored records in order (a load, or another writer's newer records): stored Cells are replayed."""
+        for p in packets:
+            self.add_packet(p)
+        for d, cell in placed:
+            self.add_descriptor(d, cell)
+        self.index_packet_text([p.packet_id for p in packets])
 
     def vector_rows(self) -> np.ndarray:
         """Row of each packet (in packet_order) in the vector matrix; cached until packets or vectors change."""
@@ -152,3 +180,10 @@ class UserIndex:
         for name in d.people:
             self.people.setdefault(name, None)
 
+
+# what fork() copies shallowly (every dict and list a writer extends)
+_CONTAINERS = (
+    "packets", "packet_order", "by_dia", "hashes", "descriptors", "position", "by_packet", "claim_terms", "key_terms",
+    "people",
+    "sessions", "session_packets", "packet_position", "packet_sessions", "packet_speakers", "packet_timed",
+)

@@ -1,74 +1,87 @@
-"""The build plane as a LangGraph graph: packetize -> extract facts -> extract metadata -> place in Cells -> index."""
+"""The build plane as a LangGraph graph: packetize -> extract facts -> extract metadata -> place in Cells -> index.
+
+Every run is one writer unit of work however it is invoked (runtime/unit_of_work.py). Inside
+MemCompile.add_turns the run's context carries the unit, which already holds the user's writer lock and the
+private next index. A run started by Studio or a LangGraph server works optimistically: it forks the newest
+published snapshot, and its `index` stage takes the writer lock, commits only if no other writer went first
+(else the run starts over from `packetize` on the newer snapshot), embeds, and publishes. A run resumed from a
+checkpoint has lost its private fork (never checkpointed) and starts over the same way.
+"""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from langgraph.graph import END, START
+from langgraph.runtime import Runtime
 
 from .build import extract_all, metadata_all, packetize, turn_contexts
-from .embed_queue import ACTIVE
-from .state import IngestState
+from .runtime.context import MemoryContext, run_context
+from .runtime.unit_of_work import UnitOfWork, WriteConflict
+from .state import IngestState, IngestWork, add_counts
 from .trace import stage_graph
 
-if TYPE_CHECKING:
-    from .memory import MemCompile
+MAX_ATTEMPTS = 5  # optimistic runs that lose to other writers this often give up with WriteConflict
 
 
-def packetize_node(mem: "MemCompile", state: IngestState) -> dict[str, Any]:
-    user = state.get("user_id", "default")
-    index = mem.index(user, refresh=True)
-    result = packetize(state.get("turns", []), index, user)
-    contexts, trimmed = turn_contexts(result.packets, index, mem.config)
+def packetize_node(state: IngestWork, runtime: Runtime[MemoryContext]) -> dict[str, Any]:
+    ctx = run_context(runtime)
+    # the unit's private index, or a private fork of the newest snapshot (not the run's pinned one: a retry must
+    # see what the writer that went first stored)
+    work = ctx.writer.index if ctx.writer is not None else ctx.cache.snapshot(ctx.user_id).fork()
+    result = packetize(state.get("turns", []), work, ctx.user_id)
+    contexts, trimmed = turn_contexts(result.packets, work, ctx.engine.config)
     counts = dict(result.counts)
     if trimmed:
         counts["trimmed_for_extraction"] = trimmed
-    return {"packets": result.packets, "contexts": contexts, "counts": counts, "_trace": {"packets": len(result.packets), **counts}}
+    update = {"packets": result.packets, "contexts": contexts, "work_index": work, "base_version": work.version}
+    return {**update, "pending_counts": counts, "_trace": {"packets": len(result.packets), **counts}}
 
 
-def extract_facts_node(mem: "MemCompile", state: IngestState) -> dict[str, Any]:
-    facts, counts = extract_all(state.get("contexts", []), mem.extractor)
-    return {"facts": facts, "counts": dict(counts), "_trace": {"facts": sum(map(len, facts)), **counts}}
+def extract_facts_node(state: IngestWork, runtime: Runtime[MemoryContext]) -> dict[str, Any]:
+    facts, counts = extract_all(state.get("contexts", []), run_context(runtime).engine.extractor)
+    pending = add_counts(state.get("pending_counts"), dict(counts))
+    return {"facts": facts, "pending_counts": pending, "_trace": {"facts": sum(map(len, facts)), **counts}}
 
 
-def extract_metadata_node(mem: "MemCompile", state: IngestState) -> dict[str, Any]:
-    index = mem.index(state.get("user_id", "default"))
+def extract_metadata_node(state: IngestWork, runtime: Runtime[MemoryContext]) -> dict[str, Any]:
+    index = state["work_index"]
     start = index.descriptors[-1].seq + 1 if index.descriptors else 0
-    descriptors = metadata_all(state.get("contexts", []), state.get("facts", []), mem.extractor, start)
+    descriptors = metadata_all(state.get("contexts", []), state.get("facts", []), run_context(runtime).engine.extractor, start)
     return {"descriptors": descriptors, "_trace": {"descriptors": len(descriptors)}}
 
 
-def place_cells_node(mem: "MemCompile", state: IngestState) -> dict[str, Any]:
-    index = mem.index(state.get("user_id", "default"))
-    before = len(index.layout)
-    cells = [index.layout.place(d) for d in state.get("descriptors", [])]
-    return {"cells": cells, "_trace": {"new_cells": len(index.layout) - before, "cells": len(index.layout)}}
+def place_cells_node(state: IngestWork, runtime: Runtime[MemoryContext]) -> dict[str, Any]:
+    layout = state["work_index"].layout
+    before = len(layout)
+    cells = [layout.place(d) for d in state.get("descriptors", [])]
+    return {"cells": cells, "_trace": {"new_cells": len(layout) - before, "cells": len(layout)}}
 
 
-def index_node(mem: "MemCompile", state: IngestState) -> dict[str, Any]:
-    """Commit records first (one transaction), then make them searchable, then embed packet documents."""
-    user = state.get("user_id", "default")
-    index = mem.index(user)
-    packets, descriptors = state.get("packets", []), state.get("descriptors", [])
-    placed = list(zip(descriptors, state.get("cells", [])))
+def index_node(state: IngestWork, runtime: Runtime[MemoryContext]) -> dict[str, Any]:
+    """Commit records (one transaction), make them searchable, then embed packet documents."""
+    ctx = run_context(runtime)
+    packets = state.get("packets", [])
+    placed = list(zip(state.get("descriptors", []), state.get("cells", [])))
+    counts = dict(state.get("pending_counts", {}))
+    if ctx.writer is not None:  # add_turns: its unit embeds in the background and publishes at the end
+        ctx.writer.commit(packets, placed, counts)
+        return {"counts": counts, "_trace": {"committed": len(packets), "embedding_queued": len(packets)}}
+    attempt = state.get("attempt", 0) + 1
     try:
-        index.version = mem.records.commit(user, packets, placed, state.get("counts", {}))
-    except BaseException:
-        mem.invalidate(user)  # Cells were extended in memory; the store is the truth
-        raise
-    for p in packets:
-        index.add_packet(p)
-    for d in descriptors:
-        index.register(d)
-    index.index_packet_text([p.packet_id for p in packets])
-    items = [(p, index.by_packet[p.packet_id]) for p in packets]
-    queue = ACTIVE.get()
-    if queue is None and mem.foreign_vectors(user):  # run outside add_turns (Studio): never join another model's vectors
-        mem._reembed(index)  # every packet, these included
-        return {"_trace": {"committed": len(packets), "embedded": len(index.packets)}}
-    if queue is not None and mem.embeddings is not None:  # add_turns: embedded while the next batch is extracted
-        queue.submit(user, items, index)
-        return {"_trace": {"committed": len(packets), "embedding_queued": len(items)}}
-    return {"_trace": {"committed": len(packets), "embedded": mem.embed_packets(user, items, index)}}
+        with UnitOfWork(ctx.engine, ctx.cache, ctx.user_id) as unit:
+            if state.get("work_index") is None or state.get("base_version") != unit.base_version:
+                raise WriteConflict(f"user {ctx.user_id!r} changed while this ingest run extracted")
+            unit.adopt(state["work_index"])
+            unit.commit(packets, placed, counts)
+    except WriteConflict:
+        if attempt >= MAX_ATTEMPTS:
+            raise
+        return {"attempt": attempt, "retry": True, "_trace": {"conflict": attempt}}
+    return {"counts": counts, "retry": False, "_trace": {"committed": len(packets), "embedded": len(packets)}}
+
+
+def _after_index(state: IngestWork) -> str:
+    return "packetize" if state.get("retry") else END
 
 
 NODES = {
@@ -80,12 +93,14 @@ NODES = {
 }
 
 
-def build_ingest_graph(mem: "MemCompile"):
-    builder = stage_graph(IngestState, NODES, mem)
+def build_ingest_graph():
+    builder = stage_graph(IngestWork, NODES, context_schema=MemoryContext, input_schema=IngestState, output_schema=IngestState)
     names = list(NODES)
     builder.add_edge(START, names[0])
     for a, b in zip(names, names[1:]):
         builder.add_edge(a, b)
-    builder.add_edge(names[-1], END)
+    builder.add_conditional_edges(names[-1], _after_index, ["packetize", END])
     return builder.compile(name="memcompile_ingest")
 
+
+ingest_graph = build_ingest_graph()

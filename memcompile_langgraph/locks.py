@@ -11,6 +11,8 @@ Lock order: a thread holding a lock may only take locks listed below it, never o
 4. Store-internal locks, held for one statement or one Chroma operation: the SQLite connection mutex, the Chroma
    directory lock (store/chroma_local.py: `FileLock` on chroma.lock), the LLM store mutex, the setup lock taken
    once while a store is created.
+A lock may be *tried* out of order (blocking=False, giving up when busy): a reader holding a load lock tries the
+writer lock to repair vectors or save a snapshot file; a try never waits, so it cannot deadlock.
 """
 from __future__ import annotations
 

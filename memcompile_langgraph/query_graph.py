@@ -1,9 +1,15 @@
-"""The query plane as a LangGraph graph: one node per stage (Algorithm 1, lines 11-23)."""
+"""The query plane as a LangGraph graph: one node per stage (Algorithm 1, lines 11-23).
+
+Nodes read the run's MemoryContext (runtime/context.py): the user's index snapshot, taken once per run, and the
+engine's config and components. The compiled graph is built once, here, and is the same object whether
+MemCompile.compile, Studio or a LangGraph server runs it.
+"""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from langgraph.graph import END, START
+from langgraph.runtime import Runtime
 
 from .address.candidates import bm25_top, candidate_union
 from .address.intent import enriched_query
@@ -14,118 +20,120 @@ from .evidence.normalize import normalize
 from .evidence.render import render_context
 from .evidence.scheduler import ScheduleInput
 from .records import DenseHit, Intent
+from .runtime.context import MemoryContext, run_context
 from .state import QueryState, QueryWork
 from .text import terms
 from .trace import stage_graph
 
-if TYPE_CHECKING:
-    from .memory import MemCompile
-
 STAGES = ("intent", "bm25", "cell_routing", "candidates", "normalize", "schedule", "dense", "frontier", "render")
 
 
-def intent_node(mem: "MemCompile", state: QueryState) -> dict[str, Any]:
-    index = mem.index(state.get("user_id", "default"), refresh=True)
-    if mem.config.use_intent:
-        intent = mem.intent(state["query"], list(index.people), user_id=state.get("user_id", "default"))
+def intent_node(state: QueryState, runtime: Runtime[MemoryContext]) -> dict[str, Any]:
+    ctx = run_context(runtime)
+    if ctx.engine.config.use_intent:
+        intent = ctx.engine.intent(state["query"], list(ctx.snapshot().people), ctx.user_id)
     else:
         intent = Intent(query=state["query"], terms=tuple(dict.fromkeys(terms(state["query"]))))
     return {"intent": intent, "_trace": {"people": len(intent.people), "keywords": len(intent.keywords), "temporal": intent.temporal}}
 
 
-def bm25_node(mem: "MemCompile", state: QueryState) -> dict[str, Any]:
-    hits = bm25_top(mem.index(state.get("user_id", "default")), state["intent"], mem.config)
+def bm25_node(state: QueryState, runtime: Runtime[MemoryContext]) -> dict[str, Any]:
+    ctx = run_context(runtime)
+    hits = bm25_top(ctx.snapshot(), state["intent"], ctx.engine.config)
     return {"bm25": hits, "_trace": {"hits": len(hits)}}
 
 
-def cell_routing_node(mem: "MemCompile", state: QueryState) -> dict[str, Any]:
-    index = mem.index(state.get("user_id", "default"))
-    seeds = [index.layout.of_descriptor[index.descriptors[pos].descriptor_id] for pos, _ in state["bm25"][: mem.config.bm25_seeds]]
-    routing = route(index.layout, state["intent"], seeds, mem.config) if mem.config.use_cells else Routing((), 0, "cells off")
+def cell_routing_node(state: QueryState, runtime: Runtime[MemoryContext]) -> dict[str, Any]:
+    ctx = run_context(runtime)
+    index, cfg = ctx.snapshot(), ctx.engine.config
+    seeds = [index.layout.of_descriptor[index.descriptors[pos].descriptor_id] for pos, _ in state["bm25"][: cfg.bm25_seeds]]
+    routing = route(index.layout, state["intent"], seeds, cfg) if cfg.use_cells else Routing((), 0, "cells off")
     return {"routing": routing, "_trace": {"opened": len(routing.opened), "pool": routing.pool, "stop": routing.stop}}
 
 
-def candidates_node(mem: "MemCompile", state: QueryState) -> dict[str, Any]:
-    index = mem.index(state.get("user_id", "default"))
-    hits = state["bm25"] if mem.config.use_bm25_candidates else []
-    cands = candidate_union(index, state["intent"], hits, state["routing"], mem.config)
+def candidates_node(state: QueryState, runtime: Runtime[MemoryContext]) -> dict[str, Any]:
+    ctx = run_context(runtime)
+    cfg = ctx.engine.config
+    hits = state["bm25"] if cfg.use_bm25_candidates else []
+    cands = candidate_union(ctx.snapshot(), state["intent"], hits, state["routing"], cfg)
     return {"candidates": cands, "_trace": {"candidates": len(cands)}}
 
 
-def normalize_node(mem: "MemCompile", state: QueryWork) -> dict[str, Any]:
-    index = mem.index(state.get("user_id", "default"))
+def normalize_node(state: QueryWork, runtime: Runtime[MemoryContext]) -> dict[str, Any]:
+    ctx = run_context(runtime)
+    index, cfg = ctx.snapshot(), ctx.engine.config
     pool = normalize(state["candidates"], index.layout.of_descriptor)
-    if not mem.config.fusion:
+    if not cfg.fusion:
         return {"pool": pool, "_trace": {"packets": len(pool)}}
-    fused = fused_scores(index, state["intent"], pool, state.get("query_vectors", []), mem.config, state.get("similarities"))
-    joined = fused_pool(pool, state.get("dense", []), fused, index, mem.config)
+    fused = fused_scores(index, state["intent"], pool, state.get("query_vectors", []), cfg, state.get("similarities"))
+    joined = fused_pool(pool, state.get("dense", []), fused, index, cfg)
     window = [p.packet_id for p in joined] + [h.packet_id for h in state.get("dense", []) if h.packet_id in index.packet_position]
     scores = {pid: float(fused[index.packet_position[pid]]) for pid in window}
     return {"pool": joined, "fused": scores, "_trace": {"packets": len(joined), "address_packets": len(pool)}}
 
 
-def _schedule_input(mem: "MemCompile", state: QueryState) -> ScheduleInput:
-    index = mem.index(state.get("user_id", "default"))
-    return ScheduleInput(state["query"], state["intent"], index, state.get("pool", []), state.get("dense", []), state.get("fused", {}))
+def _schedule_input(state: QueryState, ctx: MemoryContext) -> ScheduleInput:
+    return ScheduleInput(state["query"], state["intent"], ctx.snapshot(), state.get("pool", []), state.get("dense", []), state.get("fused", {}))
 
 
-def schedule_node(mem: "MemCompile", state: QueryState) -> dict[str, Any]:
-    inp = _schedule_input(mem, state)
-    k = min(mem.config.k0, len(inp.pool))
-    if mem.config.dense_only:
+def schedule_node(state: QueryState, runtime: Runtime[MemoryContext]) -> dict[str, Any]:
+    ctx = run_context(runtime)
+    cfg = ctx.engine.config
+    inp = _schedule_input(state, ctx)
+    k = min(cfg.k0, len(inp.pool))
+    if cfg.dense_only:
         anchors = []  # A7: the frontier stage takes the dense top-K0 instead
-    elif mem.config.use_scheduler:
-        anchors = mem.scheduler.schedule(inp, k) if k else []
+    elif cfg.use_scheduler:
+        anchors = ctx.engine.scheduler.schedule(inp, k) if k else []
     else:
         anchors = [p.packet_id for p in inp.pool[:k]]
     return {"anchors": anchors, "_trace": {"anchors": len(anchors)}}
 
 
-def dense_node(mem: "MemCompile", state: QueryWork) -> dict[str, Any]:
-    user = state.get("user_id", "default")
-    mem.index(user)
-    if mem.embeddings is None:
+def dense_node(state: QueryWork, runtime: Runtime[MemoryContext]) -> dict[str, Any]:
+    ctx = run_context(runtime)
+    engine, index, cfg = ctx.engine, ctx.snapshot(), ctx.engine.config
+    if engine.embeddings is None:
         return {"dense": [], "_trace": {"hits": 0, "disabled": True}}
-    index = mem.index(user)
     if not index.packets:
         return {"dense": [], "_trace": {"hits": 0}}
-    if mem.foreign_vectors(user):  # made by another model and not re-embedded yet: not comparable with ours
-        mem.warn_foreign(user)
+    if engine.foreign_vectors(ctx.user_id):  # made by another model and not re-embedded yet: not comparable with ours
+        engine.warn_foreign(ctx.user_id)
         return {"dense": [], "_trace": {"hits": 0, "foreign_vectors": True}}
     enriched = enriched_query(state["intent"])
-    texts = [enriched, state["query"]] if mem.config.fusion and enriched != state["query"] else [enriched]
-    vectors = mem.embeddings.embed_documents(texts) if len(texts) > 1 else [mem.embeddings.embed_query(enriched)]
+    texts = [enriched, state["query"]] if cfg.fusion and enriched != state["query"] else [enriched]
+    vectors = engine.embeddings.embed_documents(texts) if len(texts) > 1 else [engine.embeddings.embed_query(enriched)]
     out: dict[str, Any] = {"query_vectors": [list(map(float, v)) for v in vectors]}
     if len(index.vectors) == len(index.packets):
         # each query vector meets the matrix once: D_q ranks e(q+)'s array, offline fusion reads them all
         out["similarities"] = index.vectors.query_similarities(vectors)
-        hits = index.vectors.top_from(out["similarities"].arrays[0], mem.config.dense_top)
-    else:  # vectors still being reconciled: ask Chroma
-        hits = [DenseHit(pid, sim) for pid, sim in mem.vectors.query(user, vectors[0], mem.config.dense_top)]
+        hits = index.vectors.top_from(out["similarities"].arrays[0], cfg.dense_top)
+    else:  # vectors still being reconciled: ask the vector store
+        hits = [DenseHit(pid, sim) for pid, sim in engine.vectors.query(ctx.user_id, vectors[0], cfg.dense_top)]
     return {**out, "dense": hits, "_trace": {"hits": len(hits)}}
 
 
-def frontier_node(mem: "MemCompile", state: QueryState) -> dict[str, Any]:
-    inp = _schedule_input(mem, state)
+def frontier_node(state: QueryState, runtime: Runtime[MemoryContext]) -> dict[str, Any]:
+    ctx = run_context(runtime)
+    cfg = ctx.engine.config
+    inp = _schedule_input(state, ctx)
     anchors = state.get("anchors", [])
-    known = inp.index.packets
-    dense = [h for h in state.get("dense", []) if h.packet_id in known]  # vectors not yet reconciled are ignored
+    dense = [h for h in state.get("dense", []) if h.packet_id in inp.index.packets]  # unreconciled vectors ignored
     inp = ScheduleInput(inp.query, inp.intent, inp.index, inp.pool, dense, inp.scores)
-    cfg = mem.config
     if cfg.dense_only:
         selected = [h.packet_id for h in dense[: cfg.k0]]
         return {"frontier_order": selected, "selected": selected, "_trace": {"window": len(dense), "added": len(selected)}}
     window = frontier_window(anchors, dense)
     if cfg.use_frontier and len(window) > len(anchors):
-        order = mem.scheduler.frontier(inp, anchors, window)
+        order = ctx.engine.scheduler.frontier(inp, anchors, window)
     else:
         order = list(anchors)
     selected = admit(anchors, order, cfg.frontier_rank_cutoff, cfg.frontier_append_cap)
     return {"frontier_order": order, "selected": selected, "_trace": {"window": len(window), "added": len(selected) - len(anchors)}}
 
 
-def render_node(mem: "MemCompile", state: QueryState) -> dict[str, Any]:
-    index = mem.index(state.get("user_id", "default"))
+def render_node(state: QueryState, runtime: Runtime[MemoryContext]) -> dict[str, Any]:
+    index = run_context(runtime).snapshot()
     selected = state.get("selected", [])
     pool = {p.packet_id: p for p in state.get("pool", [])}
     dense = {h.packet_id: h.similarity for h in state.get("dense", [])}
@@ -164,9 +172,9 @@ NODES = {
 }
 
 
-def build_query_graph(mem: "MemCompile"):
+def build_query_graph():
     # the stages share QueryWork; callers and Studio see QueryState (no per-packet arrays in inputs or outputs)
-    builder = stage_graph(QueryWork, NODES, mem, input_schema=QueryState, output_schema=QueryState)
+    builder = stage_graph(QueryWork, NODES, context_schema=MemoryContext, input_schema=QueryState, output_schema=QueryState)
     builder.add_edge(START, "intent")
     builder.add_edge("intent", "bm25")
     builder.add_edge("intent", "dense")  # the dense channel runs beside the address plane
@@ -178,3 +186,6 @@ def build_query_graph(mem: "MemCompile"):
     builder.add_edge("frontier", "render")
     builder.add_edge("render", END)
     return builder.compile(name="memcompile_query")
+
+
+query_graph = build_query_graph()

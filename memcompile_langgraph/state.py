@@ -9,6 +9,7 @@ from typing_extensions import TypedDict
 from .address.dense import QuerySimilarities
 from .address.routing import Routing
 from .extract.base import TurnContext
+from .index import UserIndex
 from .records import Candidate, DenseHit, Descriptor, Intent, PacketScore, SourcePacket
 
 
@@ -24,20 +25,29 @@ def add_counts(left: dict | None, right: dict | None) -> dict:
 
 
 class IngestState(TypedDict, total=False):
-    user_id: str
     turns: list[Any]  # dicts {speaker, text, time, session?, dia_id?, image_caption?} or TurnInput
     packets: list[SourcePacket]
     contexts: list[TurnContext]
     facts: list[list[str]]
     descriptors: list[Descriptor]
     cells: list[str]  # Cell id of each descriptor, same order
-    counts: Annotated[dict[str, int], add_counts]
+    counts: Annotated[dict[str, int], add_counts]  # of the committed batch (skipped and warned turns included)
     trace: Annotated[dict[str, Any], merge]
+
+
+class IngestWork(IngestState, total=False):
+    """The ingest graph's own channels: what passes between its stages only."""
+
+    base_version: int  # version of the snapshot the run forked
+    pending_counts: dict[str, int]  # counts of this attempt, committed with its records
+    attempt: int
+    retry: bool
+    # the private next index (a fork): never checkpointed; a resumed run has none and starts over
+    work_index: Annotated[UserIndex, UntrackedValue(UserIndex)]
 
 
 class QueryState(TypedDict, total=False):
     query: str
-    user_id: str
     view: str  # reader view: "bundle" (default), "raw" or "claim"
     intent: Intent
     bm25: list[tuple[int, float]]  # (descriptor position, raw BM25 score)
@@ -62,4 +72,4 @@ class QueryWork(QueryState, total=False):
     similarities: Annotated[QuerySimilarities, UntrackedValue(QuerySimilarities)]
 
 
-__all__ = ["IngestState", "QueryState", "QueryWork", "merge", "add_counts"]
+__all__ = ["IngestState", "IngestWork", "QueryState", "QueryWork", "merge", "add_counts"]

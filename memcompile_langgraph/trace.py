@@ -1,18 +1,17 @@
 """Per-stage timing for graph nodes: each node's update gains trace[stage] = {"ms", counts...}."""
 from __future__ import annotations
 
-import functools
 import time
 from typing import Any, Callable
 
 from langgraph.graph import StateGraph
+from langgraph.runtime import Runtime
 
 
-def timed(stage: str, fn: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, Any]]:
-    @functools.wraps(fn)
-    def node(state: dict[str, Any]) -> dict[str, Any]:
+def timed(stage: str, fn: Callable[[dict[str, Any], Runtime], dict[str, Any]]) -> Callable[..., dict[str, Any]]:
+    def node(state: dict[str, Any], runtime: Runtime) -> dict[str, Any]:
         start = time.perf_counter()
-        update = fn(state)
+        update = fn(state, runtime)
         info = update.pop("_trace", {})
         update["trace"] = {stage: {"ms": round((time.perf_counter() - start) * 1000, 3), **info}}
         return update
@@ -21,10 +20,10 @@ def timed(stage: str, fn: Callable[..., dict[str, Any]]) -> Callable[..., dict[s
     return node
 
 
-def stage_graph(state_type: type, nodes: dict[str, Callable[[Any, dict[str, Any]], dict[str, Any]]], mem: Any, **schemas: type) -> StateGraph:
-    """A StateGraph with one timed node per stage function, each bound to the MemCompile instance
-    (schemas: StateGraph's input_schema / output_schema when callers see less than the stages share)."""
+def stage_graph(state_type: type, nodes: dict[str, Callable[..., dict[str, Any]]], **schemas: Any) -> StateGraph:
+    """A StateGraph with one timed node per stage function `fn(state, runtime)` (schemas: StateGraph's
+    context_schema / input_schema / output_schema)."""
     builder = StateGraph(state_type, **schemas)
     for name, fn in nodes.items():
-        builder.add_node(name, timed(name, lambda state, fn=fn: fn(mem, state)))
+        builder.add_node(name, timed(name, fn))
     return builder

@@ -64,7 +64,7 @@ def test_writer_extends_the_cached_index_only_when_nobody_reads_it():
         mem.add_turns([t], user_id="u")  # nobody holds it: extended in place, no reload
     live = mem.index("u")
     assert id(live) == cached_id and len(live.packets) == 400
-    mem.invalidate("u")
+    mem.engine.cache.invalidate("u")
     reloaded = mem.index("u")
     assert reloaded is not live
     assert reloaded.layout.of_descriptor == live.layout.of_descriptor

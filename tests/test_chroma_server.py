@@ -32,7 +32,7 @@ def test_ingest_and_query_keep_vectors_in_the_server(tmp_path, chroma_url, embed
 
     port = int(chroma_url.rsplit(":", 1)[1])
     server = chromadb.HttpClient(host="127.0.0.1", port=port, settings=Settings(anonymized_telemetry=False))
-    col = server.get_collection(mem.vectors.name("demo"))
+    col = server.get_collection(mem.engine.vectors.name("demo"))
     got = col.get(include=["embeddings", "metadatas"])
     assert sorted(got["ids"]) == sorted(mem.index("demo").packets)
     assert len(got["embeddings"][0]) == 384 and {m["dia_id"] for m in got["metadatas"]} == set(mem.index("demo").by_dia)
@@ -44,7 +44,7 @@ def test_ingest_and_query_keep_vectors_in_the_server(tmp_path, chroma_url, embed
     assert stats["vectors"] == stats["packets"] == len(demo_turns())
 
     mem.forget("demo")
-    assert mem.vectors.name("demo") not in [c.name for c in server.list_collections()]
+    assert mem.engine.vectors.name("demo") not in [c.name for c in server.list_collections()]
     mem.close()
 
 
@@ -59,10 +59,10 @@ def test_two_stores_share_one_server_without_meeting(tmp_path, chroma_url, embed
     b = MemCompile(tmp_path / "b", embeddings=embeddings, chroma_url=chroma_url)
     a.add_turns([{"speaker": "Ann", "text": "My cat Miso loves tuna.", "time": "2024-01-02"}], user_id="same")
     b.add_turns([{"speaker": "Bob", "text": "I repaired my bicycle.", "time": "2024-01-03"}], user_id="same")
-    assert a.vectors.name("same") != b.vectors.name("same")
+    assert a.engine.vectors.name("same") != b.engine.vectors.name("same")
     reopened = MemCompile(tmp_path / "a", embeddings=embeddings, chroma_url=chroma_url)  # reconcile removes orphans
-    assert reopened.vectors.name("same") == a.vectors.name("same")
-    assert len(reopened.vectors.ids("same")) == 1 and len(MemCompile(tmp_path / "b", embeddings=embeddings, chroma_url=chroma_url).vectors.ids("same")) == 1
+    assert reopened.engine.vectors.name("same") == a.engine.vectors.name("same")
+    assert len(reopened.engine.vectors.ids("same")) == 1 and len(MemCompile(tmp_path / "b", embeddings=embeddings, chroma_url=chroma_url).vectors.ids("same")) == 1
     assert "bicycle" not in reopened.compile("What was repaired?", user_id="same").text
 
 
@@ -74,4 +74,4 @@ def test_a_collection_dropped_by_another_process_is_fetched_again(tmp_path, chro
     b.add_turns(demo_turns()[10:20], user_id="u")
     a.forget("u")  # deletes the server collection b last wrote to
     assert b.add_turns(demo_turns()[:5], user_id="u")["stored"] == 5
-    assert len(b.vectors.ids("u")) == 5 and b.compile("Who is Tom's dog?", user_id="u").trace["dense"]["hits"] == 5
+    assert len(b.engine.vectors.ids("u")) == 5 and b.compile("Who is Tom's dog?", user_id="u").trace["dense"]["hits"] == 5

@@ -71,7 +71,7 @@ def test_unknown_precision_is_one_clear_error(model_dir):
 
 
 def _stored_vectors(mem, user):
-    ids, vectors = mem.vectors.vectors(user)
+    ids, vectors = mem.engine.vectors.vectors(user)
     return dict(zip(ids, np.asarray(vectors)))
 
 
@@ -83,7 +83,7 @@ def test_store_made_with_another_model_is_reembedded_by_the_next_writer(tmp_path
 
     mem = MemCompile(tmp_path, embeddings=embeddings)
     ctx = mem.compile("Where does Priya work now?", "ann")  # a read never re-embeds: the dense channel sits out
-    assert ctx.packets and ctx.trace["dense"]["foreign_vectors"] and mem.records.embedding("ann") == fp32.identity
+    assert ctx.packets and ctx.trace["dense"]["foreign_vectors"] and mem.engine.records.embedding("ann") == fp32.identity
     assert mem.stats("ann")["vector_model"] == {"recorded": fp32.identity, "current": False}
     mem.add_turns([{"speaker": "Priya", "text": "I start at the observatory next week.", "time": "2024-06-01T09:00"}], "ann")
     assert mem.stats("ann")["vector_model"] == {"recorded": embeddings.identity, "current": True}
@@ -138,14 +138,14 @@ def test_reader_picks_up_vectors_another_process_reembedded(tmp_path, embeddings
 def test_queries_for_unknown_users_write_nothing(tmp_path, embeddings):
     mem = MemCompile(tmp_path, embeddings=embeddings)
     assert mem.compile("anything", "nobody").packets == []
-    assert mem.records.embedding("nobody") is None and "nobody" not in mem.users()
+    assert mem.engine.records.embedding("nobody") is None and "nobody" not in mem.users()
 
 
 def test_forget_removes_the_recorded_model(tmp_path, embeddings):
     mem = MemCompile(tmp_path, embeddings=embeddings)
     mem.add_turns(demo_turns(), "ann")
     mem.forget("ann")
-    assert mem.records.embedding("ann") is None and not mem.vectors.ids("ann")
+    assert mem.engine.records.embedding("ann") is None and not mem.engine.vectors.ids("ann")
 
 
 class _FailsOnCall(DeterministicFakeEmbedding):
@@ -169,13 +169,13 @@ def test_background_embedding_failure_surfaces_and_the_next_writer_repairs(tmp_p
     with pytest.raises(RuntimeError, match="embedding service unavailable"):
         MemCompile(tmp_path, embeddings=flaky).add_turns(turns, "ann")
     mem = MemCompile(tmp_path, embeddings=_FailsOnCall(size=16, fail_on=0))
-    assert mem.records.counts("ann")["packets"] == 700  # every batch was committed before its vectors
-    assert len(mem.vectors.ids("ann")) == 256  # only the first batch's vectors got stored
-    mem.index("ann", refresh=True)  # a read repairs up to READER_REPAIR_LIMIT missing vectors, not 444
-    assert len(mem.vectors.ids("ann")) == 256
+    assert mem.engine.records.counts("ann")["packets"] == 700  # every batch was committed before its vectors
+    assert len(mem.engine.vectors.ids("ann")) == 256  # only the first batch's vectors got stored
+    mem.index("ann")  # a read repairs up to READER_REPAIR_LIMIT missing vectors, not 444
+    assert len(mem.engine.vectors.ids("ann")) == 256
     assert mem.add_turns(turns, "ann")["already_stored"] == 700  # the next writer does
     index = mem.index("ann")
-    assert set(mem.vectors.ids("ann")) == set(index.packets) and len(index.vectors) == 700
+    assert set(mem.engine.vectors.ids("ann")) == set(index.packets) and len(index.vectors) == 700
 
 
 def test_last_batch_embedding_failure_is_raised_by_add_turns(tmp_path):
@@ -201,7 +201,7 @@ def test_ingest_embeds_in_the_background(tmp_path):
     mem.add_turns(generate(600).turns, "ann")
     assert len(threads) == 3 and all(t.startswith("memcompile-ingest-embed") for t in threads)
     index = mem.index("ann")
-    assert len(mem.vectors.ids("ann")) == len(index.vectors) == len(index.packets) == 600
+    assert len(mem.engine.vectors.ids("ann")) == len(index.vectors) == len(index.packets) == 600
 
 
 def test_add_turns_returns_only_when_every_vector_is_stored(tmp_path, embeddings):
@@ -210,13 +210,13 @@ def test_add_turns_returns_only_when_every_vector_is_stored(tmp_path, embeddings
     mem = MemCompile(tmp_path, embeddings=embeddings)
     mem.add_turns(generate(600).turns, "ann")  # three batches, the last one still in flight when the loop ends
     index = mem.index("ann")
-    assert len(mem.vectors.ids("ann")) == len(index.vectors) == len(index.packets) == 600
+    assert len(mem.engine.vectors.ids("ann")) == len(index.vectors) == len(index.packets) == 600
 
 
 def test_reembed_without_an_embedder_does_nothing(tmp_path):
     mem = MemCompile(tmp_path, dense=False)
     mem.add_turns(demo_turns()[:3], "ann")
-    assert mem.reembed("ann") == 0 and mem.records.embedding("ann") is None
+    assert mem.reembed("ann") == 0 and mem.engine.records.embedding("ann") is None
 
 
 def test_concurrent_callers_share_the_embedder_safely(model_dir):
@@ -253,19 +253,19 @@ def test_queries_for_unknown_users_leave_no_lock_files_or_cached_indexes(tmp_pat
 def test_a_read_repairs_a_few_missing_vectors_on_the_spot(tmp_path, embeddings):
     writer = MemCompile(tmp_path, embeddings=embeddings)
     writer.add_turns(demo_turns(), "ann")
-    writer.vectors.delete("ann", sorted(writer.vectors.ids("ann"))[:5])  # lost, as in a crash before the upsert
+    writer.engine.vectors.delete("ann", sorted(writer.engine.vectors.ids("ann"))[:5])  # lost, as in a crash before the upsert
     mem = MemCompile(tmp_path, embeddings=embeddings)
     assert mem.compile("Where does Priya work now?", "ann").trace["dense"]["hits"] > 0
-    assert len(mem.vectors.ids("ann")) == len(demo_turns()) == len(mem.index("ann").vectors)
+    assert len(mem.engine.vectors.ids("ann")) == len(demo_turns()) == len(mem.index("ann").vectors)
 
 
 def test_records_without_vectors_wait_for_a_writer(tmp_path, embeddings):
     MemCompile(tmp_path, dense=False).add_turns(demo_turns(), "ann")  # no model recorded: nothing to compare with
     mem = MemCompile(tmp_path, embeddings=embeddings)
     assert mem.compile("Where does Priya work now?", "ann").trace["dense"]["foreign_vectors"]
-    assert not mem.vectors.ids("ann")  # the read embedded nothing
+    assert not mem.engine.vectors.ids("ann")  # the read embedded nothing
     mem.add_turns([], "ann")
-    assert len(mem.vectors.ids("ann")) == len(demo_turns())
+    assert len(mem.engine.vectors.ids("ann")) == len(demo_turns())
 
 
 def test_reembed_embeds_each_packet_once(tmp_path):
@@ -278,7 +278,7 @@ def test_reembed_embeds_each_packet_once(tmp_path):
 
     mem = MemCompile(tmp_path, embeddings=Counting(size=8))
     mem.add_turns(demo_turns(), "ann")
-    mem.vectors.delete("ann", sorted(mem.vectors.ids("ann"))[:5])  # missing ones are not repaired first, then replaced
+    mem.engine.vectors.delete("ann", sorted(mem.engine.vectors.ids("ann"))[:5])  # missing ones are not repaired first, then replaced
     calls.clear()
     assert MemCompile(tmp_path, embeddings=Counting(size=8)).reembed("ann") == len(demo_turns())
     assert sum(calls) == len(demo_turns())

@@ -219,7 +219,7 @@ def test_facade_answers_accounts_and_forgets(tmp_path):
     assert {"fact", "metadata", "intent", "schedule", "answer"} <= set(stats["usage"]["stages"])
     assert stats["usage"]["construction"]["calls"] == 2 * len(demo_turns()) and stats["usage"]["query"]["calls"] >= 6
     mem.forget("demo")
-    assert mem.usage("demo")["stages"] == {} and mem.llm_store.cache.size("demo") == 0
+    assert mem.usage("demo")["stages"] == {} and mem.engine.llm_store.cache.size("demo") == 0
     with pytest.raises(ValueError, match="no LLM"):
         MemCompile(None, dense=False).answer("q?")
 
@@ -229,7 +229,7 @@ def test_intent_falls_back_to_the_offline_intent():
     mem = MemCompile(None, llm=model, config=CFG, dense=False)
     intent = mem.intent("When did Tom adopt Biscuit?", ["Tom"], user_id="u")
     assert intent.people == ("Tom",) and intent.temporal
-    assert mem.records.counters("u") == {"llm_intent_fallback": 1}
+    assert mem.engine.records.counters("u") == {"llm_intent_fallback": 1}
     assert len(model.calls) == 2  # one correction retry
 
 

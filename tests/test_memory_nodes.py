@@ -41,7 +41,7 @@ def say(agent, text, thread, **context):
 
 
 def stored(mem, user):
-    return list(mem.index(user, refresh=True).packets.values())
+    return list(mem.index(user).packets.values())
 
 
 def test_next_recall_finds_the_stored_exchange(mem):

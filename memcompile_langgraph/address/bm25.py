@@ -11,36 +11,7 @@ from collections import Counter
 
 import numpy as np
 
-
-class _Column:
-    """A growable 1-d array: appends in place and reads as a view, so a query after an add rebuilds nothing."""
-
-    __slots__ = ("data", "n")
-
-    def __init__(self, dtype: type, capacity: int = 4):
-        self.data = np.zeros(capacity, dtype=dtype)
-        self.n = 0
-
-    def __len__(self) -> int:
-        return self.n
-
-    def view(self) -> np.ndarray:
-        return self.data[: self.n]
-
-    def append(self, value: float) -> None:
-        if self.n == len(self.data):
-            self.data = np.concatenate([self.data, np.zeros_like(self.data)])
-        self.data[self.n] = value
-        self.n += 1
-
-    def insert(self, i: int, value: float) -> None:
-        self.append(value)
-        self.data[i + 1 : self.n] = self.data[i : self.n - 1]  # numpy copies overlapping slices safely
-        self.data[i] = value
-
-    def delete(self, i: int) -> None:
-        self.data[i : self.n - 1] = self.data[i + 1 : self.n]
-        self.n -= 1
+from ..growarray import GrowArray
 
 
 class BM25Index:
@@ -48,11 +19,27 @@ class BM25Index:
         self.k1, self.b, self.epsilon = k1, b, epsilon
         self._term_ids: dict[str, int] = {}
         self._df: list[int] = []
-        self._post_docs: list[_Column] = []  # ascending document ids per term
-        self._post_tfs: list[_Column] = []
-        self._doc_len = _Column(np.float64, 1024)
+        self._post_docs: list[GrowArray] = []  # ascending document ids per term
+        self._post_tfs: list[GrowArray] = []
+        self._doc_len = GrowArray(np.float64, 1024)
         self._total_len = 0
         self._avg_idf: float | None = None
+        self._owned: set[int] | None = None  # in a fork: the terms whose posting arrays are its own
+
+    def fork(self) -> "BM25Index":
+        """An index equal to this one that can be extended without changing this one (copy-on-write)."""
+        out = object.__new__(BM25Index)
+        out.__dict__.update(self.__dict__)
+        out._term_ids, out._df = dict(self._term_ids), list(self._df)
+        out._post_docs, out._post_tfs = list(self._post_docs), list(self._post_tfs)
+        out._doc_len, out._owned = self._doc_len.fork(), set()
+        return out
+
+    def _postings(self, tid: int) -> tuple[GrowArray, GrowArray]:
+        if self._owned is not None and tid not in self._owned:
+            self._owned.add(tid)
+            self._post_docs[tid], self._post_tfs[tid] = self._post_docs[tid].fork(), self._post_tfs[tid].fork()
+        return self._post_docs[tid], self._post_tfs[tid]
 
     def __len__(self) -> int:
         return len(self._doc_len)
@@ -60,8 +47,10 @@ class BM25Index:
     def _new_term(self, term: str) -> int:
         tid = self._term_ids[term] = len(self._df)
         self._df.append(0)
-        self._post_docs.append(_Column(np.int64))
-        self._post_tfs.append(_Column(np.float64))
+        self._post_docs.append(GrowArray(np.int64))
+        self._post_tfs.append(GrowArray(np.float64))
+        if self._owned is not None:
+            self._owned.add(tid)
         return tid
 
     def add(self, tokens: list[str]) -> int:
@@ -73,8 +62,9 @@ class BM25Index:
             if tid is None:
                 tid = self._new_term(term)
             self._df[tid] += 1
-            self._post_docs[tid].append(doc)
-            self._post_tfs[tid].append(tf)
+            docs, tfs = self._postings(tid)
+            docs.append(doc)
+            tfs.append(tf)
         self._avg_idf = None
         return doc
 
@@ -87,11 +77,11 @@ class BM25Index:
             tid = self._term_ids.get(term)
             if tid is None:  # a term new to the whole index
                 tid = self._new_term(term)
-            docs, tfs = self._post_docs[tid], self._post_tfs[tid]
+            docs, tfs = self._postings(tid)
             i = int(np.searchsorted(docs.view(), doc))  # postings stay sorted by document id
             present = i < len(docs) and docs.data[i] == doc
             if new[term] and present:
-                tfs.data[i] = new[term]
+                tfs.writable()[i] = new[term]
             elif new[term]:
                 docs.insert(i, doc)
                 tfs.insert(i, new[term])
@@ -101,7 +91,7 @@ class BM25Index:
                 tfs.delete(i)
                 self._df[tid] -= 1
         self._total_len += len(tokens) - int(self._doc_len.data[doc])
-        self._doc_len.data[doc] = len(tokens)
+        self._doc_len.writable()[doc] = len(tokens)
         self._avg_idf = None
 
     def _idf(self, df: int) -> float:

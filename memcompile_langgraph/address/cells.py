@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Iterable
 
 from ..config import MemCompileConfig
@@ -128,25 +128,58 @@ class CellLayout:
         self._by_person: dict[str, set[str]] = {}
         self.route = RouteIndex()  # routing reads every Cell, full or not (Algorithm 3)
         self._next = 0
+        self._owned: set | None = None  # in a fork: Cell ids and (table, key) index sets already copied for it
 
     def __len__(self) -> int:
         return len(self.cells)
 
+    def fork(self) -> "CellLayout":
+        """An equal layout that can be extended without changing this one: containers are copied shallowly here,
+        and a Cell, its member list or an index set the first time the fork changes it."""
+        out = object.__new__(CellLayout)
+        out.cfg, out._next, out._owned = self.cfg, self._next, set()
+        out.cells, out.members, out.of_descriptor = dict(self.cells), dict(self.members), dict(self.of_descriptor)
+        out._by_key, out._by_person = dict(self._by_key), dict(self._by_person)
+        out.route = self.route.fork()
+        return out
+
+    def _own_cell(self, cell: Cell) -> Cell:
+        if self._owned is None or cell.cell_id in self._owned:
+            return cell
+        self._owned.add(cell.cell_id)
+        copy = self.cells[cell.cell_id] = replace(
+            cell, descriptor_ids=list(cell.descriptor_ids), keyword_counts=Counter(cell.keyword_counts),
+            person_counts=Counter(cell.person_counts), dia_counts=Counter(cell.dia_counts),
+        )
+        self.members[cell.cell_id] = list(self.members[cell.cell_id])
+        return copy
+
+    def _own_set(self, table: dict[str, set[str]], key: str) -> set[str]:
+        if self._owned is None:
+            return table.setdefault(key, set())
+        tag = ("keyword" if table is self._by_key else "person", key)
+        if tag not in self._owned:
+            self._owned.add(tag)
+            table[key] = set(table.get(key, ()))
+        return table[key]
+
     def _index(self, cell: Cell, d: Descriptor) -> None:
         cid = cell.cell_id
         for k in d.keywords:
-            self._by_key.setdefault(k, set()).add(cid)
+            self._own_set(self._by_key, k).add(cid)
         for p in d.people:
-            self._by_person.setdefault(p, set()).add(cid)
+            self._own_set(self._by_person, p).add(cid)
         self.route.add(cell, d)
 
     def _unindex_if_full(self, cell: Cell) -> None:
         # A Cell at item capacity can never be feasible again (Eq. 3); token room may still fit short claims.
         if len(cell) >= self.cfg.cell_item_capacity:
             for k in cell.keyword_counts:
-                self._by_key.get(k, set()).discard(cell.cell_id)
+                if k in self._by_key:
+                    self._own_set(self._by_key, k).discard(cell.cell_id)
             for p in cell.person_counts:
-                self._by_person.get(p, set()).discard(cell.cell_id)
+                if p in self._by_person:
+                    self._own_set(self._by_person, p).discard(cell.cell_id)
 
     def candidates(self, d: Descriptor) -> list[Cell]:
         ids: set[str] = set()
@@ -182,6 +215,10 @@ class CellLayout:
                 self._next = max(self._next, int(cell_id[1:]) + 1)
             cell = self.cells[cell_id] = Cell(cell_id=cell_id, seq=len(self.cells))
             self.members[cell_id] = []
+            if self._owned is not None:
+                self._owned.add(cell_id)
+        else:
+            cell = self._own_cell(cell)
         add_to_cell(cell, d, self.cfg)
         self.members[cell.cell_id].append(d)
         self.of_descriptor[d.descriptor_id] = cell.cell_id

@@ -10,6 +10,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..growarray import GrowArray
 from ..records import DenseHit
 
 _STAMPS = itertools.count()  # process-wide: a stamp names one matrix content across PacketVectors objects
@@ -33,7 +34,7 @@ class QuerySimilarities:
 class PacketVectors:
     def __init__(self, dim: int = 384):
         self.dim = dim
-        self._m = np.zeros((0, dim), dtype=np.float32)
+        self._m = GrowArray(np.float32, 256, (dim,))
         self.ids: list[str] = []
         self.row: dict[str, int] = {}
         self.stamp = next(_STAMPS)  # renewed whenever the matrix changes
@@ -41,28 +42,36 @@ class PacketVectors:
     def __len__(self) -> int:
         return len(self.ids)
 
+    def fork(self) -> "PacketVectors":
+        """Equal vectors that can be extended without changing these (copy-on-write)."""
+        out = object.__new__(PacketVectors)
+        out.dim, out._m, out.ids, out.row, out.stamp = self.dim, self._m.fork(), list(self.ids), dict(self.row), self.stamp
+        return out
+
     def set(self, ids: list[str], vectors) -> None:
         if not len(ids):
             return
         arr = np.asarray(vectors, dtype=np.float32).reshape(len(ids), -1)
         if len(self.ids) == 0 and arr.shape[1] != self.dim:
-            self.dim, self._m = arr.shape[1], np.zeros((0, arr.shape[1]), dtype=np.float32)
-        new = [i for i in ids if i not in self.row]
-        need = len(self.ids) + len(new)
-        if need > self._m.shape[0]:  # grow by doubling: appends stay amortized O(1)
-            grown = np.zeros((max(need, 2 * self._m.shape[0], 256), self.dim), dtype=np.float32)
-            grown[: len(self.ids)] = self._m[: len(self.ids)]
-            self._m = grown
-        for pid in new:
-            self.row[pid] = len(self.ids)
-            self.ids.append(pid)
-        rows = [self.row[i] for i in ids]
-        self._m[rows] = arr
+            self.dim, self._m = arr.shape[1], GrowArray(np.float32, 256, (arr.shape[1],))
+        new = list(dict.fromkeys(i for i in ids if i not in self.row))
+        known = [(k, i) for k, i in enumerate(ids) if i in self.row]
+        if known:  # vectors made again for stored packets (a reconcile): rows change in place
+            self._m.writable()[[self.row[i] for _, i in known]] = arr[[k for k, _ in known]]
+        if new:
+            start = len(self.ids)
+            self._m.reserve(len(new))
+            for pid in new:
+                self.row[pid] = len(self.ids)
+                self.ids.append(pid)
+            last = {i: k for k, i in enumerate(ids)}  # the last vector given for an id wins, as before
+            self._m.data[start : start + len(new)] = arr[[last[i] for i in new]]
+            self._m.n = len(self.ids)
         self.stamp = next(_STAMPS)
 
     def similarities(self, query: Any) -> np.ndarray:
         """Cosine of the query with every stored packet, in row order."""
-        return self._m[: len(self.ids)] @ np.asarray(query, dtype=np.float32)
+        return self._m.view() @ np.asarray(query, dtype=np.float32)
 
     def query_similarities(self, queries: Sequence[Any], known: QuerySimilarities | None = None) -> QuerySimilarities:
         """The similarity arrays of the query vectors; `known` is reused when it was computed on this matrix as it

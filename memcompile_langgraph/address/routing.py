@@ -52,14 +52,29 @@ class _Postings:
     def __init__(self) -> None:
         self._cells: dict[str, set[int]] = {}
         self._arrays: dict[str, np.ndarray] = {}
+        self._owned: set[str] | None = None  # in a fork: the keys whose sets are its own
+
+    def fork(self) -> "_Postings":
+        out = _Postings()
+        out._cells, out._arrays, out._owned = dict(self._cells), dict(self._arrays), set()
+        return out
+
+    def _own(self, key: str) -> set[int]:
+        cells = self._cells.get(key)
+        if cells is None or (self._owned is not None and key not in self._owned):
+            cells = self._cells[key] = set(cells or ())
+            if self._owned is not None:
+                self._owned.add(key)
+        return cells
 
     def add(self, key: str, cell_no: int) -> None:
-        self._cells.setdefault(key, set()).add(cell_no)
+        self._own(key).add(cell_no)
         self._arrays.pop(key, None)
 
     def discard(self, key: str, cell_no: int) -> None:
-        self._cells.get(key, set()).discard(cell_no)
-        self._arrays.pop(key, None)
+        if key in self._cells:
+            self._own(key).discard(cell_no)
+            self._arrays.pop(key, None)
 
     def get(self, key: str) -> np.ndarray:
         arr = self._arrays.get(key)
@@ -87,12 +102,19 @@ class RouteIndex:
         self._title_terms: list[frozenset[str]] = []
         self.key_post, self.people_post, self.title_post = _Postings(), _Postings(), _Postings()
         self._density: tuple[tuple[float, int], list[float]] = ((0.0, 0), [])
+        self._own_keys: set[int] = set()  # Cells whose key-term set this index may change (all, unless forked)
 
     def __len__(self) -> int:
         return len(self.ids)
 
-    def key_terms(self, cell_no: int) -> set[str]:
-        return self._key_terms[cell_no]
+    def fork(self) -> "RouteIndex":
+        """An equal RouteIndex that can be extended without changing this one (copy-on-write)."""
+        out = object.__new__(RouteIndex)
+        out.ids, out._cols = list(self.ids), self._cols.copy()  # 5 integers per Cell
+        out._key_terms, out._title_terms = list(self._key_terms), list(self._title_terms)
+        out.key_post, out.people_post, out.title_post = self.key_post.fork(), self.people_post.fork(), self.title_post.fork()
+        out._density, out._own_keys = self._density, set()
+        return out
 
     def add(self, cell: Cell, d: Descriptor) -> None:
         """Record d's features after add_to_cell(cell, d)."""
@@ -101,8 +123,12 @@ class RouteIndex:
             self.ids.append(cell.cell_id)
             self._key_terms.append(set())
             self._title_terms.append(frozenset())
+            self._own_keys.add(no)
             if no == self._cols.shape[1]:
                 self._cols = np.concatenate([self._cols, np.zeros_like(self._cols)], axis=1)
+        elif no not in self._own_keys:  # a Cell of the snapshot this was forked from: its term set is copied once
+            self._key_terms[no] = set(self._key_terms[no])
+            self._own_keys.add(no)
         cols, keys = self._cols, self._key_terms[no]
         for t in (t for k in d.keywords for t in _term_set(k)):
             if t not in keys:

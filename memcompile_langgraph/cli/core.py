@@ -73,7 +73,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         counts = mem.add_turns(conv.turns, user_id=user, progress=not args.quiet)
         if conv.bad_lines:
             counts["skipped_bad_json_line"] = conv.bad_lines
-            mem.records.add_counts(user, {"skipped_bad_json_line": conv.bad_lines})
+            mem.count(user, {"skipped_bad_json_line": conv.bad_lines})
         report[user] = counts
     seconds = time.perf_counter() - started
     for user, counts in report.items():

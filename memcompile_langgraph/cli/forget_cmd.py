@@ -16,7 +16,7 @@ def cmd_forget(args: argparse.Namespace) -> int:
     mem = MemCompile(args.store, dense=False, chroma_url=args.chroma_url)  # no embedding model needed to delete
     try:
         if args.turn:
-            stored = set(mem.index(args.user, refresh=True).by_dia)
+            stored = set(mem.index(args.user).by_dia)
             removed = mem.delete_turns(args.user, args.turn)
             print(f"{args.user}: removed {removed} turns with their descriptors and vectors")
             unknown = [d for d in dict.fromkeys(args.turn) if d not in stored]
@@ -24,7 +24,7 @@ def cmd_forget(args: argparse.Namespace) -> int:
                 print(f"   not stored: {', '.join(unknown)}")
             return 0
         before = mem.stats(args.user)
-        vectors = len(mem.vectors.ids(args.user))
+        vectors = before["vectors"]
         mem.forget(args.user)
         if before["packets"] or vectors or before["counters"]:
             print(f"{args.user}: forgot {before['packets']} turns, {before['descriptors']} descriptors, {vectors} vectors")

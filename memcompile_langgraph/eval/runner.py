@@ -138,7 +138,7 @@ class EvalRun:
                     v.log.append(record)
                     if bar is not None:
                         bar.update(1)
-                if mem.llm_store is not None:
+                if mem.usage(d.user_id)["stages"]:
                     self.dialogues.update(d.user_id, usage=mem.usage(d.user_id))
             finally:
                 mem.close()

@@ -94,7 +94,7 @@ def make_remember_node(mem: Any, *, user_name: str = "User", assistant_name: str
             return {}
         user = run_setting("user_id", config, runtime, "default")
         names = (run_setting("user_name", config, runtime, user_name), run_setting("assistant_name", config, runtime, assistant_name))
-        stored = mem.index(user, refresh=True).by_dia
+        stored = mem.index(user).by_dia
         pending = []
         for position in range(len(messages) - 1, -1, -1):
             message = messages[position]

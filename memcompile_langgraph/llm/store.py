@@ -28,9 +28,14 @@ class LLMStore:
     def usage(self, user_id: str) -> dict[str, Any]:
         return self.ledger.summary(user_id)
 
-    def delete_user(self, user_id: str) -> None:
+    def delete_user(self, user_id: str, whole_user: bool = True) -> None:
+        """The user's cached replies (and with whole_user, ledger rows), overwritten on disk rather than left in
+        free pages or the WAL."""
+        self.db.execute("PRAGMA secure_delete=ON")
         self.cache.delete_user(user_id)
-        self.ledger.delete_user(user_id)
+        if whole_user:
+            self.ledger.delete_user(user_id)
+        self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def close(self) -> None:
         self.db.close()

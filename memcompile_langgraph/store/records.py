@@ -156,6 +156,12 @@ class RecordStore:
             self.conn.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('store_id', ?)", (uuid.uuid4().hex,))
             return self.conn.execute("SELECT value FROM meta WHERE key='store_id'").fetchone()[0]
 
+    def secret(self) -> str:
+        """A random secret fixed at creation, readable only by those who can read the records (signs snapshot files)."""
+        with self._mutex:
+            self.conn.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('secret', ?)", (uuid.uuid4().hex + uuid.uuid4().hex,))
+            return self.conn.execute("SELECT value FROM meta WHERE key='secret'").fetchone()[0]
+
     def embedding(self, user_id: str) -> str | None:
         """Identity of the embedding model the user's stored vectors came from (None: not recorded yet)."""
         row = self._one("SELECT value FROM meta WHERE key=?", (_embedding_key(user_id),))

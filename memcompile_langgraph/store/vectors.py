@@ -96,18 +96,24 @@ class VectorStore:
                 out.update(col.get(limit=step, offset=off, include=[])["ids"])
         return out
 
-    def vectors(self, user_id: str) -> tuple[list[str], list[list[float]]]:
-        """Every stored (id, vector) of the user, paged."""
-        ids: list[str] = []
+    def vectors(self, user_id: str, ids: list[str] | None = None) -> tuple[list[str], list[list[float]]]:
+        """Stored (id, vector) pairs of the user, paged: all of them, or those of the given ids that exist."""
+        out_ids: list[str] = []
         vectors: list = []
+        step = 5000
         with self.chroma.access(write=False):
             col = self.collection(user_id, create=False)
-            n, step = (col.count() if col is not None else 0), 5000
-            for off in range(0, n, step):
-                got = col.get(limit=step, offset=off, include=["embeddings"])
-                ids += got["ids"]
+            if col is None:
+                return out_ids, vectors
+            pages = (
+                (col.get(ids=ids[i : i + step], include=["embeddings"]) for i in range(0, len(ids), step))
+                if ids is not None
+                else (col.get(limit=step, offset=off, include=["embeddings"]) for off in range(0, col.count(), step))
+            )
+            for got in pages:
+                out_ids += got["ids"]
                 vectors += list(got["embeddings"])
-        return ids, vectors
+        return out_ids, vectors
 
     def delete(self, user_id: str, ids: list[str]) -> None:
         """Remove vectors; in a local directory the collection is rebuilt without them, because Chroma's index

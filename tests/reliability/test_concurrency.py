@@ -119,7 +119,7 @@ def test_reconcile_skips_while_another_process_writes_then_repairs(tmp_path, emb
     mem = MemCompile(store, embeddings=embeddings)
     mem.add_turns(synthetic_turns("held", 6), user_id="held")
     lost = sorted(packet_ids(store, "held"))[:2]
-    mem.vectors.delete("held", lost)  # as if a crash had hit between commit and embedding
+    mem.engine.vectors.delete("held", lost)  # as if a crash had hit between commit and embedding
     lock = store / "locks" / f"{user_key('held')}.lock"
     holder = _python("import fcntl,sys,time; f=open(sys.argv[1],'a+'); fcntl.flock(f, fcntl.LOCK_EX); time.sleep(60)", lock)
     holder.stderr.close()

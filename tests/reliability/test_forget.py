@@ -43,7 +43,7 @@ def _byte_hits(store, *needles: str | bytes) -> list[str]:
 
 def _vector_bytes(mem, user: str, ids: set[str]) -> list[bytes]:
     """The start of each stored float32 vector, as Chroma writes it into its log and index files."""
-    got_ids, vectors = mem.vectors.vectors(user)
+    got_ids, vectors = mem.engine.vectors.vectors(user)
     return [np.asarray(v, dtype=np.float32).tobytes()[:64] for i, v in zip(got_ids, vectors) if i in ids]
 
 
@@ -69,7 +69,7 @@ def test_forget_removes_every_trace_of_the_user(two_users, embeddings):
     llm.close()
     mem.close()
     mem = MemCompile(store, embeddings=embeddings)  # the store as reopened later, with its LLM file
-    assert mem.llm_store is not None
+    assert mem.engine.llm_store is not None
 
     mem.forget("gone")
 
@@ -82,12 +82,12 @@ def test_forget_removes_every_trace_of_the_user(two_users, embeddings):
     assert _table_hits(store / "memcompile.sqlite3", needles) == []
     assert _table_hits(store / "llm.sqlite3", needles) == []
     assert _byte_hits(store, MARK, *gone_ids, *gone_vectors) == []  # nor in free pages, the WAL or index files
-    assert mem.vectors.name("gone") not in {c.name for c in mem.vectors.client.list_collections()}
+    assert mem.engine.vectors.name("gone") not in {c.name for c in mem.engine.vectors.client.list_collections()}
     view = vector_view(store, "gone")
     assert view["vector_ids"] == view["searchable_ids"] == set()
     # the other user is untouched
     assert mem.stats("kept")["packets"] == kept_before["packets"] == mem.stats("kept")["vectors"]
-    assert mem.llm_store.cache.size("kept") == 1
+    assert mem.engine.llm_store.cache.size("kept") == 1
     # and nothing comes back when the store is opened again (reconcile must not resurrect)
     mem.close()
     again = MemCompile(store, embeddings=embeddings)
@@ -96,7 +96,7 @@ def test_forget_removes_every_trace_of_the_user(two_users, embeddings):
 
 def test_delete_turns_removes_turns_descriptors_cells_and_vectors(two_users, embeddings):
     store, mem = two_users
-    index = mem.index("gone", refresh=True)
+    index = mem.index("gone")
     victims = ["D1:2", "D2:3"]
     victim_pids = {index.by_dia[d] for d in victims}
     victim_dids = {d.descriptor_id for p in victim_pids for d in index.by_packet[p]}
@@ -111,7 +111,7 @@ def test_delete_turns_removes_turns_descriptors_cells_and_vectors(two_users, emb
     assert after["packets"] == before["packets"] - 2 == after["vectors"]
     assert after["descriptors"] == before["descriptors"] - len(victim_dids)
     for reopened in (mem, MemCompile(store, embeddings=embeddings)):
-        idx = reopened.index("gone", refresh=True)
+        idx = reopened.index("gone")
         assert not victim_pids & set(idx.packets) and not set(victims) & set(idx.by_dia)
         members = {did for cell in idx.layout.cells.values() for did in cell.descriptor_ids}
         assert not victim_dids & members and not victim_dids & set(idx.layout.of_descriptor)
@@ -127,12 +127,12 @@ def test_delete_turns_removes_turns_descriptors_cells_and_vectors(two_users, emb
 
 def test_forget_interrupted_between_records_and_vectors_is_finished(two_users, embeddings):
     store, mem = two_users
-    mem.records.forget("gone")  # a crash right after the records transaction
+    mem.engine.records.forget("gone")  # a crash right after the records transaction
     assert len(vector_view(store, "gone")["vector_ids"]) == 24
     mem.forget("gone")  # re-running completes it
     assert vector_view(store, "gone")["vector_ids"] == set()
     mem.add_turns(_marked_turns(3), user_id="gone2")
-    mem.records.forget("gone2")
+    mem.engine.records.forget("gone2")
     MemCompile(store, embeddings=embeddings).compile("kayak", user_id="gone2")  # or the next open of the user does
     assert vector_view(store, "gone2")["vector_ids"] == set()
 

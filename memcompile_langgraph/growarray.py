@@ -1,0 +1,88 @@
+"""Append-only numpy rows that index snapshots share copy-on-write.
+
+A published index snapshot is never changed; a writer forks it and extends the fork. Forks share the buffer: a
+view may write in place only rows past the highest row any view of the buffer has written (its high-water mark),
+so appends cost nothing extra and never show in another view; changing an existing row, or appending behind a
+sibling fork that already wrote further, copies the buffer first.
+"""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+
+class _Mark:
+    __slots__ = ("n", "forked", "lock")
+
+    def __init__(self, n: int):
+        self.n = n  # rows written by any view of this buffer
+        self.forked = False
+        self.lock = threading.Lock()  # two forks of one snapshot may append at once (optimistic ingest runs)
+
+
+class GrowArray:
+    __slots__ = ("data", "n", "_mark")
+
+    def __init__(self, dtype: type, capacity: int = 4, row: tuple[int, ...] = ()):
+        self.data = np.zeros((max(capacity, 1), *row), dtype=dtype)
+        self.n = 0
+        self._mark = _Mark(0)
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getstate__(self) -> tuple:
+        return self.data[: max(self.n, 1)].copy(), self.n
+
+    def __setstate__(self, state: tuple) -> None:
+        self.data, self.n = state
+        self._mark = _Mark(self.n)
+
+    def fork(self) -> "GrowArray":
+        out = object.__new__(GrowArray)
+        out.data, out.n, out._mark = self.data, self.n, self._mark
+        self._mark.forked = True
+        return out
+
+    def view(self) -> np.ndarray:
+        return self.data[: self.n]
+
+    def _copy(self, capacity: int) -> None:
+        data = np.zeros((max(capacity, 1), *self.data.shape[1:]), dtype=self.data.dtype)
+        data[: self.n] = self.data[: self.n]
+        self.data, self._mark = data, _Mark(self.n)
+
+    def reserve(self, rows: int) -> None:
+        """Makes rows [n, n + rows) writable by this view alone."""
+        need = self.n + rows
+        with self._mark.lock:
+            if self._mark.n == self.n and need <= len(self.data):
+                self._mark.n = need
+                return
+        self._copy(max(need, 2 * len(self.data)))  # doubling: appends stay amortized O(1)
+        self._mark.n = need
+
+    def append(self, value) -> None:
+        self.reserve(1)
+        self.data[self.n] = value
+        self.n += 1
+
+    def writable(self) -> np.ndarray:
+        """The buffer, to change rows < n in place: copied first when another view may read them."""
+        if self._mark.forked:
+            self._copy(len(self.data))
+        return self.data
+
+    def insert(self, i: int, value) -> None:
+        self.reserve(1)
+        data = self.writable()
+        data[i + 1 : self.n + 1] = data[i : self.n]  # numpy copies overlapping slices safely
+        data[i] = value
+        self.n += 1
+
+    def delete(self, i: int) -> None:
+        data = self.writable()
+        data[i : self.n - 1] = data[i + 1 : self.n]
+        self.n -= 1
+        self._mark.n = self.n  # writable() left this view the buffer's only one

@@ -1,0 +1,121 @@
+"""Published index snapshots, one per user, in a bounded LRU map.
+
+A published snapshot is immutable (readers may be inside it at any time). `snapshot(user)` checks the records'
+head with one indexed read and, when the store moved on, builds the next snapshot under that user's load lock
+only: from the cached one plus the newer records when the epoch is unchanged, else from the persisted snapshot
+file plus the newer records, else from all records. Lock order: locks.py.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+from collections import OrderedDict
+
+from ..index import UserIndex
+from .consistency import reconcile
+from .engine import Engine
+from .snapshot_file import SnapshotFiles
+
+log = logging.getLogger(__name__)
+PERSIST_EVERY = 2048  # records a persisted snapshot may lag behind before a writer saves a new one
+
+
+class IndexCache:
+    def __init__(self, engine: Engine, files: SnapshotFiles | None, capacity: int = 64):
+        self.engine = engine
+        self.files = files
+        self.capacity = max(1, capacity)
+        self._published: OrderedDict[str, UserIndex] = OrderedDict()
+        self._persisted: dict[str, int] = {}  # packets in the newest snapshot file written or read, per user
+        self._map_lock = threading.Lock()
+        self._load_locks: dict[str, threading.Lock] = {}
+        self.repair_pending: set[str] = set()  # users whose vectors a reader could not repair: their next writer does
+
+    def __len__(self) -> int:
+        return len(self._published)
+
+    def _cached(self, user_id: str) -> UserIndex | None:
+        with self._map_lock:
+            index = self._published.get(user_id)
+            if index is not None:
+                self._published.move_to_end(user_id)
+            return index
+
+    def snapshot(self, user_id: str) -> UserIndex:
+        """The newest published snapshot of the user's records (loaded or brought up to date when needed)."""
+        head = self.engine.records.head(user_id)
+        index = self._cached(user_id)
+        if index is not None and (index.version, index.epoch) == head:
+            return index
+        with self._map_lock:
+            load_lock = self._load_locks.setdefault(user_id, threading.Lock())
+        with load_lock:
+            head = self.engine.records.head(user_id)
+            index = self._cached(user_id)  # another thread may have loaded it meanwhile
+            if index is None or (index.version, index.epoch) != head:
+                index = self._load(user_id, index, head)
+                if index.packets or index.version:  # ids nobody stored anything for are not kept around
+                    self.publish(index)
+            return index
+
+    def publish(self, index: UserIndex) -> None:
+        """Makes `index` the user's snapshot unless a newer one is published already (versions only grow)."""
+        with self._map_lock:
+            current = self._published.get(index.user_id)
+            if current is None or current.version <= index.version:
+                self._published[index.user_id] = index
+                self._published.move_to_end(index.user_id)
+            while len(self._published) > self.capacity:
+                self._published.popitem(last=False)
+
+    def invalidate(self, user_id: str) -> None:
+        with self._map_lock:
+            self._published.pop(user_id, None)
+        self._persisted.pop(user_id, None)
+        if self.files is not None:
+            self.files.remove(user_id)
+
+    def _load(self, user_id: str, cached: UserIndex | None, head: tuple[int, int]) -> UserIndex:
+        version, epoch = head
+        base = cached if cached is not None and cached.epoch == epoch and cached.version < version else None
+        if base is None and self.files is not None and version:
+            base = self.files.read(user_id, version, epoch, UserIndex(user_id, self.engine.config))
+            if base is not None:
+                self._persisted[user_id] = len(base.packets)
+        index = base.fork() if base is not None else UserIndex(user_id, self.engine.config)
+        loaded = self.engine.records.load(user_id, after=index.last_seqs)
+        index.extend(loaded.packets, loaded.descriptors)
+        index.version, index.epoch = loaded.version, epoch
+        self._read_vectors(index, [p.packet_id for p in loaded.packets])
+        if base is None and index.packets:
+            if not reconcile(self.engine, index, writer=False):
+                self.repair_pending.add(user_id)
+            self.persist(index)
+        return index
+
+    def _read_vectors(self, index: UserIndex, packet_ids: list[str]) -> None:
+        engine = self.engine
+        if engine.embeddings is None or not packet_ids or engine.foreign_vectors(index.user_id):
+            return
+        ids, vectors = engine.vectors.vectors(index.user_id, packet_ids if index.vectors else None)
+        known = [(i, v) for i, v in zip(ids, vectors) if i in index.packets]
+        index.vectors.set([i for i, _ in known], [v for _, v in known])
+
+    def persist(self, index: UserIndex, force: bool = False) -> None:
+        """Saves the snapshot file when it lags by PERSIST_EVERY records (or with force). Best effort: a failure is
+        logged, the next cold start rebuilds from the records."""
+        if self.files is None or not index.packets:
+            return
+        if not force and len(index.packets) - self._persisted.get(index.user_id, 0) < PERSIST_EVERY:
+            return
+        records = self.engine.records
+        # under the writer lock (tried, never waited for: see locks.py) and only while the records are still the
+        # ones the snapshot shows, so no file can outlive a forget or a delete that ran meanwhile
+        with records.write_lock(index.user_id, blocking=False) as held:
+            if not held or records.head(index.user_id) != (index.version, index.epoch):
+                return
+            try:
+                self.files.write(index)
+                self._persisted[index.user_id] = len(index.packets)
+            except OSError as exc:
+                log.warning("could not save the index snapshot of %r: %s", index.user_id, exc)

@@ -1,0 +1,22 @@
+"""The memory a LangGraph server process serves ($MEMCOMPILE_STORE, default ./.memcompile; $MEMCOMPILE_RECORDS_URL
+and $MEMCOMPILE_CHROMA_URL for PostgreSQL records and a Chroma server): one per process, shared by every graph
+and run it serves."""
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+
+DEFAULT_STORE = "./.memcompile"
+
+
+@lru_cache(maxsize=1)
+def served_memory():
+    from ..memory import MemCompile
+
+    return MemCompile(
+        os.environ.get("MEMCOMPILE_STORE") or DEFAULT_STORE, chroma_url=os.environ.get("MEMCOMPILE_CHROMA_URL") or None
+    )
+
+
+def served_engine():
+    return served_memory().engine

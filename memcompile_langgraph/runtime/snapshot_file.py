@@ -1,0 +1,89 @@
+"""Persisted index snapshots: a user's derived indexes saved so a cold start reads one file instead of replaying
+every record (Cells, BM25, packet vectors).
+
+Never trusted over the records: a file is used only when its epoch equals the records' (nothing was deleted or
+re-embedded since it was written) and its version is not newer; the records added after it are then replayed
+on top. A file that is damaged, of another format, config or embedding model, or not signed with this store's
+key is ignored (and rebuilt). The signature (HMAC-SHA256 with a key kept in the records store) is what allows
+unpickling: a file nobody with access to the records wrote is never loaded.
+"""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import hmac
+import json
+import logging
+import os
+import pickle
+from dataclasses import asdict
+from pathlib import Path
+
+from ..index import UserIndex
+from ..store.records import user_key
+
+log = logging.getLogger(__name__)
+FORMAT = 1  # bump when UserIndex or anything it holds changes shape
+
+
+class SnapshotFiles:
+    def __init__(self, folder: Path, key: bytes, embedding_id: str | None):
+        self.folder = folder
+        self._key = key
+        self._embedding_id = embedding_id or ""
+
+    def path(self, user_id: str) -> Path:
+        return self.folder / f"{user_key(user_id)}.snapshot"
+
+    def _identity(self, index: UserIndex) -> dict:
+        return {"format": FORMAT, "user": index.user_id, "config": asdict(index.cfg), "embedding": self._embedding_id}
+
+    def write(self, index: UserIndex) -> None:
+        payload = pickle.dumps(index, protocol=pickle.HIGHEST_PROTOCOL)
+        head = {**self._identity(index), "version": index.version, "epoch": index.epoch}
+        head_bytes = json.dumps(head, sort_keys=True, default=str).encode()
+        mac = hmac.new(self._key, head_bytes + b"\n" + payload, hashlib.sha256).hexdigest().encode()
+        self.folder.mkdir(parents=True, exist_ok=True)
+        target = self.path(index.user_id)
+        tmp = target.with_name(f"{target.name}.{os.getpid()}.tmp")
+        with open(tmp, "wb") as fh:
+            fh.write(mac + b"\n" + head_bytes + b"\n" + payload)
+        os.replace(tmp, target)
+
+    def read(self, user_id: str, version: int, epoch: int, template: UserIndex) -> UserIndex | None:
+        """The user's snapshot when it can be brought up to date from the records, else None (and the file is
+        removed when it can never be used again)."""
+        target = self.path(user_id)
+        try:
+            data = target.read_bytes()
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            log.warning("index snapshot %s unreadable (%s): rebuilding from the records", target, exc)
+            return None
+        try:
+            mac, head_bytes, payload = data.split(b"\n", 2)
+            ok = hmac.compare_digest(mac, hmac.new(self._key, head_bytes + b"\n" + payload, hashlib.sha256).hexdigest().encode())
+            head = json.loads(head_bytes)
+        except ValueError:
+            ok, head = False, {}
+        expected = json.loads(json.dumps(self._identity(template), sort_keys=True, default=str))
+        if not ok or {k: head.get(k) for k in expected} != expected:
+            log.warning("index snapshot %s is damaged or of another build: rebuilding from the records", target)
+            self.remove(user_id)
+            return None
+        if head["epoch"] != epoch or head["version"] > version:
+            self.remove(user_id)  # records deleted, re-embedded or forgotten since: it may hold what is gone
+            return None
+        try:
+            index = pickle.loads(payload)
+        except Exception as exc:  # signed but unloadable (another library version): rebuilt
+            log.warning("index snapshot %s could not be loaded (%s): rebuilding", target, exc)
+            self.remove(user_id)
+            return None
+        index.cfg = template.cfg
+        return index
+
+    def remove(self, user_id: str) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(self.path(user_id))

@@ -1,0 +1,183 @@
+"""The runtime: immutable published snapshots, forks that never leak into them, persisted snapshot files,
+per-user load locks, a bounded cache, and graphs that take everything from their run's context."""
+import logging
+import threading
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memcompile_langgraph import MemCompile
+from memcompile_langgraph.demo_data import demo_turns
+from memcompile_langgraph.growarray import GrowArray
+from memcompile_langgraph.query_graph import query_graph
+from memcompile_langgraph.runtime import cache as cache_module
+
+QUESTIONS = ["Where does Priya work now?", "What is the beagle called?", "Who is coming to Lisbon?", "pottery class"]
+
+
+def _turns(n: int, tag: str) -> list[dict]:
+    return [{"speaker": "Ann" if i % 2 else "Bo", "text": f"{tag} note {i}: the {tag} kayak trip to lake {i}", "time": "2024-05-01"} for i in range(n)]
+
+
+def _fingerprint(index) -> tuple:
+    """Everything a query reads of a snapshot, as plain values."""
+    q = ["kayak", "lake", "beagl", "priya", "lisbon"]
+    return (
+        index.version, len(index.packets), len(index.descriptors), len(index.layout), len(index.vectors),
+        tuple(index.bm25.scores(q).round(9)), tuple(index.packet_bm25.scores(q).round(9)),
+        tuple(sorted((c.cell_id, len(c), c.tokens, c.title) for c in index.layout.cells.values())),
+        tuple(index.vectors.similarities(np.ones(index.vectors.dim, dtype=np.float32)).round(5)) if len(index.vectors) else (),
+        tuple(map(tuple, index.layout.route._cols[:, : len(index.layout)].tolist())),
+    )
+
+
+@pytest.fixture()
+def mem(tmp_path, embeddings):
+    m = MemCompile(tmp_path / "store", embeddings=embeddings)
+    m.add_turns(demo_turns(), user_id="u")
+    yield m
+    m.close()
+
+
+def test_a_write_never_changes_a_published_snapshot(mem):
+    old = mem.index("u")
+    before = _fingerprint(old)
+    answers = [mem.compile(q, "u").text for q in QUESTIONS]
+    mem.add_turns(_turns(300, "later"), user_id="u")  # two batches: Cells, BM25 documents and vectors all extended
+    assert _fingerprint(old) == before
+    new = mem.index("u")
+    assert new is not old and len(new.packets) == len(old.packets) + 300 and new.version > old.version
+    # a run pinned to the old snapshot (as a query that started before the write) answers exactly as before
+    for q, text in zip(QUESTIONS, answers):
+        context = mem.context("u")
+        context._snapshot = old
+        assert query_graph.invoke({"query": q}, context=context)["context"] == text
+
+
+def test_the_extended_snapshot_equals_a_fresh_load(mem, tmp_path, embeddings):
+    mem.add_turns(_turns(300, "later"), user_id="u")
+    live = mem.index("u")
+    again = MemCompile(tmp_path / "store", embeddings=embeddings)
+    again.engine.cache.files = None  # rebuilt from the records, not from a snapshot file
+    fresh = again.index("u")
+    assert _fingerprint(live) == _fingerprint(fresh)
+    for q in QUESTIONS + ["kayak trip to lake 17"]:
+        assert mem.compile(q, "u").text == again.compile(q, "u").text
+
+
+def test_a_failed_write_publishes_nothing(mem, monkeypatch):
+    old = mem.index("u")
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(mem.engine.records, "commit", broken)
+    with pytest.raises(RuntimeError, match="disk full"):
+        mem.add_turns(_turns(5, "lost"), user_id="u")
+    assert mem.index("u") is old and mem.stats("u")["packets"] == len(demo_turns())
+
+
+def test_cold_start_reads_the_persisted_snapshot_then_replays_newer_records(tmp_path, embeddings, monkeypatch, caplog):
+    monkeypatch.setattr(cache_module, "PERSIST_EVERY", 8)
+    path = tmp_path / "store"
+    first = MemCompile(path, embeddings=embeddings)
+    first.add_turns(demo_turns(), user_id="u")
+    saved = first.engine.cache.files.path("u")
+    assert saved.is_file()
+    first.add_turns(_turns(3, "after"), user_id="u")  # fewer than PERSIST_EVERY: only in the records
+    expected = [first.compile(q, "u").text for q in QUESTIONS + ["after note 2"]]
+    first.close()
+
+    second = MemCompile(path, embeddings=embeddings)
+    calls = []
+    real_load = second.engine.records.load
+    monkeypatch.setattr(second.engine.records, "load", lambda user, after=(-1, -1): calls.append(after) or real_load(user, after))
+    assert [second.compile(q, "u").text for q in QUESTIONS + ["after note 2"]] == expected
+    assert len(calls) == 1 and calls[0][0] >= 0  # one incremental read after the snapshot's last packet
+
+    # a damaged file is never trusted: rebuilt from the records, same answers
+    saved.write_bytes(saved.read_bytes()[:-50] + b"x" * 50)
+    third = MemCompile(path, embeddings=embeddings)
+    with caplog.at_level(logging.WARNING):
+        assert [third.compile(q, "u").text for q in QUESTIONS + ["after note 2"]] == expected
+    assert "damaged" in caplog.text
+
+
+def test_forget_and_delete_remove_the_snapshot_file(tmp_path, embeddings, monkeypatch):
+    monkeypatch.setattr(cache_module, "PERSIST_EVERY", 1)
+    mem = MemCompile(tmp_path / "store", embeddings=embeddings)
+    mem.add_turns(demo_turns(), user_id="u")
+    saved = mem.engine.cache.files.path("u")
+    assert saved.is_file()
+    mem.delete_turns("u", ["D1:2"])
+    assert not saved.exists()
+    mem.add_turns(_turns(4, "more"), user_id="u")
+    assert saved.is_file()
+    mem.forget("u")
+    assert not saved.exists() and mem.compile("kayak", "u").packets == []
+
+
+def test_a_user_loading_cold_does_not_block_another_users_queries(mem):
+    mem.add_turns(_turns(5, "b"), user_id="b")
+    cache = mem.engine.cache
+    cache.invalidate("u")
+    with cache._map_lock:
+        lock = cache._load_locks.setdefault("u", threading.Lock())
+    done = threading.Event()
+    with lock:  # as if user u's cold load were under way
+        t = threading.Thread(target=lambda: (mem.compile("kayak", "b"), done.set()))
+        t.start()
+        assert done.wait(30), "a query of user b waited for user u's load"
+    t.join()
+
+
+def test_the_cache_holds_at_most_cache_size_users(tmp_path, embeddings):
+    mem = MemCompile(tmp_path / "store", embeddings=embeddings, cache_size=2)
+    for user in ("a", "b", "c", "d"):
+        mem.add_turns(_turns(3, user), user_id=user)
+        mem.compile("kayak", user)
+    assert len(mem.engine.cache) == 2
+    assert mem.compile("a note 1", "a").packets  # an evicted user is loaded again on demand
+
+
+def test_graphs_need_a_context_and_take_the_user_from_it(mem):
+    with pytest.raises(ValueError, match="context"):
+        query_graph.invoke({"query": "kayak"})
+    out = query_graph.invoke({"query": "What is the beagle called?"}, context=mem.context("u"))
+    assert "Biscuit" in out["context"]
+    assert query_graph.invoke({"query": "What is the beagle called?"}, context=mem.context("nobody"))["packets"] == []
+
+
+# --- GrowArray against a model: forks never see each other's writes ------------------------------------------
+_op = st.tuples(st.sampled_from(["append", "insert", "delete", "set", "fork"]), st.integers(0, 3), st.integers(0, 40), st.integers(-5, 5))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_op, max_size=60))
+def test_growarray_views_behave_like_independent_lists(ops):
+    views, models = [GrowArray(np.int64, 2)], [[]]
+    for kind, who, pos, value in ops:
+        i = who % len(views)
+        view, model = views[i], models[i]
+        if kind == "fork":
+            views.append(view.fork())
+            models.append(list(model))
+        elif kind == "append":
+            view.append(value)
+            model.append(value)
+        elif kind == "insert":
+            at = pos % (len(model) + 1)
+            view.insert(at, value)
+            model.insert(at, value)
+        elif model and kind == "delete":
+            at = pos % len(model)
+            view.delete(at)
+            del model[at]
+        elif model and kind == "set":
+            at = pos % len(model)
+            view.writable()[at] = value
+            model[at] = value
+        for v, m in zip(views, models):
+            assert v.view().tolist() == m
