@@ -37,4 +37,9 @@ class ScriptedChatModel(BaseChatModel):
         if isinstance(reply, BaseException):
             raise reply
         usage = {"input_tokens": 100, "output_tokens": 7, "total_tokens": 107} if self.usage else None
-        return ChatResult(generations=[ChatGeneration(message=AIMessage(content=reply, usage_metadata=usage))])
+        # an AIMessage reply (e.g. tool calls) is sent as it is
+        message = reply if isinstance(reply, AIMessage) else AIMessage(content=reply, usage_metadata=usage)
+        return ChatResult(generations=[ChatGeneration(message=message)])
+
+    def bind_tools(self, tools, **kwargs):
+        return self  # the script names the tools it calls

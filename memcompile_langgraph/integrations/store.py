@@ -1,0 +1,233 @@
+"""MemCompileStore: MemCompile behind LangGraph's long-term memory API (`BaseStore`).
+
+Namespace -> user: the labels joined with "." (LangGraph forbids "." inside a label, so the join is one-to-one):
+("memories", "tom") is the user "memories.tom", ("tom",) the user "tom". The user id is validated like everywhere
+else. Change it with namespace_to_user / user_to_namespace (the inverse, used to list namespaces; None hides a user).
+
+Item <-> turn: an item is one stored turn and its key is the turn's dia_id (store_values.py says which field
+becomes the text and what `get` returns). Where store semantics and MemCompile's differ:
+- put under an existing key with a different turn replaces it: packets are immutable, so it is delete + add (the turn
+  gets a new created time, its claims and Cells are rebuilt); the same turn again changes nothing.
+- created_at == updated_at (the commit time of the turn); a value's fields other than the turn's are not kept.
+- search with a query returns the compiled selection (not a similarity ranking) in schedule order: per matching
+  user, at most K0 + K_delta packets, then filter, offset and limit over them. Each value carries the turn plus
+  provenance: rank, source (anchor / frontier), packet_id, and `compiled` (the rendered block: header and claims);
+  SearchItem.score is the packet's score. The compiler calls an LLM only when the MemCompile was built with one.
+- search without a query lists turns in dialogue order (filter, offset, limit); several users under a prefix come
+  in namespace order.
+- ops in one batch run in order; consecutive puts are stored with one add_turns per user. No TTL, no `index` fields
+  (every turn is indexed the MemCompile way).
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Iterable, Iterator
+from datetime import datetime, timezone
+from itertools import islice
+from typing import Any
+
+from langgraph.store.base import (
+    BaseStore,
+    GetOp,
+    Item,
+    ListNamespacesOp,
+    Op,
+    PutOp,
+    Result,
+    SearchItem,
+    SearchOp,
+    validate_op_namespace,
+)
+
+from ..build import coerce_turn
+from ..memory import MemCompile
+from ..records import SourcePacket
+from ..store.protocols import StoredTurn
+from ..users import validate_user_id
+from .retriever import packet_documents
+from .store_values import matches_filter, turn_value, value_turn
+
+log = logging.getLogger(__name__)
+
+SEPARATOR = "."  # cannot occur inside a LangGraph namespace label
+PAGE = 256  # turns read at a time when listing
+
+
+def join_namespace(namespace: tuple[str, ...]) -> str:
+    return SEPARATOR.join(namespace)
+
+
+def split_user(user_id: str) -> tuple[str, ...] | None:
+    labels = tuple(user_id.split(SEPARATOR))
+    return labels if all(labels) else None  # "a..b" has no namespace of non-empty labels
+
+
+def _time(seconds: float) -> datetime:
+    return datetime.fromtimestamp(seconds, tz=timezone.utc)
+
+
+def _matches_path(labels: tuple[str, ...], path: tuple[str, ...]) -> bool:
+    return len(labels) == len(path) and all(p == "*" or p == label for p, label in zip(path, labels))
+
+
+class MemCompileStore(BaseStore):
+    """A LangGraph store over a MemCompile: one user per namespace, one turn per item."""
+
+    def __init__(
+        self,
+        memory: MemCompile,
+        *,
+        namespace_to_user: Callable[[tuple[str, ...]], str] = join_namespace,
+        user_to_namespace: Callable[[str], tuple[str, ...] | None] = split_user,
+        user_speaker: str = "User",
+        assistant_speaker: str = "Assistant",
+    ):
+        self.memory = memory
+        self.namespace_to_user = namespace_to_user
+        self.user_to_namespace = user_to_namespace
+        self.speakers = (user_speaker, assistant_speaker)
+
+    def user(self, namespace: tuple[str, ...]) -> str:
+        return validate_user_id(self.namespace_to_user(tuple(namespace)))
+
+    # --- batch -------------------------------------------------------------------------------
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        ops = list(ops)
+        for op in ops:
+            validate_op_namespace(op)
+        results: list[Result] = [None] * len(ops)
+        puts: list[PutOp] = []
+        for i, op in enumerate(ops):
+            if isinstance(op, PutOp):
+                puts.append(op)
+                continue
+            self._put_all(puts)
+            puts = []
+            if isinstance(op, GetOp):
+                results[i] = self._get(op)
+            elif isinstance(op, SearchOp):
+                results[i] = self._search(op)
+            elif isinstance(op, ListNamespacesOp):
+                results[i] = self._list_namespaces(op)
+            else:
+                raise ValueError(f"unknown store operation: {type(op).__name__}")
+        self._put_all(puts)
+        return results
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        return await asyncio.to_thread(self.batch, list(ops))
+
+    # --- get / put -----------------------------------------------------------------------------
+    def _item(self, namespace: tuple[str, ...], stored: StoredTurn) -> Item:
+        at = _time(stored.created_at)
+        packet = stored.packet
+        return Item(value=turn_value(packet), key=packet.dia_id, namespace=namespace, created_at=at, updated_at=at)
+
+    def _get(self, op: GetOp) -> Item | None:
+        found = self.memory.turns(self.user(op.namespace), dia_ids=[op.key])
+        return self._item(tuple(op.namespace), found[0]) if found else None
+
+    def _put_all(self, puts: list[PutOp]) -> None:
+        """Every value is checked before anything changes; then per user: replaced turns removed, new ones added."""
+        if not puts:
+            return
+        latest: dict[tuple[str, str], Any] = {}  # a key put twice in one batch: the last value wins
+        for op in puts:
+            if op.ttl is not None:
+                raise NotImplementedError("MemCompileStore keeps turns until they are deleted: ttl is not supported")
+            user = self.user(op.namespace)
+            latest[(user, op.key)] = None if op.value is None else value_turn(op.value, op.key, *self.speakers)
+        by_user: dict[str, dict[str, Any]] = {}
+        for (user, key), turn in latest.items():
+            by_user.setdefault(user, {})[key] = turn
+        for user, turns in by_user.items():
+            self._put_user(user, turns)
+
+    def _put_user(self, user: str, turns: dict[str, dict[str, Any] | None]) -> None:
+        stored = {t.packet.dia_id: t.packet for t in self.memory.turns(user, dia_ids=list(turns))}
+        remove, add = [], []
+        for key, turn in turns.items():
+            old = stored.get(key)
+            if old is not None and turn is not None and _same_turn(old, turn):
+                continue  # putting the stored turn again keeps it (and its created time)
+            if old is not None:
+                remove.append(key)
+                if turn is not None and "session" not in turn:  # the replacement stays in the turn's session
+                    turn = {**turn, "session": old.session, "session_label": old.session_label}
+            if turn is not None:
+                add.append(turn)
+        if remove:
+            replaced = sum(turns[k] is not None for k in remove)
+            if replaced:
+                log.info("user %r: %d put(s) replace stored turns (packets are immutable: delete + add)",
+                         user, replaced)
+            self.memory.delete_turns(user, remove)
+        if add:
+            counts = self.memory.add_turns(add, user_id=user)
+            if counts["stored"] != len(add):
+                raise ValueError(f"user {user!r}: {len(add)} turns put, {counts['stored']} stored ({counts})")
+
+    # --- search --------------------------------------------------------------------------------
+    def _users_under(self, prefix: tuple[str, ...]) -> list[tuple[tuple[str, ...], str]]:
+        """(namespace, user) of every user with stored turns whose namespace starts with prefix, in namespace order."""
+        found = []
+        for user in self.memory.users():
+            namespace = self.user_to_namespace(user)
+            if namespace is None or tuple(namespace[: len(prefix)]) != tuple(prefix):
+                continue
+            if self.memory.turns(user, limit=1):  # a user whose turns were all deleted has no namespace
+                found.append((tuple(namespace), user))
+        return sorted(found)
+
+    def _search(self, op: SearchOp) -> list[SearchItem]:
+        if op.limit < 0 or op.offset < 0:
+            raise ValueError("limit and offset must not be negative")
+        found = (self._compiled if op.query else self._listed)(op)
+        return list(islice((i for i in found if matches_filter(i.value, op.filter)), op.offset, op.offset + op.limit))
+
+    def _listed(self, op: SearchOp) -> Iterator[SearchItem]:
+        for namespace, user in self._users_under(op.namespace_prefix):
+            start = 0
+            while page := self.memory.turns(user, limit=PAGE, offset=start):
+                for stored in page:
+                    at = _time(stored.created_at)
+                    yield SearchItem(namespace, stored.packet.dia_id, turn_value(stored.packet), at, at)
+                start += len(page)
+
+    def _compiled(self, op: SearchOp) -> Iterator[SearchItem]:
+        for namespace, user in self._users_under(op.namespace_prefix):
+            ctx = self.memory.compile(op.query, user_id=user)
+            docs = packet_documents(self.memory, user, ctx)
+            stored_turns = self.memory.turns(user, dia_ids=[d.metadata["dia_id"] for d in docs])
+            created = {t.packet.dia_id: t for t in stored_turns}
+            for doc in docs:
+                meta, stored = doc.metadata, created.get(doc.metadata["dia_id"])
+                if stored is None:
+                    continue  # deleted since the compile
+                value = {**turn_value(stored.packet), "rank": meta["rank"], "source": meta["source"],
+                         "packet_id": meta["packet_id"], "compiled": doc.page_content}
+                at = _time(stored.created_at)
+                yield SearchItem(namespace, meta["dia_id"], value, at, at, score=meta["score"])
+
+    # --- namespaces ----------------------------------------------------------------------------
+    def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
+        namespaces = [namespace for namespace, _ in self._users_under(())]
+        for condition in op.match_conditions or ():
+            path = tuple(condition.path)
+            if condition.match_type == "prefix":
+                namespaces = [n for n in namespaces if _matches_path(n[: len(path)], path)]
+            elif condition.match_type == "suffix":
+                namespaces = [n for n in namespaces if len(n) >= len(path) and _matches_path(n[-len(path):], path)]
+            else:
+                raise ValueError(f"unknown namespace match type {condition.match_type!r}")
+        if op.max_depth is not None:
+            namespaces = sorted({n[: op.max_depth] for n in namespaces})
+        return namespaces[op.offset : op.offset + op.limit]
+
+
+def _same_turn(packet: SourcePacket, turn: dict[str, Any]) -> bool:
+    """The turn the put would store is the stored one (content hash and, when given, session)."""
+    t = coerce_turn(turn)
+    same = packet.content_hash == SourcePacket.hash_content(t.speaker, t.text, t.time, t.image_caption, t.image_query)
+    return same and (t.session is None or t.session == packet.session)

@@ -1,0 +1,116 @@
+"""The MCP server (`memcompile mcp`) through real MCP client sessions: stdio, streamable HTTP, and a LangGraph agent
+whose tools come from langchain-mcp-adapters."""
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamablehttp_client
+from servers import free_port, running
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[1]
+CLI = [sys.executable, "-c", "import sys; from memcompile_langgraph.cli import main; sys.exit(main())"]
+ENV = {"PYTHONPATH": str(ROOT), "ANONYMIZED_TELEMETRY": "False"}
+TURNS = [
+    {"speaker": "Tom", "text": "I adopted a beagle named Biscuit.", "time": "4 March 2024"},
+    {"speaker": "Ann", "text": "I am training for the Boston marathon in April.", "time": "4 March 2024"},
+]
+
+
+def payload(result) -> dict:
+    assert not result.isError, result.content
+    return json.loads(result.content[0].text)
+
+
+async def exercise(session: ClientSession) -> None:
+    """Every tool once, and every kind of bad input answered as a tool error by a server that keeps serving."""
+    await session.initialize()
+    assert {t.name for t in (await session.list_tools()).tools} == {"remember", "recall", "forget", "stats"}
+    stored = payload(await session.call_tool("remember", {"turns": TURNS, "user": "tom"}))
+    assert stored["stored"] == 2
+    question = {"query": "What is the beagle called?", "user": "tom"}
+    recalled = payload(await session.call_tool("recall", {**question, "k": 1}))
+    assert [p["dia_id"] for p in recalled["packets"]] == ["D1:1"] and "[D1:1] Tom" in recalled["context"]
+    assert "Biscuit" in recalled["context"] and "marathon" not in recalled["context"]
+    for tool, args in [
+        ("recall", {"query": "beagle", "user": ""}),
+        ("recall", {"query": "beagle", "user": "a\x00b"}),
+        ("recall", {"query": "   ", "user": "tom"}),
+        ("recall", {"query": "beagle", "user": "tom", "k": 0}),
+        ("remember", {"turns": [{"text": "no speaker"}], "user": "tom"}),
+        ("remember", {"turns": "not a list", "user": "tom"}),
+        ("stats", {"user": "x" * 300}),
+        ("forget", {}),
+    ]:
+        result = await session.call_tool(tool, args)
+        assert result.isError, (tool, args)
+    assert payload(await session.call_tool("stats", {"user": "tom"}))["packets"] == 2  # nothing lost
+    removed = payload(await session.call_tool("forget", {"user": "tom", "dia_ids": ["D1:2", "D9:9"]}))
+    assert removed["removed_turns"] == 1
+    assert payload(await session.call_tool("stats", {"user": "tom"}))["packets"] == 1
+    assert payload(await session.call_tool("forget", {"user": "tom"}))["forgot_turns"] == 1
+    recalled = payload(await session.call_tool("recall", {"query": "What is the beagle called?", "user": "tom"}))
+    assert recalled == {"context": "", "packets": []}
+
+
+async def test_stdio_session(tmp_path):
+    params = StdioServerParameters(command=CLI[0], args=[*CLI[1:], "mcp", "--store", str(tmp_path / "store")],
+                                   env={**os.environ, **ENV}, cwd=str(tmp_path))
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await exercise(session)
+
+
+@pytest.fixture
+def http_server(tmp_path):
+    port = free_port()
+    cmd = [*CLI, "mcp", "--store", str(tmp_path / "store"), "--http", str(port)]
+    with running(cmd, f"http://127.0.0.1:{port}/health", tmp_path / "mcp.log", env=ENV):
+        yield f"http://127.0.0.1:{port}/mcp"
+
+
+async def test_streamable_http_session(http_server):
+    async with streamablehttp_client(http_server) as (read, write, _), ClientSession(read, write) as session:
+        await exercise(session)
+
+
+async def test_langchain_mcp_adapters_agent_remembers_then_recalls(tmp_path):
+    import warnings
+
+    from langchain_core.messages import AIMessage, ToolMessage
+    from langchain_mcp_adapters.client import MultiServerMCPClient
+    from langchain_mcp_adapters.tools import load_mcp_tools
+    from scripted_model import ScriptedChatModel
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from langgraph.prebuilt import create_react_agent
+
+    def call(name: str, args: dict, call_id: str) -> AIMessage:
+        return AIMessage("", tool_calls=[{"name": name, "args": args, "id": call_id}])
+
+    def last_tool_result(messages) -> str:
+        return next(m for m in reversed(messages) if isinstance(m, ToolMessage)).text
+
+    client = MultiServerMCPClient({"memory": {
+        "transport": "stdio", "command": CLI[0], "args": [*CLI[1:], "mcp", "--store", str(tmp_path / "store")],
+        "env": {**os.environ, **ENV}, "cwd": str(tmp_path)}})
+    async with client.session("memory") as session:  # one server process for the whole conversation
+        tools = await load_mcp_tools(session)
+        assert {t.name for t in tools} == {"remember", "recall", "forget", "stats"}
+        model = ScriptedChatModel(replies=[
+            call("remember", {"turns": TURNS[:1], "user": "tom"}, "c1"),
+            "Saved.",
+            call("recall", {"query": "What is the beagle called?", "user": "tom"}, "c2"),
+            lambda messages: "Your beagle is Biscuit." if "Biscuit" in last_tool_result(messages) else "I don't know.",
+        ])
+        agent = create_react_agent(model, tools)
+        out = await agent.ainvoke({"messages": [("user", "Remember that I adopted a beagle named Biscuit.")]})
+        assert json.loads(last_tool_result(out["messages"]))["stored"] == 1
+        out = await agent.ainvoke({"messages": [("user", "What is my beagle called?")]})
+        recalled = json.loads(last_tool_result(out["messages"]))
+        assert recalled["packets"][0]["dia_id"] == "D1:1" and out["messages"][-1].content == "Your beagle is Biscuit."

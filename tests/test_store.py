@@ -1,0 +1,214 @@
+"""MemCompileStore under LangGraph's store semantics: put/get/search/delete/list_namespaces, sync and async."""
+from datetime import timezone
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from langgraph.store.base import GetOp, InvalidNamespaceError, PutOp, SearchOp
+from scripted_model import ScriptedChatModel
+
+from memcompile_langgraph import MemCompile
+from memcompile_langgraph.integrations.store import MemCompileStore
+from memcompile_langgraph.users import InvalidUserId
+
+TOM = ("memories", "tom")
+BEAGLE = {"speaker": "Tom", "text": "I adopted a beagle named Biscuit.", "time": "4 March 2024"}
+NURSE = {"role": "user", "content": "I work as a night nurse in Boston."}
+PIZZA = {"content": [{"type": "text", "text": "Ann's favourite pizza is margherita."}], "role": "assistant"}
+
+
+@pytest.fixture
+def store(tmp_path):
+    mem = MemCompile(tmp_path / "store", dense=False)
+    yield MemCompileStore(mem)
+    mem.close()
+
+
+@pytest.fixture
+def filled(store):
+    store.put(TOM, "beagle", BEAGLE)
+    store.put(TOM, "nurse", NURSE)
+    store.put(("memories", "ann"), "pizza", PIZZA)
+    store.put(("memories", "ann", "work"), "job", {"kind": "job", "title": "architect", "years": 7})
+    return store
+
+
+def test_value_shapes_become_turns_and_get_returns_them_with_times(filled):
+    beagle = filled.get(TOM, "beagle")
+    assert beagle.key == "beagle" and beagle.namespace == TOM
+    assert {k: beagle.value[k] for k in ("speaker", "text", "time", "dia_id")} == {**BEAGLE, "dia_id": "beagle"}
+    assert beagle.value["session_time"] == "2024-03-04T00:00:00"
+    assert beagle.created_at == beagle.updated_at and beagle.created_at.tzinfo == timezone.utc
+    nurse = filled.get(TOM, "nurse").value
+    assert (nurse["speaker"], nurse["text"]) == ("User", NURSE["content"]) and nurse["time"]  # put time when none given
+    pizza = filled.get(("memories", "ann"), "pizza").value
+    assert (pizza["speaker"], pizza["text"]) == ("Assistant", "Ann's favourite pizza is margherita.")
+    job = filled.get(("memories", "ann", "work"), "job").value
+    assert job["text"] == '{"kind":"job","title":"architect","years":7}'  # any other JSON: the object is the text
+    # namespaces are separate users: the same key elsewhere is another item
+    assert filled.get(("memories", "ann"), "beagle") is None and filled.get(("memories",), "beagle") is None
+    assert filled.memory.users() == ["memories.ann", "memories.ann.work", "memories.tom"]
+
+
+def test_put_under_an_existing_key_replaces_the_turn(filled):
+    before = filled.get(TOM, "beagle")
+    filled.put(TOM, "beagle", BEAGLE)  # the same turn again: kept as it is
+    assert filled.get(TOM, "beagle") == before
+    filled.put(TOM, "beagle", {**BEAGLE, "text": "I adopted a poodle named Biscuit."})
+    after = filled.get(TOM, "beagle")
+    assert after.value["text"] == "I adopted a poodle named Biscuit." and after.created_at > before.created_at
+    assert after.value["session"] == before.value["session"]  # the replacement stays in its session
+    assert filled.memory.stats("memories.tom")["packets"] == 2
+    found = filled.search(TOM, query="Which dog did Tom adopt?")
+    compiled = found[0].value["compiled"]
+    assert found[0].key == "beagle" and "poodle" in compiled and "a beagle" not in compiled
+
+
+def test_delete_and_put_none_remove_the_turn(filled):
+    filled.delete(TOM, "beagle")
+    filled.put(TOM, "nurse", None)
+    filled.delete(TOM, "never-stored")
+    assert filled.get(TOM, "beagle") is None and filled.get(TOM, "nurse") is None
+    assert filled.search(TOM, query="Which dog did Tom adopt?") == []
+    assert TOM not in filled.list_namespaces()
+
+
+def test_search_with_a_query_is_the_compiled_selection_in_schedule_order(filled):
+    query = "What is the name of Tom's beagle and where does he work?"
+    items = filled.search(TOM, query=query)
+    ctx = filled.memory.compile(query, "memories.tom")
+    assert [i.key for i in items] == ctx.dia_ids and [i.value["rank"] for i in items] == list(range(1, len(items) + 1))
+    assert [i.score for i in items] == [p["score"] for p in ctx.packets]
+    top = items[0]
+    assert top.key == "beagle" and top.value["source"] in ("anchor", "frontier") and top.value["packet_id"]
+    assert top.value["compiled"].startswith("[beagle] Tom | 2024-03-04") and "Biscuit" in top.value["compiled"]
+    assert top.created_at == filled.get(TOM, "beagle").created_at
+    assert [i.key for i in filled.search(TOM, query=query, offset=1, limit=1)] == ctx.dia_ids[1:2]
+    assert [i.key for i in filled.search(TOM, query=query, filter={"speaker": "User"})] == ["nurse"]
+    # a prefix spans users: each one's selection in namespace order
+    spanning = filled.search(("memories",), query="pizza margherita architect")
+    assert spanning[0].namespace == ("memories", "ann")
+
+
+def test_search_without_a_query_lists_items_with_filter_limit_offset(filled):
+    assert [(i.namespace, i.key) for i in filled.search(("memories",))] == [
+        (("memories", "ann"), "pizza"), (("memories", "ann", "work"), "job"), (TOM, "beagle"), (TOM, "nurse")]
+    assert all(i.score is None for i in filled.search(("memories",)))
+    assert [i.key for i in filled.search(("memories",), limit=2, offset=1)] == ["job", "beagle"]
+    assert [i.key for i in filled.search(("memories",), filter={"speaker": "Tom"})] == ["beagle"]
+    ranged = filled.search(("memories",), filter={"speaker": {"$ne": "Tom"}, "session": {"$gte": 1}})
+    assert [i.key for i in ranged] == ["pizza", "job", "nurse"]
+    assert [i.key for i in filled.search(("memories", "ann"))] == ["pizza", "job"]
+    assert filled.search(("memories", "bob")) == [] and filled.search(("other",)) == []
+    with pytest.raises(ValueError, match="unsupported filter operator"):
+        filled.search(("memories",), filter={"speaker": {"$regex": "T.*"}})
+
+
+def test_list_namespaces_honors_prefix_suffix_max_depth(filled):
+    filled.put(("docs", "tom"), "d1", {"text": "A document.", "speaker": "Tom"})
+    all_ = [("docs", "tom"), ("memories", "ann"), ("memories", "ann", "work"), TOM]
+    assert filled.list_namespaces() == all_
+    assert filled.list_namespaces(prefix=("memories",)) == all_[1:]
+    assert filled.list_namespaces(suffix=("tom",)) == [("docs", "tom"), TOM]
+    assert filled.list_namespaces(prefix=("*", "tom")) == [("docs", "tom"), TOM]
+    assert filled.list_namespaces(prefix=("memories",), suffix=("work",)) == [("memories", "ann", "work")]
+    assert filled.list_namespaces(max_depth=1) == [("docs",), ("memories",)]
+    assert filled.list_namespaces(prefix=("memories",), max_depth=2) == [("memories", "ann"), TOM]
+    assert filled.list_namespaces(limit=2, offset=1) == all_[1:3]
+
+
+async def test_async_methods_and_batches_run_in_order(store):
+    await store.aput(TOM, "beagle", BEAGLE)
+    assert (await store.aget(TOM, "beagle")).value["text"] == BEAGLE["text"]
+    assert [i.key for i in await store.asearch(TOM, query="What is the beagle called?")] == ["beagle"]
+    assert await store.alist_namespaces() == [TOM]
+    results = await store.abatch([
+        PutOp(TOM, "nurse", NURSE), GetOp(TOM, "nurse"), PutOp(TOM, "nurse", None), GetOp(TOM, "nurse"),
+        SearchOp(TOM, limit=5),
+    ])
+    assert results[0] is None and results[1].value["text"] == NURSE["content"] and results[3] is None
+    assert [i.key for i in results[4]] == ["beagle"]
+    await store.adelete(TOM, "beagle")
+    assert await store.aget(TOM, "beagle") is None
+
+
+def test_custom_namespace_mapping_reads_memory_other_surfaces_wrote(tmp_path):
+    mem = MemCompile(tmp_path / "s", dense=False)
+    mem.add_turns([BEAGLE], user_id="tom")  # e.g. the chat agent's remember node
+    store = MemCompileStore(mem, namespace_to_user=lambda ns: ns[-1], user_to_namespace=lambda user: ("users", user))
+    assert store.get(("users", "tom"), "D1:1").value["text"] == BEAGLE["text"]
+    assert store.list_namespaces() == [("users", "tom")]
+    assert [i.key for i in store.search(("users",), query="What is the beagle called?")] == ["D1:1"]
+    mem.close()
+
+
+def test_search_calls_no_llm_unless_the_memory_was_built_with_one(tmp_path):
+    answer_model = ScriptedChatModel(default="an answer")
+    mem = MemCompile(tmp_path / "s", dense=False, answer_llm=answer_model)
+    store = MemCompileStore(mem)
+    store.put(TOM, "beagle", BEAGLE)
+    assert [i.key for i in store.search(TOM, query="What is the beagle called?")] == ["beagle"]
+    assert answer_model.calls == []
+    mem.close()
+
+
+def test_bad_input_is_one_clear_error_and_loses_nothing(filled):
+    before = filled.search(("memories",))
+    for namespace, key, value, error in [
+        (("a.b",), "k", BEAGLE, InvalidNamespaceError),
+        (("langgraph",), "k", BEAGLE, InvalidNamespaceError),
+        ((), "k", BEAGLE, InvalidNamespaceError),
+        (("x" * 300,), "k", BEAGLE, InvalidUserId),
+        (("tom\u202e",), "k", BEAGLE, InvalidUserId),
+        (TOM, "beagle", {"speaker": "Tom", "text": "   "}, ValueError),
+        (TOM, "beagle", {"speaker": "Tom", "text": "ok", "session": "first"}, ValueError),
+        (TOM, " spaced ", BEAGLE, ValueError),
+    ]:
+        with pytest.raises(error):
+            filled.put(namespace, key, value)
+    with pytest.raises(ValueError, match="JSON object"):
+        filled.batch([PutOp(TOM, "nurse", None), PutOp(TOM, "beagle", ["not", "an", "object"])])
+    with pytest.raises(NotImplementedError):
+        filled.put(TOM, "beagle", BEAGLE, ttl=5)
+    assert filled.search(("memories",)) == before  # the batch's delete did not run either
+
+
+JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=20),
+                    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+                    max_leaves=8)
+FIELDS = ["text", "content", "speaker", "role", "name", "time", "session", "x"]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(value=st.dictionaries(st.sampled_from(FIELDS), JSON, max_size=4), key=st.text(min_size=1, max_size=12))
+def test_any_value_is_stored_or_refused_without_harm(store, value, key):
+    store.put(TOM, "anchor", BEAGLE)
+    anchor = store.get(TOM, "anchor")
+    try:
+        store.put(TOM, key, value)
+    except (ValueError, InvalidNamespaceError):
+        stored = None
+    else:
+        stored = store.get(TOM, key)
+        assert stored is not None and stored.key == key
+    if key != "anchor":
+        assert store.get(TOM, "anchor") == anchor
+    if stored is not None:
+        store.delete(TOM, key)
+        assert store.get(TOM, key) is None
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(namespace=st.lists(st.text(max_size=6), max_size=3).map(tuple))
+def test_any_namespace_is_a_user_or_refused_without_harm(store, namespace):
+    store.put(TOM, "anchor", BEAGLE)
+    anchor = store.get(TOM, "anchor")
+    try:
+        store.put(namespace, "k", {"speaker": "Tom", "text": "A turn."})
+    except (InvalidNamespaceError, InvalidUserId):
+        assert namespace not in store.list_namespaces()
+    else:
+        assert store.get(namespace, "k").value["text"] == "A turn." and namespace in store.list_namespaces()
+        assert store.memory.users().count(".".join(namespace)) == 1
+        store.delete(namespace, "k")
+    assert store.get(TOM, "anchor") == anchor

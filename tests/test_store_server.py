@@ -1,0 +1,57 @@
+"""`langgraph dev` with MemCompileStore as its long-term store (graphs/langgraph.store.json): /store/items and the
+chat graph read and write one memory."""
+from pathlib import Path
+
+import httpx
+import pytest
+from servers import free_port, running
+from test_studio import OFFLINE, assistants
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[1]
+PET = {"speaker": "Tom", "text": "I adopted a beagle named Biscuit.", "time": "4 March 2024"}
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("store-server")
+    port = free_port()
+    cmd = ["langgraph", "dev", "--config", "graphs/langgraph.store.json", "--port", str(port), "--host", "127.0.0.1",
+           "--no-browser", "--no-reload"]
+    env = {**OFFLINE, "MEMCOMPILE_STORE": str(tmp / "store")}
+    with running(cmd, f"http://127.0.0.1:{port}/ok", tmp / "langgraph.log", env=env, cwd=str(ROOT)), \
+            httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=120) as client:
+        yield client
+
+
+def test_store_api_and_chat_graph_share_compiled_memory(server):
+    server.put("/store/items", json={"namespace": ["tom"], "key": "pet", "value": PET}).raise_for_status()
+    item = server.get("/store/items", params={"namespace": "tom", "key": "pet"}).raise_for_status().json()
+    assert item["value"]["text"] == PET["text"] and item["created_at"] == item["updated_at"]
+
+    # the chat graph recalls what was put, and remembers the exchange in the same memory
+    run = {"assistant_id": assistants(server)["memcompile_chat"], "context": {"user_id": "tom"},
+           "input": {"messages": [{"role": "user", "content": "What is my beagle called?"}]}}
+    messages = server.post("/runs/wait", json=run).raise_for_status().json()["messages"]
+    assert [m["type"] for m in messages] == ["human", "system", "ai"]
+    assert "[pet] Tom | 2024-03-04" in messages[1]["content"]
+
+    listed = server.post("/store/items/search", json={"namespace_prefix": ["tom"], "limit": 10})
+    listed = listed.raise_for_status().json()
+    assert (listed["items"][0]["key"], listed["items"][0]["value"]["speaker"]) == ("pet", "Tom")
+    written = [i["value"]["text"] for i in listed["items"][1:]]
+    assert written == ["What is my beagle called?", messages[2]["content"]]  # the run's turns, through the store
+
+    query = {"namespace_prefix": ["tom"], "query": "What is the beagle called?"}
+    found = server.post("/store/items/search", json=query)
+    items = found.raise_for_status().json()["items"]  # the question asked in the chat run is compiled too
+    assert [i["value"]["rank"] for i in items] == list(range(1, len(items) + 1))
+    assert all(i["score"] is not None for i in items)
+    pet = next(i for i in items if i["key"] == "pet")
+    assert pet["value"]["compiled"].startswith("[pet] Tom | 2024-03-04") and "Biscuit" in pet["value"]["compiled"]
+
+    spaces = server.post("/store/namespaces", json={}).raise_for_status().json()["namespaces"]
+    assert spaces == [["tom"]]
+    server.request("DELETE", "/store/items", json={"namespace": ["tom"], "key": "pet"}).raise_for_status()
+    assert server.get("/store/items", params={"namespace": "tom", "key": "pet"}).raise_for_status().json() is None
