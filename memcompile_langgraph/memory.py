@@ -27,6 +27,8 @@ from .records import CompiledContext, Descriptor, Intent, SourcePacket
 from .store.embeddings import default_embeddings
 from .store.records import REEMBEDDING, RecordStore
 from .store.vectors import VectorStore
+from .text import clean_query, normalize_id
+from .turn_input import place_turns
 from .users import validate_user_id
 
 log = logging.getLogger(__name__)
@@ -92,7 +94,7 @@ class MemCompile:
     # --- per-user in-memory view -------------------------------------------------------------
     def index(self, user_id: str, refresh: bool = False) -> UserIndex:
         """The user's index; with refresh, reloaded when another writer changed the store."""
-        validate_user_id(user_id)
+        user_id = validate_user_id(user_id)
         pinned = _PINNED.get()
         if pinned is not None and pinned[0] == user_id:
             return pinned[1]
@@ -227,7 +229,7 @@ class MemCompile:
     def reembed(self, user_id: str = "default") -> int:
         """Embed every packet of the user again with this memory's model (what the next add_turns does anyway when
         the store's vectors came from another model); returns how many packets were embedded."""
-        validate_user_id(user_id)
+        user_id = validate_user_id(user_id)
         if self.embeddings is None:
             return 0
         with self.records.write_lock(user_id):
@@ -243,8 +245,8 @@ class MemCompile:
     # --- build plane ---------------------------------------------------------------------------
     def add_turns(self, turns: Iterable[Any], user_id: str = "default", progress: bool = False) -> dict[str, int]:
         """Store turns (dicts or TurnInput); returns counts: stored, skipped_*, already_stored, descriptors."""
-        validate_user_id(user_id)
-        turns = list(turns)
+        user_id = validate_user_id(user_id)
+        turns = place_turns(turns)  # a turn without a dia_id is identified by its place in the whole call
         totals: dict[str, int] = {"stored": 0, "descriptors": 0}
         bar = _progress(len(turns), progress, "ingest")
         if hasattr(self.extractor, "progress"):
@@ -280,9 +282,8 @@ class MemCompile:
 
     # --- query plane ---------------------------------------------------------------------------
     def compile(self, query: str, user_id: str = "default", view: str = "bundle") -> CompiledContext:
-        validate_user_id(user_id)
-        if not isinstance(query, str) or not query.strip():
-            raise ValueError("query must be a non-empty string")
+        user_id = validate_user_id(user_id)
+        query = clean_query(query)  # ValueError for no query; invalid characters replaced
         token = _QUERY_USER.set(user_id)
         pin = _PINNED.set((user_id, self.index(user_id, refresh=True)))
         try:
@@ -307,10 +308,10 @@ class MemCompile:
 
     # --- records ---------------------------------------------------------------------------------
     def stats(self, user_id: str = "default") -> dict[str, Any]:
-        validate_user_id(user_id)
+        user_id = validate_user_id(user_id)
         out: dict[str, Any] = dict(self.records.counts(user_id))
         out["counters"] = self.records.counters(user_id)
-        out["vectors"] = len(self.vectors.ids(user_id)) if self.embeddings is not None else 0
+        out["vectors"] = len(self.vectors.ids(user_id))  # stored ones, whether or not this memory can embed
         # which model made them; stale ones are re-embedded at the user's next add_turns
         out["vector_model"] = {"recorded": self.records.embedding(user_id), "current": not self.foreign_vectors(user_id)}
         out["usage"] = self.usage(user_id)
@@ -318,7 +319,7 @@ class MemCompile:
 
     def usage(self, user_id: str = "default") -> dict[str, Any]:
         """LLM token ledger per stage and phase (construction / query / evaluation); empty without LLM stages."""
-        validate_user_id(user_id)
+        user_id = validate_user_id(user_id)
         return self.llm_store.usage(user_id) if self.llm_store is not None else {"stages": {}, "total_tokens": 0}
 
     def users(self) -> list[str]:
@@ -326,7 +327,7 @@ class MemCompile:
 
     def forget(self, user_id: str) -> None:
         """Remove every record, vector, cached LLM reply and ledger row of the user (idempotent: re-run after a crash)."""
-        validate_user_id(user_id)
+        user_id = validate_user_id(user_id)
         with self.records.write_lock(user_id):
             self.records.forget(user_id)
             self.vectors.drop(user_id)
@@ -335,12 +336,12 @@ class MemCompile:
 
     def delete_turns(self, user_id: str, dia_ids: Iterable[str]) -> int:
         """Remove single turns with their descriptors and Cell memberships; returns how many were removed."""
-        validate_user_id(user_id)
+        user_id = validate_user_id(user_id)
         if isinstance(dia_ids, str):
             dia_ids = [dia_ids]  # one id, not its characters
         with self.records.write_lock(user_id):
             index = self.index(user_id, refresh=True)
-            pids = [index.by_dia[d] for d in dict.fromkeys(dia_ids) if d in index.by_dia]
+            pids = [index.by_dia[d] for d in dict.fromkeys(map(normalize_id, dia_ids)) if d in index.by_dia]
             if pids:
                 self.records.delete_packets(user_id, pids)
                 self.vectors.delete(user_id, pids)
