@@ -25,6 +25,7 @@ from .ingest_graph import build_ingest_graph
 from .query_graph import build_query_graph
 from .records import CompiledContext, Descriptor, Intent, SourcePacket
 from .store.embeddings import default_embeddings
+from .store.layout import check_store_path
 from .store.records import REEMBEDDING, RecordStore
 from .store.vectors import VectorStore
 from .text import clean_query, normalize_id
@@ -59,7 +60,7 @@ class MemCompile:
         answer_llm: Any = None,
     ):
         self.config = config or DEFAULT_CONFIG
-        self.path = Path(path) if path is not None else None
+        self.path = check_store_path(path) if path is not None else None
         self.llm = llm
         self.answer_llm = answer_llm if answer_llm is not None else llm
         self.records = RecordStore(self.path)

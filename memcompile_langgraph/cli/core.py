@@ -22,13 +22,12 @@ def add_store_args(p: argparse.ArgumentParser, user: bool = True) -> None:
 
 def open_memory(args: argparse.Namespace, store: str | None = None, create: bool = False):
     """The store of the command; only commands that write (ingest) may create it."""
-    from pathlib import Path
-
     from ..memory import MemCompile
+    from ..store.layout import check_store_path
     from . import UsageError
 
-    path = store if store is not None else args.store
-    if not create and not Path(path).is_dir():
+    path = check_store_path(store if store is not None else args.store)
+    if not create and not path.is_dir():
         raise UsageError(f"no store at {path} (create one with `memcompile ingest FILE --store {path}`)")
     return MemCompile(
         path,
