@@ -1,7 +1,20 @@
 """Hypothesis strategies for hostile input: any JSON value, any Unicode (lone surrogates included), line breaks."""
 from __future__ import annotations
 
+import os
+
+from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
+
+# the fast suite runs each property a few dozen to hundreds of times; MEMCOMPILE_HYPOTHESIS_SCALE=20 runs it longer
+SCALE = int(os.environ.get("MEMCOMPILE_HYPOTHESIS_SCALE", "1"))
+
+
+def examples(n: int) -> settings:
+    """n examples (times SCALE), no deadline (a store write varies in time), no slow "explain" phase."""
+    return settings(max_examples=n * SCALE, deadline=None, phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink),
+                    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+
 
 # every code point str.splitlines() ends a line at, and the separators of a provenance header
 LINE_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"

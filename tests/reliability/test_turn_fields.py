@@ -6,22 +6,14 @@ import itertools
 import json
 
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from memcompile_langgraph import MemCompile
 from memcompile_langgraph.text import clean_text
 
 from .harness import memcompile
-from .strategies import any_unicode, hostile_text, hostile_turn, json_values
-
-PHASES = (Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink)  # no slow "explain" phase
-
-
-def examples(n: int) -> settings:
-    return settings(max_examples=n, deadline=None, phases=PHASES, suppress_health_check=[HealthCheck.function_scoped_fixture])
-
-
+from .strategies import any_unicode, examples, hostile_text, hostile_turn, json_values
 
 _users = itertools.count()
 
@@ -61,13 +53,13 @@ def _check_batch(mem: MemCompile, bad) -> str:
     return user
 
 
-@examples(150)
+@examples(100)
 @given(bad=hostile_turn)
 def test_any_value_in_any_field_skips_only_its_turn(disk_memory, bad):
     _check_batch(disk_memory, bad)
 
 
-@examples(40)
+@examples(25)
 @given(bad=hostile_turn, query=st.one_of(any_unicode, hostile_text))
 def test_dense_store_and_any_query(dense_memory, bad, query):
     """With embeddings: the stored turn is embedded (no surrogate reaches the tokenizer), and any query compiles
@@ -79,7 +71,7 @@ def test_dense_store_and_any_query(dense_memory, bad, query):
         assert not clean_text(query)  # refused only when nothing is left to search for
 
 
-@examples(100)
+@examples(60)
 @given(
     date=st.datetimes(),
     minutes=st.integers(-72 * 60, 72 * 60),
@@ -136,7 +128,7 @@ def test_json_values_never_raise_in_validation():
     """The validator alone, over the whole JSON value space: a TurnInput or a BadTurn, nothing else."""
     from memcompile_langgraph.turn_input import BadTurn, check_turn
 
-    @examples(1000)
+    @examples(300)
     @given(raw=st.one_of(hostile_turn, json_values))
     def run(raw):
         try:
