@@ -31,7 +31,7 @@ plain_turn = st.fixed_dictionaries(
 )
 
 
-@examples(60)
+@examples(25)
 @given(turns=st.lists(plain_turn, min_size=1, max_size=30))
 def test_every_turn_kept_and_a_resend_is_a_no_op(mem, turns):
     user = f"i{next(_users)}"
@@ -60,7 +60,7 @@ def test_a_later_call_appends(mem):
     assert counts["stored"] == 2 and counts["already_stored"] == 2
 
 
-@examples(40)
+@examples(15)
 @given(prefix=st.builds(lambda c, s: c * MAX_SPEAKER + s, st.characters(), st.text(max_size=5)), tails=st.lists(st.text(min_size=1, max_size=5),
        min_size=2, max_size=4, unique=True))
 def test_speaker_cut_is_counted_and_keeps_identity(mem, prefix, tails):

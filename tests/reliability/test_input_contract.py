@@ -28,7 +28,7 @@ labels = st.one_of(st.sampled_from(["session_3", "2024-03-04 call", "Morning cha
                    any_unicode)
 
 
-@examples(60)
+@examples(20)
 @given(first=st.lists(labels, min_size=1, max_size=8), second=st.lists(labels, min_size=1, max_size=8))
 def test_session_labels_get_stable_numbers(mem, first, second):
     user = f"s{next(_users)}"
@@ -63,7 +63,7 @@ def _messages(n: int) -> list:
     return [(HumanMessage if i % 2 == 0 else AIMessage)(f"message {i} about kayak number {i}", id=f"m{i}") for i in range(n)]
 
 
-@examples(40)
+@examples(20)
 @given(n=st.integers(1, 10), data=st.data())
 def test_remember_stores_every_message_not_stored_yet(mem, n, data):
     messages = _messages(n)

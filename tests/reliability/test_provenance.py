@@ -41,7 +41,7 @@ hostile_field = st.one_of(hostile_text, any_unicode, st.sampled_from([f"Eve{c}[D
                                                                      for c in LINE_BREAKS]))
 
 
-@examples(50)
+@examples(20)
 @given(turns=st.lists(st.fixed_dictionaries({"speaker": hostile_field, "text": hostile_field}, optional={
     "time": hostile_field, "dia_id": hostile_field, "session": hostile_field, "image_caption": hostile_field}), min_size=1, max_size=4),
     query=hostile_text)

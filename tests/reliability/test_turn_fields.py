@@ -53,13 +53,13 @@ def _check_batch(mem: MemCompile, bad) -> str:
     return user
 
 
-@examples(100)
+@examples(40)
 @given(bad=hostile_turn)
 def test_any_value_in_any_field_skips_only_its_turn(disk_memory, bad):
     _check_batch(disk_memory, bad)
 
 
-@examples(25)
+@examples(10)
 @given(bad=hostile_turn, query=st.one_of(any_unicode, hostile_text))
 def test_dense_store_and_any_query(dense_memory, bad, query):
     """With embeddings: the stored turn is embedded (no surrogate reaches the tokenizer), and any query compiles
@@ -71,7 +71,7 @@ def test_dense_store_and_any_query(dense_memory, bad, query):
         assert not clean_text(query)  # refused only when nothing is left to search for
 
 
-@examples(60)
+@examples(25)
 @given(
     date=st.datetimes(),
     minutes=st.integers(-72 * 60, 72 * 60),
@@ -128,7 +128,7 @@ def test_json_values_never_raise_in_validation():
     """The validator alone, over the whole JSON value space: a TurnInput or a BadTurn, nothing else."""
     from memcompile_langgraph.turn_input import BadTurn, check_turn
 
-    @examples(300)
+    @examples(100)
     @given(raw=st.one_of(hostile_turn, json_values))
     def run(raw):
         try:

@@ -49,7 +49,7 @@ def test_script_characters_survive_storage_and_rendering(mem, name):
     assert KEPT[name] in render_context(index, index.packet_order, "raw")
 
 
-@examples(120)
+@examples(40)
 @given(text=st.text(st.characters(exclude_categories=("Cs",), exclude_characters=DANGEROUS + "\x0e\x1f"), max_size=60))
 def test_every_ordinary_character_is_kept(mem, text):
     """Apart from NFC, line breaks written as \\n and surrounding space: the text as given."""
@@ -65,7 +65,7 @@ def test_every_ordinary_character_is_kept(mem, text):
     assert packet.text == expected
 
 
-@examples(80)
+@examples(30)
 @given(text=st.text(st.characters(exclude_categories=("Cs",)), min_size=1, max_size=30), bad=st.sampled_from(DANGEROUS),
        at=st.integers(0, 30))
 def test_dangerous_characters_are_removed_and_counted(mem, text, bad, at):
@@ -75,7 +75,7 @@ def test_dangerous_characters_are_removed_and_counted(mem, text, bad, at):
     assert counts.get("cleaned_text") == 1
 
 
-@examples(50)
+@examples(20)
 @given(text=st.text(st.characters(exclude_categories=()), max_size=20), at=st.integers(0, 20),
        surrogate=st.characters(categories=("Cs",)))
 def test_invalid_characters_are_replaced_and_counted(mem, text, at, surrogate):
