@@ -16,6 +16,7 @@ from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, RemoveM
 from langchain_core.runnables import RunnableConfig
 
 from ..records import stable_hash
+from ..text import clean_text
 from .retriever import packet_documents, resolve_k
 from .run_settings import run_setting
 
@@ -49,7 +50,7 @@ def make_recall_node(mem: Any, *, k: int | None = None) -> Callable[..., dict[st
     def recall(state: Any, config: Optional[RunnableConfig] = None, runtime: Any = None) -> dict[str, Any]:
         messages = _messages(state)
         human = next((m for m in reversed(messages) if isinstance(m, HumanMessage)), None)
-        question = human.text.strip() if human is not None else ""
+        question = clean_text(human.text) if human is not None else ""
         if not question:
             return {}
         user = run_setting("user_id", config, runtime, "default")

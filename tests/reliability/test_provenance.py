@@ -114,3 +114,11 @@ def test_raw_view_is_bounded_with_a_marker(mem):
         assert len(rendered) < limit + 200
     raw = render_context(index, index.packet_order, "raw")
     assert f"[... {len(text.strip()) - limit} more characters]" in raw
+
+
+@pytest.mark.parametrize("query", ["", "   ", "\x00", "\u202e\ufeff", "\x00\x07 \t"])
+def test_integrations_answer_an_empty_query_without_raising(mem, query):
+    mem.add_turns([{"speaker": "Ann", "text": "the kayak is red", "dia_id": "D1:1"}], user_id="empty-q")
+    assert mem.as_retriever(user_id="empty-q").invoke(query) == []
+    assert mem.recall_node({"messages": [HumanMessage(query)]}, {"configurable": {"user_id": "empty-q"}}) == {}
+    assert "empty" in mem.as_tool(user_id="empty-q").invoke({"query": query})
