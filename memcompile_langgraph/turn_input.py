@@ -41,33 +41,36 @@ class CheckedTurn:
 
 @dataclass(frozen=True, slots=True)
 class Placed:
-    """A turn with its place in the call that handed it over: its session as given and its position there."""
+    """A turn with its place in the call that handed it over: its session as given, and which of the equal turns
+    of that session it is (the 2nd "Yes" of Tom). A re-sent file gives every turn the same place again; a turn
+    inserted into it moves no other turn's place."""
 
     raw: Any
     place: str
 
 
 def place_turns(turns: Iterable[Any]) -> list[Placed]:
-    """Each turn numbered within its given session across the whole call (so batches do not restart the count)."""
-    positions: Counter = Counter()
+    """Places counted across the whole call (batches do not restart the count)."""
+    seen: Counter = Counter()
     out = []
     for raw in turns:
         if not isinstance(raw, Placed):
-            scope = _given_session(raw)
-            positions[scope] += 1
-            raw = Placed(raw, f"{scope}#{positions[scope]}")
+            scope = f"{_get(raw, 'session')}|{_get(raw, 'session_label')}"
+            speaker, text = _get(raw, "speaker"), _get(raw, "text")
+            seen[scope, speaker, text] += 1
+            raw = Placed(raw, f"{scope}#{seen[scope, speaker, text]}")
         out.append(raw)
     return out
 
 
-def _given_session(raw: Any) -> str:
-    if isinstance(raw, TurnInput):
-        session, label = raw.session, raw.session_label
-    elif isinstance(raw, Mapping):
-        session, label = raw.get("session"), raw.get("session_label")
-    else:
-        return ""
-    return "|".join(v if isinstance(v, str) else str(v) for v in (session, label) if isinstance(v, (str, int)))
+def _get(raw: Any, key: str) -> str:
+    """A field as given; another value stands for its type only (the place needs no more, and it always prints)."""
+    value = getattr(raw, key) if isinstance(raw, TurnInput) else raw.get(key) if isinstance(raw, Mapping) else None
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) < MAX_SESSION:
+        return str(value)
+    return type(value).__name__
 
 
 def _field(raw: Mapping, name: str) -> str:

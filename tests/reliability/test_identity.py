@@ -1,6 +1,6 @@
-"""Family 5: no silent loss by deduplication. A turn without a dia_id is identified by its place (session as
-given, position in the call): a re-sent file is a no-op, two equal replies are two turns; a speaker cut to the
-stored length is counted and does not change identity."""
+"""Family 5: no silent loss by deduplication. A turn without a dia_id is identified by its place (its session as
+given, and which of the equal turns of that session it is in the call): a re-sent file is a no-op, two equal
+replies are two turns; a speaker cut to the stored length is counted and does not change identity."""
 from __future__ import annotations
 
 import itertools
@@ -77,6 +77,23 @@ def test_speaker_cut_is_counted_and_keeps_identity(mem, prefix, tails):
     assert counts.get("trimmed_speaker", 0) == min(long_ones, stored)
     assert mem.add_turns(turns, user_id=user)["stored"] == 0  # a re-send is still known
     assert all(len(p.speaker) <= MAX_SPEAKER for p in mem.index(user, refresh=True).packets.values())
+
+
+@examples(25)
+@given(turns=st.lists(plain_turn, min_size=1, max_size=20), extra=plain_turn, at=st.integers(0, 20))
+def test_a_resend_with_an_inserted_turn_stores_only_that_turn(mem, turns, extra, at):
+    user = f"i{next(_users)}"
+    mem.add_turns(turns, user_id=user)
+    edited = turns[:at] + [{**extra, "text": "a turn inserted later"}] + turns[at:]
+    counts = mem.add_turns(edited, user_id=user)
+    assert counts["stored"] == 1 and counts["already_stored"] == len(turns), counts
+
+
+def test_one_turn_sent_again_alone_is_known(mem):
+    user = f"i{next(_users)}"
+    turns = [{"speaker": "Tom", "text": "Yes", "time": "2024-03-01T10:00"}, {"speaker": "Ann", "text": "Great"}]
+    mem.add_turns(turns, user_id=user)
+    assert mem.add_turns([turns[1]], user_id=user)["already_stored"] == 1
 
 
 def test_speaker_cut_without_dia_id(mem):
