@@ -77,7 +77,9 @@ def _field(raw: Mapping, name: str) -> str:
     value = next((raw[k] for k in _KEYS[name] if raw.get(k) not in (None, "")), "")
     if name == "speaker" and not isinstance(value, str):
         raise BadTurn("missing_speaker")
-    if isinstance(value, bool) or not isinstance(value, (str, int, float)) or (name == "text" and not isinstance(value, str)):
+    if name == "text" and not isinstance(value, str):
+        raise BadTurn("text_not_string")
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
         raise BadTurn(f"{name}_not_string")
     try:
         return value if isinstance(value, str) else str(value)  # an epoch time or a numeric dia_id, kept as given

@@ -10,8 +10,10 @@ import time
 from .llm_args import add_llm_args, build_answer_llm, build_llm
 
 # counted conditions of stored turns the user should hear about (kept, but not exactly as given)
-WARNINGS = ("unparsed_time", "cleaned_text", "invalid_utf8", "invalid_unicode", "trimmed_speaker", "trimmed_for_extraction",
-            "trimmed_for_embedding")
+WARNINGS = (
+    "unparsed_time", "cleaned_text", "invalid_utf8", "invalid_unicode", "trimmed_speaker", "trimmed_for_extraction",
+    "trimmed_for_embedding",
+)
 
 
 def add_store_args(p: argparse.ArgumentParser, user: bool = True) -> None:

@@ -35,7 +35,8 @@ def render_block(index: UserIndex, packet_id: str, view: str = "bundle", represe
     return "\n".join([header(p), *(body_line(line, index.cfg.render_max_chars) for line in lines)])
 
 
-def render_context(index: UserIndex, packet_ids: list[str], view: str = "bundle", representatives: dict[str, str] | None = None) -> str:
+def render_context(index: UserIndex, packet_ids: list[str], view: str = "bundle",
+                   representatives: dict[str, str] | None = None) -> str:
     """X_q = Render(p_1, B_p1) || ... || Render(p_L, B_pL), Eq. 16."""
     reps = representatives or {}
     return "\n\n".join(render_block(index, pid, view, reps.get(pid)) for pid in packet_ids)

@@ -4,7 +4,9 @@ from __future__ import annotations
 from pathlib import Path
 
 # name inside the store -> whether it must be a folder
-ENTRIES = {"memcompile.sqlite3": False, "llm.sqlite3": False, "chroma": True, "locks": True, "chroma/chroma.sqlite3": False}
+ENTRIES = {
+    "memcompile.sqlite3": False, "llm.sqlite3": False, "chroma": True, "locks": True, "chroma/chroma.sqlite3": False,
+}
 
 
 class StorePathError(ValueError):

@@ -12,7 +12,8 @@ SCALE = int(os.environ.get("MEMCOMPILE_HYPOTHESIS_SCALE", "1"))
 
 def examples(n: int) -> settings:
     """n examples (times SCALE), no deadline (a store write varies in time), no slow "explain" phase."""
-    return settings(max_examples=n * SCALE, deadline=None, phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink),
+    phases = (Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink)
+    return settings(max_examples=n * SCALE, deadline=None, phases=phases,
                     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 
 

@@ -34,7 +34,8 @@ def test_session_labels_get_stable_numbers(mem, first, second):
     user = f"s{next(_users)}"
     numbers: dict[str, int] = {}
     for call, batch in enumerate((first, second)):  # two calls: a label keeps its number across them
-        turns = [{"speaker": "Ann", "text": f"turn {call}.{i} in {label!r}", "session": label} for i, label in enumerate(batch)]
+        turns = [{"speaker": "Ann", "text": f"turn {call}.{i} in {label!r}", "session": label}
+                 for i, label in enumerate(batch)]
         counts = mem.add_turns(turns, user_id=user)
         skipped = counts.get("skipped_bad_session", 0)
         assert counts["stored"] + skipped == len(batch)
@@ -60,7 +61,8 @@ def test_reported_labels(mem):
 
 
 def _messages(n: int) -> list:
-    return [(HumanMessage if i % 2 == 0 else AIMessage)(f"message {i} about kayak number {i}", id=f"m{i}") for i in range(n)]
+    kinds = (HumanMessage, AIMessage)
+    return [kinds[i % 2](f"message {i} about kayak number {i}", id=f"m{i}") for i in range(n)]
 
 
 @examples(20)
@@ -71,7 +73,9 @@ def test_remember_stores_every_message_not_stored_yet(mem, n, data):
     user = f"r{next(_users)}"
     config = {"configurable": {"user_id": user}}
     if stored_before:
-        mem.add_turns([{"speaker": "x", "text": messages[i].text, "dia_id": turn_dia_id(messages[i], i)} for i in stored_before], user_id=user)
+        earlier = [{"speaker": "x", "text": messages[i].text, "dia_id": turn_dia_id(messages[i], i)}
+                   for i in stored_before]
+        mem.add_turns(earlier, user_id=user)
     mem.remember_node({"messages": messages}, config)
     if not any(isinstance(m, HumanMessage) for m in messages):
         return

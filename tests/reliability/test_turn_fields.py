@@ -32,7 +32,8 @@ def dense_memory(embeddings):
 
 
 def _good(user: str, n: int) -> dict:
-    return {"speaker": "Ann", "text": f"good turn {n} about the red kayak", "time": "2024-03-01T10:00:00", "dia_id": f"G:{n}"}
+    return {"speaker": "Ann", "text": f"good turn {n} about the red kayak", "time": "2024-03-01T10:00:00",
+            "dia_id": f"G:{n}"}
 
 
 def _accounted(counts: dict, handed: int) -> None:
@@ -82,7 +83,8 @@ def test_any_utc_offset(disk_memory, date, minutes, form):
     sign, h, m = ("-" if minutes < 0 else "+"), abs(minutes) // 60, abs(minutes) % 60
     time = form.format(d=date.isoformat(), sign=sign, h=h, m=m)
     user = f"u{next(_users)}"
-    counts = disk_memory.add_turns([_good(user, 1), {"speaker": "Bob", "text": "offset turn", "time": time}], user_id=user)
+    turns = [_good(user, 1), {"speaker": "Bob", "text": "offset turn", "time": time}]
+    counts = disk_memory.add_turns(turns, user_id=user)
     assert counts["stored"] == 2, (time, counts)
     if abs(minutes) >= 24 * 60:
         assert counts.get("unparsed_time") == 1
