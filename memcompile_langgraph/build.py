@@ -1,7 +1,6 @@
 """Build-plane stages (Algorithm 1, lines 1-10) as plain functions over typed records."""
 from __future__ import annotations
 
-import unicodedata
 from collections import ChainMap, Counter
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping
@@ -10,57 +9,20 @@ from .config import MemCompileConfig
 from .extract.base import Extractor, Metadata, TurnContext
 from .index import UserIndex
 from .records import Descriptor, SourcePacket, TurnInput, stable_hash
-from .text import clean_text, count_tokens
+from .text import count_tokens
 from .timeparse import parse_session_time
+from .turn_input import BadTurn, CheckedTurn, check_turn, place_turns
 
-_OPTIONAL_STR = ("time", "session_label", "dia_id", "image_caption", "image_query")
-
-
-class BadTurn(ValueError):
-    """A turn that cannot be stored; its message names the reason that is counted."""
+MAX_SPEAKER = 200  # characters of a speaker name kept in the store (identity uses the whole name)
 
 
-def coerce_turn(raw: Any) -> TurnInput:
-    """A dict or TurnInput -> TurnInput with clean strings; BadTurn with a short reason otherwise."""
-    if isinstance(raw, TurnInput):
-        raw = {f: getattr(raw, f) for f in TurnInput.__dataclass_fields__}
-    if not isinstance(raw, Mapping):
-        raise BadTurn("not_an_object")
-    speaker, text = raw.get("speaker"), raw.get("text")
-    if not isinstance(speaker, str) or not clean_text(speaker):
-        raise BadTurn("missing_speaker")
-    if not isinstance(text, str):
-        raise BadTurn("missing_text" if text is None else "text_not_string")
-    caption = raw.get("image_caption", raw.get("blip_caption", "")) or ""
-    query = raw.get("image_query", raw.get("query", "")) or ""
-    if not clean_text(text) and not (isinstance(caption, str) and clean_text(caption)):
-        raise BadTurn("empty_text")
-    fields: dict[str, Any] = {"image_caption": caption, "image_query": query}
-    for name in _OPTIONAL_STR:
-        value = fields.get(name, raw.get(name, "")) or ""
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            value = str(value)  # e.g. an epoch time or a numeric dia_id: kept as given (an unparsed time is counted)
-        if not isinstance(value, str):
-            raise BadTurn(f"{name}_not_string")
-        fields[name] = clean_text(value)
-    session = raw.get("session")
-    if session is not None and (isinstance(session, bool) or not isinstance(session, int) or not 0 <= session < 10**9):
-        if isinstance(session, str) and session.strip().isdigit() and len(session.strip()) < 10:
-            session = int(session.strip())
-        else:
-            raise BadTurn("bad_session")
-    return TurnInput(speaker=clean_text(speaker)[:200], text=clean_text(text), session=session, **fields)
-
-
-def turn_warnings(raw: Any, turn: TurnInput, cfg: MemCompileConfig) -> list[str]:
+def turn_warnings(checked: CheckedTurn, cfg: MemCompileConfig) -> list[str]:
     """Counted conditions of a turn that is stored, but not exactly as given or not whole everywhere."""
-    given = raw.text if isinstance(raw, TurnInput) else raw.get("text")
-    out = []
-    if len(turn.text) < len(unicodedata.normalize("NFC", given).replace("\r\n", "\n").strip()):
-        out.append("cleaned_text")  # control, NUL or bidi-override characters removed
-    if "\ufffd" in turn.text or "\ufffd" in turn.speaker:
-        out.append("invalid_utf8")  # bytes that were not UTF-8, replaced when the file was read
-    if len(turn.speaker) + len(turn.text) + 2 > cfg.embed_max_chars:
+    turn = checked.turn
+    out = list(checked.warnings)
+    if len(turn.speaker) > MAX_SPEAKER:
+        out.append("trimmed_speaker")
+    if len(turn.speaker[:MAX_SPEAKER]) + len(turn.text) + 2 > cfg.embed_max_chars:
         out.append("trimmed_for_embedding")  # the turn does not fit whole in its embedded packet document
     return out
 
@@ -71,10 +33,14 @@ class Packetized:
     counts: Counter = field(default_factory=Counter)
 
 
-def _session_for(turn: TurnInput, parsed: str | None, sessions: Mapping[int, tuple[str, str | None]], last: int | None) -> int:
-    """A given session wins; else a turn continues the latest session (`last`) on the same day, or opens the next one."""
+def _session_for(turn: TurnInput, parsed: str | None, sessions: Mapping[int, tuple[str, str | None]], last: int | None,
+                 by_label: Mapping[str, int]) -> int:
+    """A given session wins, then a given label (the user's session of that label, or a new one); else a turn continues
+    the latest session (`last`) on the same day, or opens the next one."""
     if turn.session is not None:
         return turn.session
+    if turn.session_label:
+        return by_label[turn.session_label] if turn.session_label in by_label else (last or 0) + 1
     if last is None:
         return 1
     last_time = sessions[last][1]
@@ -92,15 +58,19 @@ def packetize(turns: Iterable[Any], index: UserIndex, user_id: str) -> Packetize
     sessions = ChainMap({}, index.sessions)
     per_session = ChainMap({}, index.session_packets)
     last = index.last_session
+    by_label = {label: n for n, (label, _) in reversed(index.sessions.items())}  # a label's first session
     seq = len(index.packet_order) and index.packets[index.packet_order[-1]].seq + 1
-    for raw in turns:
+    for placed in place_turns(turns):  # turns add_turns placed keep their place in the whole call
         try:
-            turn = coerce_turn(raw)
+            checked = check_turn(placed.raw)
         except BadTurn as exc:
             out.counts[f"skipped_{exc}"] += 1
             continue
+        turn = checked.turn
         content_hash = SourcePacket.hash_content(turn.speaker, turn.text, turn.time, turn.image_caption, turn.image_query)
         dia_id = turn.dia_id
+        if not dia_id:  # identified by its place: a re-sent file is known, two equal replies are two turns
+            content_hash = stable_hash("place", placed.place, content_hash, length=32)
         if dia_id and dia_id in seen_dias:
             existing = seen_dias[dia_id]
             same = index.packets[existing].content_hash == content_hash if existing in index.packets else existing == content_hash
@@ -111,10 +81,11 @@ def packetize(turns: Iterable[Any], index: UserIndex, user_id: str) -> Packetize
             continue
         # sessions follow the stored turns only: re-sent known turns must not open sessions for the new ones
         parsed = parse_session_time(turn.time) if turn.time else None
-        session = _session_for(turn, parsed, sessions, last)
+        session = _session_for(turn, parsed, sessions, last, by_label)
         label = turn.session_label or f"session_{session}"
         if session not in sessions:
             sessions[session] = (label, parsed)
+            by_label.setdefault(label, session)
             last = session if last is None else max(last, session)
         number = per_session.get(session, 0) + 1  # the turn's number in its session
         if not dia_id:
@@ -123,12 +94,12 @@ def packetize(turns: Iterable[Any], index: UserIndex, user_id: str) -> Packetize
             dia_id = f"D{session}:{number}"
         per_session[session] = number
         # warnings are counted once, for the turns actually stored
-        out.counts.update(turn_warnings(raw, turn, index.cfg) + (["unparsed_time"] if turn.time and parsed is None else []))
+        out.counts.update(turn_warnings(checked, index.cfg) + (["unparsed_time"] if turn.time and parsed is None else []))
         packet = SourcePacket(
             packet_id=stable_hash(user_id, dia_id, content_hash),
             user_id=user_id,
             dia_id=dia_id,
-            speaker=turn.speaker,
+            speaker=turn.speaker[:MAX_SPEAKER],
             session=session,
             session_label=label,
             session_time=parsed,

@@ -112,6 +112,7 @@ class MemCompileConfig:
     embed_max_chars: int = 4000  # packet document trimmed before embedding
     extract_max_chars: int = 8000  # turn text trimmed before extraction (the packet keeps all of it)
     embed_batch: int = 64
+    render_max_chars: int = 4000  # one line of a rendered block (a turn's text, a claim) is cut here, with a marker
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -94,7 +94,7 @@ def load_file(path: str | Path) -> list[Conversation]:
 
 def _require_usable_turn(conversations: list[Conversation], path: Path) -> None:
     """A file none of whose turns could be stored is unusable as a whole (and nothing is written)."""
-    from .build import BadTurn, coerce_turn
+    from .turn_input import BadTurn, coerce_turn
 
     reasons: Counter = Counter()
     for conv in conversations:

@@ -3,7 +3,6 @@ MemoryContext; the runtime (runtime/) holds the engine, the snapshot cache and t
 from __future__ import annotations
 
 import asyncio
-import unicodedata
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -22,7 +21,10 @@ from .runtime import maintenance
 from .runtime.context import MemoryContext
 from .runtime.engine import build_engine
 from .runtime.unit_of_work import UnitOfWork
+from .store.layout import check_store_path
 from .store.protocols import StoredTurn, VectorStoreError
+from .text import clean_query, normalize_id
+from .turn_input import place_turns
 from .users import validate_user_id
 
 INGEST_BATCH = 256  # turns per ingest-graph run (one records transaction each)
@@ -40,7 +42,7 @@ class MemCompile:
         scheduler: Scheduler | None = None, dense: bool = True, answer_llm: Any = None, cache_size: int = 64,
     ):
         self.config = config or DEFAULT_CONFIG
-        self.path = Path(path) if path is not None else None
+        self.path = check_store_path(path) if path is not None else None
         self.llm, self.answer_llm = llm, answer_llm if answer_llm is not None else llm
         self.engine = build_engine(
             self.path, self.config, embeddings=embeddings, llm=llm, answer_llm=self.answer_llm, chroma_url=chroma_url,
@@ -62,8 +64,8 @@ class MemCompile:
     # --- build plane ---------------------------------------------------------------------------
     def add_turns(self, turns: Iterable[Any], user_id: str = "default", progress: bool = False) -> dict[str, int]:
         """Store turns (dicts or TurnInput); returns counts: stored, skipped_*, already_stored, descriptors."""
-        validate_user_id(user_id)
-        turns = list(turns)
+        user_id = validate_user_id(user_id)
+        turns = place_turns(turns)
         totals: dict[str, int] = {"stored": 0, "descriptors": 0}
         bars = IngestProgress(len(turns), progress, self.engine.embeddings is not None)
         if hasattr(self.engine.extractor, "progress"):
@@ -88,9 +90,8 @@ class MemCompile:
 
     # --- query plane ---------------------------------------------------------------------------
     def compile(self, query: str, user_id: str = "default", view: str = "bundle") -> CompiledContext:
-        validate_user_id(user_id)
-        if not isinstance(query, str) or not query.strip():
-            raise ValueError("query must be a non-empty string")
+        user_id = validate_user_id(user_id)
+        query = clean_query(query)  # ValueError when nothing usable is left
         out = query_graph.invoke({"query": query, "view": view}, context=self.context(user_id))
         return CompiledContext(query=query, text=out.get("context", ""), packets=out.get("packets", []), trace=out.get("trace", {}))
 
@@ -118,7 +119,7 @@ class MemCompile:
 
     # --- records ---------------------------------------------------------------------------------
     def stats(self, user_id: str = "default") -> dict[str, Any]:
-        validate_user_id(user_id)
+        user_id = validate_user_id(user_id)
         records = self.engine.records
         out: dict[str, Any] = dict(records.counts(user_id))
         out["counters"] = records.counters(user_id)
@@ -133,7 +134,7 @@ class MemCompile:
 
     def usage(self, user_id: str = "default") -> dict[str, Any]:
         """LLM token ledger per stage and phase (construction / query / evaluation); empty without LLM stages."""
-        validate_user_id(user_id)
+        user_id = validate_user_id(user_id)
         store = self.engine.llm_store
         return store.usage(user_id) if store is not None else {"stages": {}, "total_tokens": 0}
 
@@ -142,7 +143,7 @@ class MemCompile:
 
     def turns(self, user_id: str = "default", dia_ids: Iterable[str] | None = None, limit: int | None = None, offset: int = 0) -> list[StoredTurn]:
         """Stored turns in dialogue order (all, or those with the given dia_ids), with when they were stored."""
-        ids = None if dia_ids is None else [_nfc(d) for d in ([dia_ids] if isinstance(dia_ids, str) else dia_ids)]
+        ids = None if dia_ids is None else [normalize_id(d) for d in ([dia_ids] if isinstance(dia_ids, str) else dia_ids)]
         return self.engine.records.turns(validate_user_id(user_id), ids, limit, offset)
 
     def count(self, user_id: str, counts: dict[str, int]) -> None:
@@ -157,12 +158,12 @@ class MemCompile:
     def delete_turns(self, user_id: str, dia_ids: Iterable[str]) -> int:
         """Remove single turns with their descriptors and Cell memberships; returns how many were removed."""
         ids = [dia_ids] if isinstance(dia_ids, str) else list(dia_ids)  # one id, not its characters
-        return maintenance.delete_turns(self.engine, validate_user_id(user_id), [_nfc(d) for d in ids])
+        return maintenance.delete_turns(self.engine, validate_user_id(user_id), [normalize_id(d) for d in ids])
 
     def reembed(self, user_id: str = "default") -> int:
         """Embed every packet of the user again with this memory's model (what the next add_turns does anyway when
         the store's vectors came from another model); returns how many packets were embedded."""
-        validate_user_id(user_id)
+        user_id = validate_user_id(user_id)
         return maintenance.reembed_user(self.engine, user_id) if self.engine.embeddings is not None else 0
 
     def repair(self, user_id: str | None = None) -> dict[str, Any]:
@@ -202,7 +203,3 @@ class MemCompile:
         self.engine.records.close()
         if self.engine.llm_store is not None:
             self.engine.llm_store.close()
-
-
-def _nfc(dia_id: str) -> str:
-    return unicodedata.normalize("NFC", dia_id) if isinstance(dia_id, str) else dia_id

@@ -25,7 +25,7 @@ def add_counts(left: dict | None, right: dict | None) -> dict:
 
 
 class IngestState(TypedDict, total=False):
-    turns: list[Any]  # dicts {speaker, text, time, session?, dia_id?, image_caption?} or TurnInput
+    turns: list[Any]  # dicts {speaker, text, time, session?, dia_id?, image_caption?} or TurnInput, maybe Placed
     packets: list[SourcePacket]
     contexts: list[TurnContext]
     facts: list[list[str]]

@@ -3,13 +3,24 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from dataclasses import dataclass
 from functools import lru_cache
 
 import snowballstemmer
 
 _WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 _TOKEN = re.compile(r"\w+|[^\w\s]")
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]")
+# every code point str.splitlines() ends a line at (\r\n counts as one break)
+_LINE_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+_BREAK = re.compile(f"\r\n|[{_LINE_BREAKS}]")
+_BREAK_RUN = re.compile(rf"\s*[{_LINE_BREAKS}]\s*")
+# dangerous, removed: controls other than tab and line breaks, bidi embeddings/overrides/isolates (can reorder
+# what a reader sees), a BOM inside text; invalid: lone surrogates (JSON can carry them), replaced by U+FFFD.
+# Joiners (U+200C/U+200D), direction marks and every other character are kept.
+_DANGEROUS = re.compile("[\x00-\x08\x0e-\x1b\x1f\x7f-\x84\x86-\x9f\u202a-\u202e\u2066-\u2069\ufeff]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+# the separators of a provenance header "[dia_id] speaker | time | session N": a field shows look-alikes instead
+_HEADER_SEPARATORS = str.maketrans({"|": "\u00a6", "[": "(", "]": ")"})
 
 STOPWORDS = frozenset(
     """a about above after again against all am an and any are aren't as at be because been before being below
@@ -27,10 +38,57 @@ STOPWORDS = frozenset(
 _stemmer = snowballstemmer.stemmer("english")
 
 
+@dataclass(frozen=True)
+class Cleaned:
+    text: str
+    removed: int  # dangerous characters dropped
+    invalid: int  # lone surrogates replaced by U+FFFD
+
+
+def scrub(text: str) -> Cleaned:
+    """NFC text with every line break as \\n, dangerous characters removed and invalid ones replaced (counted)."""
+    text, invalid = _SURROGATE.subn("\ufffd", text)
+    text, removed = _DANGEROUS.subn("", text)
+    text = _BREAK.sub("\n", unicodedata.normalize("NFC", text))
+    return Cleaned(text.strip(), removed, invalid)
+
+
 def clean_text(text: str) -> str:
-    """Drop control and bidi-override characters; keep everything a reader needs."""
-    text = unicodedata.normalize("NFC", text)
-    return _CONTROL.sub("", text).replace("\r\n", "\n").strip()
+    return scrub(text).text
+
+
+def one_line(text: str) -> str:
+    """Text that can never start a line of its own (no code point str.splitlines() breaks at)."""
+    return _BREAK_RUN.sub(" ", text).strip()
+
+
+def header_field(value: object) -> str:
+    """A provenance-header field that cannot forge another field or line: one line, look-alike separators."""
+    return one_line(str(value)).translate(_HEADER_SEPARATORS)
+
+
+def bounded(text: str, limit: int) -> str:
+    """At most `limit` characters of text, with a visible marker of what was left out."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]} [... {len(text) - limit} more characters]"
+
+
+def normalize_id(value: object) -> str:
+    """An id handed to an API, cleaned exactly as a stored one is (NFC, one line), so both meet."""
+    if not isinstance(value, str):
+        raise ValueError(f"an id must be a string, got {type(value).__name__}")
+    return one_line(scrub(value).text)
+
+
+def clean_query(query: object) -> str:
+    """A query as the address plane reads it; ValueError (one line) when there is nothing to search for."""
+    if not isinstance(query, str):
+        raise ValueError(f"query must be a string, got {type(query).__name__}")
+    query = clean_text(query)
+    if not query:
+        raise ValueError("query must be a non-empty string")
+    return query
 
 
 @lru_cache(maxsize=200_000)

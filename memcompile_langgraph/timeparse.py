@@ -134,9 +134,9 @@ def _parse_session_time(raw: str) -> str | None:
         moment = _parse_known_formats(raw)
         if moment is None and _HAS_YEAR.search(raw):
             moment = _dateutil_parser.parse(raw)
+        return moment.isoformat() if moment else None  # inside: an offset of 24 h or more fails only here
     except (ValueError, OverflowError, TypeError):
         return None
-    return moment.isoformat() if moment else None
 
 
 def _parse_known_formats(raw: str) -> datetime | None:

@@ -11,6 +11,7 @@ class InvalidUserId(ValueError):
 
 
 def validate_user_id(user_id: object) -> str:
+    """The user id in NFC (one user, however its characters were composed); InvalidUserId when unusable."""
     if not isinstance(user_id, str):
         raise InvalidUserId(f"user id must be a string, got {type(user_id).__name__}")
     if not user_id.strip():
@@ -19,4 +20,4 @@ def validate_user_id(user_id: object) -> str:
         raise InvalidUserId(f"user id longer than {MAX_USER_ID} characters")
     if any(unicodedata.category(ch) in ("Cc", "Cf", "Cs") for ch in user_id):
         raise InvalidUserId("user id contains control or format characters")
-    return user_id
+    return unicodedata.normalize("NFC", user_id)

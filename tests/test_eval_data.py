@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from memcompile_langgraph.build import coerce_turn
+from memcompile_langgraph.turn_input import coerce_turn
 from memcompile_langgraph.eval.locomo import load_locomo, parse_evidence
 from memcompile_langgraph.eval.longmemeval import load_longmemeval
 from memcompile_langgraph.loaders import UnusableInput

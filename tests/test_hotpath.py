@@ -27,7 +27,7 @@ LATER = [
 NEXT = [
     {"speaker": "Bob", "text": "same day again", "time": "21 March 2024"},
     {"speaker": "Ann", "text": "into session 3", "session": 3},
-    {"speaker": "Ann", "text": "into session 3", "session": 3},  # a duplicate within the batch
+    {"speaker": "Ann", "text": "into session 3", "session": 3},  # said twice: two turns (issue 13, family 5)
     {"speaker": "Ann", "text": "late line about kayaks", "time": "9 March 2024"},  # stored in an earlier call
     {"speaker": "Bob", "text": "one more", "time": "22 March 2024", "dia_id": "D6:1"},  # taken
 ]
@@ -69,7 +69,7 @@ def test_incremental_counts_agree_with_a_reload_after_deletes_and_adds(tmp_path)
     assert live.last_session == 6
     again, fresh = packetize(NEXT, live, "u"), packetize(NEXT, reloaded, "u")
     assert again.packets == fresh.packets and again.counts == fresh.counts
-    assert [p.dia_id for p in again.packets] == ["D6:2", "D3:7"] and again.counts["already_stored"] == 2
+    assert [p.dia_id for p in again.packets] == ["D6:2", "D3:7", "D3:8"] and again.counts["already_stored"] == 1
     assert again.counts["skipped_duplicate_dia_id"] == 1 and live.session_packets[3] == 5  # packetize only reads the index
 
 

@@ -29,22 +29,35 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.debug else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    from ..loaders import UnusableInput
-    from ..store.protocols import StoreError
-    from ..users import InvalidUserId
-
     try:
         return int(args.func(args) or 0)
-    except (UsageError, UnusableInput, InvalidUserId, StoreError, ValueError, OSError, sqlite3.DatabaseError) as exc:
-        if args.debug:
-            raise
-        if isinstance(exc, sqlite3.DatabaseError):  # a damaged or foreign file where the store's database should be
-            exc = f"store {getattr(args, 'store', '')!s}: {exc}"
-        print(f"memcompile: error: {exc}".splitlines()[0], file=sys.stderr)
-        return 2
     except KeyboardInterrupt:
         print("memcompile: interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:  # never a traceback (unless --debug): one line, 2 for the user's input or store
+        if args.debug:
+            raise
+        line, code = error_line(exc, getattr(args, "store", None))
+        print(line, file=sys.stderr)
+        return code
+
+
+def error_line(exc: Exception, store: str | None) -> tuple[str, int]:
+    """The one line a failed command prints, and its exit code: 2 when the input, the arguments or the store are
+    at fault, 1 for anything else (a bug: --debug shows its traceback)."""
+    from ..store.protocols import StoreError
+
+    where = f"store {store}: " if store else ""
+    if isinstance(exc, sqlite3.DatabaseError):  # a damaged or foreign file where the store's database should be
+        message, code = f"{where}{exc}", 2
+    elif type(exc).__module__.split(".")[0] == "chromadb":  # the vector store's files could not be used
+        message, code = f"{where}vector store: {exc or type(exc).__name__}", 2
+    elif isinstance(exc, (UsageError, ValueError, OSError, StoreError)):  # UnusableInput, InvalidUserId: ValueErrors
+        message, code = str(exc) or type(exc).__name__, 2
+    else:
+        message, code = f"internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)", 1
+    lines = message.strip().splitlines() or [""]
+    return f"memcompile: error: {lines[0]}", code
 
 
 if __name__ == "__main__":

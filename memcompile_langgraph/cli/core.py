@@ -10,7 +10,10 @@ import time
 from .llm_args import add_llm_args, build_answer_llm, build_llm
 
 # counted conditions of stored turns the user should hear about (kept, but not exactly as given)
-WARNINGS = ("unparsed_time", "cleaned_text", "invalid_utf8", "trimmed_for_extraction", "trimmed_for_embedding")
+WARNINGS = (
+    "unparsed_time", "cleaned_text", "invalid_utf8", "invalid_unicode", "trimmed_speaker", "trimmed_for_extraction",
+    "trimmed_for_embedding",
+)
 
 
 def add_store_args(p: argparse.ArgumentParser, user: bool = True) -> None:
@@ -22,13 +25,12 @@ def add_store_args(p: argparse.ArgumentParser, user: bool = True) -> None:
 
 def open_memory(args: argparse.Namespace, store: str | None = None, create: bool = False):
     """The store of the command; only commands that write (ingest) may create it."""
-    from pathlib import Path
-
     from ..memory import MemCompile
+    from ..store.layout import check_store_path
     from . import UsageError
 
-    path = store if store is not None else args.store
-    if not create and not Path(path).is_dir():
+    path = check_store_path(store if store is not None else args.store)
+    if not create and not path.is_dir():
         raise UsageError(f"no store at {path} (create one with `memcompile ingest FILE --store {path}`)")
     return MemCompile(
         path,

@@ -2,16 +2,17 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 
 def cmd_forget(args: argparse.Namespace) -> int:
     from ..memory import MemCompile
+    from ..store.layout import check_store_path
+    from ..text import normalize_id
     from ..users import validate_user_id
     from . import UsageError
 
     validate_user_id(args.user)
-    if not Path(args.store).is_dir():
+    if not check_store_path(args.store).is_dir():
         raise UsageError(f"no store at {args.store}")  # forgetting must not create one
     mem = MemCompile(args.store, dense=False, chroma_url=args.chroma_url)  # no embedding model needed to delete
     try:
@@ -19,7 +20,7 @@ def cmd_forget(args: argparse.Namespace) -> int:
             stored = set(mem.index(args.user).by_dia)
             removed = mem.delete_turns(args.user, args.turn)
             print(f"{args.user}: removed {removed} turns with their descriptors and vectors")
-            unknown = [d for d in dict.fromkeys(args.turn) if d not in stored]
+            unknown = [d for d in dict.fromkeys(args.turn) if normalize_id(d) not in stored]
             if unknown:
                 print(f"   not stored: {', '.join(unknown)}")
             return 0

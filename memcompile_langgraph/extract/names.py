@@ -12,6 +12,7 @@ WORD_LIKE_NAMES = frozenset(
     "will may mark rose grace joy hope faith bill art june april august summer dawn sky sunny jack pat sue frank "
     "rich victor sandy holly ivy daisy amber crystal autumn river storm bob jean gene chase".split()
 )
+MAX_NICKNAME = 12  # longest prefix taken as a nickname (a 200-character name made 197 alternatives per regex)
 # Openers stripped from a sentence: the first group always, the second only before punctuation or a name.
 _OPENER = r"(?:oh|ooh|wow|whoa|woah|hey|hi|hello|yay|aw+|omg|um+|hmm+|btw|ha(?:ha)+|lol|yeah|yep|yup)"
 _OPENER_PUNCT = (
@@ -35,7 +36,7 @@ class Names:
         for key, name in self.lookup.items():
             if " " in key:
                 continue
-            for end in range(3, len(key)):
+            for end in range(3, min(len(key), MAX_NICKNAME + 1)):
                 prefix = key[:end]
                 prefixes[prefix] = name if prefixes.get(prefix, name) == name else None
         self.nicknames = {k: v for k, v in prefixes.items() if v and k not in self.lookup and k not in STOPWORDS}

@@ -2,9 +2,8 @@
 
 recall: compiles memory for the last human message and adds one system message with the compiled context
 (the previous recall message is removed, so the history holds one current memory message).
-remember: stores the human and assistant messages since the last remember as turns. Each turn's dia_id is
-derived from its message id, so a message already in the store marks where the last remember stopped and
-nothing is stored twice, across threads and processes alike.
+remember: stores every human and assistant message not stored yet as a turn. Each turn's dia_id is derived
+from its message id, so nothing is stored twice, across threads and processes alike.
 """
 from __future__ import annotations
 
@@ -17,6 +16,7 @@ from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, RemoveM
 from langchain_core.runnables import RunnableConfig
 
 from ..records import stable_hash
+from ..text import clean_text
 from .retriever import packet_documents, resolve_k
 from .run_settings import run_setting
 
@@ -50,7 +50,7 @@ def make_recall_node(mem: Any, *, k: int | None = None) -> Callable[..., dict[st
     def recall(state: Any, config: Optional[RunnableConfig] = None, runtime: Any = None) -> dict[str, Any]:
         messages = _messages(state)
         human = next((m for m in reversed(messages) if isinstance(m, HumanMessage)), None)
-        question = human.text.strip() if human is not None else ""
+        question = clean_text(human.text) if human is not None else ""
         if not question:
             return {}
         user = run_setting("user_id", config, runtime, "default")
@@ -95,18 +95,15 @@ def make_remember_node(mem: Any, *, user_name: str = "User", assistant_name: str
         user = run_setting("user_id", config, runtime, "default")
         names = (run_setting("user_name", config, runtime, user_name), run_setting("assistant_name", config, runtime, assistant_name))
         stored = mem.index(user).by_dia
-        pending = []
-        for position in range(len(messages) - 1, -1, -1):
-            message = messages[position]
-            if not _storable(message):
-                continue
-            dia_id = turn_dia_id(message, position)
-            if dia_id in stored:
-                break  # everything before it was stored by an earlier remember
-            pending.append({"speaker": _speaker(message, *names), "text": message.text, "dia_id": dia_id})
+        # every message not stored yet, wherever it is (a stored one is no sign that those before it were stored)
+        pending = [
+            {"speaker": _speaker(message, *names), "text": message.text, "dia_id": turn_dia_id(message, position)}
+            for position, message in enumerate(messages)
+            if _storable(message) and turn_dia_id(message, position) not in stored
+        ]
         if pending:
             now = datetime.now().isoformat(timespec="seconds")
-            mem.add_turns([{**turn, "time": now} for turn in reversed(pending)], user_id=user)
+            mem.add_turns([{**turn, "time": now} for turn in pending], user_id=user)
         return {}
 
     remember.__name__ = "remember"

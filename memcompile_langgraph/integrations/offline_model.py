@@ -16,7 +16,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from ..text import term_set
 
 DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
-_HEADER = re.compile(r"^\[(?P<dia>[^\]]+)\] (?P<speaker>.*?) \| (?P<when>.*?) \| session \d+$")
+_HEADER = re.compile(r"^\[(?P<dia>[^\]]+)\] (?P<speaker>[^|]*?)(?: \| (?P<when>[^|]*?))? \| session \d+$")
 NOTED = "Noted, I will remember that."
 UNKNOWN = "I have nothing in memory about that yet."
 
@@ -30,7 +30,7 @@ def memory_claims(messages: list[BaseMessage]) -> list[tuple[str, str, str]]:
         dia = when = None
         for line in m.text.splitlines():
             if head := _HEADER.match(line):
-                dia, when = head["dia"], head["when"][:10]
+                dia, when = head["dia"], (head["when"] or "")[:10]
             elif dia and line.startswith("- "):
                 out.append((dia, when, line[2:]))
     return out

@@ -9,6 +9,7 @@ from pydantic import ConfigDict, Field, field_validator
 from ..evidence.render import render_block
 from ..memory import MemCompile
 from ..records import CompiledContext
+from ..text import clean_text
 from ..users import validate_user_id
 
 METADATA_KEYS = ("dia_id", "speaker", "session", "time", "packet_id", "score", "rank", "source")
@@ -49,15 +50,15 @@ class MemCompileRetriever(BaseRetriever):
 
     def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun, k: int | None = None) -> list[Document]:
         limit = resolve_k(k, self.k)
-        if not query.strip():
-            return []  # an empty question matches no memory
+        if not clean_text(query):
+            return []  # an empty question (spaces, or only characters the store removes) matches no memory
         return packet_documents(self.memory, self.user_id, self.memory.compile(query, self.user_id))[:limit]
 
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, k: int | None = None
     ) -> list[Document]:
         limit = resolve_k(k, self.k)
-        if not query.strip():
+        if not clean_text(query):
             return []
         ctx = await self.memory.acompile(query, self.user_id)
         return packet_documents(self.memory, self.user_id, ctx)[:limit]

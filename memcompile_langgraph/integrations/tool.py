@@ -9,6 +9,7 @@ from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, Field
 
 from ..memory import MemCompile
+from ..text import clean_text
 from ..users import validate_user_id
 from .retriever import packet_documents, resolve_k
 from .run_settings import run_setting
@@ -34,7 +35,7 @@ def make_search_memory_tool(mem: MemCompile, *, user_id: str | None = None, k: i
         validate_user_id(user_id)
 
     def answer(query: str, config: RunnableConfig) -> tuple[str, list[dict[str, Any]]]:
-        if not query.strip():
+        if not clean_text(query):  # nothing but spaces or characters the store removes
             return "The query is empty: say what to look up.", []
         user = user_id or run_setting("user_id", config, None, "default")
         docs = packet_documents(mem, user, mem.compile(query, user_id=user))[:k]

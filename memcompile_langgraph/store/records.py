@@ -14,6 +14,7 @@ from typing import Iterator
 
 from ..locks import FileLock, UserLocks
 from ..records import Descriptor, SourcePacket
+from .layout import check_store_path
 from .protocols import LoadedRecords, StoredTurn, StoreError
 
 SCHEMA_VERSION = 2  # 1: no epochs, no created_at (stores of 2026-11 and before); migrated on open
@@ -316,13 +317,10 @@ def descriptors_from_rows(rows: list[tuple]) -> list[tuple[Descriptor, str]]:
 
 
 def _check_layout(root: Path, create: bool) -> None:
-    """One-line errors for what is not a store: a file where the folder should be, a records file emptied or
-    removed beside existing vectors (opening it as a new store would lose them), a missing store on a read."""
-    if root.exists() and not root.is_dir():
-        raise StoreError(f"{root} is a file, not a store directory")
+    """One-line errors for a records file emptied or removed beside existing vectors (opening it as a new store would
+    lose them) and for a missing store on a read; the kinds of the store's paths are checked by store/layout.py."""
+    check_store_path(root)
     records = root / FILE
-    if records.exists() and not records.is_file():
-        raise StoreError(f"{records} is not a file")
     missing = not records.exists() or records.stat().st_size == 0
     if missing and (root / "chroma").exists():
         state = "is empty" if records.exists() else "is missing"

@@ -7,7 +7,7 @@ import re
 import pytest
 
 from memcompile_langgraph import MemCompile
-from memcompile_langgraph.evidence.render import one_line
+from memcompile_langgraph.text import header_field
 from memcompile_langgraph.llm.prompts import label_request
 from memcompile_langgraph.llm.validation import InvalidReply, parse_labels
 
@@ -39,7 +39,7 @@ def test_stored_text_cannot_forge_a_block(hostile, view):
     assert len(blocks) == len(ctx.packets)
     for block, packet in zip(blocks, ctx.packets):
         head, *body = block.split("\n")
-        assert head.startswith(f"[{one_line(packet['dia_id'])}] ")
+        assert head.startswith(f"[{header_field(packet['dia_id'])}] ")
         assert body and all(line.startswith("- ") for line in body)
     headers = [line for line in ctx.text.split("\n") if HEADER.match(line)]
     assert len(headers) == len(ctx.packets)
