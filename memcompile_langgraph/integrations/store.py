@@ -40,7 +40,7 @@ from langgraph.store.base import (
     validate_op_namespace,
 )
 
-from ..build import coerce_turn
+from ..turn_input import coerce_turn
 from ..memory import MemCompile
 from ..records import SourcePacket
 from ..store.protocols import StoredTurn

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from ..build import BadTurn, coerce_turn
+from ..turn_input import BadTurn, coerce_turn
 from ..records import SourcePacket
 
 ROLES = {"user": "user", "human": "user", "assistant": "assistant", "ai": "assistant"}
