@@ -40,6 +40,7 @@ def open_memory(args: argparse.Namespace, store: str | None = None, create: bool
 
 def cmd_demo(args: argparse.Namespace) -> int:
     from ..demo_data import QUESTIONS, demo_turns
+    from ..integrations.extractive import answer, parse_claims
     from ..memory import MemCompile
 
     with tempfile.TemporaryDirectory(prefix="memcompile-demo-") as tmp:
@@ -48,12 +49,16 @@ def cmd_demo(args: argparse.Namespace) -> int:
             print("(no embedding model found: dense channel off; set MEMCOMPILE_MODEL_DIR)")
         counts = mem.add_turns(demo_turns(), user_id="demo", progress=True)
         stats = mem.stats("demo")
-        print(f"stored {counts['stored']} turns -> {stats['descriptors']} descriptors in {stats['cells']} Cells\n")
+        print(f"stored {counts['stored']} turns -> {stats['descriptors']} descriptors in {stats['cells']} Cells")
+        print("answers are quoted from the compiled context by an offline extractive reader (no language model)\n")
         for q in QUESTIONS:
             ctx = mem.compile(q, user_id="demo")
             ms = sum(v.get("ms", 0) for v in ctx.trace.values())
-            print(f"Q: {q}\n   {len(ctx.packets)} packets, {ms:.1f} ms\n")
-            print("   " + ctx.text.replace("\n", "\n   ") + "\n")
+            found = answer(q, parse_claims(ctx.text), mem.embeddings)
+            print(f"Q: {q}\nA: {found.render() if found else '(nothing in the context answers it)'}")
+            print(f"   context: {len(ctx.packets)} packets in {ms:.1f} ms: {', '.join(p['dia_id'] for p in ctx.packets)}\n")
+            if args.context:
+                print("   " + ctx.text.replace("\n", "\n   ") + "\n")
         mem.close()
     return 0
 
@@ -134,6 +139,7 @@ def cmd_graph(args: argparse.Namespace) -> int:
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("demo", help="offline demo: ingest a small conversation and compile a few questions")
     p.add_argument("--store", default=None, help="keep the demo store here (default: a temporary folder)")
+    p.add_argument("--context", action="store_true", help="also print each compiled context")
     p.set_defaults(func=cmd_demo)
 
     p = sub.add_parser("ingest", help="store a LoCoMo JSON or JSONL turn file")
