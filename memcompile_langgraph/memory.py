@@ -26,7 +26,7 @@ from .query_graph import build_query_graph
 from .records import CompiledContext, Descriptor, Intent, SourcePacket
 from .store.embeddings import default_embeddings
 from .store.records import REEMBEDDING, RecordStore
-from .store.vectors import VectorStore
+from .store.stats import open_vectors, user_stats
 from .users import validate_user_id
 
 log = logging.getLogger(__name__)
@@ -61,9 +61,7 @@ class MemCompile:
         self.llm = llm
         self.answer_llm = answer_llm if answer_llm is not None else llm
         self.records = RecordStore(self.path)
-        # on a shared Chroma server, collections are named per store so two stores never meet
-        namespace = f"mc{self.records.store_id()[:12]}" if chroma_url else None
-        self.vectors = VectorStore(self.path, url=chroma_url, namespace=namespace)
+        self.vectors = open_vectors(self.path, self.records, chroma_url)
         self.embeddings = (embeddings or default_embeddings()) if dense else None
         self.embedding_id = embedding_identity(self.embeddings)
         offline_extractor, offline_scheduler = HeuristicExtractor(self.config.max_keywords), DeterministicScheduler(self.config)
@@ -308,13 +306,7 @@ class MemCompile:
     # --- records ---------------------------------------------------------------------------------
     def stats(self, user_id: str = "default") -> dict[str, Any]:
         validate_user_id(user_id)
-        out: dict[str, Any] = dict(self.records.counts(user_id))
-        out["counters"] = self.records.counters(user_id)
-        out["vectors"] = len(self.vectors.ids(user_id)) if self.embeddings is not None else 0
-        # which model made them; stale ones are re-embedded at the user's next add_turns
-        out["vector_model"] = {"recorded": self.records.embedding(user_id), "current": not self.foreign_vectors(user_id)}
-        out["usage"] = self.usage(user_id)
-        return out
+        return user_stats(self.records, lambda u: len(self.vectors.ids(u)), self.llm_store, user_id, self.embedding_id)
 
     def usage(self, user_id: str = "default") -> dict[str, Any]:
         """LLM token ledger per stage and phase (construction / query / evaluation); empty without LLM stages."""

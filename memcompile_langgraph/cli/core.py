@@ -13,23 +13,34 @@ from .llm_args import add_llm_args, build_answer_llm, build_llm
 WARNINGS = ("unparsed_time", "cleaned_text", "invalid_utf8", "trimmed_for_extraction", "trimmed_for_embedding")
 
 
-def add_store_args(p: argparse.ArgumentParser, user: bool = True) -> None:
-    p.add_argument("--store", required=True, help="store directory (created when missing)")
-    if user:
-        p.add_argument("--user", default=None, help="user id (default: each LoCoMo sample_id, else 'default')")
-    p.add_argument("--chroma-url", default=None, help="keep vectors in a Chroma server, e.g. http://127.0.0.1:8000")
+def add_store_args(p: argparse.ArgumentParser, create: bool = False) -> None:
+    """--store, --user and --chroma-url; only a command that writes (ingest) creates a missing store."""
+    if create:
+        p.add_argument("--store", required=True, help="store directory (created when missing)")
+        p.add_argument("--user", default=None, help="user id of every turn (default: each LoCoMo conversation's "
+                                                     "sample_id; 'default' for a JSONL file)")
+    else:
+        p.add_argument("--store", required=True, help="an existing store directory (made by `memcompile ingest`)")
+        p.add_argument("--user", default="default", help="whose memory (default: 'default')")
+    p.add_argument("--chroma-url", default=None, help="the Chroma server holding the vectors, e.g. http://127.0.0.1:8000")
+
+
+def require_store(path: str) -> None:
+    from pathlib import Path
+
+    from . import UsageError
+
+    if not Path(path).is_dir():
+        raise UsageError(f"no store at {path} (create one with `memcompile ingest FILE --store {path}`)")
 
 
 def open_memory(args: argparse.Namespace, store: str | None = None, create: bool = False):
     """The store of the command; only commands that write (ingest) may create it."""
-    from pathlib import Path
-
     from ..memory import MemCompile
-    from . import UsageError
 
     path = store if store is not None else args.store
-    if not create and not Path(path).is_dir():
-        raise UsageError(f"no store at {path} (create one with `memcompile ingest FILE --store {path}`)")
+    if not create:
+        require_store(path)
     return MemCompile(
         path,
         llm=build_llm(args),
@@ -99,30 +110,11 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
 def cmd_query(args: argparse.Namespace) -> int:
     mem = open_memory(args)
-    ctx = mem.compile(args.query, user_id=args.user or "default", view=args.view)
+    ctx = mem.compile(args.query, user_id=args.user, view=args.view)
     if args.json:
         print(json.dumps({"context": ctx.text, "packets": [{k: p[k] for k in ("dia_id", "speaker", "session", "time", "score")} for p in ctx.packets], "trace": ctx.trace}, indent=2))
     else:
         print(ctx.text or "(no memory matched)")
-    mem.close()
-    return 0
-
-
-def cmd_stats(args: argparse.Namespace) -> int:
-    mem = open_memory(args)
-    users = [args.user] if args.user else mem.users()
-    out = {u: mem.stats(u) for u in users}
-    if args.json:
-        print(json.dumps(out if not args.user else out[args.user], indent=2))
-    else:
-        for u, s in out.items():
-            stale = "" if s["vector_model"]["current"] or not s["vectors"] else " (another model's: re-embedded at the next ingest)"
-            print(f"{u}: {s['packets']} packets, {s['descriptors']} descriptors, {s['cells']} Cells, {s['sessions']} sessions, {s['vectors']} vectors{stale}")
-            for k, v in s["counters"].items():
-                print(f"   {k}: {v}")
-            for stage, u in s["usage"]["stages"].items():
-                print(f"   LLM {stage} ({u['phase']}): {u['calls']} calls, {u['cache_hits']} cache hits, "
-                      f"{u['prompt_tokens']} prompt + {u['completion_tokens']} completion tokens")
     mem.close()
     return 0
 
@@ -143,25 +135,21 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_demo)
 
     p = sub.add_parser("ingest", help="store a LoCoMo JSON or JSONL turn file")
-    p.add_argument("file")
-    add_store_args(p)
+    p.add_argument("file", help='a LoCoMo file (locomo10.json format) or JSONL, one turn a line: {"speaker", "text", '
+                                '"time", "session", "dia_id", ...}')
+    add_store_args(p, create=True)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     add_llm_args(p)
     p.set_defaults(func=cmd_ingest)
 
     p = sub.add_parser("query", help="print the compiled context for a question")
-    p.add_argument("query")
+    p.add_argument("query", help="the question to compile a context for")
     add_store_args(p)
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="context, packets (dia_id, speaker, session, time, score) and trace")
     p.add_argument("--view", choices=("bundle", "raw", "claim"), default="bundle", help="reader view (Table 4)")
     add_llm_args(p)
     p.set_defaults(func=cmd_query)
 
-    p = sub.add_parser("stats", help="counts per user")
-    add_store_args(p)
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(func=cmd_stats)
-
     p = sub.add_parser("graph", help="print the query graph (or --ingest graph) as Mermaid")
-    p.add_argument("--ingest", action="store_true")
+    p.add_argument("--ingest", action="store_true", help="the build plane (packetize ... index) instead of the query plane")
     p.set_defaults(func=cmd_graph)
