@@ -6,7 +6,8 @@ A block that needs something names it on the line before its fence, `<!-- docs-t
 - openai: a loopback OpenAI-compatible server (tests/openai_server.py) through OPENAI_BASE_URL / OPENAI_API_KEY;
 - chroma-server, langgraph-dev: the real server on a free port; the README's port (8000, 2024) is replaced by it,
   and a line of the block that starts the server itself is run as that server, until the block's other lines end;
-- locomo: `locomo10.json` in the working directory (stand-in: the first conversation of the LoCoMo dev split);
+- locomo: `locomo10.json` in the working directory (stand-in: the first conversation of the LoCoMo dev split, cut
+  to its first sessions and the questions about them, so every block runs in seconds);
 - install: installs the package into the running environment (CI's own install step, .ci/run, runs it verbatim).
 A need without a stand-in here is reported as skipped with the reason, never as passed.
 """
@@ -42,6 +43,7 @@ SKIPPED = {  # needs with no stand-in: reported as skipped with this reason
     "install": "installs the package into the environment running the tests; CI's install step runs it verbatim",
     "postgres": "no PostgreSQL stand-in in the docs test yet",
 }
+STAND_IN_SESSIONS = 4  # of the LoCoMo stand-in: 76 turns of conv-26
 STAND_INS = {"openai", "locomo", *SERVERS}
 
 
@@ -98,6 +100,15 @@ def workdir(tmp_path_factory) -> Path:
     return tmp
 
 
+def first_sessions(sample: dict, sessions: int = STAND_IN_SESSIONS) -> dict:
+    """A LoCoMo conversation cut to its first sessions, with the questions whose evidence all lies in them."""
+    kept = {f"D{n}" for n in range(1, sessions + 1)}
+    conv = {k: v for k, v in sample["conversation"].items()
+            if not k.startswith("session_") or int(k.split("_")[1]) <= sessions}
+    qa = [q for q in sample["qa"] if q.get("evidence") and all(str(e).split(":")[0] in kept for e in q["evidence"])]
+    return {**sample, "conversation": conv, "qa": qa}
+
+
 def base_env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"  # this environment's memcompile
@@ -128,7 +139,7 @@ def stand_ins(block: Block, workdir: Path, env: dict[str, str]) -> Iterator[str]
         if "locomo" in block.needs and not (workdir / "locomo10.json").exists():
             if not LOCOMO.is_file():
                 pytest.skip(f"needs locomo: the LoCoMo dev split is not at {LOCOMO}")
-            (workdir / "locomo10.json").write_text(json.dumps(json.loads(LOCOMO.read_text())[:1]))
+            (workdir / "locomo10.json").write_text(json.dumps([first_sessions(json.loads(LOCOMO.read_text())[0])]))
         for need in (n for n in block.needs if n in SERVERS):
             documented, start, ready = SERVERS[need]
             port = free_port()
@@ -137,7 +148,7 @@ def stand_ins(block: Block, workdir: Path, env: dict[str, str]) -> Iterator[str]
             own = [line for line in lines if is_server_line(line, need)]
             if own:  # the block starts the server itself: that line is the server
                 code = "\n".join(line for line in lines if line not in own) + "\n"
-                cmd = ["bash", "-c", "exec " + own[0]]
+                cmd = ["bash", "-c", own[0]]  # stopped with its process group
             elif need == "chroma-server":
                 cmd = ["chroma", "run", "--path", str(workdir / "chroma-stand-in"), "--host", "127.0.0.1", "--port", str(port)]
             else:
