@@ -78,7 +78,8 @@ def test_every_argument_of_every_command_says_what_it_is():
 
 def test_stats_says_singular_and_plural_and_what_its_counters_mean(tmp_path, capsys):
     turns = tmp_path / "one.jsonl"
-    turns.write_text(json.dumps({"speaker": "Ann", "text": "Thanks! How is Biscuit doing?", "time": "2024-01-02T10:00"}) + "\n")
+    turn = {"speaker": "Ann", "text": "Thanks! How is Biscuit doing?", "time": "2024-01-02T10:00"}  # no claim in it
+    turns.write_text(json.dumps(turn) + "\n")
     store = str(tmp_path / "s")
     assert main(["ingest", str(turns), "--store", store, "--user", "ann", "--quiet"]) == 0
     capsys.readouterr()

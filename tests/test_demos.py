@@ -36,7 +36,8 @@ def answers(out: str) -> dict[str, str]:
 def assert_answered(found: dict[str, str]) -> None:
     assert set(found) == set(DEMO_ANSWERS)
     for question, (dia_id, words) in DEMO_ANSWERS.items():
-        assert found[question].startswith(f"From memory [{dia_id}], quoted by the offline reader: "), (question, found[question])
+        prefix = f"From memory [{dia_id}], quoted by the offline reader: "
+        assert found[question].startswith(prefix), (question, found[question])
         assert words in found[question], (question, found[question])
 
 
@@ -62,9 +63,11 @@ def test_chat_agent_demo_recalls_across_conversations(tmp_path):
     later = out.split("=== conversation 'next-month' ===")[1]
     replies = [line for line in later.splitlines() if line.startswith("Aria: ")]
     assert len(replies) == 3 and all(r.startswith("Aria: From memory [m-") for r in replies)
-    for reply, words in zip(replies, ("beagle named Biscuit", "pottery class at the community center", "run the half marathon")):
+    expected = ("beagle named Biscuit", "pottery class at the community center", "run the half marathon")
+    for reply, words in zip(replies, expected):
         assert words in reply, reply
-    assert "(recalled: nothing)" in out.split("=== conversation 'friday' ===")[0]  # the very first message: empty memory
+    # the very first message: empty memory
+    assert "(recalled: nothing)" in out.split("=== conversation 'friday' ===")[0]
     assert "memory of 'tom': 12 turns" in out
     assert (tmp_path / "mem" / "memcompile.sqlite3").is_file()
 

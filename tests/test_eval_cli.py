@@ -80,7 +80,9 @@ def test_report_has_every_key_and_agrees_with_the_results(locomo_run):
 def test_report_md_and_plots(locomo_run):
     md = (locomo_run / "report.md").read_text()
     run, paper = md.split("## Reported by the paper, LLM stages, gpt-4o-mini")
-    for heading in ("This run", "Gold Recall by category", "Pipeline paths", "Controlled selection", "Reader views", "Pools and latency"):
+    headings = ("This run", "Gold Recall by category", "Pipeline paths", "Controlled selection", "Reader views",
+                "Pools and latency")
+    for heading in headings:
         assert f"## {heading}" in run
     assert "- measured on: `" in run and "2 dialogues (mini-1, mini-2), 13 questions" in run
     assert "- weights tuned on these questions: no:" in run  # the mini file is none of the dev split's conversations

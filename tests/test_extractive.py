@@ -1,4 +1,5 @@
 """The offline extractive reader: which claim answers a question, read from rendered context blocks."""
+
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -20,10 +21,16 @@ def test_demo_questions_are_answered_from_the_turns_that_say_it(embeddings):
 
 
 def test_headers_with_an_empty_or_missing_time_still_give_their_claims():
-    text = "[D1:2] Bob |  | session 1\n- Bob owns a kayak.\n\n[D1:3] Ann | session 2\n- Ann sold it.\n\n" \
-           "[D2:1] Cy | 2024-05-03 11:05 | session 3\n- Cy moved to Oslo.\n- Cy asked: is it cold?"
-    assert parse_claims(text) == [Claim("D1:2", "", "Bob owns a kayak."), Claim("D1:3", "", "Ann sold it."),
-                                  Claim("D2:1", "2024-05-03", "Cy moved to Oslo."), Claim("D2:1", "2024-05-03", "Cy asked: is it cold?")]
+    text = (
+        "[D1:2] Bob |  | session 1\n- Bob owns a kayak.\n\n[D1:3] Ann | session 2\n- Ann sold it.\n\n"
+        "[D2:1] Cy | 2024-05-03 11:05 | session 3\n- Cy moved to Oslo.\n- Cy asked: is it cold?"
+    )
+    assert parse_claims(text) == [
+        Claim("D1:2", "", "Bob owns a kayak."),
+        Claim("D1:3", "", "Ann sold it."),
+        Claim("D2:1", "2024-05-03", "Cy moved to Oslo."),
+        Claim("D2:1", "2024-05-03", "Cy asked: is it cold?"),
+    ]
 
 
 def test_questions_and_restatements_are_no_answers_but_mark_the_turn():

@@ -11,6 +11,7 @@ A block that needs something names it on the line before its fence, `<!-- docs-t
 - install: installs the package into the running environment (CI's own install step, .ci/run, runs it verbatim).
 A need without a stand-in here is reported as skipped with the reason, never as passed.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -87,9 +88,13 @@ def test_readme_fences_are_all_run_or_plainly_not_code():
 
 
 def test_needs_markers_parse():
-    text = "x\n<!-- docs-test: needs openai, locomo -->\n```bash\necho hi\n```\n```python\nprint(1)\n```\n```mermaid\ng\n```\n"
-    assert readme_blocks(text) == [Block(3, "bash", "echo hi\n", ("openai", "locomo")), Block(6, "python", "print(1)\n", ()),
-                                   Block(9, "mermaid", "g\n", ())]
+    text = ("x\n<!-- docs-test: needs openai, locomo -->\n```bash\necho hi\n```\n"
+            "```python\nprint(1)\n```\n```mermaid\ng\n```\n")
+    assert readme_blocks(text) == [
+        Block(3, "bash", "echo hi\n", ("openai", "locomo")),
+        Block(6, "python", "print(1)\n", ()),
+        Block(9, "mermaid", "g\n", ()),
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -103,8 +108,11 @@ def workdir(tmp_path_factory) -> Path:
 def first_sessions(sample: dict, sessions: int = STAND_IN_SESSIONS) -> dict:
     """A LoCoMo conversation cut to its first sessions, with the questions whose evidence all lies in them."""
     kept = {f"D{n}" for n in range(1, sessions + 1)}
-    conv = {k: v for k, v in sample["conversation"].items()
-            if not k.startswith("session_") or int(k.split("_")[1]) <= sessions}
+    conv = {
+        k: v
+        for k, v in sample["conversation"].items()
+        if not k.startswith("session_") or int(k.split("_")[1]) <= sessions
+    }
     qa = [q for q in sample["qa"] if q.get("evidence") and all(str(e).split(":")[0] in kept for e in q["evidence"])]
     return {**sample, "conversation": conv, "qa": qa}
 
@@ -150,11 +158,22 @@ def stand_ins(block: Block, workdir: Path, env: dict[str, str]) -> Iterator[str]
                 code = "\n".join(line for line in lines if line not in own) + "\n"
                 cmd = ["bash", "-c", own[0]]  # stopped with its process group
             elif need == "chroma-server":
-                cmd = ["chroma", "run", "--path", str(workdir / "chroma-stand-in"), "--host", "127.0.0.1", "--port", str(port)]
+                cmd = [
+                    "chroma",
+                    "run",
+                    "--path",
+                    str(workdir / "chroma-stand-in"),
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    str(port),
+                ]
             else:
                 pytest.skip(f"needs {need}: the block does not start it and there is no stand-in")
             log = workdir / f"{need}-{block.line}.log"
-            stack.enter_context(running(cmd, f"http://127.0.0.1:{port}{ready}", log, env=env, cwd=str(workdir), timeout=180))
+            stack.enter_context(
+                running(cmd, f"http://127.0.0.1:{port}{ready}", log, env=env, cwd=str(workdir), timeout=180)
+            )
         yield code
 
 
@@ -170,5 +189,7 @@ def test_readme_block_runs_as_written(block: Block, workdir: Path):
         script.write_text(code, encoding="utf-8")
         cmd = [sys.executable, script.name] if block.lang == "python" else ["bash", "-e", "-o", "pipefail", script.name]
         proc = subprocess.run(cmd, cwd=workdir, env=env, capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, f"README.md line {block.line}:\n{code}\n--- stdout\n{proc.stdout[-3000:]}\n--- stderr\n{proc.stderr[-3000:]}"
+    assert proc.returncode == 0, (
+        f"README.md line {block.line}:\n{code}\n--- stdout\n{proc.stdout[-3000:]}\n--- stderr\n{proc.stderr[-3000:]}"
+    )
     assert "Traceback" not in proc.stderr, proc.stderr[-3000:]

@@ -4,6 +4,7 @@ Each command runs as a fresh process (one warm-up first, so the figures are not 
 small store of the demo conversation. Wall time depends on what else the machine runs, so CPU time (user + system
 of the process) and the load average are reported beside it.
 """
+
 from __future__ import annotations
 
 import os
@@ -47,8 +48,11 @@ def time_command(argv: list[str], runs: int) -> dict[str, float]:
         if i:  # the first run is the warm-up
             walls.append(wall)
             cpus.append(_children_cpu() - cpu)
-    return {"wall_s_median": round(statistics.median(walls), 3), "wall_s_min": round(min(walls), 3),
-            "cpu_s_median": round(statistics.median(cpus), 3)}
+    return {
+        "wall_s_median": round(statistics.median(walls), 3),
+        "wall_s_min": round(min(walls), 3),
+        "cpu_s_median": round(statistics.median(cpus), 3),
+    }
 
 
 def run_startup(runs: int = 5, log: Callable[[str], None] = lambda _: None) -> dict[str, Any]:
@@ -67,16 +71,34 @@ def run_startup(runs: int = 5, log: Callable[[str], None] = lambda _: None) -> d
             log(f"startup: memcompile {name} x{runs}")
             timed = time_command(argv, runs)
             out[name] = {**timed, "target_s": TARGETS[name], "met": timed["wall_s_median"] <= TARGETS[name]}
-    return {"machine": machine(), "runs": runs, "load_1min": [round(load_before, 2), round(os.getloadavg()[0], 2)], "commands": out}
+    return {
+        "machine": machine(),
+        "runs": runs,
+        "load_1min": [round(load_before, 2), round(os.getloadavg()[0], 2)],
+        "commands": out,
+    }
 
 
 def startup_table(report: dict[str, Any]) -> str:
     rows = [["command", "wall s median", "wall s best", "CPU s median", "target s", "met"]]
     for name, c in report["commands"].items():
-        rows.append([f"memcompile {name}", str(c["wall_s_median"]), str(c["wall_s_min"]), str(c["cpu_s_median"]),
-                     str(c["target_s"]), "yes" if c["met"] else "no"])
+        rows.append(
+            [
+                f"memcompile {name}",
+                str(c["wall_s_median"]),
+                str(c["wall_s_min"]),
+                str(c["cpu_s_median"]),
+                str(c["target_s"]),
+                "yes" if c["met"] else "no",
+            ]
+        )
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)) for r in rows]
     lo, hi = report["load_1min"]
-    return "\n".join(lines + [f"{report['runs']} runs each after a warm-up; 1-minute load {lo} -> {hi} on "
-                              f"{report['machine']['cores']} cores"])
+    return "\n".join(
+        lines
+        + [
+            f"{report['runs']} runs each after a warm-up; 1-minute load {lo} -> {hi} on "
+            f"{report['machine']['cores']} cores"
+        ]
+    )

@@ -96,7 +96,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("bench", help="speed and scale on a synthetic multi-session history (offline); --startup: CLI start-up")
+    p = sub.add_parser(
+        "bench", help="speed and scale on a synthetic multi-session history (offline); --startup: CLI start-up"
+    )
     p.add_argument("--turns", type=int, default=None, help="turns in the store when measured")
     p.add_argument("--queries", type=int, default=50, help="timed queries per size (default 50)")
     p.add_argument("--sizes", default=None, help="measure while growing through these sizes, e.g. 1000,5000,20000,100000")

@@ -22,7 +22,8 @@ def add_store_args(p: argparse.ArgumentParser, create: bool = False) -> None:
     else:
         p.add_argument("--store", required=True, help="an existing store directory (made by `memcompile ingest`)")
         p.add_argument("--user", default="default", help="whose memory (default: 'default')")
-    p.add_argument("--chroma-url", default=None, help="the Chroma server holding the vectors, e.g. http://127.0.0.1:8000")
+    p.add_argument("--chroma-url", default=None,
+                   help="the Chroma server holding the vectors, e.g. http://127.0.0.1:8000")
 
 
 def require_store(path: str) -> None:
@@ -67,7 +68,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
             ms = sum(v.get("ms", 0) for v in ctx.trace.values())
             found = answer(q, parse_claims(ctx.text), mem.embeddings)
             print(f"Q: {q}\nA: {found.render() if found else '(nothing in the context answers it)'}")
-            print(f"   context: {len(ctx.packets)} packets in {ms:.1f} ms: {', '.join(p['dia_id'] for p in ctx.packets)}\n")
+            used = ", ".join(p["dia_id"] for p in ctx.packets)
+            print(f"   context: {len(ctx.packets)} packets in {ms:.1f} ms: {used}\n")
             if args.context:
                 print("   " + ctx.text.replace("\n", "\n   ") + "\n")
         mem.close()
@@ -145,11 +147,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("query", help="print the compiled context for a question")
     p.add_argument("query", help="the question to compile a context for")
     add_store_args(p)
-    p.add_argument("--json", action="store_true", help="context, packets (dia_id, speaker, session, time, score) and trace")
+    p.add_argument("--json", action="store_true",
+                   help="context, packets (dia_id, speaker, session, time, score) and trace")
     p.add_argument("--view", choices=("bundle", "raw", "claim"), default="bundle", help="reader view (Table 4)")
     add_llm_args(p)
     p.set_defaults(func=cmd_query)
 
     p = sub.add_parser("graph", help="print the query graph (or --ingest graph) as Mermaid")
-    p.add_argument("--ingest", action="store_true", help="the build plane (packetize ... index) instead of the query plane")
+    p.add_argument("--ingest", action="store_true",
+                   help="the build plane (packetize ... index) instead of the query plane")
     p.set_defaults(func=cmd_graph)

@@ -1,4 +1,5 @@
 """`memcompile stats`: counts per user, read from the store alone (no graph is built and no model is loaded)."""
+
 from __future__ import annotations
 
 import argparse
@@ -35,9 +36,13 @@ def counter_meaning(name: str) -> str:
 
 
 def user_line(user: str, s: dict) -> str:
-    stale = "" if s["vector_model"]["current"] or not s["vectors"] else " (another model's: re-embedded at the next ingest)"
-    return (f"{user}: {plural(s['packets'], 'packet')} (stored turns), {plural(s['descriptors'], 'descriptor')} (claims), "
-            f"{plural(s['cells'], 'Cell')}, {plural(s['sessions'], 'session')}, {plural(s['vectors'], 'vector')}{stale}")
+    stale = (
+        "" if s["vector_model"]["current"] or not s["vectors"] else " (another model's: re-embedded at the next ingest)"
+    )
+    return (
+        f"{user}: {plural(s['packets'], 'packet')} (stored turns), {plural(s['descriptors'], 'descriptor')} (claims), "
+        f"{plural(s['cells'], 'Cell')}, {plural(s['sessions'], 'session')}, {plural(s['vectors'], 'vector')}{stale}"
+    )
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
@@ -58,6 +63,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
         model_dir = find_model_dir()
         identity = model_identity(model_dir)[0] if model_dir is not None else None
         users = [args.user] if args.user else records.users()
+
         def count(user: str) -> int:
             return vector_count(args.store, args.chroma_url, records, user)
 
@@ -75,19 +81,28 @@ def cmd_stats(args: argparse.Namespace) -> int:
             meaning = counter_meaning(k)
             print(f"   {k}: {v}" + (f"  ({meaning})" if meaning else ""))
         for stage, use in s["usage"]["stages"].items():
-            print(f"   LLM {stage} ({use['phase']}): {use['calls']} calls, {use['cache_hits']} cache hits, "
-                  f"{use['prompt_tokens']} prompt + {use['completion_tokens']} completion tokens")
+            print(
+                f"   LLM {stage} ({use['phase']}): {use['calls']} calls, {use['cache_hits']} cache hits, "
+                f"{use['prompt_tokens']} prompt + {use['completion_tokens']} completion tokens"
+            )
     if not out:
         print("(no user has stored anything)")
     return 0
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("stats", help="counts per user: stored turns, claims, Cells, sessions, vectors, counters",
-                       description="Counts per user. Counters say what ingest skipped, cleaned or fell back on; "
-                                   "fallback_claims counts turns with no extractable claim, stored whole as their one claim.")
+    p = sub.add_parser(
+        "stats",
+        help="counts per user: stored turns, claims, Cells, sessions, vectors, counters",
+        description="Counts per user. Counters say what ingest skipped, cleaned or fell back on; "
+        "fallback_claims counts turns with no extractable claim, stored whole as their one claim.",
+    )
     p.add_argument("--store", required=True, help="an existing store directory (made by `memcompile ingest`)")
     p.add_argument("--user", default=None, help="one user (default: every user of the store)")
-    p.add_argument("--chroma-url", default=None, help="the Chroma server holding the store's vectors, if it was ingested with one")
-    p.add_argument("--json", action="store_true", help="the full record as JSON (also LLM usage and the vectors' model)")
+    p.add_argument(
+        "--chroma-url", default=None, help="the Chroma server holding the store's vectors, if it was ingested with one"
+    )
+    p.add_argument(
+        "--json", action="store_true", help="the full record as JSON (also LLM usage and the vectors' model)"
+    )
     p.set_defaults(func=cmd_stats)

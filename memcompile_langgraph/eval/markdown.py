@@ -1,4 +1,5 @@
 """report.md: the paper-style tables of a run, beside the paper's published figures and the run's own baselines."""
+
 from __future__ import annotations
 
 from typing import Any, Sequence
@@ -38,8 +39,10 @@ def tuned_on(report: dict[str, Any]) -> str:
     if not seen:
         return "no: none of these dialogues is one the offline fusion weights were chosen on"
     share = "all" if len(seen) == len(cfg["dialogues"]) else f"{len(seen)} of {len(cfg['dialogues'])}"
-    return (f"**yes** ({share} dialogues): the offline fusion weights were chosen on the LoCoMo dev split these "
-            "conversations belong to, so these figures are not a held-out estimate")
+    return (
+        f"**yes** ({share} dialogues): the offline fusion weights were chosen on the LoCoMo dev split these "
+        "conversations belong to, so these figures are not a held-out estimate"
+    )
 
 
 def _setup(report: dict[str, Any]) -> str:
@@ -65,38 +68,82 @@ def _setup(report: dict[str, Any]) -> str:
 def _recall_table(report: dict[str, Any], categories: Sequence[str]) -> str:
     header = ["retriever", *categories, "overall", "full coverage", "packets", "context tokens"]
     o = report["overall"]
-    rows = [["MemCompile (this run)", *(pct(report["by_category"][c].get("gold_recall")) for c in categories), pct(o.get("gold_recall")),
-             f"{pct(o.get('full_coverage'))} ({o.get('full_coverage_count', 0)})", num(o.get("mean_packets")), num(o.get("mean_context_tokens"))]]
+    rows = [
+        [
+            "MemCompile (this run)",
+            *(pct(report["by_category"][c].get("gold_recall")) for c in categories),
+            pct(o.get("gold_recall")),
+            f"{pct(o.get('full_coverage'))} ({o.get('full_coverage_count', 0)})",
+            num(o.get("mean_packets")),
+            num(o.get("mean_context_tokens")),
+        ]
+    ]
     for name, b in report["baselines"].items():
         k = name.rsplit("top", 1)[-1]
-        rows.append([f"raw-turn {name.split('_')[0]} top-{k}", *(pct(b["by_category"].get(c, {}).get("gold_recall")) for c in categories),
-                     pct(b["gold_recall"]), f"{pct(b['full_coverage'])} ({b['full_coverage_count']})", k, num(b["mean_context_tokens"])])
+        rows.append(
+            [
+                f"raw-turn {name.split('_')[0]} top-{k}",
+                *(pct(b["by_category"].get(c, {}).get("gold_recall")) for c in categories),
+                pct(b["gold_recall"]),
+                f"{pct(b['full_coverage'])} ({b['full_coverage_count']})",
+                k,
+                num(b["mean_context_tokens"]),
+            ]
+        )
     return table(header, rows)
 
 
 def _answers_table(report: dict[str, Any], categories: Sequence[str]) -> str:
-    header = ["", *(f"{c} {m}" for c in categories for m in ("F1", "BLEU-1", "J")), "overall F1", "overall BLEU-1", "overall J"]
+    header = [
+        "",
+        *(f"{c} {m}" for c in categories for m in ("F1", "BLEU-1", "J")),
+        "overall F1",
+        "overall BLEU-1",
+        "overall J",
+    ]
     groups = [*(report["by_category"][c] for c in categories), report["overall"]]
     rows = [["this run", *(pct(g.get(m)) for g in groups for m in ("f1", "bleu1", "judge"))]]
     return table(header, rows)
 
 
 def _ablation_table(report: dict[str, Any]) -> str:
-    rows = [[name, a["label"], pct(a.get("gold_recall")), pct(a.get("full_coverage")), num(a.get("mean_packets")),
-             num(a.get("mean_context_tokens")), pct(a.get("judge"))] for name, a in report["ablations"].items()]
+    rows = [
+        [
+            name,
+            a["label"],
+            pct(a.get("gold_recall")),
+            pct(a.get("full_coverage")),
+            num(a.get("mean_packets")),
+            num(a.get("mean_context_tokens")),
+            pct(a.get("judge")),
+        ]
+        for name, a in report["ablations"].items()
+    ]
     return table(["", "setting", "Recall", "full coverage", "packets", "context tokens", "J"], rows)
 
 
-STAGES = {"unnormalized": "Unnormalized claim top-K", "dedup": "Exact-text deduplication",
-          "normalized": "Source-normalized top-K", "anchors": "+ Complementary scheduler (A_0)"}
+STAGES = {
+    "unnormalized": "Unnormalized claim top-K",
+    "dedup": "Exact-text deduplication",
+    "normalized": "Source-normalized top-K",
+    "anchors": "+ Complementary scheduler (A_0)",
+}
 FINAL_STAGE = "+ bounded frontier (E_q, final)"
 VIEWS = {"claim": "Representative claim", "raw": "Raw SourcePacket", "bundle": "Full claim bundle"}
 
 
 def _selection_table(report: dict[str, Any]) -> str:
     k10, o = report["overall"]["k10"], report["overall"]
-    rows = [[label, num(k10[stage]["unique_sources"], 3), pct(k10[stage]["dbr"]), pct(k10[stage]["gold_recall"]),
-             str(k10[stage]["eligible"])] for stage, label in STAGES.items()]
+    rows = [
+        [
+            label,
+            num(k10[stage]["unique_sources"], 3),
+            pct(k10[stage]["dbr"]),
+            pct(k10[stage]["gold_recall"]),
+            str(k10[stage]["eligible"]),
+        ]
+        for stage, label in STAGES.items()
+    ]
     rows.append([FINAL_STAGE, num(o["mean_packets"], 3), "0.00", pct(o["gold_recall"]), str(o["questions"])])
     return table(["controlled stage (K=10)", "unique", "DBR", "Gold", "eligible"], rows)
 
@@ -106,29 +153,44 @@ def _views_table(report: dict[str, Any]) -> str:
     rows = []
     for v, label in VIEWS.items():
         mine = o if v == view else {}
-        rows.append([label, num(o["context_tokens_by_view"][v]), pct(mine.get("f1")), pct(mine.get("bleu1")), pct(mine.get("judge"))])
+        rows.append(
+            [
+                label,
+                num(o["context_tokens_by_view"][v]),
+                pct(mine.get("f1")),
+                pct(mine.get("bleu1")),
+                pct(mine.get("judge")),
+            ]
+        )
     return table(["view (same packets)", "context tokens", "F1", "BLEU-1", "J"], rows)
 
 
 def _pool_table(report: dict[str, Any]) -> str:
     o = report["overall"]
-    rows = [["closed pool U_q", pct(o["pool_recall"]), num(o["mean_pool_packets"])],
-            ["frontier window A_0 ∪ D_q", pct(o["frontier_pool_recall"]), num(o["mean_frontier_pool_packets"])],
-            ["selection E_q", pct(o["gold_recall"]), num(o["mean_packets"])]]
+    rows = [
+        ["closed pool U_q", pct(o["pool_recall"]), num(o["mean_pool_packets"])],
+        ["frontier window A_0 ∪ D_q", pct(o["frontier_pool_recall"]), num(o["mean_frontier_pool_packets"])],
+        ["selection E_q", pct(o["gold_recall"]), num(o["mean_packets"])],
+    ]
     latency = [[stage, num(v["p50"], 2), num(v["p95"], 2)] for stage, v in o["stage_ms"].items()]
     latency.append(["whole query", num(o["query_ms_p50"], 2), num(o["query_ms_p95"], 2)])
     return table(["packets", "Gold Recall", "mean size"], rows) + "\n\n" + table(["stage", "ms p50", "ms p95"], latency)
 
 
 def _usage_table(usage: dict[str, Any]) -> str:
-    rows = [[stage, u["phase"], str(u["calls"]), str(u["cache_hits"]), str(u["prompt_tokens"] + u["completion_tokens"])]
-            for stage, u in sorted(usage["stages"].items(), key=lambda kv: (kv[1]["phase"], kv[0]))]
-    rows.append(["non-judge total", "", "", "", f"{usage['total_tokens']} ({usage['tokens_per_question']} per question)"])
+    rows = [
+        [stage, u["phase"], str(u["calls"]), str(u["cache_hits"]), str(u["prompt_tokens"] + u["completion_tokens"])]
+        for stage, u in sorted(usage["stages"].items(), key=lambda kv: (kv[1]["phase"], kv[0]))
+    ]
+    rows.append(
+        ["non-judge total", "", "", "", f"{usage['total_tokens']} ({usage['tokens_per_question']} per question)"]
+    )
     return table(["stage", "phase", "calls", "cache hits", "tokens"], rows)
 
 
-def paper_section(benchmark: str) -> list[str]:
+def paper_section(report: dict[str, Any]) -> list[str]:
     """The paper's published figures, apart from this run's: its LLM pipeline on the full benchmark."""
+    benchmark, llm = report["benchmark"], report["config"].get("llm")
     if benchmark == "longmemeval":
         rows = [[c, paper_pct(j)] for c, j in paper.TABLE7.items()]
         return [f"## {PAPER_SECTION} (LongMemEval-S, Table 7; not measured here)", table(["question type", "J"], rows)]
@@ -138,22 +200,62 @@ def paper_section(benchmark: str) -> list[str]:
     cats = [c for c in paper.TABLE1 if c != "overall"]
     return [
         f"## {PAPER_SECTION} (LoCoMo, all ten conversations, {fc['questions']:,} questions; not measured here)",
-        "The paper's pipeline extracts, reads intents and schedules with an LLM; an offline run replaces those stages "
-        "with heuristic components and answers nothing, so this run's figures above are not expected to match these.",
-        table(["", "Gold Recall", "full coverage", "packets"],
-              [["MemCompile (paper, App. C.2)", paper_pct(a0["gold_recall"]), f"{100 * fc['count'] / fc['questions']:.2f} ({fc['count']:,})", "<= 12"]]),
+        "The paper's pipeline extracts, reads intents and schedules with gpt-4o-mini over the whole benchmark. "
+        + (
+            f"This run used {llm} on the dialogues listed above"
+            if llm
+            else "This run is offline: heuristic components replace those stages"
+        )
+        + ", so its figures above are not expected to match these.",
+        table(
+            ["", "Gold Recall", "full coverage", "packets"],
+            [
+                [
+                    "MemCompile (paper, App. C.2)",
+                    paper_pct(a0["gold_recall"]),
+                    f"{100 * fc['count'] / fc['questions']:.2f} ({fc['count']:,})",
+                    "<= 12",
+                ]
+            ],
+        ),
         "Table 1 (answers, %):",
-        table(["", *(f"{c} {m}" for c in cats for m in ("F1", "BLEU-1", "J")), "overall F1", "overall BLEU-1", "overall J"],
-              [["paper", *(paper_pct(paper.TABLE1[c].get(m)) for c in [*cats, "overall"] for m in ("f1", "bleu1", "judge"))]]),
+        table(
+            [
+                "",
+                *(f"{c} {m}" for c in cats for m in ("F1", "BLEU-1", "J")),
+                "overall F1",
+                "overall BLEU-1",
+                "overall J",
+            ],
+            [
+                [
+                    "paper",
+                    *(paper_pct(paper.TABLE1[c].get(m)) for c in [*cats, "overall"] for m in ("f1", "bleu1", "judge")),
+                ]
+            ],
+        ),
         "Table 2 (pipeline paths):",
-        table(["", "setting", "F1", "BLEU-1", "Recall", "J"],
-              [[n, paper.ABLATIONS[n][0], *(paper_pct(p[m]) for m in ("f1", "bleu1", "gold_recall", "judge"))] for n, p in paper.TABLE2.items()]),
+        table(
+            ["", "setting", "F1", "BLEU-1", "Recall", "J"],
+            [
+                [n, paper.ABLATIONS[n][0], *(paper_pct(p[m]) for m in ("f1", "bleu1", "gold_recall", "judge"))]
+                for n, p in paper.TABLE2.items()
+            ],
+        ),
         "Table 3 (controlled selection at K=10):",
-        table(["controlled stage (K=10)", "unique", "DBR", "Gold"],
-              [[STAGES[st], num(p["unique"], 3), paper_pct(p["dbr"]), paper_pct(p["gold"])] for st, p in paper.TABLE3.items()]
-              + [[FINAL_STAGE, DASH, DASH, paper_pct(a0["gold_recall"])]]),
+        table(
+            ["controlled stage (K=10)", "unique", "DBR", "Gold"],
+            [
+                [STAGES[st], num(p["unique"], 3), paper_pct(p["dbr"]), paper_pct(p["gold"])]
+                for st, p in paper.TABLE3.items()
+            ]
+            + [[FINAL_STAGE, DASH, DASH, paper_pct(a0["gold_recall"])]],
+        ),
         "Table 4 (reader views over the same packets):",
-        table(["view", "F1", "BLEU-1", "J"], [[VIEWS[v], *(paper_pct(p[m]) for m in ("f1", "bleu1", "judge"))] for v, p in paper.TABLE4.items()]),
+        table(
+            ["view", "F1", "BLEU-1", "J"],
+            [[VIEWS[v], *(paper_pct(p[m]) for m in ("f1", "bleu1", "judge"))] for v, p in paper.TABLE4.items()],
+        ),
     ]
 
 
@@ -162,15 +264,24 @@ def render_markdown(report: dict[str, Any], plots: Sequence[str]) -> str:
     parts = [f"# MemCompile evaluation: {report['benchmark']}", "## This run", _setup(report)]
     if not report["overall"].get("questions"):
         return "\n\n".join([*parts, "No question has a result yet."]) + "\n"
-    parts += ["## Gold Recall by category (%), this run: system and raw-turn baselines", _recall_table(report, categories)]
+    parts += [
+        "## Gold Recall by category (%), this run: system and raw-turn baselines",
+        _recall_table(report, categories),
+    ]
     if "judge" in report["overall"]:
-        parts += ["## Answers (%), this run: token F1 and BLEU-1 leave open-domain out", _answers_table(report, categories)]
+        parts += [
+            "## Answers (%), this run: token F1 and BLEU-1 leave open-domain out",
+            _answers_table(report, categories),
+        ]
     parts += ["## Pipeline paths (Table 2 settings), this run", _ablation_table(report)]
-    parts += ["## Controlled selection at K=10 (Table 3 stages; %, DBR = share of duplicate slots), this run", _selection_table(report)]
+    parts += [
+        "## Controlled selection at K=10 (Table 3 stages; %, DBR = share of duplicate slots), this run",
+        _selection_table(report),
+    ]
     parts += ["## Reader views over the same packets (Table 4), this run", _views_table(report)]
     parts += ["## Pools and latency, this run", _pool_table(report)]
     if report.get("usage"):
         parts += ["## LLM tokens per stage (Table 8), this run", _usage_table(report["usage"])]
     parts += [f"![{name}]({name})" for name in plots]
-    parts += paper_section(report["benchmark"])
+    parts += paper_section(report)
     return "\n\n".join(parts) + "\n"

@@ -9,6 +9,7 @@ own embedder (term overlap weighted by rarity within the context when there is n
 statement holds what the question word asks for (a person for who, a time for when, a reason for why, a number
 for how many). It is a stand-in that shows the memory working, not a reader of the paper's quality.
 """
+
 from __future__ import annotations
 
 import math

@@ -1,5 +1,6 @@
 """Per-user counts of a store, read from its records, vectors and LLM ledger without the query or build planes
 (`memcompile stats` opens no graph and loads no model)."""
+
 from __future__ import annotations
 
 import sqlite3
@@ -65,7 +66,9 @@ def vector_count(path: str | Path | None, chroma_url: str | None, records: Any, 
     return len(open_vectors(path, records, chroma_url).ids(user_id))
 
 
-def user_stats(records: Any, count_vectors: Callable[[str], int], llm_store: Any, user_id: str, embedding_id: str | None) -> dict[str, Any]:
+def user_stats(
+    records: Any, count_vectors: Callable[[str], int], llm_store: Any, user_id: str, embedding_id: str | None
+) -> dict[str, Any]:
     """packets, descriptors, cells, sessions, counters, vectors, vector_model and LLM usage of one user.
     embedding_id: the identity of the embedder in use (None: no dense channel, vectors are not counted)."""
     out: dict[str, Any] = dict(records.counts(user_id))
