@@ -40,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
             for line in lines:
                 out = agent.invoke({"messages": [("user", line)]}, {"configurable": {"thread_id": thread}}, context={"user_id": args.user})
                 recalled = [m for m in out["messages"] if is_recall_message(m)]
-                dia_ids = list(dict.fromkeys(dia for dia, _, _ in memory_claims(recalled)))
+                dia_ids = list(dict.fromkeys(c.dia_id for c in memory_claims(recalled)))
                 print(f"{args.name}: {line}")
                 print(f"   (recalled: {', '.join(dia_ids) or 'nothing'})")
                 print(f"{ASSISTANT}: {out['messages'][-1].text}\n")

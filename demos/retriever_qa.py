@@ -37,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     mem = MemCompile(None)  # in memory: the demo conversation between Tom and Priya
     mem.add_turns(demo_turns(), user_id="demo")
     retriever = mem.as_retriever(user_id="demo", k=args.k)
-    answer = {"context": lambda x: joined(x["docs"]), "question": lambda x: x["question"]} | PROMPT | default_chat_model() | StrOutputParser()
+    answer = {"context": lambda x: joined(x["docs"]), "question": lambda x: x["question"]} | PROMPT | default_chat_model(mem.embeddings) | StrOutputParser()
     chain = RunnableParallel(docs=retriever, question=RunnablePassthrough()).assign(answer=answer)
     for question in QUESTIONS:
         out = chain.invoke(question)

@@ -14,8 +14,8 @@ from .extract.base import Extractor
 from .index import UserIndex
 from .ingest_graph import ingest_graph
 from .llm.store import LLMStore
-from .query_graph import query_graph
 from .progress import IngestProgress
+from .query_graph import query_graph
 from .records import CompiledContext
 from .runtime import maintenance
 from .runtime.context import MemoryContext
@@ -23,6 +23,7 @@ from .runtime.engine import build_engine
 from .runtime.unit_of_work import UnitOfWork
 from .store.layout import check_store_path
 from .store.protocols import StoredTurn, VectorStoreError
+from .store.stats import user_stats
 from .text import clean_query, normalize_id
 from .turn_input import place_turns
 from .users import validate_user_id
@@ -120,16 +121,18 @@ class MemCompile:
     # --- records ---------------------------------------------------------------------------------
     def stats(self, user_id: str = "default") -> dict[str, Any]:
         user_id = validate_user_id(user_id)
-        records = self.engine.records
-        out: dict[str, Any] = dict(records.counts(user_id))
-        out["counters"] = records.counters(user_id)
-        try:
-            out["vectors"] = len(self.engine.vectors.ids(user_id))
-        except VectorStoreError as exc:
-            out["vectors"], out["vectors_error"] = None, str(exc)
-        # which model made them; stale ones are re-embedded at the user's next add_turns
-        out["vector_model"] = {"recorded": records.embedding(user_id), "current": not self.engine.foreign_vectors(user_id)}
-        out["usage"] = self.usage(user_id)
+        engine, problems = self.engine, []
+
+        def count(user: str) -> int | None:
+            try:
+                return len(engine.vectors.ids(user))
+            except VectorStoreError as exc:  # the records still answer: say what is wrong with the vectors
+                problems.append(str(exc))
+                return None
+
+        out = user_stats(engine.records, count, engine.llm_store, user_id, engine.embedding_id)
+        if problems:
+            out["vectors_error"] = problems[0]
         return out
 
     def usage(self, user_id: str = "default") -> dict[str, Any]:

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared"
+SHARED = Path(os.environ.get("MEMCOMPILE_SHARED_DIR") or ROOT.parent / "shared")  # beside the clone, as in CI
 LOCOMO = SHARED / "data" / "locomo" / "locomo10-dev.json"
 MODEL_DIR = SHARED / "models" / "all-MiniLM-L6-v2"
 

@@ -105,3 +105,15 @@ def test_peer_takes_repeated_texts_in_one_batch(embeddings):
     peer.add(turns, batch=256)
     assert len(peer.store.search(("bench", "turns"), limit=10)) == 4
     assert peer.search("Who bought a kayak?")[0] == "D1:4"
+
+
+@pytest.mark.slow
+def test_startup_bench_times_each_command_as_a_fresh_process(capsys):
+    assert main(["bench", "--startup", "--runs", "1", "--json", "--quiet"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert set(report["commands"]) == {"--help", "stats", "query"} and report["runs"] == 1
+    for name, c in report["commands"].items():
+        assert 0 < c["wall_s_min"] <= c["wall_s_median"] and c["cpu_s_median"] > 0
+        assert c["met"] == (c["wall_s_median"] <= c["target_s"])
+    assert report["commands"]["--help"]["target_s"] == 1.0 and report["commands"]["query"]["target_s"] == 2.0
+    assert main(["bench", "--startup", "--runs", "0"]) == 2  # a usage error, one line

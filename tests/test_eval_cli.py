@@ -79,13 +79,34 @@ def test_report_has_every_key_and_agrees_with_the_results(locomo_run):
 
 def test_report_md_and_plots(locomo_run):
     md = (locomo_run / "report.md").read_text()
-    for heading in ("Gold Recall by category", "Table 2", "Table 3", "Table 4", "Pools and latency"):
-        assert f"## {heading}" in md
-    assert "| raw-turn bm25 top-12 |" in md and "| raw-turn dense top-10 |" in md
-    assert "| A7 | Dense SourcePacket Top-10 |" in md and "65.69" in md  # the paper's A7 recall beside the run's
-    assert "| Unnormalized claim top-K | " in md and "| 7.690 | 23.08 | 48.89 |" in md
+    run, paper = md.split("## Reported by the paper, LLM stages, gpt-4o-mini")
+    headings = ("This run", "Gold Recall by category", "Pipeline paths", "Controlled selection", "Reader views",
+                "Pools and latency")
+    for heading in headings:
+        assert f"## {heading}" in run
+    assert "- measured on: `" in run and "2 dialogues (mini-1, mini-2), 13 questions" in run
+    assert "- weights tuned on these questions: no:" in run  # the mini file is none of the dev split's conversations
+    assert "| raw-turn bm25 top-12 |" in run and "| raw-turn dense top-10 |" in run
+    assert "| A7 | Dense SourcePacket Top-10 |" in run and "| Unnormalized claim top-K | " in run
+    # the paper's figures are in their own section, never in a row or column beside this run's
+    for published in ("85.50", "65.69", "| 7.690 | 23.08 | 48.89 |", "(paper"):
+        assert published not in run
+    assert "85.50" in paper and "| A7 | Dense SourcePacket Top-10 | 48.80 | 42.23 | 65.69 | 70.91 |" in paper
+    assert "| Unnormalized claim top-K | 7.690 | 23.08 | 48.89 |" in paper and "not measured here" in paper
     for name in ("recall_by_category.png", "recall_by_budget.png"):
-        assert (locomo_run / name).read_bytes().startswith(PNG) and f"]({name})" in md
+        assert (locomo_run / name).read_bytes().startswith(PNG) and f"]({name})" in run
+
+
+def test_report_says_when_the_run_is_on_the_split_the_weights_were_tuned_on(locomo_run):
+    from memcompile_langgraph.eval.markdown import tuned_on
+
+    report = json.loads((locomo_run / "report.json").read_text())
+    report["config"]["dialogues"] = ["conv-26", "held-out-1"]
+    assert tuned_on(report).startswith("**yes** (1 of 2 dialogues)")
+    report["config"]["dialogues"] = ["conv-26"]
+    assert tuned_on(report).startswith("**yes** (all dialogues)")
+    report["config"]["config"]["fusion"] = False
+    assert tuned_on(report).startswith("no: fusion off")
 
 
 def test_interrupted_run_resumes_without_redoing_finished_questions(locomo_run, tmp_path):
@@ -202,7 +223,8 @@ def test_model_path_answers_judges_scores_and_accounts(locomo_run, tmp_path, mon
         assert usage["stages"]["answer"]["calls"] == 13 and usage["stages"]["judge"]["phase"] == "evaluation"
         assert usage["stages"]["answer"]["prompt_tokens"] > 0 and usage["total_tokens"] > 0
         md = (out / "report.md").read_text()
-        assert "## Answers (%)" in md and "| paper (Table 1) |" in md and "## LLM tokens per stage" in md
+        assert "## Answers (%), this run" in md and "## LLM tokens per stage" in md
+        assert md.index("| this run |") < md.index("## Reported by the paper") < md.index("Table 1 (answers, %)")
         # a rerun after losing the results answers from the store's cache: the model is not paid twice
         results_file(out).unlink()
         assert run_eval(*args) == 0
@@ -222,3 +244,20 @@ def test_unreachable_model_stops_with_one_line_and_keeps_results(locomo_run, tmp
     assert len(err) == 1 and "answer request failed" in err[0] and "rerun to resume" in err[0]
     report = json.loads((out / "report.json").read_text())
     assert report["pending"] == 5 - report["overall"]["questions"] > 0
+
+
+def test_plots_have_titles_and_legends_that_cover_no_bar_or_curve(locomo_run):
+    from memcompile_langgraph.eval.plots import budget_figure, category_figure
+
+    report = json.loads((locomo_run / "report.json").read_text())
+    for make in (category_figure, budget_figure):
+        fig, ax = make(report)
+        fig.canvas.draw()
+        assert "this run" in ax.get_title()
+        legend = ax.get_legend().get_window_extent()
+        drawn = [p.get_window_extent() for p in ax.patches] + [line.get_window_extent() for line in ax.get_lines()]
+        assert drawn and not any(legend.overlaps(box) for box in drawn), make.__name__
+        assert ax.get_window_extent().y0 > legend.y1  # below the axes
+        import matplotlib.pyplot as plt
+
+        plt.close(fig)

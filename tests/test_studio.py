@@ -21,10 +21,13 @@ OFFLINE = {"LANGGRAPH_CLI_NO_ANALYTICS": "1", "LANGGRAPH_NO_VERSION_CHECK": "tru
 def studio(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("studio")
     port = free_port()
+    # langgraph dev resolves the config's graph paths and writes its .langgraph_api/ state in its working directory:
+    # a temporary one that sees the repository's graphs/, so nothing is left in the repository
+    (tmp / "graphs").symlink_to(ROOT / "graphs", target_is_directory=True)
     # --no-reload: other files changing under the repository must not restart the server mid-test
     cmd = ["langgraph", "dev", "--config", "graphs/langgraph.json", "--port", str(port), "--host", "127.0.0.1", "--no-browser", "--no-reload"]
     env = {**OFFLINE, "MEMCOMPILE_STORE": str(tmp / "store")}
-    with running(cmd, f"http://127.0.0.1:{port}/ok", tmp / "langgraph.log", env=env, cwd=str(ROOT)):
+    with running(cmd, f"http://127.0.0.1:{port}/ok", tmp / "langgraph.log", env=env, cwd=str(tmp)):
         with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=300) as client:
             client.store_path = tmp / "store"
             yield client

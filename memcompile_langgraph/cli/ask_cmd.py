@@ -16,7 +16,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
         raise UsageError("ask needs a model: give --llm-model (and optionally --answer-model)")
     mem = open_memory(args)
     try:
-        answer, ctx = mem.answer(args.query, user_id=args.user or "default")
+        answer, ctx = mem.answer(args.query, user_id=args.user)
     except LLMUnavailable as exc:
         raise UsageError(str(exc)) from exc
     finally:
@@ -30,7 +30,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("ask", help="answer a question from memory with an LLM")
-    p.add_argument("query")
+    p.add_argument("query", help="the question")
     add_store_args(p)
     add_llm_args(p, answer=True)
     p.add_argument("--json", action="store_true", help="answer and the dia_ids of the evidence packets")

@@ -69,6 +69,15 @@ def plot(report: dict, path: Path) -> None:
 def cmd_bench(args: argparse.Namespace) -> int:
     from ..bench.runner import BenchOptions, run_bench
 
+    log = (lambda msg: None) if args.quiet else (lambda msg: print(msg, file=sys.stderr, flush=True))
+    if args.startup:
+        from ..bench.startup import run_startup, startup_table
+
+        if args.runs < 1:
+            raise UsageError("--runs must be positive")
+        report = run_startup(args.runs, log)
+        print(json.dumps(report, indent=2) if args.json else startup_table(report))
+        return 0
     sizes = parse_sizes(args.sizes) if args.sizes else ()
     if args.turns is not None:
         if args.turns < 1:
@@ -79,7 +88,6 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.queries < 1:
         raise UsageError("--queries must be positive")
     opts = BenchOptions(sizes=sizes, queries=args.queries, store=Path(args.store) if args.store else None, peer=not args.no_peer, seed=args.seed)
-    log = (lambda msg: None) if args.quiet else (lambda msg: print(msg, file=sys.stderr, flush=True))
     report = run_bench(opts, log)
     if args.plot:
         plot(report, Path(args.plot))
@@ -88,14 +96,19 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("bench", help="speed and scale on a synthetic multi-session history (offline)")
+    p = sub.add_parser(
+        "bench", help="speed and scale on a synthetic multi-session history (offline); --startup: CLI start-up"
+    )
     p.add_argument("--turns", type=int, default=None, help="turns in the store when measured")
     p.add_argument("--queries", type=int, default=50, help="timed queries per size (default 50)")
     p.add_argument("--sizes", default=None, help="measure while growing through these sizes, e.g. 1000,5000,20000,100000")
     p.add_argument("--store", default=None, help="keep the bench store in this new directory (default: a temporary one)")
     p.add_argument("--plot", default=None, help="write a PNG of latency and ingest rate against N")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="the whole report as JSON (every phase, machine and load)")
     p.add_argument("--no-peer", action="store_true", help="skip the InMemoryStore peer")
-    p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--seed", type=int, default=7, help="seed of the synthetic history (default 7)")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    p.add_argument("--startup", action="store_true",
+                   help="instead: time `memcompile --help`, `stats` and `query` from process start to exit")
+    p.add_argument("--runs", type=int, default=5, help="runs per command with --startup (default 5, after a warm-up)")
     p.set_defaults(func=cmd_bench)

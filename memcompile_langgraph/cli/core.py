@@ -16,22 +16,36 @@ WARNINGS = (
 )
 
 
-def add_store_args(p: argparse.ArgumentParser, user: bool = True) -> None:
-    p.add_argument("--store", required=True, help="store directory (created when missing)")
-    if user:
-        p.add_argument("--user", default=None, help="user id (default: each LoCoMo sample_id, else 'default')")
-    p.add_argument("--chroma-url", default=None, help="keep vectors in a Chroma server, e.g. http://127.0.0.1:8000")
+def add_store_args(p: argparse.ArgumentParser, create: bool = False) -> None:
+    """--store, --user and --chroma-url; only a command that writes (ingest) creates a missing store."""
+    if create:
+        p.add_argument("--store", required=True, help="store directory (created when missing)")
+        p.add_argument("--user", default=None, help="user id of every turn (default: each LoCoMo conversation's "
+                                                     "sample_id; 'default' for a JSONL file)")
+    else:
+        p.add_argument("--store", required=True, help="an existing store directory (made by `memcompile ingest`)")
+        p.add_argument("--user", default="default", help="whose memory (default: 'default')")
+    p.add_argument("--chroma-url", default=None,
+                   help="the Chroma server holding the vectors, e.g. http://127.0.0.1:8000")
+
+
+def require_store(path: str) -> None:
+    from pathlib import Path
+
+    from . import UsageError
+
+    if not Path(path).is_dir():
+        raise UsageError(f"no store at {path} (create one with `memcompile ingest FILE --store {path}`)")
 
 
 def open_memory(args: argparse.Namespace, store: str | None = None, create: bool = False):
     """The store of the command; only commands that write (ingest) may create it."""
     from ..memory import MemCompile
     from ..store.layout import check_store_path
-    from . import UsageError
 
     path = check_store_path(store if store is not None else args.store)
-    if not create and not path.is_dir():
-        raise UsageError(f"no store at {path} (create one with `memcompile ingest FILE --store {path}`)")
+    if not create:
+        require_store(str(path))
     return MemCompile(
         path,
         llm=build_llm(args),
@@ -42,6 +56,7 @@ def open_memory(args: argparse.Namespace, store: str | None = None, create: bool
 
 def cmd_demo(args: argparse.Namespace) -> int:
     from ..demo_data import QUESTIONS, demo_turns
+    from ..integrations.extractive import answer, parse_claims
     from ..memory import MemCompile
 
     with tempfile.TemporaryDirectory(prefix="memcompile-demo-") as tmp:
@@ -50,12 +65,17 @@ def cmd_demo(args: argparse.Namespace) -> int:
             print("(no embedding model found: dense channel off; set MEMCOMPILE_MODEL_DIR)")
         counts = mem.add_turns(demo_turns(), user_id="demo", progress=True)
         stats = mem.stats("demo")
-        print(f"stored {counts['stored']} turns -> {stats['descriptors']} descriptors in {stats['cells']} Cells\n")
+        print(f"stored {counts['stored']} turns -> {stats['descriptors']} descriptors in {stats['cells']} Cells")
+        print("answers are quoted from the compiled context by an offline extractive reader (no language model)\n")
         for q in QUESTIONS:
             ctx = mem.compile(q, user_id="demo")
             ms = sum(v.get("ms", 0) for v in ctx.trace.values())
-            print(f"Q: {q}\n   {len(ctx.packets)} packets, {ms:.1f} ms\n")
-            print("   " + ctx.text.replace("\n", "\n   ") + "\n")
+            found = answer(q, parse_claims(ctx.text), mem.embeddings)
+            print(f"Q: {q}\nA: {found.render() if found else '(nothing in the context answers it)'}")
+            used = ", ".join(p["dia_id"] for p in ctx.packets)
+            print(f"   context: {len(ctx.packets)} packets in {ms:.1f} ms: {used}\n")
+            if args.context:
+                print("   " + ctx.text.replace("\n", "\n   ") + "\n")
         mem.close()
     return 0
 
@@ -98,7 +118,7 @@ def cmd_query(args: argparse.Namespace) -> int:
     from . import UsageError
 
     mem = open_memory(args)
-    user = args.user or "default"
+    user = args.user
     users = mem.users()
     if user not in users:
         mem.close()
@@ -109,25 +129,6 @@ def cmd_query(args: argparse.Namespace) -> int:
         print(json.dumps({"context": ctx.text, "packets": [{k: p[k] for k in ("dia_id", "speaker", "session", "time", "score")} for p in ctx.packets], "trace": ctx.trace}, indent=2))
     else:
         print(ctx.text or "(no memory matched)")
-    mem.close()
-    return 0
-
-
-def cmd_stats(args: argparse.Namespace) -> int:
-    mem = open_memory(args)
-    users = [args.user] if args.user else mem.users()
-    out = {u: mem.stats(u) for u in users}
-    if args.json:
-        print(json.dumps(out if not args.user else out[args.user], indent=2))
-    else:
-        for u, s in out.items():
-            stale = "" if s["vector_model"]["current"] or not s["vectors"] else " (another model's: re-embedded at the next ingest)"
-            print(f"{u}: {s['packets']} packets, {s['descriptors']} descriptors, {s['cells']} Cells, {s['sessions']} sessions, {s['vectors']} vectors{stale}")
-            for k, v in s["counters"].items():
-                print(f"   {k}: {v}")
-            for stage, u in s["usage"]["stages"].items():
-                print(f"   LLM {stage} ({u['phase']}): {u['calls']} calls, {u['cache_hits']} cache hits, "
-                      f"{u['prompt_tokens']} prompt + {u['completion_tokens']} completion tokens")
     mem.close()
     return 0
 
@@ -144,28 +145,27 @@ def cmd_graph(args: argparse.Namespace) -> int:
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("demo", help="offline demo: ingest a small conversation and compile a few questions")
     p.add_argument("--store", default=None, help="keep the demo store here (default: a temporary folder)")
+    p.add_argument("--context", action="store_true", help="also print each compiled context")
     p.set_defaults(func=cmd_demo)
 
     p = sub.add_parser("ingest", help="store a LoCoMo JSON or JSONL turn file")
-    p.add_argument("file")
-    add_store_args(p)
+    p.add_argument("file", help='a LoCoMo file (locomo10.json format) or JSONL, one turn a line: {"speaker", "text", '
+                                '"time", "session", "dia_id", ...}')
+    add_store_args(p, create=True)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     add_llm_args(p)
     p.set_defaults(func=cmd_ingest)
 
     p = sub.add_parser("query", help="print the compiled context for a question")
-    p.add_argument("query")
+    p.add_argument("query", help="the question to compile a context for")
     add_store_args(p)
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true",
+                   help="context, packets (dia_id, speaker, session, time, score) and trace")
     p.add_argument("--view", choices=("bundle", "raw", "claim"), default="bundle", help="reader view (Table 4)")
     add_llm_args(p)
     p.set_defaults(func=cmd_query)
 
-    p = sub.add_parser("stats", help="counts per user")
-    add_store_args(p)
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(func=cmd_stats)
-
     p = sub.add_parser("graph", help="print the query graph (or --ingest graph) as Mermaid")
-    p.add_argument("--ingest", action="store_true")
+    p.add_argument("--ingest", action="store_true",
+                   help="the build plane (packetize ... index) instead of the query plane")
     p.set_defaults(func=cmd_graph)

@@ -121,7 +121,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     benches = p.add_subparsers(dest="benchmark", required=True)
     for name, help_text in (("locomo", "a LoCoMo file (locomo10.json format)"), ("longmemeval", "a LongMemEval(-S) JSON file")):
         b = benches.add_parser(name, help=help_text)
-        b.add_argument("file")
+        b.add_argument("file", help="the benchmark file")
         b.add_argument("--samples", default=None, metavar="IDS", help="comma-separated sample ids (LoCoMo sample_id, LongMemEval question_id)")
         b.add_argument("--out", default="memcompile-eval", help="results, report.json, report.md and plots (default: ./memcompile-eval)")
         b.add_argument("--store", default=None, help="one store per dialogue under this folder, reused when present (default: OUT/stores)")

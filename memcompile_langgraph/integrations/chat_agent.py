@@ -31,7 +31,7 @@ def build_chat_agent(
     assistant_name: str = "Assistant",
     checkpointer: Any = None,
 ):
-    model = model or default_chat_model()
+    model = model or default_chat_model(mem.embeddings)
 
     def respond(state: MessagesState) -> dict[str, Any]:
         return {"messages": [model.invoke([SystemMessage(content=PERSONA), *state["messages"]])]}

@@ -1,43 +1,33 @@
 """Chat models for the demos and the Studio chat agent: ChatOpenAI when OPENAI_API_KEY is set, else an offline reader.
 
 The offline reader is a scripted stand-in, not a language model: it answers a question by quoting the recalled
-claim that shares the most terms with it, so the memory loop can be seen working with no network and no key.
+claim that answers it best (extractive.py), so the memory loop can be seen working with no network and no key.
 """
 from __future__ import annotations
 
 import os
-import re
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 
-from ..text import term_set
+from .extractive import Claim, answer, parse_claims
 
 DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
-_HEADER = re.compile(r"^\[(?P<dia>[^\]]+)\] (?P<speaker>[^|]*?)(?: \| (?P<when>[^|]*?))? \| session \d+$")
 NOTED = "Noted, I will remember that."
 UNKNOWN = "I have nothing in memory about that yet."
 
 
-def memory_claims(messages: list[BaseMessage]) -> list[tuple[str, str, str]]:
-    """(dia_id, date, claim) for every claim line of the rendered blocks in system or prompt messages."""
-    out = []
-    for m in messages:
-        if isinstance(m, AIMessage):
-            continue
-        dia = when = None
-        for line in m.text.splitlines():
-            if head := _HEADER.match(line):
-                dia, when = head["dia"], (head["when"] or "")[:10]
-            elif dia and line.startswith("- "):
-                out.append((dia, when, line[2:]))
-    return out
+def memory_claims(messages: list[BaseMessage]) -> list[Claim]:
+    """Every claim of the rendered memory blocks in system or prompt messages."""
+    return [c for m in messages if not isinstance(m, AIMessage) for c in parse_claims(m.text)]
 
 
 class OfflineMemoryReader(BaseChatModel):
-    """Quotes the recalled claim sharing most terms with a question; acknowledges statements."""
+    """Quotes the recalled claim that best answers a question; acknowledges statements."""
+
+    embeddings: Any = None  # the memory's embedder: relevance by cosine (else by shared terms)
 
     @property
     def _llm_type(self) -> str:
@@ -51,19 +41,15 @@ class OfflineMemoryReader(BaseChatModel):
     def reply(self, question: str, messages: list[BaseMessage]) -> str:
         if "?" not in question:
             return NOTED
-        asked = term_set(question)
-        claims = memory_claims(messages)
-        if not claims:
-            return UNKNOWN
-        # most shared terms; ties (and no overlap at all) keep the earlier block, which the schedule ranked higher
-        dia, when, claim = max(claims, key=lambda c: len(asked & term_set(c[2])))
-        return f"From memory [{dia}] ({when}): {claim}"
+        found = answer(question, memory_claims(messages), self.embeddings)
+        return found.render() if found is not None else UNKNOWN
 
 
-def default_chat_model() -> BaseChatModel:
-    """ChatOpenAI ($MEMCOMPILE_CHAT_MODEL, default gpt-4o-mini) when OPENAI_API_KEY is set, else the offline reader."""
+def default_chat_model(embeddings: Any = None) -> BaseChatModel:
+    """ChatOpenAI ($MEMCOMPILE_CHAT_MODEL, default gpt-4o-mini) when OPENAI_API_KEY is set, else the offline reader
+    (given the memory's embedder, it ranks claims by cosine)."""
     if os.environ.get("OPENAI_API_KEY"):
         from langchain_openai import ChatOpenAI
 
         return ChatOpenAI(model=os.environ.get("MEMCOMPILE_CHAT_MODEL", DEFAULT_OPENAI_MODEL), temperature=0)
-    return OfflineMemoryReader()
+    return OfflineMemoryReader(embeddings=embeddings)

@@ -13,24 +13,11 @@ from pathlib import Path
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
+from .int8_model import _CHROMA_CACHE, find_model_dir, model_identity  # noqa: F401 - find_model_dir is re-exported
+
 log = logging.getLogger(__name__)
 
-MODEL_NAME = "all-MiniLM-L6-v2"
-_CHROMA_CACHE = Path.home() / ".cache" / "chroma" / "onnx_models" / MODEL_NAME / "onnx"
 _warned = False
-
-
-def find_model_dir() -> Path | None:
-    """$MEMCOMPILE_MODEL_DIR (the folder or its onnx/), then Chroma's cache folder."""
-    candidates = []
-    env = os.environ.get("MEMCOMPILE_MODEL_DIR")
-    if env:
-        candidates += [Path(env) / "onnx", Path(env)]
-    candidates.append(_CHROMA_CACHE)
-    for c in candidates:
-        if (c / "model.onnx").is_file() and (c / "tokenizer.json").is_file():
-            return c
-    return None
 
 
 class MiniLMEmbeddings(Embeddings):
@@ -43,39 +30,55 @@ class MiniLMEmbeddings(Embeddings):
     """
 
     def __init__(self, model_dir: str | Path, max_length: int = 256, workers: int | None = None, precision: str = "int8"):
-        import onnxruntime as ort
-        from tokenizers import Tokenizer
-
-        from .int8_model import int8_model, model_digest
-
         if precision not in ("int8", "fp32"):
             raise ValueError(f"precision must be 'int8' or 'fp32', not {precision!r}")
         model_dir = Path(model_dir)
-        self.tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
-        self.tokenizer.enable_truncation(max_length=max_length)
-        self.tokenizer.no_padding()
-        built = int8_model(model_dir) if precision == "int8" else None
-        self.precision = "int8" if built is not None else "fp32"
         # what a store records as the maker of its vectors: another model file or recipe makes it re-embed
-        self.identity = f"{MODEL_NAME}/{built.stem if built is not None else 'fp32-' + model_digest(model_dir / 'model.onnx')}"
-        opts = ort.SessionOptions()
-        opts.log_severity_level = 3
-        opts.intra_op_num_threads = 1
-        opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        # onnxruntime's run is thread-safe: one session (one copy of the weights) serves every worker
-        self.session = ort.InferenceSession(str(built or model_dir / "model.onnx"), opts, providers=["CPUExecutionProvider"])
+        self.identity, self._model_file = model_identity(model_dir, precision)
+        self.precision = "fp32" if self._model_file == model_dir / "model.onnx" else "int8"
+        self._max_length = max_length
+        self._loaded: tuple | None = None  # (tokenizer, session, input names): loaded at the first embedding
+        self._load_lock = threading.Lock()
         self.workers = max(1, workers or min(_cores(), 8))
-        self._inputs = {i.name for i in self.session.get_inputs()}
         self._pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
         self.model_dir = model_dir
 
+    def _runtime(self) -> tuple:
+        """Tokenizer and ONNX session, made on first use: opening a store (stats, forget) never loads the model."""
+        if self._loaded is None:
+            with self._load_lock:
+                if self._loaded is None:
+                    import onnxruntime as ort
+                    from tokenizers import Tokenizer
+
+                    tokenizer = Tokenizer.from_file(str(self.model_dir / "tokenizer.json"))
+                    tokenizer.enable_truncation(max_length=self._max_length)
+                    tokenizer.no_padding()
+                    opts = ort.SessionOptions()
+                    opts.log_severity_level = 3
+                    opts.intra_op_num_threads = 1
+                    opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
+                    # onnxruntime's run is thread-safe: one session (one copy of the weights) serves every worker
+                    session = ort.InferenceSession(str(self._model_file), opts, providers=["CPUExecutionProvider"])
+                    self._loaded = (tokenizer, session, {i.name for i in session.get_inputs()})
+        return self._loaded
+
+    @property
+    def tokenizer(self):
+        return self._runtime()[0]
+
+    @property
+    def session(self):
+        return self._runtime()[1]
+
     def _one(self, ids: list[int]) -> np.ndarray:
+        _, session, inputs = self._runtime()
         row = np.asarray([ids], dtype=np.int64)
         feeds = {"input_ids": row, "attention_mask": np.ones_like(row)}
-        if "token_type_ids" in self._inputs:
+        if "token_type_ids" in inputs:
             feeds["token_type_ids"] = np.zeros_like(row)
-        pooled = self.session.run(None, feeds)[0][0].mean(0)  # mean pooling: no padding, every token counts
+        pooled = session.run(None, feeds)[0][0].mean(0)  # mean pooling: no padding, every token counts
         return pooled / max(float(np.linalg.norm(pooled)), 1e-12)
 
     def _embed(self, texts: list[str]) -> np.ndarray:

@@ -18,6 +18,30 @@ from pathlib import Path
 log = logging.getLogger(__name__)
 
 RECIPE = "int8-pc-2"  # bump when the steps below change: cached files are keyed by it
+MODEL_NAME = "all-MiniLM-L6-v2"
+_CHROMA_CACHE = Path.home() / ".cache" / "chroma" / "onnx_models" / MODEL_NAME / "onnx"
+
+
+def find_model_dir() -> Path | None:
+    """$MEMCOMPILE_MODEL_DIR (the folder or its onnx/), then Chroma's cache folder."""
+    candidates = []
+    env = os.environ.get("MEMCOMPILE_MODEL_DIR")
+    if env:
+        candidates += [Path(env) / "onnx", Path(env)]
+    candidates.append(_CHROMA_CACHE)
+    for c in candidates:
+        if (c / "model.onnx").is_file() and (c / "tokenizer.json").is_file():
+            return c
+    return None
+
+
+def model_identity(model_dir: Path, precision: str = "int8") -> tuple[str, Path]:
+    """(what a store records as the maker of its vectors, the model file that makes them); the int8 model is built
+    on first use. Cheap once built: no session is opened, so `stats` can tell whose vectors a store holds."""
+    built = int8_model(model_dir) if precision == "int8" else None
+    if built is not None:
+        return f"{MODEL_NAME}/{built.stem}", built
+    return f"{MODEL_NAME}/fp32-{model_digest(model_dir / 'model.onnx')}", model_dir / "model.onnx"
 
 
 def cache_root() -> Path:
@@ -33,10 +57,21 @@ def model_digest(model: Path) -> str:
     return h.hexdigest()[:16]
 
 
-def _fingerprint(model: Path) -> str:
-    import onnxruntime
+def _onnxruntime_version() -> str:
+    """Read from the installed package's metadata (importing onnxruntime costs ~0.3 s that `stats` does not need);
+    builds under another distribution name (onnxruntime-gpu, ...) are imported to ask."""
+    from importlib.metadata import PackageNotFoundError, version
 
-    return hashlib.sha256(f"{model_digest(model)}/{RECIPE}/{onnxruntime.__version__}".encode()).hexdigest()[:20]
+    try:
+        return version("onnxruntime")
+    except PackageNotFoundError:
+        import onnxruntime
+
+        return onnxruntime.__version__
+
+
+def _fingerprint(model: Path) -> str:
+    return hashlib.sha256(f"{model_digest(model)}/{RECIPE}/{_onnxruntime_version()}".encode()).hexdigest()[:20]
 
 
 def _quantizer_advice(record: logging.LogRecord) -> bool:
