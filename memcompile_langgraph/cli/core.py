@@ -16,14 +16,17 @@ WARNINGS = (
 )
 
 
-def add_store_args(p: argparse.ArgumentParser, create: bool = False) -> None:
-    """--store, --user and --chroma-url; only a command that writes (ingest) creates a missing store."""
+def add_store_args(p: argparse.ArgumentParser, create: bool = False, user: bool = True) -> None:
+    """--store, --user (unless the user comes with each request) and --chroma-url; only commands that write
+    (ingest, mcp) create a missing store."""
     if create:
         p.add_argument("--store", required=True, help="store directory (created when missing)")
-        p.add_argument("--user", default=None, help="user id of every turn (default: each LoCoMo conversation's "
-                                                     "sample_id; 'default' for a JSONL file)")
     else:
         p.add_argument("--store", required=True, help="an existing store directory (made by `memcompile ingest`)")
+    if user and create:
+        p.add_argument("--user", default=None, help="user id of every turn (default: each LoCoMo conversation's "
+                                                     "sample_id; 'default' for a JSONL file)")
+    elif user:
         p.add_argument("--user", default="default", help="whose memory (default: 'default')")
     p.add_argument("--chroma-url", default=None,
                    help="the Chroma server holding the vectors, e.g. http://127.0.0.1:8000")

@@ -55,7 +55,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("mcp", help="serve the memory as an MCP server (tools remember, recall, forget, stats)")
-    add_store_args(p, user=False)
+    add_store_args(p, create=True, user=False)
     p.add_argument("--http", default=None, metavar="[HOST:]PORT",
                    help="streamable HTTP at http://HOST:PORT/mcp (default host 127.0.0.1) instead of stdio")
     add_llm_args(p)
