@@ -101,7 +101,7 @@ def test_the_stats_vector_count_read_from_chromas_file_is_chromas_own(tmp_path, 
     mem.add_turns(demo_turns()[:5], user_id="bob")
     for step in ("added", "deleted", "more", "forgot"):
         for user in ("ann", "bob"):
-            assert local_vector_count(store, user) == len(mem.vectors.ids(user)), (step, user)
+            assert local_vector_count(store, user) == len(mem.engine.vectors.ids(user)), (step, user)
         if step == "added":
             mem.delete_turns("ann", ["D1:2", "D2:1"])
         elif step == "deleted":

@@ -103,7 +103,7 @@ class IndexCache:
         index.version, index.epoch = loaded.version, epoch
         try:
             self._read_vectors(index, [p.packet_id for p in loaded.packets])
-            if base is None and index.packets:
+            if base is None:  # a full load checks the vectors (also of a user with no records: a forget interrupted)
                 self._repair(index)
         except VectorStoreError as exc:  # the lexical channels still answer; the dense one sits out (dense_node)
             self.engine.warn_once(f"vectors:{user_id}", f"dense channel off for user {user_id!r}: {exc}")

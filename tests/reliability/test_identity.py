@@ -40,7 +40,7 @@ def test_every_turn_kept_and_a_resend_is_a_no_op(mem, turns):
     assert first["stored"] == len(turns), first  # equal replies are separate turns
     again = mem.add_turns(turns, user_id=user)
     assert again["stored"] == 0 and again["already_stored"] == len(turns), again
-    assert len(mem.index(user, refresh=True).packets) == len(turns)
+    assert len(mem.index(user).packets) == len(turns)
 
 
 def test_equal_replies_across_ingest_batches(mem):
@@ -77,7 +77,7 @@ def test_speaker_cut_is_counted_and_keeps_identity(mem, prefix, tails):
     assert stored + sum(v for k, v in counts.items() if k.startswith("skipped_")) == len(turns)
     assert counts.get("trimmed_speaker", 0) == min(long_ones, stored)
     assert mem.add_turns(turns, user_id=user)["stored"] == 0  # a re-send is still known
-    assert all(len(p.speaker) <= MAX_SPEAKER for p in mem.index(user, refresh=True).packets.values())
+    assert all(len(p.speaker) <= MAX_SPEAKER for p in mem.index(user).packets.values())
 
 
 @examples(25)

@@ -39,7 +39,7 @@ def test_session_labels_get_stable_numbers(mem, first, second):
         counts = mem.add_turns(turns, user_id=user)
         skipped = counts.get("skipped_bad_session", 0)
         assert counts["stored"] + skipped == len(batch)
-        index = mem.index(user, refresh=True)
+        index = mem.index(user)
         for p in index.packets.values():
             numbers.setdefault(p.session_label, p.session)
             assert numbers[p.session_label] == p.session  # one number per label
@@ -79,7 +79,7 @@ def test_remember_stores_every_message_not_stored_yet(mem, n, data):
     mem.remember_node({"messages": messages}, config)
     if not any(isinstance(m, HumanMessage) for m in messages):
         return
-    by_dia = mem.index(user, refresh=True).by_dia
+    by_dia = mem.index(user).by_dia
     assert all(turn_dia_id(m, i) in by_dia for i, m in enumerate(messages))
     assert len(by_dia) == n  # and nothing twice
 

@@ -62,7 +62,7 @@ def test_hostile_user_ids_stay_inside_the_store(tmp_path, embeddings):
     names = {p.name for p in (store / "locks").iterdir()}
     hashed = {f"{user_key(u)}.lock" for u in HOSTILE_IDS}
     assert hashed <= names and names - hashed <= {"chroma.lock", "chroma.generation", "setup.lock"}
-    assert {p.name for p in store.iterdir()} <= {"memcompile.sqlite3", "memcompile.sqlite3-wal", "memcompile.sqlite3-shm", "chroma", "locks"}
+    assert {p.name for p in store.iterdir()} <= {"memcompile.sqlite3", "memcompile.sqlite3-wal", "memcompile.sqlite3-shm", "chroma", "locks", "snapshots"}
     for path in _tree(store):  # no user id, whole or in part, became a path component
         assert not any(uid in path.split("/") for uid in HOSTILE_IDS if len(uid) > 2), path
     # Chroma collection names are the fixed prefix and a hash

@@ -48,7 +48,7 @@ optional_fields = {f: hostile_field for f in ("time", "dia_id", "session", "imag
 def test_no_field_forges_a_header(mem, turns, query):
     user = f"p{next(_users)}"
     mem.add_turns(turns, user_id=user)
-    index = mem.index(user, refresh=True)
+    index = mem.index(user)
     for view in VIEWS:
         assert_blocks(render_context(index, index.packet_order, view), len(index.packet_order))
     try:

@@ -47,7 +47,7 @@ def _check_batch(mem: MemCompile, bad) -> str:
     batch = [_good(user, 1), bad, _good(user, 2)]
     counts = mem.add_turns(batch, user_id=user)  # never raises
     _accounted(counts, 3)
-    index = mem.index(user, refresh=True)
+    index = mem.index(user)
     for n in (1, 2):
         stored = index.packets[index.by_dia[f"G:{n}"]]
         assert stored.text == _good(user, n)["text"]

@@ -35,7 +35,7 @@ def mem():
 def _store(mem: MemCompile, text: str) -> tuple[dict, object]:
     user = f"x{next(_users)}"
     counts = mem.add_turns([{"speaker": "Ann", "text": text, "dia_id": "D1:1"}], user_id=user)
-    index = mem.index(user, refresh=True)
+    index = mem.index(user)
     packet = index.packets.get(index.by_dia.get("D1:1"))
     return counts, packet
 
