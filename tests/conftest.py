@@ -1,5 +1,7 @@
 import json
 import os
+import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -55,8 +57,12 @@ def chroma_url(tmp_path_factory):
     """A real `chroma run` server on a free loopback port for the session."""
     from servers import free_port, running
 
+    beside = Path(sys.executable).parent / "chroma"  # the venv's own, also when the venv is not activated
+    chroma = str(beside) if beside.is_file() else shutil.which("chroma")
+    if chroma is None:
+        pytest.skip("the `chroma` command (chromadb's server) is not installed")
     tmp = tmp_path_factory.mktemp("chroma-server")
     port = free_port()
-    cmd = ["chroma", "run", "--path", str(tmp / "db"), "--host", "127.0.0.1", "--port", str(port)]
+    cmd = [chroma, "run", "--path", str(tmp / "db"), "--host", "127.0.0.1", "--port", str(port)]
     with running(cmd, f"http://127.0.0.1:{port}/api/v2/heartbeat", tmp / "chroma.log"):
         yield f"http://127.0.0.1:{port}"
