@@ -25,7 +25,8 @@ from .ingest_graph import build_ingest_graph
 from .query_graph import build_query_graph
 from .records import CompiledContext, Descriptor, Intent, SourcePacket
 from .store.embeddings import default_embeddings
-from .store.records import REEMBEDDING, RecordStore
+from .store.open import open_records
+from .store.records import REEMBEDDING
 from .store.vectors import VectorStore
 from .users import validate_user_id
 
@@ -51,6 +52,7 @@ class MemCompile:
         config: MemCompileConfig | None = None,
         *,
         chroma_url: str | None = None,
+        records_url: str | None = None,
         extractor: Extractor | None = None,
         scheduler: Scheduler | None = None,
         dense: bool = True,
@@ -60,7 +62,7 @@ class MemCompile:
         self.path = Path(path) if path is not None else None
         self.llm = llm
         self.answer_llm = answer_llm if answer_llm is not None else llm
-        self.records = RecordStore(self.path)
+        self.records = open_records(self.path, records_url)  # PostgreSQL by URL or $MEMCOMPILE_RECORDS_URL
         # on a shared Chroma server, collections are named per store so two stores never meet
         namespace = f"mc{self.records.store_id()[:12]}" if chroma_url else None
         self.vectors = VectorStore(self.path, url=chroma_url, namespace=namespace)

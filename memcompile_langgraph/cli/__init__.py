@@ -30,11 +30,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.debug else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     from ..loaders import UnusableInput
+    from ..store.protocols import StoreError
     from ..users import InvalidUserId
 
     try:
         return int(args.func(args) or 0)
-    except (UsageError, UnusableInput, InvalidUserId, ValueError, OSError, sqlite3.DatabaseError) as exc:
+    except (UsageError, UnusableInput, InvalidUserId, StoreError, ValueError, OSError, sqlite3.DatabaseError) as exc:
         if args.debug:
             raise
         if isinstance(exc, sqlite3.DatabaseError):  # a damaged or foreign file where the store's database should be

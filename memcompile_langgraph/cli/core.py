@@ -14,27 +14,43 @@ WARNINGS = ("unparsed_time", "cleaned_text", "invalid_utf8", "trimmed_for_extrac
 
 
 def add_store_args(p: argparse.ArgumentParser, user: bool = True) -> None:
-    p.add_argument("--store", required=True, help="store directory (created when missing)")
+    p.add_argument("--store", default=None,
+                   help="store directory (created when missing; not needed with --records-url and --chroma-url)")
     if user:
         p.add_argument("--user", default=None, help="user id (default: each LoCoMo sample_id, else 'default')")
     p.add_argument("--chroma-url", default=None, help="keep vectors in a Chroma server, e.g. http://127.0.0.1:8000")
+    p.add_argument("--records-url", default=None,
+                   help="keep records in PostgreSQL, e.g. postgresql://user@host/db?schema=name "
+                        "(default: $MEMCOMPILE_RECORDS_URL, else SQLite in --store)")
 
 
-def open_memory(args: argparse.Namespace, store: str | None = None, create: bool = False):
+def open_memory(args: argparse.Namespace, store: str | None = None, create: bool = False, dense: bool = True):
     """The store of the command; only commands that write (ingest) may create it."""
     from pathlib import Path
 
     from ..memory import MemCompile
+    from ..store.open import open_records, records_url_from
+    from ..store.protocols import StoreError
     from . import UsageError
 
     path = store if store is not None else args.store
-    if not create and not Path(path).is_dir():
+    records_url, chroma_url = records_url_from(args.records_url), args.chroma_url
+    if path is None and not (records_url and chroma_url):
+        raise UsageError("give --store DIR (or both --records-url and --chroma-url: no local directory then)")
+    if path is not None and not create and not Path(path).is_dir() and not (records_url and chroma_url):
         raise UsageError(f"no store at {path} (create one with `memcompile ingest FILE --store {path}`)")
+    if records_url and not create:
+        try:
+            open_records(None, records_url, create=False).close()
+        except StoreError as exc:
+            raise UsageError(f"{exc} (create one with `memcompile ingest FILE --records-url URL`)") from None
     return MemCompile(
         path,
         llm=build_llm(args),
         answer_llm=build_answer_llm(args),
-        chroma_url=getattr(args, "chroma_url", None),
+        chroma_url=chroma_url,
+        records_url=records_url,
+        dense=dense,
     )
 
 
