@@ -94,3 +94,32 @@ def test_unusable_records_urls_are_one_line_errors(tmp_path, capsys, url, says):
     assert main(["stats", "--records-url", url, "--store", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and says in err
+
+
+def test_the_environment_picks_postgres_unless_the_caller_says_sqlite(tmp_path, monkeypatch, postgres_url):
+    from memcompile_langgraph.store.open import open_records
+    from memcompile_langgraph.store.records import RecordStore
+
+    monkeypatch.setenv("MEMCOMPILE_RECORDS_URL", schema_url(postgres_url))
+    from_env, sqlite = open_records(tmp_path / "a"), open_records(tmp_path / "b", "")
+    assert isinstance(from_env, PgRecordStore) and isinstance(sqlite, RecordStore)
+    assert not (tmp_path / "a").exists()
+    from_env.close()
+    sqlite.close()
+
+
+@pytest.mark.slow
+def test_bench_measures_the_served_store_beside_the_embedded_one(tmp_path, postgres_url, chroma_url, embeddings):
+    from memcompile_langgraph.bench.runner import BenchOptions, run_bench
+
+    url = schema_url(postgres_url)
+    opts = BenchOptions(sizes=(60,), queries=4, add_samples=3, store=tmp_path / "b", peer=False, records_url=url,
+                        chroma_url=chroma_url)
+    report = run_bench(opts)
+    served, embedded = report["served"]["sizes"][0], report["sizes"][0]
+    assert report["served"]["records"] == "postgresql" and report["served"]["vectors"] == "chroma server"
+    assert served["vectors"] == embedded["vectors"] == 63 and served["descriptors"] == embedded["descriptors"]
+    assert served["ingest_turns_per_s"] > 0 and served["query_ms_p50"] > 0 and served["open_s"] > 0
+    assert PgRecordStore(url).counts("bench")["packets"] == 63
+    with pytest.raises(ValueError, match="already holds a bench history"):
+        run_bench(BenchOptions(sizes=(60,), queries=4, add_samples=3, peer=False, records_url=url))

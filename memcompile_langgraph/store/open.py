@@ -10,8 +10,9 @@ RECORDS_URL_ENV = "MEMCOMPILE_RECORDS_URL"
 
 
 def records_url_from(records_url: str | None) -> str | None:
-    """The URL given, else MEMCOMPILE_RECORDS_URL (read here, so the facade, the CLI and the graphs agree)."""
-    return records_url or os.environ.get(RECORDS_URL_ENV) or None
+    """The URL given, else MEMCOMPILE_RECORDS_URL (read here, so the facade, the CLI and the graphs agree);
+    an empty string means SQLite in the store directory whatever the environment says."""
+    return (os.environ.get(RECORDS_URL_ENV) if records_url is None else records_url) or None
 
 
 def open_records(path: str | Path | None, records_url: str | None = None, create: bool = True) -> RecordsStore:
