@@ -37,8 +37,11 @@ def test_a_memory_on_servers_compiles_as_the_embedded_one_and_writes_nothing_loc
     other = MemCompile(None, embeddings=embeddings, records_url=url, chroma_url=chroma_url)  # another worker
     assert other.users() == ["demo"] and other.compile(QUESTIONS[0], user_id="demo").text
     assert other.add_turns(demo_turns(), user_id="demo")["stored"] == 0  # already stored: not twice
+    other.add_turns([{"speaker": "Tom", "text": "Biscuit learned to swim in the lake.", "time": "2024-06-01"}], "demo")
+    assert "swim" in served.compile("What did Biscuit learn?", user_id="demo").text  # the next query sees it
     other.forget("demo")
     assert served.users() == [] and served.stats("demo")["packets"] == 0
+    assert served.compile(QUESTIONS[0], user_id="demo").packets == []  # a forget elsewhere: gone at the next query
     assert list(work.iterdir()) == []
     for mem in (served, other, embedded):
         mem.close()
