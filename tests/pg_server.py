@@ -11,8 +11,8 @@ import shutil
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from servers import free_port
 
@@ -58,7 +58,7 @@ def running_postgres() -> Iterator[str]:
             yield url
         finally:
             subprocess.run(_as_owner([str(BINDIR / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "stop"]),
-                           capture_output=True, timeout=120)
+                           check=False, capture_output=True, timeout=120)
     finally:
         shutil.rmtree(root, ignore_errors=True)
 

@@ -18,7 +18,9 @@ def records_url_from(records_url: str | None) -> str | None:
 def open_records(path: str | Path | None, records_url: str | None = None, create: bool = True) -> RecordsStore:
     url = records_url_from(records_url)
     if url:
-        from .pg_records import PgRecordStore  # psycopg is imported only by memories that use PostgreSQL
+        from .pg_records import (
+            PgRecordStore,  # psycopg is imported only by memories that use PostgreSQL
+        )
 
         return PgRecordStore(url, create=create)
     from .records import RecordStore

@@ -18,7 +18,7 @@ import re
 import threading
 import time
 import uuid
-from typing import Iterator
+from collections.abc import Iterator
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import psycopg

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -10,6 +11,7 @@ import time
 import uuid
 from pathlib import Path
 
+import psycopg
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -24,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def packet(user: str, seq: int, text: str = "", speaker: str = "Ann", session: int = 1) -> SourcePacket:
     return SourcePacket(
         packet_id=f"p{seq}", user_id=user, dia_id=f"D{session}:{seq}", speaker=speaker, session=session,
-        session_label=f"session_{session}", session_time="2024-05-0%dT10:00:00" % session if seq % 2 else None,
+        session_label=f"session_{session}", session_time=f"2024-05-0{session}T10:00:00" if seq % 2 else None,
         session_time_raw="10:00 am on 1 May, 2024", text=text or f"turn {seq}", seq=seq,
         image_caption="a dog" if seq == 1 else "", image_query="dog" if seq == 1 else "", content_hash=f"h{seq}",
     )
@@ -51,7 +53,7 @@ def test_implements_the_protocol(store):
 
 def test_commit_and_load_round_trip_in_order(store):
     ps, placed, version = fill(store, "u", range(5, 10))
-    ps2, placed2, _ = fill(store, "u", range(0, 5))  # committed later, earlier in dialogue order
+    ps2, placed2, _ = fill(store, "u", range(5))  # committed later, earlier in dialogue order
     got = store.load("u")
     assert got.packets == ps2 + ps and got.descriptors == sorted(placed + placed2, key=lambda x: x[0].seq)
     assert got.version == store.version("u") > version
@@ -74,7 +76,7 @@ def test_any_text_as_the_builder_cleans_it_comes_back_unchanged(store, texts, us
 
 
 def test_incremental_load_returns_only_rows_beyond_the_given_seqs(store):
-    fill(store, "u", range(0, 3))
+    fill(store, "u", range(3))
     first = store.load("u")
     ps, placed, version = fill(store, "u", range(3, 6))
     after = (first.packets[-1].seq, first.descriptors[-1][0].seq)
@@ -90,7 +92,7 @@ def test_versions_strictly_increase_and_never_repeat_across_forget(store):
         for s in range(rnd * 10, rnd * 10 + 3):
             fill(store, "u", range(s, s + 1))
             seen.append(store.version("u"))
-        store.delete_packets("u", ["p%d" % (rnd * 10)])
+        store.delete_packets("u", [f"p{rnd * 10}"])
         seen.append(store.version("u"))
         seen.append(store.set_embedding("u", "model-x", bump=True))
         store.forget("u")
@@ -100,7 +102,7 @@ def test_versions_strictly_increase_and_never_repeat_across_forget(store):
 
 def test_epoch_changes_on_delete_bump_and_remake_but_not_on_commit(store):
     assert store.head("u") == (0, 0)
-    fill(store, "u", range(0, 2))
+    fill(store, "u", range(2))
     v1, e1 = store.head("u")
     assert v1 > 0 and e1 > 0
     fill(store, "u", range(2, 4))
@@ -114,7 +116,7 @@ def test_epoch_changes_on_delete_bump_and_remake_but_not_on_commit(store):
     v4 = store.set_embedding("u", "m2", bump=True)
     assert store.head("u") == (v4, v4) and v4 > v3
     store.forget("u")
-    fill(store, "u", range(0, 1))
+    fill(store, "u", range(1))
     v5, e5 = store.head("u")
     assert v5 > v4 and e5 > v4  # made again after forget: no snapshot of the old user applies
     assert store.version("u") == v5 and store.head("other") == (0, 0)
@@ -122,7 +124,7 @@ def test_epoch_changes_on_delete_bump_and_remake_but_not_on_commit(store):
 
 def test_turns_select_by_dia_ids_limit_and_offset_with_created_at(store):
     before = time.time()
-    ps, _, _ = fill(store, "u", range(0, 6))
+    ps, _, _ = fill(store, "u", range(6))
     after = time.time()
     turns = store.turns("u")
     assert [t.packet for t in turns] == ps and all(isinstance(t, StoredTurn) for t in turns)
@@ -138,7 +140,7 @@ def test_turns_select_by_dia_ids_limit_and_offset_with_created_at(store):
 
 
 def test_counters_add_up_and_counts_describe_the_records(store):
-    fill(store, "u", range(0, 4), counts={"stored": 4, "skipped_empty": 0})
+    fill(store, "u", range(4), counts={"stored": 4, "skipped_empty": 0})
     store.add_counts("u", {"stored": 2, "cleaned_text": 1})
     store.add_counts("u", {"nothing": 0})
     assert store.counters("u") == {"cleaned_text": 1, "stored": 6}
@@ -152,13 +154,13 @@ def test_counters_add_up_and_counts_describe_the_records(store):
 def test_users_listed_in_code_point_order(store):
     names = ["b\u00e9a", "Zo\u00eb", "alice", "\u00c4rger", "bob", "\u65e5\u672c"]
     for n in names:
-        fill(store, n, range(0, 1))
+        fill(store, n, range(1))
     assert store.users() == sorted(names)
 
 
 def test_delete_packets_removes_them_and_their_descriptors_only(store):
-    ps, placed, _ = fill(store, "u", range(0, 4))
-    fill(store, "v", range(0, 4))
+    fill(store, "u", range(4))
+    fill(store, "v", range(4))
     store.delete_packets("u", ["p1", "p3", "p-unknown"])
     got = store.load("u")
     assert [p.packet_id for p in got.packets] == ["p0", "p2"]
@@ -167,8 +169,8 @@ def test_delete_packets_removes_them_and_their_descriptors_only(store):
 
 
 def test_forget_leaves_nothing_of_the_user(store):
-    fill(store, "u", range(0, 3), counts={"stored": 3})
-    fill(store, "v", range(0, 2))
+    fill(store, "u", range(3), counts={"stored": 3})
+    fill(store, "v", range(2))
     store.set_embedding("u", "model-a")
     store.forget("u")
     got = store.load("u")
@@ -181,10 +183,10 @@ def test_forget_leaves_nothing_of_the_user(store):
 
 
 def test_a_failed_commit_stores_nothing(store):
-    fill(store, "u", range(0, 2))
+    fill(store, "u", range(2))
     head = store.head("u")
     dup = packet("u", 7)
-    with pytest.raises(Exception):
+    with pytest.raises((sqlite3.IntegrityError, psycopg.IntegrityError)):  # the same dia_id twice
         store.commit("u", [dup, dup], [(descriptor(dup, 70), "c")], {"stored": 2})
     assert store.head("u") == head and len(store.load("u").packets) == 2 and store.counters("u") == {}
 
@@ -195,7 +197,7 @@ def test_store_id_and_embedding_persist_across_reopen(backend):
     assert sid == a.store_id() and len(sid) == 32
     assert a.embedding("u") is None
     a.set_embedding("u", "model-a")
-    fill(a, "u", range(0, 2))
+    fill(a, "u", range(2))
     a.close()
     b = backend.open(create=False)
     assert b.store_id() == sid and b.embedding("u") == "model-a" and len(b.load("u").packets) == 2
@@ -210,21 +212,21 @@ def test_opening_a_missing_store_without_create_is_a_one_line_error(backend):
 
 V1 = [  # the layout of schema 1 (before epochs and created_at), as stores of 2026-11 and before hold it
     "CREATE TABLE users (user_id TEXT PRIMARY KEY, version INTEGER NOT NULL DEFAULT 0)",
-    "CREATE TABLE packets (user_id TEXT NOT NULL, packet_id TEXT NOT NULL, seq INTEGER NOT NULL, dia_id TEXT NOT NULL,"
-    " speaker TEXT NOT NULL, session INTEGER NOT NULL, session_label TEXT NOT NULL, session_time TEXT,"
-    " session_time_raw TEXT NOT NULL, text TEXT NOT NULL, image_caption TEXT NOT NULL, image_query TEXT NOT NULL,"
-    " content_hash TEXT NOT NULL, PRIMARY KEY (user_id, packet_id), UNIQUE (user_id, dia_id))",
-    "CREATE TABLE descriptors (user_id TEXT NOT NULL, descriptor_id TEXT NOT NULL, packet_id TEXT NOT NULL,"
-    " seq INTEGER NOT NULL, claim TEXT NOT NULL, dia_id TEXT NOT NULL, speaker TEXT NOT NULL, session INTEGER NOT NULL,"
-    " session_time TEXT, people TEXT NOT NULL, keywords TEXT NOT NULL, event_time TEXT NOT NULL,"
-    " interaction_time TEXT NOT NULL, n_tokens INTEGER NOT NULL, negated INTEGER NOT NULL, cell_id TEXT NOT NULL,"
-    " PRIMARY KEY (user_id, descriptor_id))",
-    "CREATE TABLE counters (user_id TEXT NOT NULL, name TEXT NOT NULL, value INTEGER NOT NULL,"
-    " PRIMARY KEY (user_id, name))",
+    ("CREATE TABLE packets (user_id TEXT NOT NULL, packet_id TEXT NOT NULL, seq INTEGER NOT NULL, dia_id TEXT NOT NULL,"
+     " speaker TEXT NOT NULL, session INTEGER NOT NULL, session_label TEXT NOT NULL, session_time TEXT,"
+     " session_time_raw TEXT NOT NULL, text TEXT NOT NULL, image_caption TEXT NOT NULL, image_query TEXT NOT NULL,"
+     " content_hash TEXT NOT NULL, PRIMARY KEY (user_id, packet_id), UNIQUE (user_id, dia_id))"),
+    ("CREATE TABLE descriptors (user_id TEXT NOT NULL, descriptor_id TEXT NOT NULL, packet_id TEXT NOT NULL,"
+     " seq INTEGER NOT NULL, claim TEXT NOT NULL, dia_id TEXT NOT NULL, speaker TEXT NOT NULL, session INTEGER NOT NULL,"
+     " session_time TEXT, people TEXT NOT NULL, keywords TEXT NOT NULL, event_time TEXT NOT NULL,"
+     " interaction_time TEXT NOT NULL, n_tokens INTEGER NOT NULL, negated INTEGER NOT NULL, cell_id TEXT NOT NULL,"
+     " PRIMARY KEY (user_id, descriptor_id))"),
+    ("CREATE TABLE counters (user_id TEXT NOT NULL, name TEXT NOT NULL, value INTEGER NOT NULL,"
+     " PRIMARY KEY (user_id, name))"),
     "INSERT INTO users VALUES ('u', 3)",
     "INSERT INTO packets VALUES ('u', 'p0', 0, 'D1:0', 'Ann', 1, 'session_1', NULL, 'then', 'old turn', '', '', 'h')",
-    "INSERT INTO descriptors VALUES ('u', 'd0', 'p0', 0, 'old claim', 'D1:0', 'Ann', 1, NULL, '[\"Ann\"]', '[]', '',"
-    " '', 3, 0, 'c0')",
+    ("INSERT INTO descriptors VALUES ('u', 'd0', 'p0', 0, 'old claim', 'D1:0', 'Ann', 1, NULL, '[\"Ann\"]', '[]', '',"
+     " '', 3, 0, 'c0')"),
     "INSERT INTO counters VALUES ('u', 'stored', 1)",
 ]
 
