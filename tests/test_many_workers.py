@@ -20,7 +20,7 @@ from memcompile_langgraph.store.pg_records import PgRecordStore
 from memcompile_langgraph.store.vectors import VectorStore
 
 ROOT = Path(__file__).resolve().parents[1]
-LOCOMO = ROOT.parent / "shared" / "data" / "locomo" / "locomo10-dev.json"
+LOCOMO = Path(os.environ.get("MEMCOMPILE_LOCOMO") or ROOT.parent / "shared" / "data" / "locomo" / "locomo10-dev.json")
 
 pytestmark = pytest.mark.slow
 
