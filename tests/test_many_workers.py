@@ -110,7 +110,8 @@ def test_four_workers_and_two_readers_share_one_memory(tmp_path, postgres_url, c
     readers = [_spawn(READER, url, chroma_url, LOCOMO, run, r) for r in range(READERS)]
     try:
         while not all((run / f"ingested-{w}").exists() for w in range(WRITERS)):
-            assert all(p.poll() is None for p in procs + readers), [p.stderr.read() for p in procs + readers if p.poll()]
+            dead = [p.stderr.read()[-3000:] for p in procs + readers if p.poll() is not None]
+            assert not dead, dead
             time.sleep(0.5)
         ingest_s = time.monotonic() - started
         (run / "stop").write_text("")

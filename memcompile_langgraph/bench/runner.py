@@ -219,13 +219,13 @@ def run_bench(opts: BenchOptions, log: Callable[[str], None] = lambda _: None) -
     history = generate(sizes[-1] + opts.add_samples, seed=opts.seed)
     turns = history.turns
     baseline = peak_rss_mb()  # the interpreter, libraries and the synthetic history itself
+    served = opts.records_url or opts.chroma_url
+    if served:  # before a temporary directory exists that a refusal would leave behind
+        _check_store(None, opts.records_url)
     store = opts.store or Path(tempfile.mkdtemp(prefix="memcompile-bench-"))
     store.mkdir(parents=True, exist_ok=True)
-    served = opts.records_url or opts.chroma_url
     embedded = store / "embedded" if served else store
     _check_store(embedded)
-    if served:
-        _check_store(None, opts.records_url)
     started = time.perf_counter()
     try:
         # records_url="": the embedded baseline stays SQLite even when $MEMCOMPILE_RECORDS_URL is set

@@ -234,7 +234,9 @@ class PgRecordStore:
         version = row[0] if row else 0
         return LoadedRecords(version, [SourcePacket(*r) for r in prows], descriptors_from_rows(drows))
 
-    def turns(self, user_id: str, dia_ids: list[str] | None = None, limit: int | None = None, offset: int = 0) -> list[StoredTurn]:
+    def turns(
+        self, user_id: str, dia_ids: list[str] | None = None, limit: int | None = None, offset: int = 0
+    ) -> list[StoredTurn]:
         sql = f"SELECT {_PACKET_COLS}, created_at FROM packets WHERE user_id=%s"
         args: list = [user_id]
         if dia_ids is not None:
@@ -244,7 +246,10 @@ class PgRecordStore:
         args += [limit, offset]
         return [StoredTurn(SourcePacket(*r[:-1]), r[-1]) for r in self._all(sql, tuple(args))]
 
-    def commit(self, user_id: str, packets: list[SourcePacket], placed: list[tuple[Descriptor, str]], counts: dict[str, int] | None = None) -> int:
+    def commit(
+        self, user_id: str, packets: list[SourcePacket], placed: list[tuple[Descriptor, str]],
+        counts: dict[str, int] | None = None,
+    ) -> int:
         """Packets, their descriptors and the Cell memberships in one transaction; returns the new version."""
         now = time.time()
         with self.transaction() as conn:

@@ -217,7 +217,8 @@ V1 = [  # the layout of schema 1 (before epochs and created_at), as stores of 20
      " session_time_raw TEXT NOT NULL, text TEXT NOT NULL, image_caption TEXT NOT NULL, image_query TEXT NOT NULL,"
      " content_hash TEXT NOT NULL, PRIMARY KEY (user_id, packet_id), UNIQUE (user_id, dia_id))"),
     ("CREATE TABLE descriptors (user_id TEXT NOT NULL, descriptor_id TEXT NOT NULL, packet_id TEXT NOT NULL,"
-     " seq INTEGER NOT NULL, claim TEXT NOT NULL, dia_id TEXT NOT NULL, speaker TEXT NOT NULL, session INTEGER NOT NULL,"
+     " seq INTEGER NOT NULL, claim TEXT NOT NULL, dia_id TEXT NOT NULL, speaker TEXT NOT NULL,"
+     " session INTEGER NOT NULL,"
      " session_time TEXT, people TEXT NOT NULL, keywords TEXT NOT NULL, event_time TEXT NOT NULL,"
      " interaction_time TEXT NOT NULL, n_tokens INTEGER NOT NULL, negated INTEGER NOT NULL, cell_id TEXT NOT NULL,"
      " PRIMARY KEY (user_id, descriptor_id))"),
