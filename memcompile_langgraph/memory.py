@@ -39,15 +39,16 @@ class MemCompile:
 
     def __init__(
         self, path: str | Path | None = None, embeddings: Embeddings | None = None, llm: Any = None,
-        config: MemCompileConfig | None = None, *, chroma_url: str | None = None, extractor: Extractor | None = None,
-        scheduler: Scheduler | None = None, dense: bool = True, answer_llm: Any = None, cache_size: int = 64,
+        config: MemCompileConfig | None = None, *, chroma_url: str | None = None, records_url: str | None = None,
+        extractor: Extractor | None = None, scheduler: Scheduler | None = None, dense: bool = True,
+        answer_llm: Any = None, cache_size: int = 64,
     ):
         self.config = config or DEFAULT_CONFIG
         self.path = check_store_path(path) if path is not None else None
         self.llm, self.answer_llm = llm, answer_llm if answer_llm is not None else llm
         self.engine = build_engine(
             self.path, self.config, embeddings=embeddings, llm=llm, answer_llm=self.answer_llm, chroma_url=chroma_url,
-            extractor=extractor, scheduler=scheduler, dense=dense, cache_size=cache_size,
+            records_url=records_url, extractor=extractor, scheduler=scheduler, dense=dense, cache_size=cache_size,
         )
 
     @property

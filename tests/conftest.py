@@ -1,5 +1,7 @@
 import json
 import os
+import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -36,3 +38,31 @@ def embeddings(model_dir):
     from memcompile_langgraph.store.embeddings import default_embeddings
 
     return default_embeddings()  # the local model found above, as users get it
+
+
+@pytest.fixture(scope="session")
+def postgres_url():
+    """A real PostgreSQL 15 for the session (started on first use); tests share it, each in a schema of its own."""
+    from pg_server import missing, running_postgres
+
+    why = missing()
+    if why:
+        pytest.skip(why)
+    with running_postgres() as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def chroma_url(tmp_path_factory):
+    """A real `chroma run` server on a free loopback port for the session."""
+    from servers import free_port, running
+
+    beside = Path(sys.executable).parent / "chroma"  # the venv's own, also when the venv is not activated
+    chroma = str(beside) if beside.is_file() else shutil.which("chroma")
+    if chroma is None:
+        pytest.skip("the `chroma` command (chromadb's server) is not installed")
+    tmp = tmp_path_factory.mktemp("chroma-server")
+    port = free_port()
+    cmd = [chroma, "run", "--path", str(tmp / "db"), "--host", "127.0.0.1", "--port", str(port)]
+    with running(cmd, f"http://127.0.0.1:{port}/api/v2/heartbeat", tmp / "chroma.log"):
+        yield f"http://127.0.0.1:{port}"

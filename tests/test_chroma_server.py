@@ -9,18 +9,9 @@ from chromadb.config import Settings
 from memcompile_langgraph import MemCompile
 from memcompile_langgraph.demo_data import demo_turns
 
-from servers import free_port, running
+from servers import free_port
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture(scope="module")
-def chroma_url(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("chroma-server")
-    port = free_port()
-    cmd = ["chroma", "run", "--path", str(tmp / "db"), "--host", "127.0.0.1", "--port", str(port)]
-    with running(cmd, f"http://127.0.0.1:{port}/api/v2/heartbeat", tmp / "chroma.log"):
-        yield f"http://127.0.0.1:{port}"
 
 
 def test_ingest_and_query_keep_vectors_in_the_server(tmp_path, chroma_url, embeddings):

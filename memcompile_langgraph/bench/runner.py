@@ -38,6 +38,11 @@ class BenchOptions:
     store: Path | None = None  # default: a temporary directory, removed afterwards
     peer: bool = True
     seed: int = 7
+    records_url: str | None = None  # also measure a served store (PostgreSQL records and/or a Chroma server)
+    chroma_url: str | None = None
+
+    def served(self) -> dict[str, str | None]:
+        return {"records_url": self.records_url, "chroma_url": self.chroma_url}
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -107,9 +112,19 @@ def _query_stats(mem: MemCompile, qs: list[str]) -> dict[str, Any]:
     }
 
 
-def _check_store(path: Path) -> None:
-    db = path / "memcompile.sqlite3"
-    if db.exists():
+def _check_store(path: Path | None, records_url: str | None = None) -> None:
+    if records_url:
+        from ..store.pg_records import PgRecordStore
+
+        records = PgRecordStore(records_url)
+        try:
+            if USER in records.users():
+                raise ValueError("the records URL already holds a bench history; give an empty schema (?schema=NAME)")
+        finally:
+            records.close()
+        return
+    db = path / "memcompile.sqlite3" if path is not None else None
+    if db is not None and db.exists():
         import sqlite3
 
         with sqlite3.connect(db) as conn:
@@ -120,8 +135,11 @@ def _check_store(path: Path) -> None:
             raise ValueError(f"{path} already holds a bench history; give an empty or new directory")
 
 
-def run_memcompile(opts: BenchOptions, turns: list[dict], history, store: Path, log: Callable[[str], None]) -> list[dict[str, Any]]:
-    mem = MemCompile(store)
+def run_memcompile(opts: BenchOptions, turns: list[dict], history, store: Path | None, log: Callable[[str], None],
+                   urls: dict[str, str | None] | None = None) -> list[dict[str, Any]]:
+    """The bench over one store: the embedded one in `store`, or a served one by `urls` (MemCompile's *_url)."""
+    urls = urls or {}
+    mem = MemCompile(store, **urls)
     if mem.embeddings is not None:
         mem.embeddings.embed_documents(["warm up the model"])
     points: list[dict[str, Any]] = []
@@ -159,9 +177,11 @@ def run_memcompile(opts: BenchOptions, turns: list[dict], history, store: Path, 
     mem.close()
     del mem
     gc.collect()
+    if any(urls.values()):  # a served store: its cold start is the records' and the server's (not measured here)
+        return points
     qs = questions(history, 40, seed=opts.seed, upto=opts.sizes[-1])
     points[-1].update(cold_start(store, qs[0]))
-    points[-1].update(other_user_during_cold_load(store, turns[: OTHER_USER_TURNS], qs))
+    points[-1].update(other_user_during_cold_load(store, turns[:OTHER_USER_TURNS], qs))
     log(f"memcompile {opts.sizes[-1]} turns: first query {points[-1]['first_query_s']} s from the snapshot file, "
         f"{points[-1]['first_query_rebuild_s']} s rebuilt from the records")
     return points
@@ -172,7 +192,7 @@ OTHER_USER_TURNS = 200
 
 
 def _open_warm(store: Path) -> MemCompile:
-    mem = MemCompile(store)
+    mem = MemCompile(store, records_url="")  # the embedded store, whatever $MEMCOMPILE_RECORDS_URL says
     if mem.embeddings is not None:
         mem.embeddings.embed_query("warm up the model")  # loading the model is not what is timed
     return mem
@@ -244,12 +264,20 @@ def run_bench(opts: BenchOptions, log: Callable[[str], None] = lambda _: None) -
     history = generate(sizes[-1] + opts.add_samples, seed=opts.seed)
     turns = history.turns
     baseline = peak_rss_mb()  # the interpreter, libraries and the synthetic history itself
+    served = opts.records_url or opts.chroma_url
+    if served:  # before a temporary directory exists that a refusal would leave behind
+        _check_store(None, opts.records_url)
     store = opts.store or Path(tempfile.mkdtemp(prefix="memcompile-bench-"))
     store.mkdir(parents=True, exist_ok=True)
-    _check_store(store)
+    embedded = store / "embedded" if served else store
+    _check_store(embedded)
     started = time.perf_counter()
     try:
-        points = run_memcompile(opts, turns, history, store, log)
+        # records_url="": the embedded baseline stays SQLite even when $MEMCOMPILE_RECORDS_URL is set
+        points = run_memcompile(opts, turns, history, embedded, log, {"records_url": ""})
+        if served:  # same sizes, same turns, same queries, in the same run: only the stores differ
+            local = None if opts.records_url and opts.chroma_url else store / "served"
+            served_points = run_memcompile(opts, turns, history, local, lambda m: log(f"served: {m}"), opts.served())
         from ..store.embeddings import default_embeddings
 
         embeddings = default_embeddings() if opts.peer else None
@@ -272,6 +300,10 @@ def run_bench(opts: BenchOptions, log: Callable[[str], None] = lambda _: None) -
         "bench_s": round(time.perf_counter() - started, 1),
         "sizes": points,
     }
+    if served:
+        report["served"] = {"records": "postgresql" if opts.records_url else "sqlite",
+                             "vectors": "chroma server" if opts.chroma_url else "chroma directory",
+                             "sizes": served_points}
     if not peers:
         report["peer"] = {"name": PEER_NAME, "skipped": "no embedding model" if opts.peer else "--no-peer"}
     return report

@@ -29,10 +29,15 @@ def parse_sizes(text: str) -> tuple[int, ...]:
 
 
 def table(report: dict) -> str:
-    rows = [[label for _, label in COLUMNS] + ["peer ingest turns/s", "peer query ms p50"]]
+    rows = [["store"] + [label for _, label in COLUMNS] + ["peer ingest turns/s", "peer query ms p50"]]
     for point in report["sizes"]:
         peer = point.get("peer", {})
-        rows.append([str(point[key]) for key, _ in COLUMNS] + [str(peer.get("ingest_turns_per_s", "-")), str(peer.get("query_ms_p50", "-"))])
+        rows.append(["embedded"] + [str(point[key]) for key, _ in COLUMNS]
+                    + [str(peer.get("ingest_turns_per_s", "-")), str(peer.get("query_ms_p50", "-"))])
+    served = report.get("served")
+    for point in served["sizes"] if served else []:
+        name = f"{served['records']} + {served['vectors']}"
+        rows.append([name] + [str(point[key]) for key, _ in COLUMNS] + ["-", "-"])
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return "\n".join("  ".join(cell.rjust(w) for cell, w in zip(r, widths)) for r in rows)
 
@@ -87,7 +92,12 @@ def cmd_bench(args: argparse.Namespace) -> int:
         raise UsageError("give --turns N or --sizes N1,N2,...")
     if args.queries < 1:
         raise UsageError("--queries must be positive")
-    opts = BenchOptions(sizes=sizes, queries=args.queries, store=Path(args.store) if args.store else None, peer=not args.no_peer, seed=args.seed)
+    from ..store.open import records_url_from
+
+    opts = BenchOptions(sizes=sizes, queries=args.queries, store=Path(args.store) if args.store else None,
+                        peer=not args.no_peer, seed=args.seed, records_url=records_url_from(args.records_url),
+                        chroma_url=args.chroma_url)
+    log = (lambda msg: None) if args.quiet else (lambda msg: print(msg, file=sys.stderr, flush=True))
     report = run_bench(opts, log)
     if args.plot:
         plot(report, Path(args.plot))
@@ -107,6 +117,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="the whole report as JSON (every phase, machine and load)")
     p.add_argument("--no-peer", action="store_true", help="skip the InMemoryStore peer")
     p.add_argument("--seed", type=int, default=7, help="seed of the synthetic history (default 7)")
+    p.add_argument("--records-url", default=None,
+                   help="also bench records in PostgreSQL (an empty schema: postgresql://...?schema=NAME)")
+    p.add_argument("--chroma-url", default=None, help="also bench vectors in a Chroma server")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     p.add_argument("--startup", action="store_true",
                    help="instead: time `memcompile --help`, `stats` and `query` from process start to exit")

@@ -17,12 +17,13 @@ WARNINGS = (
 
 
 def add_store_args(p: argparse.ArgumentParser, create: bool = False, user: bool = True) -> None:
-    """--store, --user (unless the user comes with each request) and --chroma-url; only commands that write
-    (ingest, mcp) create a missing store."""
+    """--store, --user (unless the user comes with each request), --chroma-url and --records-url; only commands that
+    write (ingest, mcp) create a missing store."""
+    server = "; not needed with --records-url and --chroma-url"
     if create:
-        p.add_argument("--store", required=True, help="store directory (created when missing)")
+        p.add_argument("--store", default=None, help=f"store directory (created when missing{server})")
     else:
-        p.add_argument("--store", required=True, help="an existing store directory (made by `memcompile ingest`)")
+        p.add_argument("--store", default=None, help=f"an existing store directory (made by `memcompile ingest`{server})")
     if user and create:
         p.add_argument("--user", default=None, help="user id of every turn (default: each LoCoMo conversation's "
                                                      "sample_id; 'default' for a JSONL file)")
@@ -30,6 +31,9 @@ def add_store_args(p: argparse.ArgumentParser, create: bool = False, user: bool 
         p.add_argument("--user", default="default", help="whose memory (default: 'default')")
     p.add_argument("--chroma-url", default=None,
                    help="the Chroma server holding the vectors, e.g. http://127.0.0.1:8000")
+    p.add_argument("--records-url", default=None,
+                   help="keep records in PostgreSQL, e.g. postgresql://user@host/db?schema=name "
+                        "(default: $MEMCOMPILE_RECORDS_URL, else SQLite in --store)")
 
 
 def require_store(path: str) -> None:
@@ -41,19 +45,34 @@ def require_store(path: str) -> None:
         raise UsageError(f"no store at {path} (create one with `memcompile ingest FILE --store {path}`)")
 
 
-def open_memory(args: argparse.Namespace, store: str | None = None, create: bool = False):
+def open_memory(args: argparse.Namespace, store: str | None = None, create: bool = False, dense: bool = True):
     """The store of the command; only commands that write (ingest) may create it."""
     from ..memory import MemCompile
     from ..store.layout import check_store_path
+    from ..store.open import open_records, records_url_from
+    from ..store.protocols import StoreError
+    from . import UsageError
 
-    path = check_store_path(store if store is not None else args.store)
-    if not create:
-        require_store(str(path))
+    path = store if store is not None else args.store
+    records_url, chroma_url = records_url_from(args.records_url), args.chroma_url
+    if path is None and not (records_url and chroma_url):
+        raise UsageError("give --store DIR (or both --records-url and --chroma-url: no local directory then)")
+    if path is not None:
+        path = check_store_path(path)
+        if not create and not (records_url and chroma_url):
+            require_store(str(path))
+    if records_url and not create:
+        try:
+            open_records(None, records_url, create=False).close()
+        except StoreError as exc:
+            raise UsageError(f"{exc} (create one with `memcompile ingest FILE --records-url URL`)") from None
     return MemCompile(
         path,
         llm=build_llm(args),
         answer_llm=build_answer_llm(args),
-        chroma_url=getattr(args, "chroma_url", None),
+        chroma_url=chroma_url,
+        records_url=records_url,
+        dense=dense,
     )
 
 

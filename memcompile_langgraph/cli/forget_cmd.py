@@ -4,17 +4,15 @@ from __future__ import annotations
 import argparse
 
 
+from .core import add_store_args, open_memory
+
+
 def cmd_forget(args: argparse.Namespace) -> int:
-    from ..memory import MemCompile
-    from ..store.layout import check_store_path
     from ..text import normalize_id
     from ..users import validate_user_id
-    from . import UsageError
 
     validate_user_id(args.user)
-    if not check_store_path(args.store).is_dir():
-        raise UsageError(f"no store at {args.store}")  # forgetting must not create one
-    mem = MemCompile(args.store, dense=False, chroma_url=args.chroma_url)  # no embedding model needed to delete
+    mem = open_memory(args, dense=False)  # forgetting never creates a store; no embedding model needed to delete
     try:
         if args.turn:
             stored = set(mem.index(args.user).by_dia)
@@ -38,8 +36,7 @@ def cmd_forget(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("forget", help="remove everything stored for a user, or single turns (--turn)")
-    p.add_argument("--store", required=True, help="store directory")
+    add_store_args(p, user=False)
     p.add_argument("--user", required=True, help="user id")
     p.add_argument("--turn", action="append", default=[], metavar="DIA_ID", help="remove only this turn (repeatable)")
-    p.add_argument("--chroma-url", default=None, help="vectors kept in a Chroma server")
     p.set_defaults(func=cmd_forget)

@@ -87,18 +87,19 @@ def embedding_identity(embeddings: Embeddings | None) -> str | None:
 
 def build_engine(
     path: Path | None, config: MemCompileConfig, *, embeddings: Embeddings | None, llm: Any, answer_llm: Any,
-    chroma_url: str | None, extractor: Extractor | None, scheduler: Scheduler | None, dense: bool, cache_size: int,
+    chroma_url: str | None, records_url: str | None, extractor: Extractor | None, scheduler: Scheduler | None,
+    dense: bool, cache_size: int,
 ) -> Engine:
     """The stores and components of one memory: SQLite records and Chroma vectors under `path` (or in memory), the
     offline stages, and the paper's LLM stages through `llm` where one is given."""
     from ..evidence.schedule import DeterministicScheduler
     from ..extract.heuristic import HeuristicExtractor
-    from ..store.records import RecordStore
+    from ..store.open import open_records
     from ..store.vectors import VectorStore
     from .cache import IndexCache
     from .snapshot_file import SnapshotFiles
 
-    records = RecordStore(path)
+    records = open_records(path, records_url)  # PostgreSQL by URL or $MEMCOMPILE_RECORDS_URL, else SQLite
     # on a shared Chroma server, collections are named per store so two stores never meet
     vectors = VectorStore(path, url=chroma_url, namespace=f"mc{records.store_id()[:12]}" if chroma_url else None)
     if dense and embeddings is None:
@@ -122,6 +123,16 @@ def build_engine(
                     scheduler or offline_scheduler, llm_intent, llm_store)
     # snapshot files are signed with a key derived from the store's id and a secret kept with the records
     key = hashlib.sha256(f"{records.store_id()}:{records.secret()}".encode()).digest()
-    files = SnapshotFiles(path / "snapshots", key, engine.embedding_id) if path is not None else None
+    files = SnapshotFiles(snapshot_folder(path, records), key, engine.embedding_id)
     engine.cache = IndexCache(engine, files, cache_size)
     return engine
+
+
+def snapshot_folder(path: Path | None, records) -> Path:
+    """Where index snapshot files go: in the store directory, or for a store with no directory (PostgreSQL records)
+    in this machine's cache, per store."""
+    if path is not None:
+        return path / "snapshots"
+    from ..store.int8_model import cache_root
+
+    return cache_root() / "snapshots" / records.store_id()

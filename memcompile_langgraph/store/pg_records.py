@@ -1,0 +1,326 @@
+"""PostgreSQL records store: the RecordsStore contract (store/protocols.py) for several workers on several machines.
+
+Behaves as the SQLite store (store/records.py): same tables and columns, same versions and epochs, same order.
+Versions come from one PostgreSQL sequence per store (never repeat; gaps are harmless), so concurrent writers of
+different users never wait on one generation row. Several stores share one database in their own PostgreSQL schema,
+named by the URL: `postgresql://user@host:5432/db?schema=team_a` (default schema `memcompile`).
+
+The writer lock is a session-level advisory lock on a connection of its own, held for the whole unit of work: a
+unit of work (add_turns, reembed) spans several transactions with embedding and Chroma writes between them, which a
+transaction-level lock would either release between batches or hold one transaction open for minutes. A worker that
+dies mid-write closes its connection and the server releases the lock with it.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import psycopg
+import psycopg_pool
+
+from ..locks import UserLocks
+from ..records import Descriptor, SourcePacket
+from .protocols import LoadedRecords, StoredTurn, StoreError
+from .records import _DESC_COLS, _PACKET_COLS, _embedding_key, descriptors_from_rows
+
+SCHEMA_VERSION = 2  # numbered as the SQLite store's: 1 had no epochs and no created_at
+DEFAULT_SCHEMA = "memcompile"
+_SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS users (user_id TEXT PRIMARY KEY, version BIGINT NOT NULL DEFAULT 0,
+    epoch BIGINT NOT NULL DEFAULT 0);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS packets (
+    user_id TEXT NOT NULL, packet_id TEXT NOT NULL, seq BIGINT NOT NULL, dia_id TEXT NOT NULL,
+    speaker TEXT NOT NULL, session BIGINT NOT NULL, session_label TEXT NOT NULL, session_time TEXT,
+    session_time_raw TEXT NOT NULL, text TEXT NOT NULL, image_caption TEXT NOT NULL, image_query TEXT NOT NULL,
+    content_hash TEXT NOT NULL, created_at DOUBLE PRECISION NOT NULL DEFAULT 0,
+    PRIMARY KEY (user_id, packet_id), UNIQUE (user_id, dia_id));
+CREATE INDEX IF NOT EXISTS packets_seq ON packets (user_id, seq);
+CREATE TABLE IF NOT EXISTS descriptors (
+    user_id TEXT NOT NULL, descriptor_id TEXT NOT NULL, packet_id TEXT NOT NULL, seq BIGINT NOT NULL,
+    claim TEXT NOT NULL, dia_id TEXT NOT NULL, speaker TEXT NOT NULL, session BIGINT NOT NULL, session_time TEXT,
+    people TEXT NOT NULL, keywords TEXT NOT NULL, event_time TEXT NOT NULL, interaction_time TEXT NOT NULL,
+    n_tokens BIGINT NOT NULL, negated INTEGER NOT NULL, cell_id TEXT NOT NULL,
+    PRIMARY KEY (user_id, descriptor_id));
+CREATE INDEX IF NOT EXISTS descriptors_packet ON descriptors (user_id, packet_id);
+CREATE INDEX IF NOT EXISTS descriptors_seq ON descriptors (user_id, seq);
+CREATE TABLE IF NOT EXISTS counters (user_id TEXT NOT NULL, name TEXT NOT NULL, value BIGINT NOT NULL,
+    PRIMARY KEY (user_id, name));
+"""
+
+
+def split_url(url: str) -> tuple[str, str]:
+    """(libpq URL without our `schema` parameter, schema name); a bad schema name is a one-line StoreError."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("postgresql", "postgres"):
+        raise StoreError(f"records URL must start with postgresql://, got {parts.scheme or 'no scheme'}://")
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    schema = next((v for k, v in query if k == "schema"), DEFAULT_SCHEMA)
+    if not _SCHEMA_NAME.fullmatch(schema):
+        raise StoreError(f"schema {schema!r} in the records URL: use lower-case letters, digits and _ (at most 63)")
+    rest = urlencode([(k, v) for k, v in query if k != "schema"])
+    return urlunsplit(parts._replace(query=rest)), schema
+
+
+def describe(url: str) -> str:
+    """Where the store is, without credentials."""
+    parts = urlsplit(url)
+    return f"{parts.hostname or 'localhost'}:{parts.port or 5432}{parts.path or '/'}"
+
+
+class PgRecordStore:
+    """RecordsStore in one schema of a PostgreSQL database."""
+
+    def __init__(self, url: str, create: bool = True, pool_size: int = 4):
+        self.conninfo, self.schema = split_url(url)
+        self.where = f"{describe(url)} (schema {self.schema})"
+        self._writers = UserLocks()
+        self._closed = threading.Event()
+        try:
+            with psycopg.connect(self.conninfo, connect_timeout=15) as conn:
+                self._migrate(conn, create)
+        except psycopg.Error as exc:
+            raise StoreError(f"PostgreSQL at {self.where}: {_first_line(exc)}") from None
+        self.pool = psycopg_pool.ConnectionPool(
+            self.conninfo, min_size=1, max_size=pool_size, configure=self._configure,
+            check=psycopg_pool.ConnectionPool.check_connection, name=f"memcompile-{self.schema}", open=True,
+        )
+
+    def _configure(self, conn: psycopg.Connection) -> None:
+        conn.execute(f"SET search_path TO {self.schema}")  # the name was checked by split_url
+        conn.commit()
+
+    def _migrate(self, conn: psycopg.Connection, create: bool) -> None:
+        enc = conn.execute("SHOW server_encoding").fetchone()[0]
+        if enc.upper() not in ("UTF8", "UTF-8"):
+            raise StoreError(f"PostgreSQL at {self.where} stores text as {enc}; MemCompile needs a UTF8 database")
+        with conn.transaction():
+            # processes opening a new store at once: one creates it, the others wait and find it made
+            conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (f"{self.schema}/setup",))
+            tables = {r[0] for r in conn.execute(
+                "SELECT table_name FROM information_schema.tables WHERE table_schema=%s", (self.schema,))}
+            found = None
+            if "meta" in tables:
+                row = conn.execute(f"SELECT value FROM {self.schema}.meta WHERE key='schema_version'").fetchone()
+                found = int(row[0]) if row else 1
+            elif "packets" in tables:
+                found = 1
+            if found is not None and found > SCHEMA_VERSION:
+                raise StoreError(f"{self.where} has schema {found}; this memcompile reads up to {SCHEMA_VERSION}: "
+                                 "upgrade memcompile-langgraph")
+            if found == SCHEMA_VERSION:
+                return
+            if found is None and not create:
+                raise StoreError(f"no store at {self.where}")
+            conn.execute(f"CREATE SCHEMA IF NOT EXISTS {self.schema}")
+            conn.execute(f"SET LOCAL search_path TO {self.schema}")
+            if found == 1:  # before CREATE ... IF NOT EXISTS, which leaves the old tables as they are
+                conn.execute("ALTER TABLE users ADD COLUMN epoch BIGINT NOT NULL DEFAULT 0")
+                conn.execute("ALTER TABLE packets ADD COLUMN created_at DOUBLE PRECISION NOT NULL DEFAULT 0")
+                conn.execute("UPDATE users SET epoch = version")
+            for statement in SCHEMA.split(";"):
+                if statement.strip():
+                    conn.execute(statement)
+            top = conn.execute("SELECT COALESCE(MAX(version), 0) FROM users").fetchone()[0]
+            conn.execute(f"CREATE SEQUENCE IF NOT EXISTS generation START WITH {int(top) + 1}")
+            conn.execute("INSERT INTO meta (key, value) VALUES ('schema_version', %s) ON CONFLICT (key) "
+                         "DO UPDATE SET value = excluded.value", (str(SCHEMA_VERSION),))
+
+    def close(self) -> None:
+        if not self._closed.is_set():
+            self._closed.set()
+            self.pool.close()
+
+    @contextlib.contextmanager
+    def transaction(self, repeatable: bool = False) -> Iterator[psycopg.Connection]:
+        """One transaction on a pooled connection: committed on success, rolled back on any exception."""
+        try:
+            with self.pool.connection() as conn:
+                if repeatable:  # one snapshot for several reads: another worker may commit between them
+                    conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+                yield conn
+        except (psycopg.OperationalError, psycopg_pool.PoolTimeout) as exc:
+            raise StoreError(f"PostgreSQL at {self.where}: {_first_line(exc)}") from None
+
+    def write_lock(self, user_id: str, blocking: bool = True):
+        """Serializes writers of one user across threads, processes and machines. Yields whether it is held:
+        with blocking=False it gives up at once when another writer has it."""
+        return self._writers.hold(user_id, lambda b: self._advisory(user_id, b), blocking)
+
+    @contextlib.contextmanager
+    def _advisory(self, user_id: str, blocking: bool) -> Iterator[bool]:
+        key = f"{self.schema}/{user_id}"  # a schema name has no '/': two stores' users never share a lock
+        try:
+            conn = psycopg.connect(self.conninfo, autocommit=True, connect_timeout=15)
+        except psycopg.OperationalError as exc:
+            raise StoreError(f"PostgreSQL at {self.where}: {_first_line(exc)}") from None
+        with conn:  # closing the connection releases the lock whatever happens below
+            if blocking:
+                conn.execute("SELECT pg_advisory_lock(hashtextextended(%s, 0))", (key,))
+            elif not conn.execute("SELECT pg_try_advisory_lock(hashtextextended(%s, 0))", (key,)).fetchone()[0]:
+                yield False
+                return
+            yield True
+
+    def _one(self, sql: str, args: tuple) -> tuple | None:
+        with self.transaction() as conn:
+            return conn.execute(sql, args).fetchone()
+
+    def _all(self, sql: str, args: tuple) -> list[tuple]:
+        with self.transaction() as conn:
+            return conn.execute(sql, args).fetchall()
+
+    def store_id(self) -> str:
+        """A random id fixed at creation: names this store's collections on a shared Chroma server."""
+        with self.transaction() as conn:
+            conn.execute("INSERT INTO meta (key, value) VALUES ('store_id', %s) ON CONFLICT (key) DO NOTHING",
+                         (uuid.uuid4().hex,))
+            return conn.execute("SELECT value FROM meta WHERE key='store_id'").fetchone()[0]
+
+    def embedding(self, user_id: str) -> str | None:
+        """Identity of the embedding model the user's stored vectors came from (None: not recorded yet)."""
+        row = self._one("SELECT value FROM meta WHERE key=%s", (_embedding_key(user_id),))
+        return row[0] if row else None
+
+    def set_embedding(self, user_id: str, identity: str, bump: bool = False) -> int:
+        """Records the model of the user's vectors; with bump, also a new user version and epoch (returned)."""
+        with self.transaction() as conn:
+            conn.execute("INSERT INTO meta (key, value) VALUES (%s, %s) ON CONFLICT (key) DO UPDATE SET value = "
+                         "excluded.value", (_embedding_key(user_id), identity))
+            if bump:
+                self._bump(conn, user_id, epoch=True)
+        return self.version(user_id)
+
+    @staticmethod
+    def _bump(conn: psycopg.Connection, user_id: str, epoch: bool) -> int:
+        """A new version from the store's sequence (never repeats, forget included); with epoch, the records
+        changed other than by appending. The user's row is locked first, so one user's versions only grow."""
+        conn.execute("SELECT 1 FROM users WHERE user_id=%s FOR UPDATE", (user_id,))
+        gen = conn.execute("SELECT nextval('generation')").fetchone()[0]
+        if epoch:
+            conn.execute("UPDATE users SET version = %s, epoch = %s WHERE user_id=%s", (gen, gen, user_id))
+        else:
+            conn.execute("UPDATE users SET version = %s WHERE user_id=%s", (gen, user_id))
+        return gen
+
+    def version(self, user_id: str) -> int:
+        return self.head(user_id)[0]
+
+    def head(self, user_id: str) -> tuple[int, int]:
+        """(version, epoch) of the user in one indexed read; (0, 0) for a user with no records."""
+        row = self._one("SELECT version, epoch FROM users WHERE user_id=%s", (user_id,))
+        return (row[0], row[1]) if row else (0, 0)
+
+    def users(self) -> list[str]:
+        # byte order, as SQLite sorts: the database's collation may be a locale's
+        return [r[0] for r in self._all('SELECT user_id FROM users ORDER BY user_id COLLATE "C"', ())]
+
+    def load(self, user_id: str, after: tuple[int, int] = (-1, -1)) -> LoadedRecords:
+        """The user's records; with after=(packet seq, descriptor seq), only the rows beyond them."""
+        with self.transaction(repeatable=True) as conn:
+            row = conn.execute("SELECT version FROM users WHERE user_id=%s", (user_id,)).fetchone()
+            prows = conn.execute(f"SELECT {_PACKET_COLS} FROM packets WHERE user_id=%s AND seq>%s ORDER BY seq",
+                                 (user_id, after[0])).fetchall()
+            drows = conn.execute(f"SELECT {_DESC_COLS} FROM descriptors WHERE user_id=%s AND seq>%s ORDER BY seq",
+                                 (user_id, after[1])).fetchall()
+        version = row[0] if row else 0
+        return LoadedRecords(version, [SourcePacket(*r) for r in prows], descriptors_from_rows(drows))
+
+    def turns(
+        self, user_id: str, dia_ids: list[str] | None = None, limit: int | None = None, offset: int = 0
+    ) -> list[StoredTurn]:
+        sql = f"SELECT {_PACKET_COLS}, created_at FROM packets WHERE user_id=%s"
+        args: list = [user_id]
+        if dia_ids is not None:
+            sql += " AND dia_id = ANY(%s)"
+            args.append(list(dia_ids))
+        sql += " ORDER BY seq LIMIT %s OFFSET %s"  # LIMIT NULL: no limit
+        args += [limit, offset]
+        return [StoredTurn(SourcePacket(*r[:-1]), r[-1]) for r in self._all(sql, tuple(args))]
+
+    def commit(
+        self, user_id: str, packets: list[SourcePacket], placed: list[tuple[Descriptor, str]],
+        counts: dict[str, int] | None = None,
+    ) -> int:
+        """Packets, their descriptors and the Cell memberships in one transaction; returns the new version."""
+        now = time.time()
+        with self.transaction() as conn:
+            made = conn.execute("INSERT INTO users (user_id, version, epoch) VALUES (%s, 0, 0) ON CONFLICT (user_id) "
+                                "DO NOTHING RETURNING 1", (user_id,)).fetchone()
+            if made:
+                self._bump(conn, user_id, epoch=True)  # a user made again after forget starts a new epoch
+            with conn.cursor() as cur:
+                cur.executemany(
+                    f"INSERT INTO packets ({_PACKET_COLS}, created_at) VALUES ({','.join(['%s'] * 14)})",
+                    [
+                        (p.packet_id, p.user_id, p.dia_id, p.speaker, p.session, p.session_label, p.session_time,
+                         p.session_time_raw, p.text, p.seq, p.image_caption, p.image_query, p.content_hash, now)
+                        for p in packets
+                    ],
+                )
+                cur.executemany(
+                    f"INSERT INTO descriptors (user_id, {_DESC_COLS}) VALUES ({','.join(['%s'] * 16)})",
+                    [
+                        (user_id, d.descriptor_id, d.packet_id, d.claim, d.dia_id, d.speaker, d.session,
+                         d.session_time, json.dumps(d.people), json.dumps(d.keywords), d.event_time,
+                         d.interaction_time, d.n_tokens, d.seq, int(d.negated), cell)
+                        for d, cell in placed
+                    ],
+                )
+            self._count(conn, user_id, counts or {})
+            return self._bump(conn, user_id, epoch=False)
+
+    @staticmethod
+    def _count(conn: psycopg.Connection, user_id: str, counts: dict[str, int]) -> None:
+        rows = [(user_id, k, int(v)) for k, v in sorted(counts.items()) if v]  # sorted: no deadlock between two
+        if rows:
+            with conn.cursor() as cur:
+                cur.executemany(
+                    "INSERT INTO counters (user_id, name, value) VALUES (%s, %s, %s) "
+                    "ON CONFLICT (user_id, name) DO UPDATE SET value = counters.value + excluded.value",
+                    rows,
+                )
+
+    def add_counts(self, user_id: str, counts: dict[str, int]) -> None:
+        if any(counts.values()):
+            with self.transaction() as conn:
+                self._count(conn, user_id, counts)
+
+    def counters(self, user_id: str) -> dict[str, int]:
+        rows = self._all('SELECT name, value FROM counters WHERE user_id=%s ORDER BY name COLLATE "C"', (user_id,))
+        return dict(rows)
+
+    def counts(self, user_id: str) -> dict[str, int]:
+        with self.transaction(repeatable=True) as conn:
+            packets, sessions = conn.execute(
+                "SELECT COUNT(*), COUNT(DISTINCT session) FROM packets WHERE user_id=%s", (user_id,)).fetchone()
+            descs, cells = conn.execute(
+                "SELECT COUNT(*), COUNT(DISTINCT cell_id) FROM descriptors WHERE user_id=%s", (user_id,)).fetchone()
+        return {"packets": packets, "descriptors": descs, "cells": cells, "sessions": sessions}
+
+    def delete_packets(self, user_id: str, packet_ids: list[str]) -> int:
+        with self.transaction() as conn:
+            ids = list(packet_ids)
+            conn.execute("DELETE FROM descriptors WHERE user_id=%s AND packet_id = ANY(%s)", (user_id, ids))
+            conn.execute("DELETE FROM packets WHERE user_id=%s AND packet_id = ANY(%s)", (user_id, ids))
+            return self._bump(conn, user_id, epoch=True)
+
+    def forget(self, user_id: str) -> None:
+        """Every row of the user; the space of the deleted rows is reclaimed by autovacuum."""
+        with self.transaction() as conn:
+            for table in ("descriptors", "packets", "counters", "users"):
+                conn.execute(f"DELETE FROM {table} WHERE user_id=%s", (user_id,))
+            conn.execute("DELETE FROM meta WHERE key=%s", (_embedding_key(user_id),))
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
