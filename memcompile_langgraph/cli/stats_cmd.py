@@ -48,17 +48,23 @@ def user_line(user: str, s: dict) -> str:
 def cmd_stats(args: argparse.Namespace) -> int:
     from ..llm.store import LLMStore
     from ..store.int8_model import find_model_dir, model_identity
-    from ..store.records import RecordStore
+    from ..store.open import open_records, records_url_from
     from ..store.stats import user_stats, vector_count
     from ..users import validate_user_id
+    from . import UsageError
     from .core import require_store
 
     if args.user is not None:
         validate_user_id(args.user)
-    require_store(args.store)
-    records = RecordStore(args.store)
+    records_url = records_url_from(args.records_url)
+    served = bool(records_url and args.chroma_url)
+    if args.store is None and not served:
+        raise UsageError("give --store DIR (or both --records-url and --chroma-url: no local directory then)")
+    if args.store is not None and not served:
+        require_store(args.store)
+    records = open_records(args.store, records_url, create=False)
     try:
-        llm_store = LLMStore.open(args.store, create=False)
+        llm_store = LLMStore.open(args.store, create=False) if args.store is not None else None
         # whose vectors are current: the identity of the model a query would embed with, without loading it
         model_dir = find_model_dir()
         identity = model_identity(model_dir)[0] if model_dir is not None else None
@@ -97,8 +103,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Counts per user. Counters say what ingest skipped, cleaned or fell back on; "
         "fallback_claims counts turns with no extractable claim, stored whole as their one claim.",
     )
-    p.add_argument("--store", required=True, help="an existing store directory (made by `memcompile ingest`)")
+    p.add_argument("--store", default=None, help="an existing store directory (made by `memcompile ingest`; not "
+                   "needed with --records-url and --chroma-url)")
     p.add_argument("--user", default=None, help="one user (default: every user of the store)")
+    p.add_argument("--records-url", default=None,
+                   help="records in PostgreSQL, e.g. postgresql://user@host/db?schema=name (default: "
+                        "$MEMCOMPILE_RECORDS_URL, else SQLite in --store)")
     p.add_argument(
         "--chroma-url", default=None, help="the Chroma server holding the store's vectors, if it was ingested with one"
     )

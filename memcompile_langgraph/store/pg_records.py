@@ -185,6 +185,13 @@ class PgRecordStore:
                          (uuid.uuid4().hex,))
             return conn.execute("SELECT value FROM meta WHERE key='store_id'").fetchone()[0]
 
+    def secret(self) -> str:
+        """A random secret fixed at creation, readable only by those who can read the records (signs snapshot files)."""
+        with self.transaction() as conn:
+            conn.execute("INSERT INTO meta (key, value) VALUES ('secret', %s) ON CONFLICT (key) DO NOTHING",
+                         (uuid.uuid4().hex + uuid.uuid4().hex,))
+            return conn.execute("SELECT value FROM meta WHERE key='secret'").fetchone()[0]
+
     def embedding(self, user_id: str) -> str | None:
         """Identity of the embedding model the user's stored vectors came from (None: not recorded yet)."""
         row = self._one("SELECT value FROM meta WHERE key=%s", (_embedding_key(user_id),))
