@@ -16,6 +16,7 @@ def test_query_and_stats_never_create_a_store(tmp_path, capsys):
     assert not missing.exists()
 
 
+@pytest.mark.slow  # a subprocess or a whole store build per case
 def test_ingest_query_stats_graph_round_trip(tmp_path, capsys):
     turns = tmp_path / "turns.jsonl"
     turns.write_text("\n".join(json.dumps(t) for t in [

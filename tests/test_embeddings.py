@@ -25,6 +25,7 @@ def fp32(model_dir):
     return MiniLMEmbeddings(model_dir, precision="fp32")
 
 
+@pytest.mark.slow  # a subprocess or a whole store build per case
 def test_int8_model_is_built_once_then_reused(model_dir, tmp_path, monkeypatch):
     monkeypatch.setenv("MEMCOMPILE_CACHE_DIR", str(tmp_path))
     built = int8_model(model_dir)
@@ -204,6 +205,7 @@ def test_ingest_embeds_in_the_background(tmp_path):
     assert len(mem.engine.vectors.ids("ann")) == len(index.vectors) == len(index.packets) == 600
 
 
+@pytest.mark.slow  # a subprocess or a whole store build per case
 def test_add_turns_returns_only_when_every_vector_is_stored(tmp_path, embeddings):
     from memcompile_langgraph.bench.synthetic import generate
 

@@ -242,6 +242,7 @@ def test_answer_and_judge_functions():
     assert judge_answer(model, "q", "Biscuit", "Rex") is False  # unreadable twice -> WRONG
 
 
+@pytest.mark.slow  # a subprocess or a whole store build per case
 def test_offline_path_never_imports_openai():
     code = (
         "import sys; from memcompile_langgraph import MemCompile; from memcompile_langgraph.cli import build_parser; "

@@ -12,6 +12,8 @@ from .harness import memcompile, rows, write_json
 
 TWO_MB = 2 * 1024 * 1024
 
+pytestmark = pytest.mark.slow  # every test here runs CLI or writer subprocesses
+
 
 def _turn(text: str, **extra) -> dict:
     return {"speaker": "Ann", "text": text, **extra}

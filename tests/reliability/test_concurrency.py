@@ -29,6 +29,8 @@ for i in range(batches):
     vs.upsert(user, ids, [[rng.gauss(0, 1) for _ in range(384)] for _ in ids], ids)
 """
 
+pytestmark = pytest.mark.slow  # every test here runs CLI or writer subprocesses
+
 
 def _python(script: str, *args: str) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-c", script, *map(str, args)], env=cli_env(), stderr=subprocess.PIPE, text=True)

@@ -137,6 +137,7 @@ def test_forget_interrupted_between_records_and_vectors_is_finished(two_users, e
     assert vector_view(store, "gone2")["vector_ids"] == set()
 
 
+@pytest.mark.slow  # a subprocess or a whole store build per case
 def test_cli_forget(tmp_path):
     path = write_json(tmp_path / "t.json", _marked_turns(6))
     store = tmp_path / "store"

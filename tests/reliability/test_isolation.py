@@ -72,6 +72,7 @@ def test_hostile_user_ids_stay_inside_the_store(tmp_path, embeddings):
     assert rows(store, "SELECT COUNT(*) FROM packets")[0][0] == len(HOSTILE_IDS)  # the DROP TABLE id did nothing
 
 
+@pytest.mark.slow  # a subprocess or a whole store build per case
 def test_hostile_user_ids_through_the_cli(tmp_path):
     path = write_json(tmp_path / "t.json", [{"speaker": "Eve", "text": "I keep bees on the roof."}])
     store = tmp_path / "store"

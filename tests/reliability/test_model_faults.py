@@ -167,6 +167,7 @@ def test_a_transient_fault_is_retried_then_succeeds(server, tmp_path):
     assert mem.index("u").descriptors[0].claim.startswith("Priya said:")  # the model's fact, not the heuristic's
 
 
+@pytest.mark.slow  # a subprocess or a whole store build per case
 def test_cli_run_with_a_broken_model_finishes_and_stats_counts(server, tmp_path):
     server.script("fact", *["not json at all"] * 100)
     path = write_json(tmp_path / "t.json", TURNS)
