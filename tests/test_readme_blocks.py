@@ -42,10 +42,11 @@ SERVERS = {
 }
 SKIPPED = {  # needs with no stand-in: reported as skipped with this reason
     "install": "installs the package into the environment running the tests; CI's install step runs it verbatim",
-    "postgres": "no PostgreSQL stand-in in the docs test yet",
 }
 STAND_IN_SESSIONS = 4  # of the LoCoMo stand-in: 76 turns of conv-26
-STAND_INS = {"openai", "locomo", *SERVERS}
+STAND_INS = {"openai", "locomo", "postgres", *SERVERS}
+PG_URL = re.compile(r"postgresql://[^\s\"'?]*")  # the README's example server, replaced by the stand-in's
+EXPORT = re.compile(r"^export (\w+)=\"?([^\"]*)\"?$")
 
 
 @dataclass(frozen=True)
@@ -148,6 +149,12 @@ def stand_ins(block: Block, workdir: Path, env: dict[str, str]) -> Iterator[str]
             if not LOCOMO.is_file():
                 pytest.skip(f"needs locomo: the LoCoMo dev split is not at {LOCOMO}")
             (workdir / "locomo10.json").write_text(json.dumps([first_sessions(json.loads(LOCOMO.read_text())[0])]))
+        if "postgres" in block.needs:
+            from pg_server import missing, running_postgres
+
+            if missing():
+                pytest.skip(f"needs postgres: {missing()}")
+            code = PG_URL.sub(stack.enter_context(running_postgres()), code).replace("chroma.internal", "127.0.0.1")
         for need in (n for n in block.needs if n in SERVERS):
             documented, start, ready = SERVERS[need]
             port = free_port()
@@ -170,6 +177,8 @@ def stand_ins(block: Block, workdir: Path, env: dict[str, str]) -> Iterator[str]
                 ]
             else:
                 pytest.skip(f"needs {need}: the block does not start it and there is no stand-in")
+            if block.lang == "bash":  # a server the block starts sees the variables it exports
+                env.update(m.groups() for m in map(EXPORT.match, logical_lines(code)) if m)
             log = workdir / f"{need}-{block.line}.log"
             stack.enter_context(
                 running(cmd, f"http://127.0.0.1:{port}{ready}", log, env=env, cwd=str(workdir), timeout=180)

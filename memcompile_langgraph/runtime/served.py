@@ -13,9 +13,9 @@ DEFAULT_STORE = "./.memcompile"
 def served_memory():
     from ..memory import MemCompile
 
-    return MemCompile(
-        os.environ.get("MEMCOMPILE_STORE") or DEFAULT_STORE, chroma_url=os.environ.get("MEMCOMPILE_CHROMA_URL") or None
-    )
+    chroma_url = os.environ.get("MEMCOMPILE_CHROMA_URL") or None
+    servers_only = bool(chroma_url and os.environ.get("MEMCOMPILE_RECORDS_URL"))  # then no local directory at all
+    return MemCompile(os.environ.get("MEMCOMPILE_STORE") or (None if servers_only else DEFAULT_STORE), chroma_url=chroma_url)
 
 
 def served_engine():
