@@ -84,6 +84,11 @@ class MemCompileConfig:
     pool_proposals: int = 60  # best fused packets joining the closed pool beside D_q
     pool_budget: int = 60  # closed pool U_q cut after fusion
 
+    # --- Context budget (engineering, not in the paper; evidence/budget.py) ---
+    # tokens of the rendered context (text.count_tokens: words and punctuation marks); over it, long packets keep
+    # their header and best lines. 2,000 leaves LoCoMo's 12-turn contexts whole; None = no budget
+    context_max_tokens: int | None = 2000
+
     # --- Pipeline switches for the controlled ablations of Table 2 (all on = A0, the full system) ---
     use_intent: bool = True  # off = A6: the bare question, no intent people/keywords/time
     use_bm25_candidates: bool = True  # off = A4 Cell-only (BM25 still seeds routing)

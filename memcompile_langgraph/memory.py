@@ -15,6 +15,7 @@ from .address.dense import PacketVectors
 from .address.intent import offline_intent
 from .config import DEFAULT_CONFIG, MemCompileConfig
 from .embed_queue import embedding_in_background
+from .evidence.budget import validate_max_tokens
 from .evidence.schedule import DeterministicScheduler
 from .evidence.scheduler import Scheduler
 from .extract.base import Extractor
@@ -279,21 +280,22 @@ class MemCompile:
         return await asyncio.to_thread(self.add_turns, list(turns), user_id, progress)
 
     # --- query plane ---------------------------------------------------------------------------
-    def compile(self, query: str, user_id: str = "default", view: str = "bundle") -> CompiledContext:
+    def compile(self, query: str, user_id: str = "default", view: str = "bundle", max_tokens: int | None = None) -> CompiledContext:
         validate_user_id(user_id)
         if not isinstance(query, str) or not query.strip():
             raise ValueError("query must be a non-empty string")
+        max_tokens = validate_max_tokens(max_tokens)
         token = _QUERY_USER.set(user_id)
         pin = _PINNED.set((user_id, self.index(user_id, refresh=True)))
         try:
-            out = self.query_graph.invoke({"query": query, "user_id": user_id, "view": view})
+            out = self.query_graph.invoke({"query": query, "user_id": user_id, "view": view, "max_tokens": max_tokens})
         finally:
             _PINNED.reset(pin)
             _QUERY_USER.reset(token)
         return CompiledContext(query=query, text=out.get("context", ""), packets=out.get("packets", []), trace=out.get("trace", {}))
 
-    async def acompile(self, query: str, user_id: str = "default", view: str = "bundle") -> CompiledContext:
-        return await asyncio.to_thread(self.compile, query, user_id, view)
+    async def acompile(self, query: str, user_id: str = "default", view: str = "bundle", max_tokens: int | None = None) -> CompiledContext:
+        return await asyncio.to_thread(self.compile, query, user_id, view, max_tokens)
 
     def answer(self, query: str, user_id: str = "default") -> tuple[str, "CompiledContext"]:
         """The answer model's reply over the compiled context (temporal prompt for a temporal intent)."""
@@ -362,11 +364,11 @@ class MemCompile:
         db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     # --- LangChain / LangGraph integrations (memcompile_langgraph.integrations) ----------------------
-    def as_retriever(self, user_id: str = "default", k: int = 12):
+    def as_retriever(self, user_id: str = "default", k: int = 12, max_tokens: int | None = None):
         """A LangChain retriever: one Document per selected packet, in schedule order."""
         from .integrations.retriever import MemCompileRetriever
 
-        return MemCompileRetriever(memory=self, user_id=user_id, k=k)
+        return MemCompileRetriever(memory=self, user_id=user_id, k=k, max_tokens=max_tokens)
 
     @property
     def recall_node(self):
@@ -382,11 +384,11 @@ class MemCompile:
 
         return make_remember_node(self)
 
-    def as_tool(self, user_id: str | None = None, k: int | None = None):
+    def as_tool(self, user_id: str | None = None, k: int | None = None, max_tokens: int | None = None):
         """A `search_memory` tool; without user_id the user comes from each run's config or context."""
         from .integrations.tool import make_search_memory_tool
 
-        return make_search_memory_tool(self, user_id=user_id, k=k)
+        return make_search_memory_tool(self, user_id=user_id, k=k, max_tokens=max_tokens)
 
     def close(self) -> None:
         self.records.close()

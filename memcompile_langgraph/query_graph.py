@@ -131,7 +131,8 @@ def render_node(mem: "MemCompile", state: QueryState) -> dict[str, Any]:
     dense = {h.packet_id: h.similarity for h in state.get("dense", [])}
     anchors = set(state.get("anchors", []))
     reps = {pid: p.representative for pid, p in pool.items()}
-    text = render_context(index, selected, state.get("view") or "bundle", reps)
+    budget = state.get("max_tokens") or mem.config.context_max_tokens
+    text = render_context(index, selected, state.get("view") or "bundle", reps, state["query"], budget)
     packets = []
     for rank, pid in enumerate(selected, 1):
         p = index.packets[pid]

@@ -20,6 +20,17 @@ def add_store_args(p: argparse.ArgumentParser, user: bool = True) -> None:
     p.add_argument("--chroma-url", default=None, help="keep vectors in a Chroma server, e.g. http://127.0.0.1:8000")
 
 
+def positive_int(value: str) -> int:
+    if not value.strip().isdigit() or int(value) < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value!r}")
+    return int(value)
+
+
+def add_max_tokens_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--max-tokens", type=positive_int, default=None, metavar="N",
+                   help="context budget in tokens: long packets keep their header and best lines (default: the config's 2000)")
+
+
 def open_memory(args: argparse.Namespace, store: str | None = None, create: bool = False):
     """The store of the command; only commands that write (ingest) may create it."""
     from pathlib import Path
@@ -94,7 +105,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
 def cmd_query(args: argparse.Namespace) -> int:
     mem = open_memory(args)
-    ctx = mem.compile(args.query, user_id=args.user or "default", view=args.view)
+    ctx = mem.compile(args.query, user_id=args.user or "default", view=args.view, max_tokens=args.max_tokens)
     if args.json:
         print(json.dumps({"context": ctx.text, "packets": [{k: p[k] for k in ("dia_id", "speaker", "session", "time", "score")} for p in ctx.packets], "trace": ctx.trace}, indent=2))
     else:
@@ -148,6 +159,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_store_args(p)
     p.add_argument("--json", action="store_true")
     p.add_argument("--view", choices=("bundle", "raw", "claim"), default="bundle", help="reader view (Table 4)")
+    add_max_tokens_arg(p)
     add_llm_args(p)
     p.set_defaults(func=cmd_query)
 

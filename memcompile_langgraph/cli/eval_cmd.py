@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from . import UsageError
+from .core import add_max_tokens_arg
 from .llm_args import add_llm_args, build_answer_llm, build_llm
 
 # flag -> (MemCompileConfig switch, value, Table 2 setting it stands for)
@@ -34,6 +35,8 @@ def eval_options(args: argparse.Namespace) -> Any:
     overrides = {switch: value for flag, (switch, value, _) in ABLATION_FLAGS.items() if getattr(args, flag)}
     if args.no_fusion:
         overrides["fusion"] = False
+    if args.max_tokens is not None:
+        overrides["context_max_tokens"] = args.max_tokens
     ablations = list(ABLATIONS)[1:] if args.ablations == "all" else _csv(args.ablations)
     unknown = [a for a in ablations if a not in ABLATIONS]
     if unknown:
@@ -132,6 +135,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         b.add_argument("--out", default="memcompile-eval", help="results, report.json, report.md and plots (default: ./memcompile-eval)")
         b.add_argument("--store", default=None, help="one store per dialogue under this folder, reused when present (default: OUT/stores)")
         b.add_argument("--view", choices=("bundle", "raw", "claim"), default="bundle", help="reader view answered from (Table 4)")
+        add_max_tokens_arg(b)
         g = b.add_argument_group("Table 2 ablations of the evaluated setting")
         for flag, (_, _, setting) in ABLATION_FLAGS.items():
             g.add_argument("--" + flag.replace("_", "-"), action="store_true", help=setting)

@@ -63,6 +63,25 @@ def answer_figures(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def budget_figures(records: Sequence[dict[str, Any]], view: str) -> dict[str, Any]:
+    """Context tokens (median) and answer coverage (mean) of the whole packets and of the budgeted context."""
+    rs = [r for r in records if "budget" in r]
+    if not rs:
+        return {}
+    covered = [r["budget"] for r in rs if r["budget"]["coverage"] is not None]
+    whole = _mean(b["coverage_whole"] for b in covered)
+    cut = _mean(b["coverage"] for b in covered)
+    return {
+        "max_tokens": rs[0]["budget"]["max_tokens"],
+        "median_tokens_whole": percentile([r["tokens"][view] for r in rs], 50),
+        "median_tokens": percentile([r["budget"]["tokens"] for r in rs], 50),
+        "answer_coverage_whole": whole,
+        "answer_coverage": cut,
+        "coverage_kept": round(cut / whole, 6) if whole else None,
+        "cut_contexts": sum(r["budget"]["tokens"] < r["tokens"][view] for r in rs),
+    }
+
+
 def figures(records: Sequence[dict[str, Any]], view: str) -> dict[str, Any]:
     """Every per-question figure of the system for one group of records."""
     if not records:
@@ -92,6 +111,7 @@ def figures(records: Sequence[dict[str, Any]], view: str) -> dict[str, Any]:
         "gold_ids_missing_from_dialogue": sum(len(r["gold_missing"]) for r in records),
         "k10": diag,
     }
+    out["budget"] = budget_figures(records, view)
     out.update(answer_figures(records))
     return out
 

@@ -5,6 +5,8 @@ import re
 
 from ..index import UserIndex
 from ..records import SourcePacket
+from ..text import count_tokens
+from .budget import Block, fit_blocks
 
 VIEWS = ("bundle", "raw", "claim")
 _BREAKS = re.compile(r"\s*[\r\n]+\s*")
@@ -20,7 +22,7 @@ def header(p: SourcePacket) -> str:
     return f"[{one_line(p.dia_id)}] {one_line(p.speaker)} | {one_line(when)} | session {p.session}"
 
 
-def render_block(index: UserIndex, packet_id: str, view: str = "bundle", representative: str | None = None) -> str:
+def packet_block(index: UserIndex, packet_id: str, view: str = "bundle", representative: str | None = None) -> Block:
     p = index.packets[packet_id]
     if view == "raw":
         lines = [one_line(p.text)]
@@ -32,10 +34,23 @@ def render_block(index: UserIndex, packet_id: str, view: str = "bundle", represe
         lines = [one_line(rep.claim)] if rep else [one_line(p.text)]
     else:
         lines = [one_line(d.claim) for d in index.by_packet[packet_id]] or [one_line(p.text)]
-    return "\n".join([header(p), *(f"- {line}" for line in lines)])
+    return Block(header(p), tuple(f"- {line}" for line in lines))
 
 
-def render_context(index: UserIndex, packet_ids: list[str], view: str = "bundle", representatives: dict[str, str] | None = None) -> str:
-    """X_q = Render(p_1, B_p1) || ... || Render(p_L, B_pL), Eq. 16."""
+def render_block(index: UserIndex, packet_id: str, view: str = "bundle", representative: str | None = None) -> str:
+    return packet_block(index, packet_id, view, representative).text()
+
+
+def render_context(
+    index: UserIndex,
+    packet_ids: list[str],
+    view: str = "bundle",
+    representatives: dict[str, str] | None = None,
+    query: str = "",
+    max_tokens: int | None = None,
+) -> str:
+    """X_q = Render(p_1, B_p1) || ... || Render(p_L, B_pL), Eq. 16; over max_tokens (text.count_tokens), long
+    packets keep their header and the lines that best answer the query (evidence/budget.py)."""
     reps = representatives or {}
-    return "\n\n".join(render_block(index, pid, view, reps.get(pid)) for pid in packet_ids)
+    blocks = [packet_block(index, pid, view, reps.get(pid)) for pid in packet_ids]
+    return "\n\n".join(fit_blocks(blocks, query, max_tokens, count_tokens))
