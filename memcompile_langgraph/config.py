@@ -76,6 +76,7 @@ class MemCompileConfig:
     fusion_lexical: float = 1.0  # z(BM25 over the packet's claim bundle + adjacent turns)
     fusion_dense: float = 1.0  # z(cosine of q+ and z(p))
     fusion_dense_question: float = 0.5  # z(cosine of the bare question and z(p))
+    fusion_passage: float = 0.0  # z(best single claim's BM25 per packet): passage-level lexical evidence
     fusion_address: float = 0.0  # z(s(p,q)) of Eq. 10; measured at 0.1: -0.3 points on dev, so off offline
     fusion_previous: float = 0.2  # support from the preceding turn of the session
     fusion_next: float = 0.2  # support from the following turn of the session

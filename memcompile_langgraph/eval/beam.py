@@ -25,6 +25,7 @@ CATEGORIES = (
 )
 QUESTION_FILES = ("probing_questions.json", "probing_questions/probing_questions.json")
 UPDATED = "updated_info"  # knowledge_update gold: the statement that is current, not the one it replaced
+ORIGINAL = "original_info"
 _MARKER = re.compile(r"\s*->->\s*\d+\s*,\s*\d+\s*$")  # the generator's "->-> batch,turn" tag ending user messages
 
 
@@ -70,10 +71,10 @@ def chat_turns(chat: Any) -> tuple[list[Any], dict[int, str]]:
     return turns, dia
 
 
-def gold_ids(category: str, source: Any) -> list[int]:
-    """Message ids of a question's evidence: a list, or a dict of lists (knowledge updates: the updated one only)."""
+def gold_ids(category: str, source: Any, key: str = UPDATED) -> list[int]:
+    """Message ids of a question's evidence: a list, or a dict of lists (knowledge updates: the `key` one only)."""
     if isinstance(source, dict):
-        source = source.get(UPDATED) if category == "knowledge_update" else [x for v in source.values() for x in (v if isinstance(v, list) else [v])]
+        source = source.get(key) if category == "knowledge_update" else [x for v in source.values() for x in (v if isinstance(v, list) else [v])]
     if isinstance(source, (int, str)):
         source = [source]
     if not isinstance(source, list):
@@ -99,7 +100,9 @@ def chat_questions(user_id: str, probing: Any, dia: dict[int, str], skipped: Cou
             ids = gold_ids(category, item.get("source_chat_ids"))
             skipped["gold_id_not_in_chat"] += sum(i not in dia for i in ids)
             gold = tuple(dia[i] for i in ids if i in dia)
-            out.append(Question(f"{user_id}#{len(out)}", user_id, question.strip(), answer, category, gold))
+            old = gold_ids(category, item.get("source_chat_ids"), ORIGINAL) if category == "knowledge_update" else []
+            replaced = tuple(dia[i] for i in old if i in dia and dia[i] not in gold)
+            out.append(Question(f"{user_id}#{len(out)}", user_id, question.strip(), answer, category, gold, replaced))
     return out
 
 

@@ -5,7 +5,7 @@ import time
 from typing import TYPE_CHECKING, Any, Callable
 
 from ..evidence.normalize import normalize
-from ..evidence.render import VIEWS, render_context
+from ..evidence.render import VIEWS, render_context, update_marks
 from .baselines import BASELINE_KS
 from .dataset import Question
 from .metrics import answer_coverage, budget_duplication
@@ -84,6 +84,8 @@ def evaluate_question(
         "k10": diagnostics(index, gold, state),
         "tokens": {v: count_tokens(render_context(index, selected, v, reps)) for v in VIEWS},
         # the same packets whole and as the budget cut them (the context the reader gets)
+        "replaced": list(q.replaced),
+        "marked": sorted(index.packets[p].dia_id for p in update_marks(index, selected, q.question)),  # superseded
         "budget": {"max_tokens": mem.config.context_max_tokens, "tokens": count_tokens(context),
                    "coverage_whole": answer_coverage(q.answer, whole), "coverage": answer_coverage(q.answer, context)},
         "ms": round(ms, 3),

@@ -22,9 +22,10 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 class Block:
     header: str
     lines: tuple[str, ...]  # rendered lines ("- ..."), in the packet's own order
+    notes: tuple[str, ...] = ()  # lines about the packet (a supersession mark), never cut
 
     def text(self) -> str:
-        return "\n".join([self.header, *self.lines])
+        return "\n".join([self.header, *self.lines, *self.notes])
 
     @property
     def units(self) -> tuple[str, ...]:
@@ -66,7 +67,7 @@ def cut_block(block: Block, idf: dict[str, float], allowance: int, count: Callab
     units = block.units
     scores, total = line_scores(units, idf), len(units)
     unit = "lines" if len(block.lines) > 1 else "sentences"
-    used = count(block.header) + count(CUT_MARKER.format(cut=total, total=total, unit=unit))
+    used = sum(map(count, [block.header, *block.notes, CUT_MARKER.format(cut=total, total=total, unit=unit)]))
     keep: set[int] = set()
     for i in sorted(range(total), key=lambda i: (-scores[i], i)):
         cost = count(units[i])
@@ -78,7 +79,7 @@ def cut_block(block: Block, idf: dict[str, float], allowance: int, count: Callab
     lines = kept if len(block.lines) > 1 else ["- " + " ... ".join(kept)]
     if len(keep) < total:
         lines.append(CUT_MARKER.format(cut=total - len(keep), total=total, unit=unit))
-    return "\n".join([block.header, *lines])
+    return "\n".join([block.header, *lines, *block.notes])
 
 
 def fit_blocks(blocks: Sequence[Block], query: str, max_tokens: int | None, count: Callable[[str], int]) -> list[str]:

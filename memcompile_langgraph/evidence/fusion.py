@@ -47,6 +47,15 @@ def neighbor_support(x: np.ndarray, sessions: np.ndarray, prev_w: float, next_w:
     return out
 
 
+def best_claim_scores(claim_scores: np.ndarray, claim_packets: np.ndarray, n: int) -> np.ndarray:
+    """Per packet, the best score of one of its claims: a passage-level lexical score a long reply's many other
+    sentences neither dilute (length normalization) nor inflate (many weak matches)."""
+    out = np.zeros(n)
+    if len(claim_scores):
+        np.maximum.at(out, claim_packets[: len(claim_scores)], claim_scores)
+    return out
+
+
 def fused_scores(
     index: UserIndex,
     intent: Intent,
@@ -60,7 +69,11 @@ def fused_scores(
     n = len(index.packet_order)
     if n == 0:
         return np.zeros(0)
-    signal = cfg.fusion_lexical * zscore(index.packet_bm25.scores(lexical_query(intent)))
+    query = lexical_query(intent)
+    signal = cfg.fusion_lexical * zscore(index.packet_bm25.scores(query))
+    if cfg.fusion_passage:
+        claims = np.asarray(index.claim_packets, dtype=np.int64)
+        signal = signal + cfg.fusion_passage * zscore(best_claim_scores(index.bm25.scores(query), claims, n))
     if address and cfg.fusion_address:
         s_pq = np.zeros(n)
         for p in address:

@@ -1,12 +1,15 @@
 """Reader-view compilation: claim bundles per packet in schedule order (Eq. 15-16, App. C.3)."""
 from __future__ import annotations
 
+import math
 import re
+from dataclasses import replace
 
 from ..index import UserIndex
 from ..records import SourcePacket
 from ..text import count_tokens
 from .budget import Block, fit_blocks
+from .updates import superseded_note, supersessions
 
 VIEWS = ("bundle", "raw", "claim")
 _BREAKS = re.compile(r"\s*[\r\n]+\s*")
@@ -41,6 +44,14 @@ def render_block(index: UserIndex, packet_id: str, view: str = "bundle", represe
     return packet_block(index, packet_id, view, representative).text()
 
 
+def update_marks(index: UserIndex, packet_ids: list[str], query: str) -> dict[str, str]:
+    """Packet id -> the note marking it superseded by a later selected packet (evidence/updates.py)."""
+    rarest = math.log((len(index.bm25) - 0.5) / 1.5) if len(index.bm25) > 2 else 1.0  # idf of a term one claim holds
+    found = supersessions([index.packets[p] for p in packet_ids], lambda p: [d.claim for d in index.by_packet[p]] or [index.packets[p].text],
+                          query, lambda t: index.bm25.idf(t) / rarest)
+    return {pid: superseded_note(s, index.packets[s.old], index.packets[s.new]) for pid, s in found.items()}
+
+
 def render_context(
     index: UserIndex,
     packet_ids: list[str],
@@ -53,4 +64,6 @@ def render_context(
     packets keep their header and the lines that best answer the query (evidence/budget.py)."""
     reps = representatives or {}
     blocks = [packet_block(index, pid, view, reps.get(pid)) for pid in packet_ids]
+    marks = update_marks(index, packet_ids, query) if query else {}
+    blocks = [replace(b, notes=(marks[pid],)) if pid in marks else b for pid, b in zip(packet_ids, blocks)]
     return "\n\n".join(fit_blocks(blocks, query, max_tokens, count_tokens))
