@@ -82,6 +82,11 @@ class MemCompileConfig:
     fusion_next: float = 0.2  # support from the following turn of the session
     fusion_speaker: float = 1.5  # the packet's speaker is named in the query
     fusion_temporal: float = 0.3  # a temporal query and a packet whose claims carry an event time
+    # a user-assistant memory: the user asks, so "I/my" points at the user's turns and "you" at the assistant's
+    # (the names the remember node and the BEAM loader store); no effect where no speaker has these names (LoCoMo)
+    fusion_addressed: float = 0.0
+    self_speaker: str = "User"
+    assistant_speaker: str = "Assistant"
     pool_proposals: int = 60  # best fused packets joining the closed pool beside D_q
     pool_budget: int = 60  # closed pool U_q cut after fusion
 

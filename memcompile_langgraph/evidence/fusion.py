@@ -17,6 +17,7 @@ from ..config import MemCompileConfig
 from ..index import UserIndex
 from ..records import DenseHit, Intent, PacketScore
 from ..address.candidates import lexical_query
+from ..address.intent import addressed_speakers
 from ..address.dense import QuerySimilarities
 
 
@@ -90,6 +91,9 @@ def fused_scores(
     if intent.people:
         named = index.speaker_mask(intent.people)
         signal = signal + cfg.fusion_speaker * named / len(intent.people)
+    addressed = addressed_speakers(intent.query, cfg.self_speaker, cfg.assistant_speaker) if cfg.fusion_addressed else ()
+    if addressed:
+        signal = signal + cfg.fusion_addressed * index.speaker_mask(addressed) / len(addressed)
     return signal
 
 
