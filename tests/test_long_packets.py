@@ -5,7 +5,7 @@ from hypothesis import strategies as st
 
 from memcompile_langgraph.address.intent import addressed_speakers
 from memcompile_langgraph.evidence.fusion import best_claim_scores
-from memcompile_langgraph.evidence.updates import restated, supersessions, superseded_note, values
+from memcompile_langgraph.evidence.updates import restated, statement, supersessions, superseded_note, values
 from memcompile_langgraph.records import SourcePacket
 
 
@@ -42,12 +42,13 @@ def flat_idf(term):
 
 
 def test_a_restated_value_is_found_and_unrelated_or_unchanged_statements_are_not():
-    q = frozenset({"dashboard", "api"})
-    old, new = "The dashboard API responds in 400ms on average.", "The dashboard API now responds in 250ms on average."
+    q = frozenset({"dashboard", "api", "cat"})
+    old, new = (statement(s, q) for s in ("The dashboard API responds in 400ms on average.", "The dashboard API now responds in 250ms on average."))
     assert restated(old, new, q, flat_idf) == (frozenset({"400ms"}), frozenset({"250ms"}))
     assert restated(old, old, q, flat_idf) is None  # same value: nothing changed
-    assert restated(old, "My cat eats 2 cans a day.", q, flat_idf) is None  # another topic
-    assert restated(old, new, frozenset({"cat"}), flat_idf) is None  # not what the question is about
+    assert restated(old, statement("My cat eats 2 cans a day.", q), q, flat_idf) is None  # another topic
+    assert statement("The dashboard API is fast.", q) is None  # no value stated
+    assert statement("My cat eats 2 cans a day.", frozenset({"api"})) is None  # not what the question is about
     assert restated(old, new, q, lambda t: 0.1) is None  # shared terms too common to name one fact
     assert values("It went from 1,200 calls to 4:30 pm and 78% in v1.0.0") == {"1200", "4:30pm", "78%", "1.0.0"}
 

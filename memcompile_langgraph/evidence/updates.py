@@ -38,16 +38,27 @@ def topic_terms(text: str) -> frozenset[str]:
     return frozenset(t for t in term_set(text) if not any(c.isdigit() for c in t))
 
 
-def restated(old: str, new: str, query: frozenset[str], idf: Callable[[str], float]) -> tuple[frozenset, frozenset] | None:
-    """(old-only values, new-only values) when `new` restates `old`'s fact with another value, else None."""
-    a, b = topic_terms(old), topic_terms(new)
-    if len(a) > UPDATE_MAX_CLAIM_TERMS or len(b) > UPDATE_MAX_CLAIM_TERMS:
+@dataclass(frozen=True)
+class Statement:
+    topics: frozenset[str]
+    values: frozenset[str]
+
+
+def statement(claim: str, query: frozenset[str]) -> Statement | None:
+    """A claim that can state a value about what the query asks: it names a value and one of the query's topics."""
+    topics = topic_terms(claim)
+    if len(topics) > UPDATE_MAX_CLAIM_TERMS or not topics & query:
         return None
-    shared = a & b
+    found = values(claim)
+    return Statement(topics, found) if found else None
+
+
+def restated(old: Statement, new: Statement, query: frozenset[str], idf: Callable[[str], float]) -> tuple[frozenset, frozenset] | None:
+    """(old-only values, new-only values) when `new` restates `old`'s fact with another value, else None."""
+    shared = old.topics & new.topics
     if not shared & query or sum(idf(t) for t in shared) < UPDATE_MIN_SHARED_IDF:
         return None
-    va, vb = values(old), values(new)
-    gone, came = va - vb, vb - va
+    gone, came = old.values - new.values, new.values - old.values
     return (gone, came) if gone and came else None
 
 
@@ -60,13 +71,14 @@ def supersessions(
     """Earlier packet id -> the latest later packet of the same speaker restating one of its facts."""
     q = topic_terms(query)
     ordered = sorted(packets, key=lambda p: p.seq)
+    said = {p.packet_id: [s for c in claims(p.packet_id) if (s := statement(c, q))] for p in ordered}
     out: dict[str, Supersession] = {}
     for i, old in enumerate(ordered):
         for new in reversed(ordered[i + 1 :]):
             if new.speaker != old.speaker or old.packet_id in out:
                 continue
-            for a in claims(old.packet_id):
-                found = next((r for b in claims(new.packet_id) if (r := restated(a, b, q, idf))), None)
+            for a in said[old.packet_id]:
+                found = next((r for b in said[new.packet_id] if (r := restated(a, b, q, idf))), None)
                 if found:
                     out[old.packet_id] = Supersession(old.packet_id, new.packet_id, tuple(sorted(found[0])), tuple(sorted(found[1])))
                     break
