@@ -87,6 +87,9 @@ class MemCompileConfig:
     fusion_addressed: float = 0.0
     self_speaker: str = "User"
     assistant_speaker: str = "Assistant"
+    # questions about the whole history (evidence/spread.py): anchors round-robin over the sessions among the best
+    # this many fused packets; 0 = off
+    spread_depth: int = 0
     pool_proposals: int = 60  # best fused packets joining the closed pool beside D_q
     pool_budget: int = 60  # closed pool U_q cut after fusion
 

@@ -62,3 +62,24 @@ def test_supersessions_mark_the_older_packet_of_the_same_speaker_with_both_dates
     assert set(found) == {"a"} and found["a"].new == "c"  # the assistant's turn is another speaker's statement
     note = superseded_note(found["a"], ps[0], ps[2])
     assert note == "- [superseded on 2024-04-05 by [D1:8]: 250ms replaces 400ms stated here on 2024-03-15]"
+
+
+def test_history_questions_are_recognised_and_others_are_not():
+    from memcompile_langgraph.evidence.spread import spans_history
+
+    assert spans_history("Can you list the order in which I brought up different aspects of my project?")
+    assert spans_history("How did my goals evolve throughout our conversations?")
+    assert spans_history("How many columns did I want to add across my requests?")
+    assert not spans_history("What did Jon say about Gina's progress with her store?")
+    assert not spans_history("What did Audrey stumble across during a hike?")
+    assert not spans_history("Why did she move in order to study?")
+
+
+def test_session_round_robin_takes_one_per_session_per_round():
+    from memcompile_langgraph.evidence.spread import session_round_robin
+
+    ranked = ["a1", "a2", "a3", "b1", "c1", "b2", "x"]
+    sessions = [1, 1, 1, 2, 3, 2]
+    assert session_round_robin(ranked, sessions, 5, 6) == ["a1", "b1", "c1", "a2", "b2"]
+    assert session_round_robin(ranked, sessions[:2], 4, 2) == ["a1", "a2", "a3", "b1"]  # beyond the depth: score order
+    assert session_round_robin(ranked, sessions, 20, 6) == ["a1", "b1", "c1", "a2", "b2", "a3", "x"]
