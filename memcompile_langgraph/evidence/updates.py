@@ -4,7 +4,8 @@ a different value marks the earlier one as superseded, with both dates.
 Offline heuristic over the packets' claims: two statements of the same speaker (the subject of their own facts)
 in different packets are one fact restated when they share topic terms that are rare in the user's memory
 (summed relative idf, at least one of them a query term) and each carries a value (a number, amount, time or date) the
-other does not.
+other does not for the same unit (the word glued to or next to the number: "8 cards" -> "10 cards", "400ms" ->
+"250ms"), so list numbering, versions and codes next to unrelated words do not count as a changed value.
 """
 from __future__ import annotations
 
@@ -15,11 +16,12 @@ from typing import Callable, Sequence
 from ..records import SourcePacket
 from ..text import term_set
 
-# a number with its unit glued on: 250ms, 1,200, 4:30 pm, 78%, v1.0.0
-_VALUE = re.compile(r"\d+(?:[.,:]\d+)*(?:\s?(?:am|pm)\b|%|[a-z]+\b)?", re.I)
+_TOKEN = re.compile(r"\d+(?:[.,:]\d+)*|[a-z%]+", re.I)
+_NUMBER = re.compile(r"\d")
 UPDATE_MIN_SHARED_IDF = 1.5  # summed relative idf (idf / the idf of a term one claim holds) of the shared topic
 # terms: two or three terms rare in this user's memory; relative, so it means the same in a small and a large memory
 UPDATE_MAX_CLAIM_TERMS = 60  # longer claims (code, lists) are not statements of one fact
+UPDATE_MAX_VALUES = 3  # a claim with more numbers is a list or a table, not a statement of one value
 
 
 @dataclass(frozen=True)
@@ -30,8 +32,22 @@ class Supersession:
     new_values: tuple[str, ...]
 
 
+def quantities(text: str) -> dict[str, frozenset[str]]:
+    """Unit -> the numbers stated for it; a number's units are the words (stemmed) right before and after it, or
+    the letters glued to it ("250ms": ms)."""
+    tokens = _TOKEN.findall(text.lower().replace(",", ""))
+    out: dict[str, set[str]] = {}
+    for i, tok in enumerate(tokens):
+        if not _NUMBER.match(tok):
+            continue
+        around = [tokens[j] for j in (i - 1, i + 1) if 0 <= j < len(tokens) and not _NUMBER.match(tokens[j])]
+        for unit in {u for w in around for u in term_set(w)} | ({"%"} if "%" in around else set()):
+            out.setdefault(unit, set()).add(tok)
+    return {u: frozenset(v) for u, v in out.items()}
+
+
 def values(text: str) -> frozenset[str]:
-    return frozenset(v.lower().replace(",", "").replace(" ", "") for v in _VALUE.findall(text))
+    return frozenset(n for v in quantities(text).values() for n in v)
 
 
 def topic_terms(text: str) -> frozenset[str]:
@@ -41,7 +57,7 @@ def topic_terms(text: str) -> frozenset[str]:
 @dataclass(frozen=True)
 class Statement:
     topics: frozenset[str]
-    values: frozenset[str]
+    quantities: dict[str, frozenset[str]]
 
 
 def statement(claim: str, query: frozenset[str]) -> Statement | None:
@@ -49,8 +65,9 @@ def statement(claim: str, query: frozenset[str]) -> Statement | None:
     topics = topic_terms(claim)
     if len(topics) > UPDATE_MAX_CLAIM_TERMS or not topics & query:
         return None
-    found = values(claim)
-    return Statement(topics, found) if found else None
+    found = quantities(claim)
+    numbers = {n for v in found.values() for n in v}
+    return Statement(topics, found) if found and len(numbers) <= UPDATE_MAX_VALUES else None
 
 
 def restated(old: Statement, new: Statement, query: frozenset[str], idf: Callable[[str], float]) -> tuple[frozenset, frozenset] | None:
@@ -58,8 +75,11 @@ def restated(old: Statement, new: Statement, query: frozenset[str], idf: Callabl
     shared = old.topics & new.topics
     if not shared & query or sum(idf(t) for t in shared) < UPDATE_MIN_SHARED_IDF:
         return None
-    gone, came = old.values - new.values, new.values - old.values
-    return (gone, came) if gone and came else None
+    for unit in old.quantities.keys() & new.quantities.keys():
+        gone, came = old.quantities[unit] - new.quantities[unit], new.quantities[unit] - old.quantities[unit]
+        if gone and came:
+            return gone, came
+    return None
 
 
 def supersessions(
