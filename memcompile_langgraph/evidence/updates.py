@@ -66,7 +66,7 @@ def statement(claim: str, query: frozenset[str]) -> Statement | None:
     if len(topics) > UPDATE_MAX_CLAIM_TERMS or not topics & query:
         return None
     found = quantities(claim)
-    numbers = {n for v in found.values() for n in v}
+    numbers = {t for t in _TOKEN.findall(claim.replace(",", "")) if _NUMBER.match(t)}
     return Statement(topics, found) if found and len(numbers) <= UPDATE_MAX_VALUES else None
 
 
