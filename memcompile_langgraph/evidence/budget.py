@@ -89,7 +89,8 @@ def fit_blocks(blocks: Sequence[Block], query: str, max_tokens: int | None, coun
         return whole
     allow = shares([count(t) for t in whole], max_tokens)
     idf = query_idf(query, [u for b in blocks for u in b.units])
-    return [t if a is None else cut_block(b, idf, a, count) for b, t, a in zip(blocks, whole, allow)]
+    cut = [t if a is None else cut_block(b, idf, a, count) for b, t, a in zip(blocks, whole, allow)]
+    return [c if count(c) < count(t) else t for c, t in zip(cut, whole)]  # a cut that saves less than its marker: whole
 
 
 def validate_max_tokens(value: object) -> int | None:
