@@ -91,7 +91,8 @@ class MemCompileConfig:
     assistant_speaker: str = "Assistant"
     # questions about the whole history (evidence/spread.py): anchors round-robin over the sessions among the best
     # this many fused packets; 0 = off
-    spread_depth: int = 60  # BEAM dev event ordering 0.189 -> 0.242 (depth 24: 0.204, 40: 0.225); no LoCoMo dev question
+    # BEAM dev event ordering 0.189 -> 0.242 (depth 24: 0.204, 40: 0.225); no LoCoMo dev question is one of these
+    spread_depth: int = 60
     pool_proposals: int = 60  # best fused packets joining the closed pool beside D_q
     pool_budget: int = 60  # closed pool U_q cut after fusion
 

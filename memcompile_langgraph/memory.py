@@ -280,7 +280,9 @@ class MemCompile:
         return await asyncio.to_thread(self.add_turns, list(turns), user_id, progress)
 
     # --- query plane ---------------------------------------------------------------------------
-    def compile(self, query: str, user_id: str = "default", view: str = "bundle", max_tokens: int | None = None) -> CompiledContext:
+    def compile(
+        self, query: str, user_id: str = "default", view: str = "bundle", max_tokens: int | None = None
+    ) -> CompiledContext:
         validate_user_id(user_id)
         if not isinstance(query, str) or not query.strip():
             raise ValueError("query must be a non-empty string")
@@ -294,7 +296,9 @@ class MemCompile:
             _QUERY_USER.reset(token)
         return CompiledContext(query=query, text=out.get("context", ""), packets=out.get("packets", []), trace=out.get("trace", {}))
 
-    async def acompile(self, query: str, user_id: str = "default", view: str = "bundle", max_tokens: int | None = None) -> CompiledContext:
+    async def acompile(
+        self, query: str, user_id: str = "default", view: str = "bundle", max_tokens: int | None = None
+    ) -> CompiledContext:
         return await asyncio.to_thread(self.compile, query, user_id, view, max_tokens)
 
     def answer(self, query: str, user_id: str = "default") -> tuple[str, "CompiledContext"]:

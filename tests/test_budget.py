@@ -1,4 +1,5 @@
 """Context budget in tokens (evidence/budget.py): whole packets when they fit, long packets cut to their best lines."""
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -12,9 +13,11 @@ from memcompile_langgraph.text import count_tokens
 
 from test_eval_data import LOCOMO_MINI
 
-LONG = Block("[D1:1] Assistant | 2024-03-15 | session 1",
-             tuple(f"- Step {i}: configure module {i} with its blueprint and tests." for i in range(40))
-             + ("- The PostgreSQL pool should hold 20 connections for the dashboard API.",))
+LONG = Block(
+    "[D1:1] Assistant | 2024-03-15 | session 1",
+    tuple(f"- Step {i}: configure module {i} with its blueprint and tests." for i in range(40))
+    + ("- The PostgreSQL pool should hold 20 connections for the dashboard API.",),
+)
 SHORT = Block("[D1:0] User | 2024-03-15 | session 1", ("- User is building a budget tracker with Flask.",))
 
 
@@ -37,8 +40,10 @@ def test_a_long_packet_keeps_header_and_best_lines_with_a_marker_and_short_ones_
 
 
 def test_a_one_line_packet_is_cut_to_sentences():
-    raw = Block("[D1:1] Assistant | 2024-03-15 | session 1",
-                ("- " + " ".join(f"Sentence {i} is about topic {i}." for i in range(60)) + " The pool holds 20 connections.",))
+    raw = Block(
+        "[D1:1] Assistant | 2024-03-15 | session 1",
+        ("- " + " ".join(f"Sentence {i} is about topic {i}." for i in range(60)) + " The pool holds 20 connections.",),
+    )
     out = fit_blocks([raw], "pool connections", 40, count_tokens)[0].split("\n")
     assert out[1].startswith("- ") and "The pool holds 20 connections." in out[1]
     assert out[2].endswith("sentences cut to fit the token budget]")
@@ -51,8 +56,11 @@ def test_water_filling_shares():
 
 
 line = st.text(alphabet="abc xyz.?!0123", min_size=1, max_size=40).map(lambda s: "- " + s)
-blocks = st.lists(st.builds(Block, st.just("[D1:1] A | t | session 1"), st.lists(line, min_size=1, max_size=12).map(tuple)),
-                  min_size=1, max_size=12)
+blocks = st.lists(
+    st.builds(Block, st.just("[D1:1] A | t | session 1"), st.lists(line, min_size=1, max_size=12).map(tuple)),
+    min_size=1,
+    max_size=12,
+)
 
 
 @settings(max_examples=200, deadline=None)

@@ -1,4 +1,5 @@
 """BEAM's native layout (tests/data/beam_mini: two chats, both question-file layouts) -> eval dialogues and a run."""
+
 import json
 from collections import Counter
 from pathlib import Path
@@ -22,8 +23,14 @@ def test_chats_become_one_user_each_with_batches_as_dated_sessions():
     d = bench.dialogues[0]
     assert [t["dia_id"] for t in d.turns] == [f"D1:{i}" for i in range(6)] + [f"D2:{i}" for i in range(6, 12)]
     # the first batch's anchor sits on its first message, the second's on the batch; the "->-> b,n" tag is dropped
-    assert d.turns[2] == {"speaker": "User", "text": "The dashboard API currently responds in about 400ms on average.",
-                          "time": "March-15-2024", "session": 1, "session_label": "batch 1", "dia_id": "D1:2"}
+    assert d.turns[2] == {
+        "speaker": "User",
+        "text": "The dashboard API currently responds in about 400ms on average.",
+        "time": "March-15-2024",
+        "session": 1,
+        "session_label": "batch 1",
+        "dia_id": "D1:2",
+    }
     assert d.turns[8]["time"] == "April-05-2024" and d.turns[8]["session"] == 2 and d.turns[9]["speaker"] == "Assistant"
 
 
@@ -39,8 +46,12 @@ def test_gold_is_source_chat_ids_with_the_updated_statement_only_for_knowledge_u
     assert q["How many cans of salmon does Miso eat every day?"].gold == ("D1:2",)
     assert q["How many cans of salmon does Miso eat every day?"].replaced == ("D1:0",)
     assert bench.questions == 9
-    assert dict(bench.skipped) == {"gold_id_not_in_chat": 1, "not_retrieval:abstention": 1, "not_retrieval:summarization": 1,
-                                   "bad_question": 1}
+    assert dict(bench.skipped) == {
+        "gold_id_not_in_chat": 1,
+        "not_retrieval:abstention": 1,
+        "not_retrieval:summarization": 1,
+        "bad_question": 1,
+    }
 
 
 def test_malformed_messages_are_turns_the_ingest_counts():
@@ -75,9 +86,11 @@ def test_selection_and_unusable_folders_are_one_line_errors(tmp_path):
         load_beam(tmp_path)
 
 
-json_value = st.recursive(st.none() | st.booleans() | st.integers(-3, 30) | st.text(max_size=6),
-                          lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4),
-                          max_leaves=20)
+json_value = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 30) | st.text(max_size=6),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4),
+    max_leaves=20,
+)
 
 
 @settings(max_examples=200, deadline=None)
@@ -104,7 +117,9 @@ def test_eval_beam_writes_report_with_beam_categories_and_baselines(tmp_path, em
     assert report["by_category"]["knowledge_update"]["questions"] == 2
     assert {"bm25_top12", "dense_top12"} <= set(report["baselines"])
     assert set(report["baselines"]["dense_top12"]["by_category"]) == set(CATEGORIES)
-    assert report["overall"]["gold_recall"] > 0 and (out / "report.md").read_text().startswith("# MemCompile evaluation: beam")
+    assert report["overall"]["gold_recall"] > 0 and (out / "report.md").read_text().startswith(
+        "# MemCompile evaluation: beam"
+    )
 
 
 @pytest.mark.slow

@@ -1,4 +1,5 @@
 """Signals for long user-assistant chats: passage-level lexical score, pronoun-addressed speakers, update marks."""
+
 import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
@@ -43,7 +44,13 @@ def flat_idf(term):
 
 def test_a_restated_value_is_found_and_unrelated_or_unchanged_statements_are_not():
     q = frozenset({"dashboard", "api", "cat"})
-    old, new = (statement(s, q) for s in ("The dashboard API responds in 400ms on average.", "The dashboard API now responds in 250ms on average."))
+    old, new = (
+        statement(s, q)
+        for s in (
+            "The dashboard API responds in 400ms on average.",
+            "The dashboard API now responds in 250ms on average.",
+        )
+    )
     assert restated(old, new, q, flat_idf) == (frozenset({"400"}), frozenset({"250"}))
     assert restated(old, old, q, flat_idf) is None  # same value: nothing changed
     assert restated(old, statement("My cat eats 2 cans a day.", q), q, flat_idf) is None  # another topic
@@ -55,9 +62,11 @@ def test_a_restated_value_is_found_and_unrelated_or_unchanged_statements_are_not
 
 
 def test_supersessions_mark_the_older_packet_of_the_same_speaker_with_both_dates():
-    ps = [packet("a", "User", 2, "The dashboard API responds in 400ms on average."),
-          packet("b", "Assistant", 3, "The dashboard API should respond in 100ms on average."),
-          packet("c", "User", 8, "The dashboard API now responds in 250ms on average.", "2024-04-05T00:00:00")]
+    ps = [
+        packet("a", "User", 2, "The dashboard API responds in 400ms on average."),
+        packet("b", "Assistant", 3, "The dashboard API should respond in 100ms on average."),
+        packet("c", "User", 8, "The dashboard API now responds in 250ms on average.", "2024-04-05T00:00:00"),
+    ]
     claims = {p.packet_id: [p.text] for p in ps}
     found = supersessions(list(reversed(ps)), claims.__getitem__, "What is the dashboard API response time?", flat_idf)
     assert set(found) == {"a"} and found["a"].new == "c"  # the assistant's turn is another speaker's statement

@@ -74,7 +74,8 @@ def offline_intent(query: str, known_people: Sequence[str], max_keywords: int = 
 def addressed_speakers(query: str, self_speaker: str, assistant_speaker: str) -> tuple[str, ...]:
     """The speakers a user's question points at by pronoun: "I/my" is the asker, "you" the assistant."""
     text = query.replace("\u2019", "'")
-    return tuple(name for name, pattern in ((self_speaker, _FIRST_PERSON), (assistant_speaker, _SECOND_PERSON)) if pattern.search(text))
+    pairs = ((self_speaker, _FIRST_PERSON), (assistant_speaker, _SECOND_PERSON))
+    return tuple(name for name, pattern in pairs if pattern.search(text))
 
 
 def enriched_query(intent: Intent) -> str:

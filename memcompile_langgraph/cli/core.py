@@ -28,7 +28,8 @@ def positive_int(value: str) -> int:
 
 def add_max_tokens_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-tokens", type=positive_int, default=None, metavar="N",
-                   help="context budget in tokens: long packets keep their header and best lines (default: the config's 2000)")
+                   help="context budget in tokens: long packets keep their header and best lines "
+                   "(default: the config's 2000)")
 
 
 def open_memory(args: argparse.Namespace, store: str | None = None, create: bool = False):

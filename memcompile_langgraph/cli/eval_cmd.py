@@ -1,4 +1,5 @@
-"""`memcompile eval locomo|longmemeval FILE` and `memcompile eval beam DIR`: the paper's protocol over a benchmark file, with report and plots."""
+"""`memcompile eval locomo|longmemeval FILE`, `memcompile eval beam DIR`: the paper's protocol over a benchmark,
+with report and plots."""
 from __future__ import annotations
 
 import argparse
@@ -131,7 +132,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         b = benches.add_parser(name, help=help_text)
         b.add_argument("file", metavar=metavar)
         b.add_argument("--samples", default=None, metavar="IDS",
-                       help="comma-separated sample ids (LoCoMo sample_id, LongMemEval question_id, BEAM chat folder name)")
+                       help="comma-separated sample ids (LoCoMo sample_id, LongMemEval question_id, "
+                       "BEAM chat folder name)")
         b.add_argument("--out", default="memcompile-eval", help="results, report.json, report.md and plots (default: ./memcompile-eval)")
         b.add_argument("--store", default=None, help="one store per dialogue under this folder, reused when present (default: OUT/stores)")
         b.add_argument("--view", choices=("bundle", "raw", "claim"), default="bundle", help="reader view answered from (Table 4)")

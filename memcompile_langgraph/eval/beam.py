@@ -2,6 +2,7 @@
 
 One user per chat; each batch is one session dated by its time anchor; message id N of batch B is dia_id `DB:N`.
 """
+
 from __future__ import annotations
 
 import json
@@ -42,7 +43,9 @@ def _batch_time(batch: dict[str, Any]) -> str:
     """The batch's time anchor, or the first one its messages carry (the published chats put it there)."""
     anchor = batch.get("time_anchor")
     if not isinstance(anchor, str) or not anchor.strip():
-        messages = (m for turn in batch.get("turns") or [] if isinstance(turn, list) for m in turn if isinstance(m, dict))
+        messages = (
+            m for turn in batch.get("turns") or [] if isinstance(turn, list) for m in turn if isinstance(m, dict)
+        )
         anchor = next((m["time_anchor"] for m in messages if isinstance(m.get("time_anchor"), str)), "")
     return anchor.strip()
 
@@ -67,19 +70,36 @@ def chat_turns(chat: Any) -> tuple[list[Any], dict[int, str]]:
             dia_id = dia[message["id"]] = f"D{b}:{message['id']}"
             text = _MARKER.sub("", content) if isinstance(content, str) else content
             speaker = role.strip().capitalize() if isinstance(role, str) else role
-            turns.append({"speaker": speaker, "text": text, "time": time, "session": b, "session_label": f"batch {b}", "dia_id": dia_id})
+            turns.append(
+                {
+                    "speaker": speaker,
+                    "text": text,
+                    "time": time,
+                    "session": b,
+                    "session_label": f"batch {b}",
+                    "dia_id": dia_id,
+                }
+            )
     return turns, dia
 
 
 def gold_ids(category: str, source: Any, key: str = UPDATED) -> list[int]:
     """Message ids of a question's evidence: a list, or a dict of lists (knowledge updates: the `key` one only)."""
     if isinstance(source, dict):
-        source = source.get(key) if category == "knowledge_update" else [x for v in source.values() for x in (v if isinstance(v, list) else [v])]
+        source = (
+            source.get(key)
+            if category == "knowledge_update"
+            else [x for v in source.values() for x in (v if isinstance(v, list) else [v])]
+        )
     if isinstance(source, (int, str)):
         source = [source]
     if not isinstance(source, list):
         return []
-    out = [int(x) for x in source if (isinstance(x, int) and not isinstance(x, bool)) or (isinstance(x, str) and x.strip().isdigit())]
+    out = [
+        int(x)
+        for x in source
+        if (isinstance(x, int) and not isinstance(x, bool)) or (isinstance(x, str) and x.strip().isdigit())
+    ]
     return list(dict.fromkeys(out))
 
 
@@ -93,7 +113,14 @@ def chat_questions(user_id: str, probing: Any, dia: dict[int, str], skipped: Cou
             continue
         for item in items if isinstance(items, list) else []:
             question = item.get("question") if isinstance(item, dict) else None
-            answer = next((answer_text(item.get(k)) for k in ("answer", "ideal_answer", "ideal_response") if isinstance(item, dict) and answer_text(item.get(k))), None)
+            answer = next(
+                (
+                    answer_text(item.get(k))
+                    for k in ("answer", "ideal_answer", "ideal_response")
+                    if isinstance(item, dict) and answer_text(item.get(k))
+                ),
+                None,
+            )
             if not isinstance(question, str) or not question.strip() or answer is None:
                 skipped["bad_question"] += 1
                 continue

@@ -5,6 +5,7 @@ the budget, the budget is shared water-filling style: a block no larger than its
 turns are never touched), and each longer block keeps the lines (claims or sentences) that best answer the
 query, in their own order, until its share is spent, with one visible marker line saying how many were cut.
 """
+
 from __future__ import annotations
 
 import math

@@ -91,7 +91,9 @@ def fused_scores(
     if intent.people:
         named = index.speaker_mask(intent.people)
         signal = signal + cfg.fusion_speaker * named / len(intent.people)
-    addressed = addressed_speakers(intent.query, cfg.self_speaker, cfg.assistant_speaker) if cfg.fusion_addressed else ()
+    addressed = addressed_speakers(intent.query, cfg.self_speaker, cfg.assistant_speaker)
+    if not cfg.fusion_addressed:
+        addressed = ()
     if addressed:
         signal = signal + cfg.fusion_addressed * index.speaker_mask(addressed) / len(addressed)
     return signal

@@ -47,8 +47,10 @@ def render_block(index: UserIndex, packet_id: str, view: str = "bundle", represe
 def update_marks(index: UserIndex, packet_ids: list[str], query: str) -> dict[str, str]:
     """Packet id -> the note marking it superseded by a later selected packet (evidence/updates.py)."""
     rarest = math.log((len(index.bm25) - 0.5) / 1.5) if len(index.bm25) > 2 else 1.0  # idf of a term one claim holds
-    found = supersessions([index.packets[p] for p in packet_ids], lambda p: [d.claim for d in index.by_packet[p]] or [index.packets[p].text],
-                          query, lambda t: index.bm25.idf(t) / rarest)
+    def claims(pid: str) -> list[str]:
+        return [d.claim for d in index.by_packet[pid]] or [index.packets[pid].text]
+
+    found = supersessions([index.packets[p] for p in packet_ids], claims, query, lambda t: index.bm25.idf(t) / rarest)
     return {pid: superseded_note(s, index.packets[s.old], index.packets[s.new]) for pid, s in found.items()}
 
 

@@ -5,6 +5,7 @@ needs evidence from many sessions, while the fused score tends to fill the budge
 matches best. For such questions the anchors are taken round-robin over the sessions of the pool's best packets
 (each session's packets in score order); other questions keep the score order.
 """
+
 from __future__ import annotations
 
 import re

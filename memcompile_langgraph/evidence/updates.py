@@ -7,6 +7,7 @@ in different packets are one fact restated when they share topic terms that are 
 other does not for the same unit (the word glued to or next to the number: "8 cards" -> "10 cards", "400ms" ->
 "250ms"), so list numbering, versions and codes next to unrelated words do not count as a changed value.
 """
+
 from __future__ import annotations
 
 import re
@@ -70,7 +71,9 @@ def statement(claim: str, query: frozenset[str]) -> Statement | None:
     return Statement(topics, found) if found and len(numbers) <= UPDATE_MAX_VALUES else None
 
 
-def restated(old: Statement, new: Statement, query: frozenset[str], idf: Callable[[str], float]) -> tuple[frozenset, frozenset] | None:
+def restated(
+    old: Statement, new: Statement, query: frozenset[str], idf: Callable[[str], float]
+) -> tuple[frozenset, frozenset] | None:
     """(old-only values, new-only values) when `new` restates `old`'s fact with another value, else None."""
     shared = old.topics & new.topics
     if not shared & query or sum(idf(t) for t in shared) < UPDATE_MIN_SHARED_IDF:
@@ -100,11 +103,15 @@ def supersessions(
             for a in said[old.packet_id]:
                 found = next((r for b in said[new.packet_id] if (r := restated(a, b, q, idf))), None)
                 if found:
-                    out[old.packet_id] = Supersession(old.packet_id, new.packet_id, tuple(sorted(found[0])), tuple(sorted(found[1])))
+                    out[old.packet_id] = Supersession(
+                        old.packet_id, new.packet_id, tuple(sorted(found[0])), tuple(sorted(found[1]))
+                    )
                     break
     return out
 
 
 def superseded_note(s: Supersession, old: SourcePacket, new: SourcePacket) -> str:
-    return (f"- [superseded on {new.date} by [{new.dia_id}]: {', '.join(s.new_values)} replaces "
-            f"{', '.join(s.old_values)} stated here on {old.date}]")
+    return (
+        f"- [superseded on {new.date} by [{new.dia_id}]: {', '.join(s.new_values)} replaces "
+        f"{', '.join(s.old_values)} stated here on {old.date}]"
+    )

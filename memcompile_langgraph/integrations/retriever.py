@@ -62,7 +62,8 @@ class MemCompileRetriever(BaseRetriever):
         limit = resolve_k(k, self.k)
         if not query.strip():
             return []  # an empty question matches no memory
-        return packet_documents(self.memory, self.user_id, self.memory.compile(query, self.user_id, max_tokens=self.max_tokens))[:limit]
+        ctx = self.memory.compile(query, self.user_id, max_tokens=self.max_tokens)
+        return packet_documents(self.memory, self.user_id, ctx)[:limit]
 
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, k: int | None = None

@@ -25,7 +25,9 @@ class SearchMemoryInput(BaseModel):
     query: str = Field(description="what to look up, e.g. 'When did Tom adopt his dog?'")
 
 
-def make_search_memory_tool(mem: MemCompile, *, user_id: str | None = None, k: int | None = None, max_tokens: int | None = None) -> BaseTool:
+def make_search_memory_tool(
+    mem: MemCompile, *, user_id: str | None = None, k: int | None = None, max_tokens: int | None = None
+) -> BaseTool:
     """The user is fixed here, else taken per run from config["configurable"]["user_id"] or the runtime context.
 
     Content is the compiled context; the artifact is the selected packets' metadata (dia_id, time, score, ...).
