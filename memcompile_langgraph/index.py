@@ -59,6 +59,7 @@ class UserIndex:
     descriptors: list[Descriptor] = field(default_factory=list)  # position = BM25 document id
     position: dict[str, int] = field(default_factory=dict)
     by_packet: dict[str, list[Descriptor]] = field(default_factory=dict)
+    claim_packets: list[int] = field(default_factory=list)  # packet row of each descriptor (append-only)
     claim_terms: list[frozenset[str]] = field(default_factory=list)
     key_terms: list[frozenset[str]] = field(default_factory=list)
     people: dict[str, None] = field(default_factory=dict)  # known names, insertion-ordered
@@ -174,6 +175,7 @@ class UserIndex:
         self.position[d.descriptor_id] = len(self.descriptors)
         self.descriptors.append(d)
         self.by_packet.setdefault(d.packet_id, []).append(d)
+        self.claim_packets.append(self.packet_position[d.packet_id])
         self.claim_terms.append(frozenset(terms(d.claim)))
         self.key_terms.append(frozenset(t for k in d.keywords for t in terms(k)))
         self.bm25.add(descriptor_document(d))
@@ -183,7 +185,7 @@ class UserIndex:
 
 # what fork() copies shallowly (every dict and list a writer extends)
 _CONTAINERS = (
-    "packets", "packet_order", "by_dia", "hashes", "descriptors", "position", "by_packet", "claim_terms", "key_terms",
+    "packets", "packet_order", "by_dia", "hashes", "descriptors", "position", "by_packet", "claim_packets", "claim_terms", "key_terms",
     "people",
     "sessions", "session_packets", "packet_position", "packet_sessions", "packet_speakers", "packet_timed",
 )

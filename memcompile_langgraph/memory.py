@@ -9,6 +9,7 @@ from typing import Any, Iterable
 from langchain_core.embeddings import Embeddings
 
 from .config import DEFAULT_CONFIG, MemCompileConfig
+from .evidence.budget import validate_max_tokens
 from .evidence.scheduler import Scheduler
 from .extract.base import Extractor
 from .index import UserIndex
@@ -91,14 +92,19 @@ class MemCompile:
         return await asyncio.to_thread(self.add_turns, list(turns), user_id, progress)
 
     # --- query plane ---------------------------------------------------------------------------
-    def compile(self, query: str, user_id: str = "default", view: str = "bundle") -> CompiledContext:
+    def compile(
+        self, query: str, user_id: str = "default", view: str = "bundle", max_tokens: int | None = None
+    ) -> CompiledContext:
         user_id = validate_user_id(user_id)
         query = clean_query(query)  # ValueError when nothing usable is left
-        out = query_graph.invoke({"query": query, "view": view}, context=self.context(user_id))
+        state = {"query": query, "view": view, "max_tokens": validate_max_tokens(max_tokens)}
+        out = query_graph.invoke(state, context=self.context(user_id))
         return CompiledContext(query=query, text=out.get("context", ""), packets=out.get("packets", []), trace=out.get("trace", {}))
 
-    async def acompile(self, query: str, user_id: str = "default", view: str = "bundle") -> CompiledContext:
-        return await asyncio.to_thread(self.compile, query, user_id, view)
+    async def acompile(
+        self, query: str, user_id: str = "default", view: str = "bundle", max_tokens: int | None = None
+    ) -> CompiledContext:
+        return await asyncio.to_thread(self.compile, query, user_id, view, max_tokens)
 
     def answer(self, query: str, user_id: str = "default") -> tuple[str, CompiledContext]:
         """The answer model's reply over the compiled context (temporal prompt for a temporal intent)."""
@@ -176,11 +182,11 @@ class MemCompile:
         return maintenance.repair(self.engine, None if user_id is None else validate_user_id(user_id))
 
     # --- LangChain / LangGraph integrations (memcompile_langgraph.integrations) ----------------------
-    def as_retriever(self, user_id: str = "default", k: int = 12):
+    def as_retriever(self, user_id: str = "default", k: int = 12, max_tokens: int | None = None):
         """A LangChain retriever: one Document per selected packet, in schedule order."""
         from .integrations.retriever import MemCompileRetriever
 
-        return MemCompileRetriever(memory=self, user_id=user_id, k=k)
+        return MemCompileRetriever(memory=self, user_id=user_id, k=k, max_tokens=max_tokens)
 
     @property
     def recall_node(self):
@@ -196,11 +202,11 @@ class MemCompile:
 
         return make_remember_node(self)
 
-    def as_tool(self, user_id: str | None = None, k: int | None = None):
+    def as_tool(self, user_id: str | None = None, k: int | None = None, max_tokens: int | None = None):
         """A `search_memory` tool; without user_id the user comes from each run's config or context."""
         from .integrations.tool import make_search_memory_tool
 
-        return make_search_memory_tool(self, user_id=user_id, k=k)
+        return make_search_memory_tool(self, user_id=user_id, k=k, max_tokens=max_tokens)
 
     def close(self) -> None:
         self.engine.cache.persist_all()

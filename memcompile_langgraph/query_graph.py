@@ -138,13 +138,15 @@ def frontier_node(state: QueryState, runtime: Runtime[MemoryContext]) -> dict[st
 
 
 def render_node(state: QueryState, runtime: Runtime[MemoryContext]) -> dict[str, Any]:
-    index = run_context(runtime).snapshot()
+    ctx = run_context(runtime)
+    index = ctx.snapshot()
     selected = state.get("selected", [])
     pool = {p.packet_id: p for p in state.get("pool", [])}
     dense = {h.packet_id: h.similarity for h in state.get("dense", [])}
     anchors = set(state.get("anchors", []))
     reps = {pid: p.representative for pid, p in pool.items()}
-    text = render_context(index, selected, state.get("view") or "bundle", reps)
+    budget = state.get("max_tokens") or ctx.engine.config.context_max_tokens
+    text = render_context(index, selected, state.get("view") or "bundle", reps, state["query"], budget)
     packets = []
     for rank, pid in enumerate(selected, 1):
         p = index.packets[pid]

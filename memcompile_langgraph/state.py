@@ -49,6 +49,7 @@ class IngestWork(IngestState, total=False):
 class QueryState(TypedDict, total=False):
     query: str
     view: str  # reader view: "bundle" (default), "raw" or "claim"
+    max_tokens: int | None  # context budget in tokens (None: the config's context_max_tokens)
     intent: Intent
     bm25: list[tuple[int, float]]  # (descriptor position, raw BM25 score)
     routing: Routing

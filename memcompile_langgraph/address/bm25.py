@@ -94,6 +94,11 @@ class BM25Index:
         self._doc_len.writable()[doc] = len(tokens)
         self._avg_idf = None
 
+    def idf(self, term: str) -> float:
+        """The idf BM25 weighs a term with (0 for a term no document holds)."""
+        tid = self._term_ids.get(term)
+        return self._idf(self._df[tid]) if tid is not None and self._df[tid] else 0.0
+
     def _idf(self, df: int) -> float:
         n = len(self._doc_len)
         idf = math.log(n - df + 0.5) - math.log(df + 0.5)

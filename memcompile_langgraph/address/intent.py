@@ -20,6 +20,8 @@ _ATTRIBUTE = re.compile(
     r"personality|trait|values|believe|religion|religious|political|live|lives|from|age|old)\b",
     re.I,
 )
+_FIRST_PERSON = re.compile(r"\b(?:i|me|my|mine|myself)\b", re.I)
+_SECOND_PERSON = re.compile(r"\b(?:you|your|yours|yourself)\b", re.I)
 _QUESTION_WORDS = frozenset("what when where which who whom whose why how did does do is are was were would could should".split())
 
 
@@ -67,6 +69,13 @@ def offline_intent(query: str, known_people: Sequence[str], max_keywords: int = 
         need_attribute=bool(_ATTRIBUTE.search(query)),
         terms=tuple(dict.fromkeys(terms(query) + terms(" ".join(keywords)))),
     )
+
+
+def addressed_speakers(query: str, self_speaker: str, assistant_speaker: str) -> tuple[str, ...]:
+    """The speakers a user's question points at by pronoun: "I/my" is the asker, "you" the assistant."""
+    text = query.replace("\u2019", "'")
+    pairs = ((self_speaker, _FIRST_PERSON), (assistant_speaker, _SECOND_PERSON))
+    return tuple(name for name, pattern in pairs if pattern.search(text))
 
 
 def enriched_query(intent: Intent) -> str:

@@ -36,6 +36,18 @@ def add_store_args(p: argparse.ArgumentParser, create: bool = False, user: bool 
                         "(default: $MEMCOMPILE_RECORDS_URL, else SQLite in --store)")
 
 
+def positive_int(value: str) -> int:
+    if not value.strip().isdigit() or int(value) < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value!r}")
+    return int(value)
+
+
+def add_max_tokens_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--max-tokens", type=positive_int, default=None, metavar="N",
+                   help="context budget in tokens: long packets keep their header and best lines "
+                   "(default: the config's 2000)")
+
+
 def require_store(path: str) -> None:
     from pathlib import Path
 
@@ -146,7 +158,7 @@ def cmd_query(args: argparse.Namespace) -> int:
         mem.close()
         held = ", ".join(users[:20]) + (f" and {len(users) - 20} more" if len(users) > 20 else "") if users else "no users yet"
         raise UsageError(f"{args.store} holds nothing for user {user!r}; it holds: {held} (--user)")
-    ctx = mem.compile(args.query, user_id=user, view=args.view)
+    ctx = mem.compile(args.query, user_id=user, view=args.view, max_tokens=args.max_tokens)
     if args.json:
         print(json.dumps({"context": ctx.text, "packets": [{k: p[k] for k in ("dia_id", "speaker", "session", "time", "score")} for p in ctx.packets], "trace": ctx.trace}, indent=2))
     else:
@@ -184,6 +196,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true",
                    help="context, packets (dia_id, speaker, session, time, score) and trace")
     p.add_argument("--view", choices=("bundle", "raw", "claim"), default="bundle", help="reader view (Table 4)")
+    add_max_tokens_arg(p)
     add_llm_args(p)
     p.set_defaults(func=cmd_query)
 

@@ -1,4 +1,5 @@
-"""`memcompile eval locomo|longmemeval FILE`: the paper's protocol over a benchmark file, with report and plots."""
+"""`memcompile eval locomo|longmemeval FILE`, `memcompile eval beam DIR`: the paper's protocol over a benchmark,
+with report and plots."""
 from __future__ import annotations
 
 import argparse
@@ -7,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from . import UsageError
+from .core import add_max_tokens_arg
 from .llm_args import add_llm_args, build_answer_llm, build_llm
 
 # flag -> (MemCompileConfig switch, value, Table 2 setting it stands for)
@@ -34,6 +36,8 @@ def eval_options(args: argparse.Namespace) -> Any:
     overrides = {switch: value for flag, (switch, value, _) in ABLATION_FLAGS.items() if getattr(args, flag)}
     if args.no_fusion:
         overrides["fusion"] = False
+    if args.max_tokens is not None:
+        overrides["context_max_tokens"] = args.max_tokens
     ablations = list(ABLATIONS)[1:] if args.ablations == "all" else _csv(args.ablations)
     unknown = [a for a in ablations if a not in ABLATIONS]
     if unknown:
@@ -80,6 +84,7 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
+    from ..eval.beam import load_beam
     from ..eval.locomo import load_locomo
     from ..eval.longmemeval import load_longmemeval
     from ..eval.markdown import render_markdown
@@ -89,7 +94,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from ..llm.calls import LLMUnavailable
     from ..store.embeddings import default_embeddings
 
-    loader = load_locomo if args.benchmark == "locomo" else load_longmemeval
+    loader = {"locomo": load_locomo, "longmemeval": load_longmemeval, "beam": load_beam}[args.benchmark]
     bench = loader(args.file, _csv(args.samples))
     if not bench.questions:
         raise UsageError(f"{args.file}: no question to evaluate (left out: {dict(bench.skipped) or 'none'})")
@@ -119,13 +124,20 @@ def cmd_eval(args: argparse.Namespace) -> int:
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("eval", help="evaluate on a benchmark file: Gold Recall, baselines, ablations, report and plots")
     benches = p.add_subparsers(dest="benchmark", required=True)
-    for name, help_text in (("locomo", "a LoCoMo file (locomo10.json format)"), ("longmemeval", "a LongMemEval(-S) JSON file")):
+    for name, help_text, metavar in (
+        ("locomo", "a LoCoMo file (locomo10.json format)", "FILE"),
+        ("longmemeval", "a LongMemEval(-S) JSON file", "FILE"),
+        ("beam", "a folder of BEAM chats (chat.json + probing_questions.json each) or one chat folder", "DIR"),
+    ):
         b = benches.add_parser(name, help=help_text)
-        b.add_argument("file", help="the benchmark file")
-        b.add_argument("--samples", default=None, metavar="IDS", help="comma-separated sample ids (LoCoMo sample_id, LongMemEval question_id)")
+        b.add_argument("file", metavar=metavar, help="the benchmark file (BEAM: a folder of chats)")
+        b.add_argument("--samples", default=None, metavar="IDS",
+                       help="comma-separated sample ids (LoCoMo sample_id, LongMemEval question_id, "
+                       "BEAM chat folder name)")
         b.add_argument("--out", default="memcompile-eval", help="results, report.json, report.md and plots (default: ./memcompile-eval)")
         b.add_argument("--store", default=None, help="one store per dialogue under this folder, reused when present (default: OUT/stores)")
         b.add_argument("--view", choices=("bundle", "raw", "claim"), default="bundle", help="reader view answered from (Table 4)")
+        add_max_tokens_arg(b)
         g = b.add_argument_group("Table 2 ablations of the evaluated setting")
         for flag, (_, _, setting) in ABLATION_FLAGS.items():
             g.add_argument("--" + flag.replace("_", "-"), action="store_true", help=setting)

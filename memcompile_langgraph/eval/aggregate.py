@@ -63,6 +63,44 @@ def answer_figures(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def budget_figures(records: Sequence[dict[str, Any]], view: str) -> dict[str, Any]:
+    """Context tokens (median) and answer coverage (mean) of the whole packets and of the budgeted context."""
+    rs = [r for r in records if "budget" in r]
+    if not rs:
+        return {}
+    covered = [r["budget"] for r in rs if r["budget"]["coverage"] is not None]
+    whole = _mean(b["coverage_whole"] for b in covered)
+    cut = _mean(b["coverage"] for b in covered)
+    return {
+        "max_tokens": rs[0]["budget"]["max_tokens"],
+        "median_tokens_whole": percentile([r["tokens"][view] for r in rs], 50),
+        "median_tokens": percentile([r["budget"]["tokens"] for r in rs], 50),
+        "answer_coverage_whole": whole,
+        "answer_coverage": cut,
+        "coverage_kept": round(cut / whole, 6) if whole else None,
+        "cut_contexts": sum(r["budget"]["tokens"] < r["tokens"][view] for r in rs),
+    }
+
+
+def update_figures(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Supersession marks: on how many rendered packets, and for knowledge updates whether the current statement is
+    in the context and, where a replaced one is there too, whether that one is marked superseded."""
+    rs = [r for r in records if "marked" in r]
+    if not rs:
+        return {}
+    out: dict[str, Any] = {"marked_packets": sum(len(r["marked"]) for r in rs),
+                           "marked_share": _mean([len(r["marked"]) / max(1, len(r["selected"])) for r in rs])}
+    updates = [r for r in _with_gold(rs) if r.get("replaced")]
+    if updates:
+        both = [r for r in updates if set(r["gold"]) & set(r["selected"]) and set(r["replaced"]) & set(r["selected"])]
+        marked = sum(bool(set(r["replaced"]) & set(r["marked"])) for r in both)
+        out.update({"update_questions": len(updates),
+                    "new_in_context": _mean(float(bool(set(r["gold"]) & set(r["selected"]))) for r in updates),
+                    "old_also_in_context": len(both), "old_marked": marked,
+                    "old_marked_share": round(marked / len(both), 6) if both else None})
+    return out
+
+
 def figures(records: Sequence[dict[str, Any]], view: str) -> dict[str, Any]:
     """Every per-question figure of the system for one group of records."""
     if not records:
@@ -92,6 +130,8 @@ def figures(records: Sequence[dict[str, Any]], view: str) -> dict[str, Any]:
         "gold_ids_missing_from_dialogue": sum(len(r["gold_missing"]) for r in records),
         "k10": diag,
     }
+    out["budget"] = budget_figures(records, view)
+    out["updates"] = update_figures(records)
     out.update(answer_figures(records))
     return out
 

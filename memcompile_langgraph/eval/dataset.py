@@ -18,6 +18,7 @@ class Question:
     answer: str
     category: str
     gold: tuple[str, ...]  # gold dia_ids, in the order the benchmark lists them
+    replaced: tuple[str, ...] = ()  # knowledge updates: the statements the gold superseded (not gold themselves)
 
 
 @dataclass

@@ -10,7 +10,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
-from ..text import count_tokens
+from ..text import count_tokens, term_set
 
 
 def gold_recall(gold: Sequence[str], found: Iterable[str]) -> float:
@@ -33,6 +33,12 @@ def budget_duplication(packet_ids: Sequence[str], k: int) -> tuple[int, int, flo
 # --- answer metrics: the protocol of the LoCoMo evaluation code the paper's baselines share (Mem0 / A-Mem) ---
 _F1_PUNCT = re.compile(r"[.,!?]")
 _BLEU_TOKEN = re.compile(r"\w+|[^\w\s]")
+
+
+def answer_coverage(answer: str, context: str) -> float | None:
+    """Share of the gold answer's content terms (stemmed, stop words out) the context holds; None without any."""
+    wanted = term_set(answer)
+    return len(wanted & term_set(context)) / len(wanted) if wanted else None
 
 
 def f1_tokens(text: str) -> list[str]:

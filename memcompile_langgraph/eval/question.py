@@ -5,10 +5,10 @@ import time
 from typing import TYPE_CHECKING, Any, Callable
 
 from ..evidence.normalize import normalize
-from ..evidence.render import VIEWS, render_context
+from ..evidence.render import VIEWS, render_context, update_marks
 from .baselines import BASELINE_KS
 from .dataset import Question
-from .metrics import budget_duplication
+from .metrics import answer_coverage, budget_duplication
 
 if TYPE_CHECKING:
     from ..index import UserIndex
@@ -65,6 +65,8 @@ def evaluate_question(
     selected = list(state.get("selected", []))
     reps = {p.packet_id: p.representative for p in state.get("pool", [])}
     frontier_pool = list(dict.fromkeys([*state.get("anchors", []), *(h.packet_id for h in state.get("dense", []))]))
+    whole = render_context(index, selected, view, reps)
+    context = state.get("context", "")
     record: dict[str, Any] = {
         "qid": q.qid,
         "dialogue": q.dialogue,
@@ -81,6 +83,11 @@ def evaluate_question(
         "frontier_pool_gold": _found(index, gold, frontier_pool),
         "k10": diagnostics(index, gold, state),
         "tokens": {v: count_tokens(render_context(index, selected, v, reps)) for v in VIEWS},
+        # the same packets whole and as the budget cut them (the context the reader gets)
+        "replaced": list(q.replaced),
+        "marked": sorted(index.packets[p].dia_id for p in update_marks(index, selected, q.question)),  # superseded
+        "budget": {"max_tokens": mem.config.context_max_tokens, "tokens": count_tokens(context),
+                   "coverage_whole": answer_coverage(q.answer, whole), "coverage": answer_coverage(q.answer, context)},
         "ms": round(ms, 3),
         "stage_ms": {stage: info.get("ms", 0.0) for stage, info in state.get("trace", {}).items()},
     }

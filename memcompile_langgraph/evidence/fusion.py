@@ -17,6 +17,7 @@ from ..config import MemCompileConfig
 from ..index import UserIndex
 from ..records import DenseHit, Intent, PacketScore
 from ..address.candidates import lexical_query
+from ..address.intent import addressed_speakers
 from ..address.dense import QuerySimilarities
 
 
@@ -47,6 +48,15 @@ def neighbor_support(x: np.ndarray, sessions: np.ndarray, prev_w: float, next_w:
     return out
 
 
+def best_claim_scores(claim_scores: np.ndarray, claim_packets: np.ndarray, n: int) -> np.ndarray:
+    """Per packet, the best score of one of its claims: a passage-level lexical score a long reply's many other
+    sentences neither dilute (length normalization) nor inflate (many weak matches)."""
+    out = np.zeros(n)
+    if len(claim_scores):
+        np.maximum.at(out, claim_packets[: len(claim_scores)], claim_scores)
+    return out
+
+
 def fused_scores(
     index: UserIndex,
     intent: Intent,
@@ -60,7 +70,11 @@ def fused_scores(
     n = len(index.packet_order)
     if n == 0:
         return np.zeros(0)
-    signal = cfg.fusion_lexical * zscore(index.packet_bm25.scores(lexical_query(intent)))
+    query = lexical_query(intent)
+    signal = cfg.fusion_lexical * zscore(index.packet_bm25.scores(query))
+    if cfg.fusion_passage:
+        claims = np.asarray(index.claim_packets, dtype=np.int64)
+        signal = signal + cfg.fusion_passage * zscore(best_claim_scores(index.bm25.scores(query), claims, n))
     if address and cfg.fusion_address:
         s_pq = np.zeros(n)
         for p in address:
@@ -77,6 +91,11 @@ def fused_scores(
     if intent.people:
         named = index.speaker_mask(intent.people)
         signal = signal + cfg.fusion_speaker * named / len(intent.people)
+    addressed = addressed_speakers(intent.query, cfg.self_speaker, cfg.assistant_speaker)
+    if not cfg.fusion_addressed:
+        addressed = ()
+    if addressed:
+        signal = signal + cfg.fusion_addressed * index.speaker_mask(addressed) / len(addressed)
     return signal
 
 

@@ -1,9 +1,14 @@
 """Reader-view compilation: claim bundles per packet in schedule order (Eq. 15-16, App. C.3)."""
 from __future__ import annotations
 
+import math
+from dataclasses import replace
+
 from ..index import UserIndex
 from ..records import SourcePacket
-from ..text import bounded, header_field, one_line
+from ..text import bounded, count_tokens, header_field, one_line
+from .budget import Block, fit_blocks
+from .updates import superseded_note, supersessions
 
 VIEWS = ("bundle", "raw", "claim")
 
@@ -20,7 +25,7 @@ def body_line(text: str, limit: int) -> str:
     return "- " + bounded(one_line(text), limit)
 
 
-def render_block(index: UserIndex, packet_id: str, view: str = "bundle", representative: str | None = None) -> str:
+def packet_block(index: UserIndex, packet_id: str, view: str = "bundle", representative: str | None = None) -> Block:
     p = index.packets[packet_id]
     if view == "raw":
         lines = [p.text]
@@ -32,11 +37,36 @@ def render_block(index: UserIndex, packet_id: str, view: str = "bundle", represe
         lines = [rep.claim if rep else p.text]
     else:
         lines = [d.claim for d in index.by_packet[packet_id]] or [p.text]
-    return "\n".join([header(p), *(body_line(line, index.cfg.render_max_chars) for line in lines)])
+    return Block(header(p), tuple(body_line(line, index.cfg.render_max_chars) for line in lines))
 
 
-def render_context(index: UserIndex, packet_ids: list[str], view: str = "bundle",
-                   representatives: dict[str, str] | None = None) -> str:
-    """X_q = Render(p_1, B_p1) || ... || Render(p_L, B_pL), Eq. 16."""
+def render_block(index: UserIndex, packet_id: str, view: str = "bundle", representative: str | None = None) -> str:
+    return packet_block(index, packet_id, view, representative).text()
+
+
+def update_marks(index: UserIndex, packet_ids: list[str], query: str) -> dict[str, str]:
+    """Packet id -> the note marking it superseded by a later selected packet (evidence/updates.py)."""
+    rarest = math.log((len(index.bm25) - 0.5) / 1.5) if len(index.bm25) > 2 else 1.0  # idf of a term one claim holds
+
+    def claims(pid: str) -> list[str]:
+        return [d.claim for d in index.by_packet[pid]] or [index.packets[pid].text]
+
+    found = supersessions([index.packets[p] for p in packet_ids], claims, query, lambda t: index.bm25.idf(t) / rarest)
+    return {pid: one_line(superseded_note(s, index.packets[s.old], index.packets[s.new])) for pid, s in found.items()}
+
+
+def render_context(
+    index: UserIndex,
+    packet_ids: list[str],
+    view: str = "bundle",
+    representatives: dict[str, str] | None = None,
+    query: str = "",
+    max_tokens: int | None = None,
+) -> str:
+    """X_q = Render(p_1, B_p1) || ... || Render(p_L, B_pL), Eq. 16; over max_tokens (text.count_tokens), long
+    packets keep their header and the lines that best answer the query (evidence/budget.py)."""
     reps = representatives or {}
-    return "\n\n".join(render_block(index, pid, view, reps.get(pid)) for pid in packet_ids)
+    blocks = [packet_block(index, pid, view, reps.get(pid)) for pid in packet_ids]
+    marks = update_marks(index, packet_ids, query) if query else {}
+    blocks = [replace(b, notes=(marks[pid],)) if pid in marks else b for pid, b in zip(packet_ids, blocks)]
+    return "\n\n".join(fit_blocks(blocks, query, max_tokens, count_tokens))

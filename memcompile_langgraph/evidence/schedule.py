@@ -7,6 +7,7 @@ from ..config import MemCompileConfig
 from ..text import jaccard
 from .frontier import complement_order, fusion_order
 from .scheduler import ScheduleInput
+from .spread import session_round_robin, spans_history
 
 
 def mmr_select(inp: ScheduleInput, k: int, cfg: MemCompileConfig) -> list[str]:
@@ -39,7 +40,11 @@ class DeterministicScheduler:
 
     def schedule(self, inp: ScheduleInput, k: int) -> list[str]:
         if self.cfg.fusion:  # the fused pool is already in score order
-            return [p.packet_id for p in inp.pool[:k]]
+            ranked = [p.packet_id for p in inp.pool]
+            if self.cfg.spread_depth and spans_history(inp.query):
+                sessions = [inp.index.packets[p].session for p in ranked[: self.cfg.spread_depth]]
+                return session_round_robin(ranked, sessions, k, self.cfg.spread_depth)
+            return ranked[:k]
         return mmr_select(inp, k, self.cfg)
 
     def frontier(self, inp: ScheduleInput, anchors: list[str], window: list[str]) -> list[str]:

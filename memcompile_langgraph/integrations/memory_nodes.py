@@ -15,6 +15,7 @@ from typing import Any, Callable, Optional  # LangGraph injects `config` for "Op
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, RemoveMessage, SystemMessage, convert_to_messages
 from langchain_core.runnables import RunnableConfig
 
+from ..evidence.budget import validate_max_tokens
 from ..records import stable_hash
 from ..text import clean_text
 from .retriever import packet_documents, resolve_k
@@ -43,9 +44,10 @@ def _messages(state: Any) -> list[AnyMessage]:
         return []
 
 
-def make_recall_node(mem: Any, *, k: int | None = None) -> Callable[..., dict[str, Any]]:
+def make_recall_node(mem: Any, *, k: int | None = None, max_tokens: int | None = None) -> Callable[..., dict[str, Any]]:
     """A node returning {"messages": [...]} with the compiled context for the last human message, or {}."""
     k = resolve_k(k, None)
+    max_tokens = validate_max_tokens(max_tokens)
 
     def recall(state: Any, config: Optional[RunnableConfig] = None, runtime: Any = None) -> dict[str, Any]:
         messages = _messages(state)
@@ -54,7 +56,7 @@ def make_recall_node(mem: Any, *, k: int | None = None) -> Callable[..., dict[st
         if not question:
             return {}
         user = run_setting("user_id", config, runtime, "default")
-        ctx = mem.compile(question, user_id=user)
+        ctx = mem.compile(question, user_id=user, max_tokens=max_tokens)
         update: list[Any] = [RemoveMessage(id=m.id) for m in messages if is_recall_message(m)]
         blocks = [d.page_content for d in packet_documents(mem, user, ctx)][:k]
         if blocks:

@@ -6,6 +6,7 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field, field_validator
 
+from ..evidence.budget import validate_max_tokens
 from ..evidence.render import render_block
 from ..memory import MemCompile
 from ..records import CompiledContext
@@ -16,11 +17,15 @@ METADATA_KEYS = ("dia_id", "speaker", "session", "time", "packet_id", "score", "
 
 
 def packet_documents(mem: MemCompile, user_id: str, ctx: CompiledContext) -> list[Document]:
-    """page_content = the packet's claim bundle (Eq. 15); packets deleted since the compile are left out."""
+    """page_content = the packet's block of the compiled context (its claim bundle, Eq. 15, cut to the context
+    budget when it was over); packets deleted since the compile are left out."""
     index = mem.index(user_id)
+    blocks = ctx.text.split("\n\n")  # stored text never holds a blank line (render.one_line): one block per packet
+    if len(blocks) != len(ctx.packets):
+        blocks = [render_block(index, p["packet_id"]) if p["packet_id"] in index.packets else "" for p in ctx.packets]
     return [
-        Document(id=p["packet_id"], page_content=render_block(index, p["packet_id"]), metadata={k: p[k] for k in METADATA_KEYS})
-        for p in ctx.packets
+        Document(id=p["packet_id"], page_content=block, metadata={k: p[k] for k in METADATA_KEYS})
+        for p, block in zip(ctx.packets, blocks)
         if p["packet_id"] in index.packets
     ]
 
@@ -42,6 +47,12 @@ class MemCompileRetriever(BaseRetriever):
     memory: MemCompile
     user_id: str = "default"
     k: int = Field(default=12, ge=1)
+    max_tokens: int | None = None  # context budget in tokens (None: the memory's configured default)
+
+    @field_validator("max_tokens")
+    @classmethod
+    def _valid_budget(cls, value: int | None) -> int | None:
+        return validate_max_tokens(value)
 
     @field_validator("user_id")
     @classmethod
@@ -52,7 +63,8 @@ class MemCompileRetriever(BaseRetriever):
         limit = resolve_k(k, self.k)
         if not clean_text(query):
             return []  # an empty question (spaces, or only characters the store removes) matches no memory
-        return packet_documents(self.memory, self.user_id, self.memory.compile(query, self.user_id))[:limit]
+        ctx = self.memory.compile(query, self.user_id, max_tokens=self.max_tokens)
+        return packet_documents(self.memory, self.user_id, ctx)[:limit]
 
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, k: int | None = None
@@ -60,5 +72,5 @@ class MemCompileRetriever(BaseRetriever):
         limit = resolve_k(k, self.k)
         if not clean_text(query):
             return []
-        ctx = await self.memory.acompile(query, self.user_id)
+        ctx = await self.memory.acompile(query, self.user_id, max_tokens=self.max_tokens)
         return packet_documents(self.memory, self.user_id, ctx)[:limit]

@@ -8,6 +8,7 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, Field
 
+from ..evidence.budget import validate_max_tokens
 from ..memory import MemCompile
 from ..text import clean_text
 from ..users import validate_user_id
@@ -25,12 +26,15 @@ class SearchMemoryInput(BaseModel):
     query: str = Field(description="what to look up, e.g. 'When did Tom adopt his dog?'")
 
 
-def make_search_memory_tool(mem: MemCompile, *, user_id: str | None = None, k: int | None = None) -> BaseTool:
+def make_search_memory_tool(
+    mem: MemCompile, *, user_id: str | None = None, k: int | None = None, max_tokens: int | None = None
+) -> BaseTool:
     """The user is fixed here, else taken per run from config["configurable"]["user_id"] or the runtime context.
 
     Content is the compiled context; the artifact is the selected packets' metadata (dia_id, time, score, ...).
     """
     k = resolve_k(k, None)
+    max_tokens = validate_max_tokens(max_tokens)
     if user_id is not None:
         validate_user_id(user_id)
 
@@ -38,7 +42,7 @@ def make_search_memory_tool(mem: MemCompile, *, user_id: str | None = None, k: i
         if not clean_text(query):  # nothing but spaces or characters the store removes
             return "The query is empty: say what to look up.", []
         user = user_id or run_setting("user_id", config, None, "default")
-        docs = packet_documents(mem, user, mem.compile(query, user_id=user))[:k]
+        docs = packet_documents(mem, user, mem.compile(query, user_id=user, max_tokens=max_tokens))[:k]
         if not docs:
             return NOTHING_FOUND, []
         return "\n\n".join(d.page_content for d in docs), [d.metadata for d in docs]

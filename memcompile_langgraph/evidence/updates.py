@@ -1,0 +1,117 @@
+"""Knowledge updates (engineering, not in the paper): a later selected packet restating an earlier one's fact with
+a different value marks the earlier one as superseded, with both dates.
+
+Offline heuristic over the packets' claims: two statements of the same speaker (the subject of their own facts)
+in different packets are one fact restated when they share topic terms that are rare in the user's memory
+(summed relative idf, at least one of them a query term) and each carries a value (a number, amount, time or date) the
+other does not for the same unit (the word glued to or next to the number: "8 cards" -> "10 cards", "400ms" ->
+"250ms"), so list numbering, versions and codes next to unrelated words do not count as a changed value.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+from ..records import SourcePacket
+from ..text import term_set
+
+_TOKEN = re.compile(r"\d+(?:[.,:]\d+)*|[a-z%]+", re.I)
+_NUMBER = re.compile(r"\d")
+UPDATE_MIN_SHARED_IDF = 1.5  # summed relative idf (idf / the idf of a term one claim holds) of the shared topic
+# terms: two or three terms rare in this user's memory; relative, so it means the same in a small and a large memory
+UPDATE_MAX_CLAIM_TERMS = 60  # longer claims (code, lists) are not statements of one fact
+UPDATE_MAX_VALUES = 3  # a claim with more numbers is a list or a table, not a statement of one value
+
+
+@dataclass(frozen=True)
+class Supersession:
+    old: str  # packet id of the earlier statement
+    new: str  # packet id of the later one
+    old_values: tuple[str, ...]
+    new_values: tuple[str, ...]
+
+
+def quantities(text: str) -> dict[str, frozenset[str]]:
+    """Unit -> the numbers stated for it; a number's units are the words (stemmed) right before and after it, or
+    the letters glued to it ("250ms": ms)."""
+    tokens = _TOKEN.findall(text.lower().replace(",", ""))
+    out: dict[str, set[str]] = {}
+    for i, tok in enumerate(tokens):
+        if not _NUMBER.match(tok):
+            continue
+        around = [tokens[j] for j in (i - 1, i + 1) if 0 <= j < len(tokens) and not _NUMBER.match(tokens[j])]
+        for unit in {u for w in around for u in term_set(w)} | ({"%"} if "%" in around else set()):
+            out.setdefault(unit, set()).add(tok)
+    return {u: frozenset(v) for u, v in out.items()}
+
+
+def values(text: str) -> frozenset[str]:
+    return frozenset(n for v in quantities(text).values() for n in v)
+
+
+def topic_terms(text: str) -> frozenset[str]:
+    return frozenset(t for t in term_set(text) if not any(c.isdigit() for c in t))
+
+
+@dataclass(frozen=True)
+class Statement:
+    topics: frozenset[str]
+    quantities: dict[str, frozenset[str]]
+
+
+def statement(claim: str, query: frozenset[str]) -> Statement | None:
+    """A claim that can state a value about what the query asks: it names a value and one of the query's topics."""
+    topics = topic_terms(claim)
+    if len(topics) > UPDATE_MAX_CLAIM_TERMS or not topics & query:
+        return None
+    found = quantities(claim)
+    numbers = {t for t in _TOKEN.findall(claim.replace(",", "")) if _NUMBER.match(t)}
+    return Statement(topics, found) if found and len(numbers) <= UPDATE_MAX_VALUES else None
+
+
+def restated(
+    old: Statement, new: Statement, query: frozenset[str], idf: Callable[[str], float]
+) -> tuple[frozenset, frozenset] | None:
+    """(old-only values, new-only values) when `new` restates `old`'s fact with another value, else None."""
+    shared = old.topics & new.topics
+    if not shared & query or sum(idf(t) for t in shared) < UPDATE_MIN_SHARED_IDF:
+        return None
+    for unit in old.quantities.keys() & new.quantities.keys():
+        gone, came = old.quantities[unit] - new.quantities[unit], new.quantities[unit] - old.quantities[unit]
+        if gone and came:
+            return gone, came
+    return None
+
+
+def supersessions(
+    packets: Sequence[SourcePacket],
+    claims: Callable[[str], Sequence[str]],
+    query: str,
+    idf: Callable[[str], float],
+) -> dict[str, Supersession]:
+    """Earlier packet id -> the latest later packet of the same speaker restating one of its facts."""
+    q = topic_terms(query)
+    ordered = sorted(packets, key=lambda p: p.seq)
+    said = {p.packet_id: [s for c in claims(p.packet_id) if (s := statement(c, q))] for p in ordered}
+    out: dict[str, Supersession] = {}
+    for i, old in enumerate(ordered):
+        for new in reversed(ordered[i + 1 :]):
+            if new.speaker != old.speaker or old.packet_id in out:
+                continue
+            for a in said[old.packet_id]:
+                found = next((r for b in said[new.packet_id] if (r := restated(a, b, q, idf))), None)
+                if found:
+                    out[old.packet_id] = Supersession(
+                        old.packet_id, new.packet_id, tuple(sorted(found[0])), tuple(sorted(found[1]))
+                    )
+                    break
+    return out
+
+
+def superseded_note(s: Supersession, old: SourcePacket, new: SourcePacket) -> str:
+    return (
+        f"- [superseded on {new.date} by [{new.dia_id}]: {', '.join(s.new_values)} replaces "
+        f"{', '.join(s.old_values)} stated here on {old.date}]"
+    )

@@ -1,0 +1,95 @@
+"""Signals for long user-assistant chats: passage-level lexical score, pronoun-addressed speakers, update marks."""
+
+import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
+
+from memcompile_langgraph.address.intent import addressed_speakers
+from memcompile_langgraph.evidence.fusion import best_claim_scores
+from memcompile_langgraph.evidence.updates import restated, statement, supersessions, superseded_note, values
+from memcompile_langgraph.records import SourcePacket
+
+
+def packet(pid, speaker, seq, text, time="2024-03-15T00:00:00"):
+    return SourcePacket(pid, "u", f"D1:{seq}", speaker, 1, "batch 1", time, "", text, seq, content_hash=pid)
+
+
+def test_best_claim_scores_take_each_packets_best_claim():
+    out = best_claim_scores(np.array([0.5, 2.0, 0.1, 0.0]), np.array([0, 0, 2, 2]), 3)
+    assert out.tolist() == [2.0, 0.0, 0.1]
+    assert best_claim_scores(np.zeros(0), np.zeros(0, dtype=np.int64), 2).tolist() == [0.0, 0.0]
+
+
+@given(st.lists(st.tuples(st.floats(0, 50), st.integers(0, 5)), max_size=30))
+def test_best_claim_scores_never_exceed_the_best_claim(pairs):
+    scores = np.array([s for s, _ in pairs]) if pairs else np.zeros(0)
+    owners = np.array([p for _, p in pairs], dtype=np.int64) if pairs else np.zeros(0, dtype=np.int64)
+    out = best_claim_scores(scores, owners, 6)
+    for p in range(6):
+        mine = scores[owners == p] if pairs else np.zeros(0)
+        assert out[p] == (mine.max() if len(mine) else 0.0)
+
+
+def test_pronouns_point_at_the_asker_and_the_assistant():
+    assert addressed_speakers("When does my first sprint end?", "User", "Assistant") == ("User",)
+    assert addressed_speakers("How did you recommend caching?", "User", "Assistant") == ("Assistant",)
+    assert addressed_speakers("What did you tell me about I/O?", "User", "Assistant") == ("User", "Assistant")
+    assert addressed_speakers("When did Caroline go to the support group?", "User", "Assistant") == ()
+    assert addressed_speakers("Is this mine?", "User", "Assistant") == ("User",)
+
+
+def flat_idf(term):
+    return 0.6
+
+
+def test_a_restated_value_is_found_and_unrelated_or_unchanged_statements_are_not():
+    q = frozenset({"dashboard", "api", "cat"})
+    old, new = (
+        statement(s, q)
+        for s in (
+            "The dashboard API responds in 400ms on average.",
+            "The dashboard API now responds in 250ms on average.",
+        )
+    )
+    assert restated(old, new, q, flat_idf) == (frozenset({"400"}), frozenset({"250"}))
+    assert restated(old, old, q, flat_idf) is None  # same value: nothing changed
+    assert restated(old, statement("My cat eats 2 cans a day.", q), q, flat_idf) is None  # another topic
+    assert statement("The dashboard API is fast.", q) is None  # no value stated
+    assert statement("My cat eats 2 cans a day.", frozenset({"api"})) is None  # not what the question is about
+    assert restated(old, new, q, lambda t: 0.1) is None  # shared terms too common to name one fact
+    assert values("It went from 1,200 calls to 4:30 pm and 78% in v1.0.0") == {"1200", "4:30", "78", "1.0.0"}
+    assert statement("Steps 1, 2, 3 and 4 of the 5 steps.", frozenset({"step"})) is None  # a list, not one value
+
+
+def test_supersessions_mark_the_older_packet_of_the_same_speaker_with_both_dates():
+    ps = [
+        packet("a", "User", 2, "The dashboard API responds in 400ms on average."),
+        packet("b", "Assistant", 3, "The dashboard API should respond in 100ms on average."),
+        packet("c", "User", 8, "The dashboard API now responds in 250ms on average.", "2024-04-05T00:00:00"),
+    ]
+    claims = {p.packet_id: [p.text] for p in ps}
+    found = supersessions(list(reversed(ps)), claims.__getitem__, "What is the dashboard API response time?", flat_idf)
+    assert set(found) == {"a"} and found["a"].new == "c"  # the assistant's turn is another speaker's statement
+    note = superseded_note(found["a"], ps[0], ps[2])
+    assert note == "- [superseded on 2024-04-05 by [D1:8]: 250 replaces 400 stated here on 2024-03-15]"
+
+
+def test_history_questions_are_recognised_and_others_are_not():
+    from memcompile_langgraph.evidence.spread import spans_history
+
+    assert spans_history("Can you list the order in which I brought up different aspects of my project?")
+    assert spans_history("How did my goals evolve throughout our conversations?")
+    assert spans_history("How many columns did I want to add across my requests?")
+    assert not spans_history("What did Jon say about Gina's progress with her store?")
+    assert not spans_history("What did Audrey stumble across during a hike?")
+    assert not spans_history("Why did she move in order to study?")
+
+
+def test_session_round_robin_takes_one_per_session_per_round():
+    from memcompile_langgraph.evidence.spread import session_round_robin
+
+    ranked = ["a1", "a2", "a3", "b1", "c1", "b2", "x"]
+    sessions = [1, 1, 1, 2, 3, 2]
+    assert session_round_robin(ranked, sessions, 5, 6) == ["a1", "b1", "c1", "a2", "b2"]
+    assert session_round_robin(ranked, sessions[:2], 4, 2) == ["a1", "a2", "a3", "b1"]  # beyond the depth: score order
+    assert session_round_robin(ranked, sessions, 20, 6) == ["a1", "b1", "c1", "a2", "b2", "a3", "x"]
