@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memcompile_langgraph.build import BadTurn, coerce_turn
+from memcompile_langgraph.turn_input import BadTurn, coerce_turn
 from memcompile_langgraph.eval.beam import CATEGORIES, chat_questions, chat_turns, gold_ids, load_beam
 from memcompile_langgraph.loaders import UnusableInput
 
