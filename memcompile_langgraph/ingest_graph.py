@@ -26,7 +26,7 @@ def packetize_node(mem: "MemCompile", state: IngestState) -> dict[str, Any]:
 
 
 def extract_facts_node(mem: "MemCompile", state: IngestState) -> dict[str, Any]:
-    facts, counts = extract_all(state.get("contexts", []), mem.extractor)
+    facts, counts = extract_all(state.get("contexts", []), mem.extractor, mem.config)
     return {"facts": facts, "counts": dict(counts), "_trace": {"facts": sum(map(len, facts)), **counts}}
 
 

@@ -9,9 +9,9 @@ from .address.candidates import bm25_top, candidate_union
 from .address.intent import enriched_query
 from .address.routing import Routing, route
 from .evidence.frontier import admit, frontier_window
-from .evidence.fusion import fused_pool, fused_scores
-from .evidence.normalize import normalize
+from .evidence.pool import closed_pool
 from .evidence.render import render_context
+from .evidence.schedule import offline_anchors
 from .evidence.scheduler import ScheduleInput
 from .records import DenseHit, Intent
 from .state import QueryState, QueryWork
@@ -54,14 +54,8 @@ def candidates_node(mem: "MemCompile", state: QueryState) -> dict[str, Any]:
 
 def normalize_node(mem: "MemCompile", state: QueryWork) -> dict[str, Any]:
     index = mem.index(state.get("user_id", "default"))
-    pool = normalize(state["candidates"], index.layout.of_descriptor)
-    if not mem.config.fusion:
-        return {"pool": pool, "_trace": {"packets": len(pool)}}
-    fused = fused_scores(index, state["intent"], pool, state.get("query_vectors", []), mem.config, state.get("similarities"))
-    joined = fused_pool(pool, state.get("dense", []), fused, index, mem.config)
-    window = [p.packet_id for p in joined] + [h.packet_id for h in state.get("dense", []) if h.packet_id in index.packet_position]
-    scores = {pid: float(fused[index.packet_position[pid]]) for pid in window}
-    return {"pool": joined, "fused": scores, "_trace": {"packets": len(joined), "address_packets": len(pool)}}
+    pool, scores, address = closed_pool(index, state["intent"], state["candidates"], state.get("dense", []), state.get("query_vectors", []), mem.config, state.get("similarities"))
+    return {"pool": pool, "fused": scores, "_trace": {"packets": len(pool), "address_packets": address}}
 
 
 def _schedule_input(mem: "MemCompile", state: QueryState) -> ScheduleInput:
@@ -77,7 +71,7 @@ def schedule_node(mem: "MemCompile", state: QueryState) -> dict[str, Any]:
     elif mem.config.use_scheduler:
         anchors = mem.scheduler.schedule(inp, k) if k else []
     else:
-        anchors = [p.packet_id for p in inp.pool[:k]]
+        anchors = offline_anchors(inp, k, mem.config)
     return {"anchors": anchors, "_trace": {"anchors": len(anchors)}}
 
 

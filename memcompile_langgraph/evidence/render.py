@@ -29,9 +29,9 @@ def render_block(index: UserIndex, packet_id: str, view: str = "bundle", represe
     elif view == "claim":
         claims = index.by_packet[packet_id]
         rep = next((d for d in claims if d.descriptor_id == representative), claims[0] if claims else None)
-        lines = [one_line(rep.claim)] if rep else [one_line(p.text)]
-    else:
-        lines = [one_line(d.claim) for d in index.by_packet[packet_id]] or [one_line(p.text)]
+        lines = [one_line(rep.claim)] if rep else []
+    else:  # Eq. 15: the retained claims only; a packet without any (a factless turn) shows its header alone
+        lines = [one_line(d.claim) for d in index.by_packet[packet_id]]
     return "\n".join([header(p), *(f"- {line}" for line in lines)])
 
 
