@@ -194,7 +194,9 @@ def make_descriptors(ctx: TurnContext, facts: list[str], metas: list[Metadata], 
     return out
 
 
-def extract_all(contexts: list[TurnContext], extractor: Extractor, cfg: MemCompileConfig) -> tuple[list[list[str]], Counter]:
+def extract_all(
+    contexts: list[TurnContext], extractor: Extractor, cfg: MemCompileConfig
+) -> tuple[list[list[str]], Counter]:
     """Facts per turn. A turn with none keeps one descriptor of its own text (factless_claims, the default), or
     none (the paper, App. B.1): its packet is then reached through the dense channel only."""
     facts, counts = [], Counter()

@@ -156,7 +156,11 @@ class MemCompileConfig:
 
 # the fields where the default deviates from the paper, at the paper's values
 PAPER_CHOICES: dict[str, Any] = {
-    "profile": "paper", "factless_claims": False, "fusion": False, "offline_frontier": False, "llm_table6_settings": True,
+    "profile": "paper",
+    "factless_claims": False,
+    "fusion": False,
+    "offline_frontier": False,
+    "llm_table6_settings": True,
 }
 PROFILES = ("default", "paper")
 DEFAULT_CONFIG = MemCompileConfig()

@@ -54,7 +54,10 @@ def candidates_node(mem: "MemCompile", state: QueryState) -> dict[str, Any]:
 
 def normalize_node(mem: "MemCompile", state: QueryWork) -> dict[str, Any]:
     index = mem.index(state.get("user_id", "default"))
-    pool, scores, address = closed_pool(index, state["intent"], state["candidates"], state.get("dense", []), state.get("query_vectors", []), mem.config, state.get("similarities"))
+    pool, scores, address = closed_pool(
+        index, state["intent"], state["candidates"], state.get("dense", []), state.get("query_vectors", []), mem.config,
+        state.get("similarities"),
+    )
     return {"pool": pool, "fused": scores, "_trace": {"packets": len(pool), "address_packets": address}}
 
 

@@ -60,7 +60,7 @@ def expected_u_q(mem: MemCompile, user: str, question: str) -> list[PacketScore]
     index = mem.index(user)
     intent = mem.intent(question, list(index.people), user_id=user)  # the model's intent, from the reply cache
     hits = bm25_top(index, intent, mem.config)
-    seeds = [index.layout.of_descriptor[index.descriptors[pos].descriptor_id] for pos, _ in hits[: mem.config.bm25_seeds]]
+    seeds = [index.layout.of_descriptor[index.descriptors[pos].descriptor_id] for pos, _ in hits[:8]]
     cands = candidate_union(index, intent, hits, route(index.layout, intent, seeds, mem.config), mem.config)
     return normalize(cands, index.layout.of_descriptor)
 
@@ -95,11 +95,13 @@ def test_paper_scheduler_request_lists_u_q_complete_in_eq10_order(server, tmp_pa
 
 # --- factless turns -----------------------------------------------------------------------------------------
 
+WHEN = "1:00 pm on 8 May, 2023"
 TURNS = [
-    {"speaker": "Tom", "text": "Hi Priya!", "time": "1:00 pm on 8 May, 2023", "session": 1},
-    {"speaker": "Priya", "text": "I started a pottery class last week.", "time": "1:00 pm on 8 May, 2023", "session": 1},
-    {"speaker": "Tom", "text": "Thanks!", "time": "1:00 pm on 8 May, 2023", "session": 1},
+    {"speaker": "Tom", "text": "Hi Priya!", "time": WHEN, "session": 1},
+    {"speaker": "Priya", "text": "I started a pottery class last week.", "time": WHEN, "session": 1},
+    {"speaker": "Tom", "text": "Thanks!", "time": WHEN, "session": 1},
 ]
+FACT = "Priya started a pottery class in the week before 8 May 2023."
 
 
 def claims_of(mem: MemCompile, user: str) -> dict[str, list[str]]:
@@ -113,7 +115,8 @@ def test_factless_turn_keeps_no_descriptor_under_paper_offline(config, factless)
     counts = mem.add_turns(TURNS, user_id="u")
     claims = claims_of(mem, "u")
     assert bool(claims["D1:1"]) is factless and bool(claims["D1:3"]) is factless and claims["D1:2"]
-    assert counts.get("factless_turns", 0) == (0 if factless else 2) and counts.get("fallback_claims", 0) == (2 if factless else 0)
+    assert counts.get("factless_turns", 0) == (0 if factless else 2)
+    assert counts.get("fallback_claims", 0) == (2 if factless else 0)
     index = mem.index("u")
     block = render_context(index, [index.by_dia["D1:1"]])  # Eq. 15: retained claims only, so the header alone
     assert block.count("\n") == (1 if factless else 0) and block.startswith("[D1:1] Tom |")
@@ -121,10 +124,11 @@ def test_factless_turn_keeps_no_descriptor_under_paper_offline(config, factless)
 
 
 def test_factless_turn_from_the_model_keeps_no_descriptor_under_paper(server):
-    server.script("fact", "[]", json.dumps(["Priya started a pottery class in the week before 8 May 2023."]), "[]")
-    mem = MemCompile(None, llm=chat_model(MODEL, server.base_url), config=MemCompileConfig.paper(llm_concurrency=1, **FAST), dense=False)
+    server.script("fact", "[]", json.dumps([FACT]), "[]")
+    cfg = MemCompileConfig.paper(llm_concurrency=1, **FAST)
+    mem = MemCompile(None, llm=chat_model(MODEL, server.base_url), config=cfg, dense=False)
     mem.add_turns(TURNS, user_id="u")
-    assert claims_of(mem, "u") == {"D1:1": [], "D1:2": ["Priya started a pottery class in the week before 8 May 2023."], "D1:3": []}
+    assert claims_of(mem, "u") == {"D1:1": [], "D1:2": [FACT], "D1:3": []}
     assert server.count("metadata") == 1  # no metadata request for a turn without facts
     assert mem.compile("When did Priya start the pottery class?", user_id="u").packets  # the store still answers
     mem.close()
@@ -136,12 +140,19 @@ def test_factless_turn_from_the_model_keeps_no_descriptor_under_paper(server):
 def hand_index(same_cell: bool) -> tuple[UserIndex, list[PacketScore]]:
     """Three packets: A and B say nearly the same thing (claim-term Jaccard 4/5), C something else."""
     index = UserIndex("u", MemCompileConfig.paper())
-    claims = {"A": "Tom adopted a beagle puppy.", "B": "Tom adopted a beagle puppy from the shelter.", "C": "Caroline takes a pottery class."}
+    claims = {
+        "A": "Tom adopted a beagle puppy.",
+        "B": "Tom adopted a beagle puppy from the shelter.",
+        "C": "Caroline takes a pottery class.",
+    }
     cells = {"A": "c1", "B": "c2", "C": "c1" if same_cell else "c3"}
     for seq, (pid, claim) in enumerate(claims.items()):
-        index.add_packet(SourcePacket(packet_id=pid, user_id="u", dia_id=f"D1:{seq + 1}", speaker="Tom", session=1, session_label="s1",
-                                      session_time=None, session_time_raw="", text=claim, seq=seq, content_hash=pid))
-        index.add_descriptor(Descriptor(f"{pid}:000", pid, claim, f"D1:{seq + 1}", "Tom", 1, None, (), (), "", "", 6, seq), cells[pid])
+        dia = f"D1:{seq + 1}"
+        index.add_packet(SourcePacket(packet_id=pid, user_id="u", dia_id=dia, speaker="Tom", session=1,
+                                      session_label="s1", session_time=None, session_time_raw="", text=claim, seq=seq,
+                                      content_hash=pid))
+        descriptor = Descriptor(f"{pid}:000", pid, claim, dia, "Tom", 1, None, (), (), "", "", 6, seq)
+        index.add_descriptor(descriptor, cells[pid])
     # U_q in Eq. 10 order (score, support): A (1.0, 1.0), B (0.95, 1.9), C (0.6, 0.6)
     pool = [PacketScore("A", 1.0, "A:000", 0, 1.0, ("c1",)), PacketScore("B", 0.95, "B:000", 1, 1.9, ("c2",)),
             PacketScore("C", 0.6, "C:000", 2, 0.6, (cells["C"],))]
@@ -170,7 +181,8 @@ def test_paper_a3_query_anchors_are_mmr_over_u_q(embeddings):
     mem.add_turns(demo_turns(), user_id="demo")
     ctx = mem.compile(QUESTION, user_id="demo")
     anchors = [p["packet_id"] for p in ctx.packets if p["source"] == "anchor"]
-    inp = ScheduleInput(QUESTION, mem.intent(QUESTION, list(mem.index("demo").people)), mem.index("demo"), expected_u_q(mem, "demo", QUESTION))
+    index = mem.index("demo")
+    inp = ScheduleInput(QUESTION, mem.intent(QUESTION, list(index.people)), index, expected_u_q(mem, "demo", QUESTION))
     assert anchors == mmr_select(inp, cfg.k0, cfg) and anchors
     assert [p["packet_id"] for p in ctx.packets] == anchors  # offline, the paper has no frontier (A2's path)
     mem.close()
@@ -204,7 +216,8 @@ def test_paper_applies_table6_settings_to_a_users_model(server, caplog):
 
 def test_paper_refuses_a_model_whose_settings_it_cannot_set():
     model = FakeListChatModel(responses=["[]"])
-    with pytest.raises(ModelSettingsError, match=r"no temperature or max_tokens setting.*temperature None \(Table 6: 0.0\)"):
+    refusal = r"no temperature or max_tokens setting.*temperature None \(Table 6: 0.0\)"
+    with pytest.raises(ModelSettingsError, match=refusal):
         MemCompile(None, llm=model, config=MemCompileConfig.paper(), dense=False)
     MemCompile(None, llm=model, dense=False).close()  # the default runs it with its own settings
 

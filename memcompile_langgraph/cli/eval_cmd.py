@@ -65,7 +65,8 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
     o = report["overall"]
     if not o.get("questions"):
         return ["no question has a result"]
-    lines = [f"profile {report['config'].get('profile', 'default')}, {report['config']['variant']}: {o['questions']} questions: Gold Recall {100 * o['gold_recall']:.2f}%, full coverage {100 * o['full_coverage']:.2f}%, "
+    setting = f"profile {report['config'].get('profile', 'default')}, {report['config']['variant']}"
+    lines = [f"{setting}: {o['questions']} questions: Gold Recall {100 * o['gold_recall']:.2f}%, full coverage {100 * o['full_coverage']:.2f}%, "
              f"{o['mean_packets']:.2f} packets, {o['mean_context_tokens']:.0f} context tokens, query p50 {o['query_ms_p50']:.0f} ms"]
     if "judge" in o:
         lines.append(f"answers: J {100 * o['judge']:.2f}%" + (f", F1 {100 * o['f1']:.2f}, BLEU-1 {100 * o['bleu1']:.2f}" if o.get("f1") is not None else ""))

@@ -10,7 +10,8 @@ from ..config import PROFILES
 def add_profile_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--profile", choices=PROFILES, default="default",
                    help="default: the best measured setting; paper: every choice as MemCompile's paper makes it "
-                        "(without a model its LLM-free path, A2); README 'Deviations from the paper' lists the differences")
+                        "(without a model its LLM-free path, A2); the README's 'Deviations from the paper' lists "
+                        "the differences")
 
 
 def profile_config(args: argparse.Namespace) -> Any:

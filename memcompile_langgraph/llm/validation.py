@@ -119,6 +119,10 @@ def parse_facts(text: str, cfg: MemCompileConfig) -> list[str]:
     return list(dict.fromkeys(out))[: cfg.llm_max_facts]
 
 
+def lowercased(keywords: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(k.lower() for k in keywords))
+
+
 def parse_metadata(text: str, ctx: TurnContext, cfg: MemCompileConfig) -> Metadata:
     """App. F metadata object -> Metadata; the interaction time is the packet's own, never the model's."""
     obj = unwrap_object(parse_json(text), ("people", "keywords", "time", "event"))
@@ -142,7 +146,7 @@ def parse_metadata(text: str, ctx: TurnContext, cfg: MemCompileConfig) -> Metada
     return Metadata(
         people=canonical_people(string_list(obj.get("people"), "people", cfg), ctx.known_people, cfg),
         # lowercased like the heuristic's: Cell Jaccard and entropy (Eq. 18-21) compare keywords as strings
-        keywords=tuple(dict.fromkeys(k.lower() for k in string_list(obj.get("keywords"), "keywords", cfg, cfg.max_keywords))),
+        keywords=lowercased(string_list(obj.get("keywords"), "keywords", cfg, cfg.max_keywords)),
         event_time=event_time,
         interaction_time=p.session_time or p.session_time_raw,
     )
