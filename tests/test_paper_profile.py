@@ -256,3 +256,34 @@ def test_ingest_and_query_take_the_profile(tmp_path, capsys):
     assert "stored 3 turns, 1 descriptors" in capsys.readouterr().out
     assert main(["query", "pottery class", "--store", store, "--user", "u", "--profile", "paper"]) == 0
     assert "[D1:2] Priya" in capsys.readouterr().out
+
+
+# --- fixes shared by both profiles -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("polarity", ["negative", "positive", "unknown"])
+def test_inconsistency_reads_the_claims_negation_marker_not_the_models_polarity(polarity):
+    from memcompile_langgraph.build import make_descriptors
+    from memcompile_langgraph.extract.base import TurnContext
+    from memcompile_langgraph.llm.validation import parse_metadata
+
+    p = SourcePacket(packet_id="p", user_id="u", dia_id="D1:1", speaker="Tom", session=1, session_label="s1",
+                     session_time=None, session_time_raw="", text="x", seq=0, content_hash="p")
+    ctx = TurnContext(packet=p, previous=None, known_people=["Tom"])
+    reply = json.dumps({"people": ["Tom"], "keywords": ["Cat"], "time": ["", ""], "event": {"polarity": polarity}})
+    facts = ["Tom did not adopt the cat.", "Tom adopted the cat."]
+    meta = parse_metadata(reply, ctx, MemCompileConfig())
+    assert meta.keywords == ("cat",)  # lowercased as the heuristic's are
+    descriptors = make_descriptors(ctx, facts, [meta, meta], 0)
+    assert [d.negated for d in descriptors] == [True, False]  # App. B.2: the marker in the text
+
+
+def test_dense_cutoff_ties_keep_storage_order():
+    from memcompile_langgraph.address.dense import PacketVectors
+
+    pv = PacketVectors(dim=2)
+    ids = [f"p{i:03d}" for i in range(300)]  # every 7th packet has cosine 0.5, all others tie at 1.0
+    pv.set(ids, [[0.5, 0.75**0.5] if i % 7 == 0 else [1.0, 0.0] for i in range(300)])
+    tied = [pid for i, pid in enumerate(ids) if i % 7]
+    assert [h.packet_id for h in pv.top([1.0, 0.0], 10)] == tied[:10]  # argpartition alone picked from p191 on
+    assert [h.packet_id for h in pv.top([1.0, 0.0], 300)] == tied + ids[::7]
