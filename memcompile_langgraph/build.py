@@ -7,6 +7,7 @@ from typing import Any, Iterable, Mapping
 
 from .config import MemCompileConfig
 from .extract.base import Extractor, Metadata, TurnContext
+from .extract.sentences import has_negation
 from .index import UserIndex
 from .records import Descriptor, SourcePacket, TurnInput, stable_hash
 from .text import count_tokens
@@ -158,22 +159,27 @@ def make_descriptors(ctx: TurnContext, facts: list[str], metas: list[Metadata], 
                 interaction_time=meta.interaction_time,
                 n_tokens=count_tokens(fact),
                 seq=seq_start + i,
-                negated=meta.negated,
+                negated=has_negation(fact),  # App. B.2's marker in the text, not a model's event polarity
             )
         )
     return out
 
 
-def extract_all(contexts: list[TurnContext], extractor: Extractor) -> tuple[list[list[str]], Counter]:
-    """Facts per turn; a turn with none keeps one descriptor of its own text."""
+def extract_all(
+    contexts: list[TurnContext], extractor: Extractor, cfg: MemCompileConfig
+) -> tuple[list[list[str]], Counter]:
+    """Facts per turn. A turn with none keeps one descriptor of its own text (factless_claims, the default), or
+    none (the paper, App. B.1): its packet is then reached through the dense channel only."""
     facts, counts = [], Counter()
     batch = getattr(extractor, "facts_batch", None)  # an LLM extractor runs its calls concurrently
     found = batch(contexts) if batch is not None else [extractor.facts(ctx) for ctx in contexts]
     for ctx, got in zip(contexts, found):
         got = [f for f in got if f.strip()]
-        if not got:
+        if not got and cfg.factless_claims:
             got = [fallback_claim(ctx.packet)[: 4 * 1024]]
             counts["fallback_claims"] += 1
+        elif not got:
+            counts["factless_turns"] += 1
         facts.append(got)
     return facts, counts
 

@@ -1,4 +1,8 @@
-"""Every constant of the method in one place, with the paper's default and where it is defined."""
+"""Every constant of the method in one place, with the paper's value and where it is defined.
+
+Two profiles: `MemCompileConfig()` is the project's best measured setting (the default); `MemCompileConfig.paper()`
+makes every choice as the paper does. Each field where they differ says so here and has a row in the README's
+"Deviations from the paper" table; fields marked "engineering" are choices the paper leaves open."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
@@ -7,6 +11,8 @@ from typing import Any
 
 @dataclass(frozen=True)
 class MemCompileConfig:
+    profile: str = "default"  # the name reports show: "default" (best measured) or "paper" (MemCompileConfig.paper())
+
     # --- Bounded Cell placement (Sec. 3.2.2, App. B.2, Eq. 3-4, 17-21, Table 6) ---
     cell_token_capacity: int = 360  # B_C, Eq. 3
     cell_item_capacity: int = 12  # M_C, Eq. 3
@@ -25,10 +31,13 @@ class MemCompileConfig:
     entropy_threshold: float = 1.8  # Eq. 21, Table 6
     new_cell_coherence: float = 0.55  # new-Cell C, App. B.2
     new_cell_pressure: float = 0.65  # new-Cell E = 0.65 + n/B_C, Sec. 3.2.2
-    cell_title_keywords: int = 3  # how many top keywords name a Cell (title t_c)
+    cell_title_keywords: int = 3  # engineering: t_c (Eq. 22) is not defined by the paper; its top-3 keywords name it
 
     # --- Descriptors (Eq. 2, App. B.1) ---
     max_keywords: int = 5  # Key_i <= 5, App. B.1 / F
+    # deviation (paper: False): a turn with no retained fact keeps one descriptor of its own text, so BM25 and Cells
+    # reach it; App. B.1 removes such turns from the descriptor set and Eq. 15 renders retained claims only
+    factless_claims: bool = True
 
     # --- Lexical channel (Sec. 3.2.4, App. B.3) ---
     bm25_k1: float = 1.5  # App. B.3
@@ -64,15 +73,18 @@ class MemCompileConfig:
     # --- Evidence plane (Sec. 3.4, App. B.3, C.2, Table 6) ---
     k0: int = 10  # K_0 scheduled packets, Eq. 11
     dense_top: int = 40  # K_D, Sec. 3.2.4
-    frontier_rank_cutoff: int = 5  # K_R, Eq. 13
+    frontier_rank_cutoff: int = 5  # K_R, Eq. 13; the frontier request asks for the first K_R labels of sigma_q
     frontier_append_cap: int = 2  # K_Delta, Eq. 13
     mmr_support: float = 0.10  # descriptor support weight, App. B.3
     mmr_duplicate: float = 0.58  # max token-overlap penalty, App. B.3
     mmr_same_cell: float = 0.08  # same-Cell penalty, App. B.3
 
-    # --- Offline evidence fusion (engineering, not in the paper: the no-LLM scheduler's packet score;
-    #     evidence/fusion.py; weights chosen on the LoCoMo dev split, checked on held-out conversations) ---
-    fusion: bool = True  # off = the paper's offline path: Eq. 10 pool, App. B.3 MMR anchors
+    # --- Evidence fusion (deviation, not in the paper: evidence/fusion.py; weights chosen on the LoCoMo dev split,
+    #     checked on held-out conversations). On, it scores the closed pool offline AND with a model: the scheduler
+    #     (LLM or not) sees U_q joined by D_q and the best fused packets, in fused order, cut to pool_budget; offline
+    #     its top-K0 are the anchors (also for A2/A3). Off (paper): the scheduler sees the complete U_q in Eq. 10
+    #     order, and the deterministic anchors (offline, A2/A3, LLM fill) are the App. B.3 MMR Top-K0 ---
+    fusion: bool = True
     fusion_lexical: float = 1.0  # z(BM25 over the packet's claim bundle + adjacent turns)
     fusion_dense: float = 1.0  # z(cosine of q+ and z(p))
     fusion_dense_question: float = 0.5  # z(cosine of the bare question and z(p))
@@ -95,6 +107,10 @@ class MemCompileConfig:
     spread_depth: int = 60
     pool_proposals: int = 60  # best fused packets joining the closed pool beside D_q
     pool_budget: int = 60  # closed pool U_q cut after fusion
+    # deviation (paper: False): without a model the frontier still runs, ordering W_q by fused score (fusion off:
+    # a reciprocal-rank fusion of anchor and dense order, engineering). The paper's LLM-free path is A2 (Table 2):
+    # MMR anchors and no frontier
+    offline_frontier: bool = True
 
     # --- Context budget (engineering, not in the paper; evidence/budget.py) ---
     # tokens of the rendered context (text.count_tokens: words and punctuation marks); over it, long packets keep
@@ -105,13 +121,16 @@ class MemCompileConfig:
     use_intent: bool = True  # off = A6: the bare question, no intent people/keywords/time
     use_bm25_candidates: bool = True  # off = A4 Cell-only (BM25 still seeds routing)
     use_cells: bool = True  # off = A5 BM25-only
-    use_scheduler: bool = True  # off = A2/A3: anchors are the top-K0 of the normalized pool
+    use_scheduler: bool = True  # off = A2/A3: deterministic anchors (MMR Top-K0 with fusion off, Table 2)
     use_frontier: bool = True  # off = A1
     dense_only: bool = False  # on = A7: the dense top-K0 packets are the selection
 
     # --- LLM stages (Sec. 4.1, App. A.2) ---
-    llm_temperature: float = 0.0
-    llm_max_tokens: int = 2048
+    llm_temperature: float = 0.0  # Table 6
+    llm_max_tokens: int = 2048  # Table 6
+    # deviation (paper: True): a chat model you pass keeps its own settings (the models the CLI builds have Table 6's),
+    # with a warning naming what differs; True runs every MemCompile model at Table 6's (or refuses one it cannot set)
+    llm_table6_settings: bool = False
     llm_schedule_retries: int = 3  # schema-correction retries, App. A.2
     llm_concurrency: int = 8
     llm_json_retries: int = 1  # engineering: correction retries for an invalid fact/metadata/intent/judge reply
@@ -131,6 +150,17 @@ class MemCompileConfig:
     embed_batch: int = 64
     render_max_chars: int = 4000  # one line of a rendered block (a turn's text, a claim) is cut here, with a marker
 
+    @classmethod
+    def paper(cls, **overrides: Any) -> "MemCompileConfig":
+        """Every choice as the paper makes it; without a model this is its LLM-free path, A2 of Table 2."""
+        return cls(**{**PAPER_CHOICES, **overrides})
+
+    @classmethod
+    def profile_named(cls, name: str) -> "MemCompileConfig":
+        if name not in PROFILES:
+            raise ValueError(f"unknown profile {name!r} (choose from {', '.join(PROFILES)})")
+        return cls.paper() if name == "paper" else cls()
+
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
@@ -142,6 +172,15 @@ class MemCompileConfig:
         return max(self.route_pool_floor, self.route_pool_per_cell * self.route_cells_max)
 
 
+# the fields where the default deviates from the paper, at the paper's values
+PAPER_CHOICES: dict[str, Any] = {
+    "profile": "paper",
+    "factless_claims": False,
+    "fusion": False,
+    "offline_frontier": False,
+    "llm_table6_settings": True,
+}
+PROFILES = ("default", "paper")
 DEFAULT_CONFIG = MemCompileConfig()
 
-__all__ = ["MemCompileConfig", "DEFAULT_CONFIG"]
+__all__ = ["MemCompileConfig", "DEFAULT_CONFIG", "PAPER_CHOICES", "PROFILES"]

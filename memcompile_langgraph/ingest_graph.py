@@ -38,7 +38,8 @@ def packetize_node(state: IngestWork, runtime: Runtime[MemoryContext]) -> dict[s
 
 
 def extract_facts_node(state: IngestWork, runtime: Runtime[MemoryContext]) -> dict[str, Any]:
-    facts, counts = extract_all(state.get("contexts", []), run_context(runtime).engine.extractor)
+    facts, counts = extract_all(state.get("contexts", []), run_context(runtime).engine.extractor,
+                               run_context(runtime).engine.config)
     pending = add_counts(state.get("pending_counts"), dict(counts))
     return {"facts": facts, "pending_counts": pending, "_trace": {"facts": sum(map(len, facts)), **counts}}
 

@@ -15,9 +15,9 @@ from .address.candidates import bm25_top, candidate_union
 from .address.intent import enriched_query
 from .address.routing import Routing, route
 from .evidence.frontier import admit, frontier_window
-from .evidence.fusion import fused_pool, fused_scores
-from .evidence.normalize import normalize
+from .evidence.pool import closed_pool
 from .evidence.render import render_context
+from .evidence.schedule import offline_anchors
 from .evidence.scheduler import ScheduleInput
 from .records import DenseHit, Intent
 from .runtime.context import MemoryContext, run_context
@@ -62,15 +62,11 @@ def candidates_node(state: QueryState, runtime: Runtime[MemoryContext]) -> dict[
 
 def normalize_node(state: QueryWork, runtime: Runtime[MemoryContext]) -> dict[str, Any]:
     ctx = run_context(runtime)
-    index, cfg = ctx.snapshot(), ctx.engine.config
-    pool = normalize(state["candidates"], index.layout.of_descriptor)
-    if not cfg.fusion:
-        return {"pool": pool, "_trace": {"packets": len(pool)}}
-    fused = fused_scores(index, state["intent"], pool, state.get("query_vectors", []), cfg, state.get("similarities"))
-    joined = fused_pool(pool, state.get("dense", []), fused, index, cfg)
-    window = [p.packet_id for p in joined] + [h.packet_id for h in state.get("dense", []) if h.packet_id in index.packet_position]
-    scores = {pid: float(fused[index.packet_position[pid]]) for pid in window}
-    return {"pool": joined, "fused": scores, "_trace": {"packets": len(joined), "address_packets": len(pool)}}
+    pool, scores, address = closed_pool(
+        ctx.snapshot(), state["intent"], state["candidates"], state.get("dense", []), state.get("query_vectors", []),
+        ctx.engine.config, state.get("similarities"),
+    )
+    return {"pool": pool, "fused": scores, "_trace": {"packets": len(pool), "address_packets": address}}
 
 
 def _schedule_input(state: QueryState, ctx: MemoryContext) -> ScheduleInput:
@@ -87,7 +83,7 @@ def schedule_node(state: QueryState, runtime: Runtime[MemoryContext]) -> dict[st
     elif cfg.use_scheduler:
         anchors = ctx.engine.scheduler.schedule(inp, k) if k else []
     else:
-        anchors = [p.packet_id for p in inp.pool[:k]]
+        anchors = offline_anchors(inp, k, cfg)
     return {"anchors": anchors, "_trace": {"anchors": len(anchors)}}
 
 

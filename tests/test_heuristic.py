@@ -4,6 +4,7 @@ import pytest
 
 from memcompile_langgraph.extract.base import Metadata, TurnContext
 from memcompile_langgraph.extract.heuristic import HeuristicExtractor, split_sentences
+from memcompile_langgraph.extract.sentences import has_negation
 from memcompile_langgraph.records import SourcePacket
 from memcompile_langgraph.text import STOPWORDS, terms
 
@@ -203,7 +204,6 @@ def test_metadata_fields(ex):
     assert "lgbtq support group" in meta.keywords
     assert meta.event_time == "2023-05-07"
     assert meta.interaction_time == "2023-05-08T13:56:00"
-    assert meta.negated is False
 
 
 def test_interaction_time_falls_back_to_the_raw_session_time(ex):
@@ -272,8 +272,8 @@ def test_ambiguous_nickname_and_word_like_names_are_not_people(ex):
         ("Melanie knows a lot about nothingness.", False),
     ],
 )
-def test_negation(ex, fact, negated):
-    assert ex.metadata(fact, context("x")).negated is negated
+def test_negation_marker(fact, negated):
+    assert has_negation(fact) is negated
 
 
 def test_reply_claim_metadata_names_both_people_and_the_question_topic(ex):

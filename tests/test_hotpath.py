@@ -155,7 +155,7 @@ def test_one_vector_without_fusion_and_chroma_when_the_matrix_lags(embeddings, m
     mem.add_turns(demo_turns(), user_id="u")
     calls = count_similarities(monkeypatch)
     stages = run_stages(mem, QUESTIONS[3])
-    assert len(stages["dense"]["query_vectors"]) == 1 and len(calls) == 1 and "fused" not in stages["normalize"]
+    assert len(stages["dense"]["query_vectors"]) == 1 and len(calls) == 1 and not stages["normalize"]["fused"]
     fusing = MemCompile(None, embeddings=embeddings)
     fusing.add_turns(demo_turns(), user_id="u")
     fusing.index("u").vectors = PacketVectors()  # vectors not reconciled yet: D_q comes from Chroma

@@ -121,9 +121,11 @@ def test_metadata_fields_are_typed_normalized_and_bounded():
     meta = parse_metadata(json.dumps(reply), CTX, CFG)
     assert meta.people == ("Tom", "Priya Shah")  # canonical stored spelling
     assert meta.keywords == ("beagle", "dog", "shelter", "adoption", "biscuit")
+    # keywords are compared as strings by Cell Jaccard and entropy: lowercased, duplicates by case folded
+    shouting = {**reply, "keywords": ["Beagle", "beagle", "Dog Shelter"]}
+    assert parse_metadata(json.dumps(shouting), CTX, CFG).keywords == ("beagle", "dog shelter")
     assert meta.event_time == "2024-03-02"  # resolved against the session time
     assert meta.interaction_time == "2024-03-04T09:15:00"  # the packet's, not the model's
-    assert meta.negated is True
     assert parse_metadata('{"people": [], "keywords": [], "time": ["2023-05", ""]}', CTX, CFG).event_time == "2023-05"
 
 

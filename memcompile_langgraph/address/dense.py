@@ -16,6 +16,18 @@ from ..records import DenseHit
 _STAMPS = itertools.count()  # process-wide: a stamp names one matrix content across PacketVectors objects
 
 
+def top_positions(x: np.ndarray, k: int) -> np.ndarray:
+    """Positions of the k largest values, best first, ties in position order (no full sort of x)."""
+    if k <= 0 or not len(x):
+        return np.zeros(0, dtype=np.int64)
+    if k < len(x):
+        cut = np.partition(x, len(x) - k)[len(x) - k]
+        idx = np.flatnonzero(x >= cut)
+    else:
+        idx = np.arange(len(x))
+    return idx[np.lexsort((idx, -x[idx]))][:k]
+
+
 class QuerySimilarities:
     """Cosine of each query vector with every stored packet (row order), computed once per query: the dense
     channel ranks D_q from the first array and offline fusion reads them all."""
@@ -85,10 +97,6 @@ class PacketVectors:
         return self.top_from(self.similarities(query), k)
 
     def top_from(self, sims: np.ndarray, k: int) -> list[DenseHit]:
-        """D_q from a similarity array of this matrix: the k packets of highest cosine; ties keep storage order."""
-        if not len(sims):
-            return []
-        k = min(k, len(sims))
-        idx = np.argpartition(-sims, k - 1)[:k]
-        idx = idx[np.lexsort((idx, -sims[idx]))]
-        return [DenseHit(self.ids[i], float(sims[i])) for i in idx]
+        """D_q from a similarity array of this matrix: the k packets of highest cosine; ties keep storage order, at
+        the cutoff too (argpartition alone would pick among equal cosines arbitrarily)."""
+        return [DenseHit(self.ids[i], float(sims[i])) for i in top_positions(sims, k)]

@@ -7,6 +7,7 @@ import json
 from . import UsageError
 from .core import add_store_args, open_memory
 from .llm_args import add_llm_args
+from .profile_args import add_profile_arg
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
@@ -33,5 +34,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("query", help="the question")
     add_store_args(p)
     add_llm_args(p, answer=True)
+    add_profile_arg(p)
     p.add_argument("--json", action="store_true", help="answer and the dia_ids of the evidence packets")
     p.set_defaults(func=cmd_ask)

@@ -8,6 +8,7 @@ import tempfile
 import time
 
 from .llm_args import add_llm_args, build_answer_llm, build_llm
+from .profile_args import add_profile_arg, profile_config
 
 # counted conditions of stored turns the user should hear about (kept, but not exactly as given)
 WARNINGS = (
@@ -82,6 +83,7 @@ def open_memory(args: argparse.Namespace, store: str | None = None, create: bool
         path,
         llm=build_llm(args),
         answer_llm=build_answer_llm(args),
+        config=profile_config(args),
         chroma_url=chroma_url,
         records_url=records_url,
         dense=dense,
@@ -188,6 +190,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_store_args(p, create=True)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     add_llm_args(p)
+    add_profile_arg(p)
     p.set_defaults(func=cmd_ingest)
 
     p = sub.add_parser("query", help="print the compiled context for a question")
@@ -198,6 +201,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--view", choices=("bundle", "raw", "claim"), default="bundle", help="reader view (Table 4)")
     add_max_tokens_arg(p)
     add_llm_args(p)
+    add_profile_arg(p)
     p.set_defaults(func=cmd_query)
 
     p = sub.add_parser("graph", help="print the query graph (or --ingest graph) as Mermaid")

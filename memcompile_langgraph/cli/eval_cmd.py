@@ -10,6 +10,7 @@ from typing import Any
 from . import UsageError
 from .core import add_max_tokens_arg
 from .llm_args import add_llm_args, build_answer_llm, build_llm
+from .profile_args import add_profile_arg, profile_config
 
 # flag -> (MemCompileConfig switch, value, Table 2 setting it stands for)
 ABLATION_FLAGS = {
@@ -27,7 +28,6 @@ def _csv(value: str | None) -> list[str]:
 
 
 def eval_options(args: argparse.Namespace) -> Any:
-    from ..config import MemCompileConfig
     from ..eval.paper import ABLATIONS
     from ..eval.runner import EvalOptions
 
@@ -55,7 +55,7 @@ def eval_options(args: argparse.Namespace) -> Any:
     return EvalOptions(
         out=out,
         store=Path(args.store) if args.store else out / "stores",
-        config=MemCompileConfig().with_overrides(**overrides),
+        config=profile_config(args).with_overrides(**overrides),
         view=args.view,
         ablations=tuple(ablations),
         llm=llm,
@@ -69,7 +69,8 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
     o = report["overall"]
     if not o.get("questions"):
         return ["no question has a result"]
-    lines = [f"{o['questions']} questions: Gold Recall {100 * o['gold_recall']:.2f}%, full coverage {100 * o['full_coverage']:.2f}%, "
+    setting = f"profile {report['config'].get('profile', 'default')}, {report['config']['variant']}"
+    lines = [f"{setting}: {o['questions']} questions: Gold Recall {100 * o['gold_recall']:.2f}%, full coverage {100 * o['full_coverage']:.2f}%, "
              f"{o['mean_packets']:.2f} packets, {o['mean_context_tokens']:.0f} context tokens, query p50 {o['query_ms_p50']:.0f} ms"]
     if "judge" in o:
         lines.append(f"answers: J {100 * o['judge']:.2f}%" + (f", F1 {100 * o['f1']:.2f}, BLEU-1 {100 * o['bleu1']:.2f}" if o.get("f1") is not None else ""))
@@ -141,9 +142,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         g = b.add_argument_group("Table 2 ablations of the evaluated setting")
         for flag, (_, _, setting) in ABLATION_FLAGS.items():
             g.add_argument("--" + flag.replace("_", "-"), action="store_true", help=setting)
-        g.add_argument("--no-fusion", action="store_true", help="the paper's offline pool and MMR anchors instead of offline fusion")
+        g.add_argument("--no-fusion", action="store_true",
+                       help="the paper's pool (complete U_q, Eq. 10 order) and MMR anchors instead of evidence fusion")
         g.add_argument("--ablations", default=None, metavar="LIST", help="also run these settings over the same stores: A1,...,A7 or 'all'")
         add_llm_args(b, answer=True)
+        add_profile_arg(b)
         b.add_argument("--judge-model", default=None, metavar="NAME", help="judge model (default: the answer model)")
         b.add_argument("--quiet", action="store_true", help="no progress bars")
         b.set_defaults(func=cmd_eval)

@@ -55,7 +55,8 @@ def _setup(report: dict[str, Any]) -> str:
         f"- measured on: `{cfg['file']}`, {len(cfg['dialogues'])} dialogues ({shown}), {o['questions']} questions "
         f"({o.get('questions_with_gold', 0)} with gold evidence); left out: {skipped}",
         f"- weights tuned on these questions: {tuned_on(report)}",
-        f"- setting: {cfg['variant']} ({report['ablations'][cfg['variant']]['label']}), reader view: {cfg['view']}",
+        f"- profile: {cfg.get('profile', 'default')}; setting: {cfg['variant']} "
+        f"({report['ablations'][cfg['variant']]['label']}), reader view: {cfg['view']}",
         f"- build and query LLM: {model}; answer model: {answers}; judge: {cfg.get('judge_llm') or DASH}",
         f"- embeddings: {cfg.get('embeddings') or 'none (dense channel off)'}; context tokens counted with {report['tokenizer']}",
         f"- wall time of this invocation {report['timing']['wall_seconds']:.1f} s; store builds {report['timing']['ingest_seconds']:.1f} s in total",

@@ -66,6 +66,12 @@ TABLE7 = {
 }
 
 
+def setting_run(name: str, offline_frontier: bool, has_model: bool) -> str:
+    """The Table 2 setting a run takes: without a model and without an offline frontier (the paper profile), there
+    is no listwise scheduler or frontier to run, so A0, A1 and A3 all take the A2 path (MMR anchors alone)."""
+    return "A2" if not has_model and not offline_frontier and name in ("A0", "A1", "A3") else name
+
+
 def variant_of(switches: dict[str, Any]) -> str:
     """The Table 2 setting a set of switches reproduces, or "custom"."""
     for name, (_, overrides) in ABLATIONS.items():

@@ -57,6 +57,7 @@ def build_report(run: EvalRun, source: str) -> dict[str, Any]:
         "timing": {"wall_seconds": round(run.wall_seconds, 2), "ingest_seconds": round(sum(ingest), 2)},
         "config": {
             "file": source,
+            "profile": run.main.config.profile,
             "dialogues": [d.user_id for d in bench.dialogues],
             "variant": run.main.name,
             "view": view,

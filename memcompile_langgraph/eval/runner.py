@@ -16,7 +16,7 @@ from .answers import AnswerStage
 from .baselines import RawTurnBaselines
 from .dataset import Benchmark, Dialogue, Question
 from .metrics import token_counter
-from .paper import ABLATIONS, SWITCHES, variant_of
+from .paper import ABLATIONS, SWITCHES, setting_run, variant_of
 from .question import evaluate_question
 from .results import DialogueLog, ResultLog, fingerprint
 
@@ -51,6 +51,13 @@ def model_name(model: Any) -> str | None:
     if model is None:
         return None
     return str(getattr(model, "model_name", None) or getattr(model, "model", None) or type(model).__name__)
+
+
+def builder_name(llm: Any, config: MemCompileConfig) -> str | None:
+    """What made a store's descriptors: the model (None offline), marked when factless turns keep no descriptor
+    (the paper profile), so the two constructions never share a store."""
+    name = model_name(llm)
+    return name if config.factless_claims else f"{name or 'offline'}-no-factless-claims"
 
 
 def store_path(root: Path, user_id: str, builder: str | None) -> Path:
@@ -88,10 +95,11 @@ class EvalRun:
 
     def _variants(self) -> list[Variant]:
         main = self.opts.config
-        configs = {variant_of({k: getattr(main, k) for k in SWITCHES}): main}
+        ran = lambda name: setting_run(name, main.offline_frontier, self.opts.llm is not None)  # noqa: E731
+        configs = {ran(variant_of({k: getattr(main, k) for k in SWITCHES})): main}
         full_system = {k: k != "dense_only" for k in SWITCHES}  # A0's switches; each setting then sets its own
         for name in self.opts.ablations:
-            configs.setdefault(name, main.with_overrides(**{**full_system, **ABLATIONS[name][1]}))
+            configs.setdefault(ran(name), main.with_overrides(**{**full_system, **ABLATIONS[name][1]}))
         out = []
         for name, cfg in configs.items():
             results = ResultLog(self.opts.out / f"results-{name}-{fingerprint(self.settings(cfg))}.jsonl")
@@ -123,7 +131,7 @@ class EvalRun:
             return
         from ..memory import MemCompile
 
-        path = store_path(self.opts.store, d.user_id, model_name(self.opts.llm))
+        path = store_path(self.opts.store, d.user_id, builder_name(self.opts.llm, self.opts.config))
         for i, v in enumerate(self.variants):
             if i and not todo[v.name]:
                 continue

@@ -17,7 +17,8 @@ def admit(anchors: list[str], order: list[str], rank_cutoff: int, append_cap: in
 
 
 def fusion_order(anchors: list[str], dense: list[DenseHit], window: list[str], k: int = 60) -> list[str]:
-    """Offline sigma_q: reciprocal-rank fusion of the anchor order and the dense order; ties keep window order."""
+    """Offline sigma_q with fusion off (engineering, not in the paper, whose LLM-free path has no frontier):
+    reciprocal-rank fusion of the anchor order and the dense order; ties keep window order."""
     score = {p: 0.0 for p in window}
     for rank, p in enumerate(anchors):
         score[p] += 1.0 / (k + rank + 1)

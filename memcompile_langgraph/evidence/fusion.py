@@ -17,25 +17,13 @@ from ..config import MemCompileConfig
 from ..index import UserIndex
 from ..records import DenseHit, Intent, PacketScore
 from ..address.candidates import lexical_query
+from ..address.dense import QuerySimilarities, top_positions
 from ..address.intent import addressed_speakers
-from ..address.dense import QuerySimilarities
 
 
 def zscore(x: np.ndarray) -> np.ndarray:
     sd = float(x.std()) if len(x) else 0.0
     return (x - x.mean()) / sd if sd > 0 else np.zeros_like(x)
-
-
-def top_positions(x: np.ndarray, k: int) -> np.ndarray:
-    """Positions of the k largest values, best first, ties in position order (no full sort of x)."""
-    if k <= 0 or not len(x):
-        return np.zeros(0, dtype=np.int64)
-    if k < len(x):
-        cut = np.partition(x, len(x) - k)[len(x) - k]
-        idx = np.flatnonzero(x >= cut)
-    else:
-        idx = np.arange(len(x))
-    return idx[np.lexsort((idx, -x[idx]))][:k]
 
 
 def neighbor_support(x: np.ndarray, sessions: np.ndarray, prev_w: float, next_w: float) -> np.ndarray:
@@ -111,7 +99,8 @@ def fused_pool(pool: list[PacketScore], dense: list[DenseHit], fused: np.ndarray
     out = []
     for pid in union[: cfg.pool_budget]:
         base = address.get(pid)
-        rep = base.representative if base else index.by_packet[pid][0].descriptor_id
+        claims = index.by_packet[pid]  # a dense proposal may have none (a factless turn under the paper profile)
+        rep = base.representative if base else (claims[0].descriptor_id if claims else "")
         out.append(
             PacketScore(
                 packet_id=pid,

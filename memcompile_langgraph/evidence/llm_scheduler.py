@@ -20,8 +20,8 @@ class LLMScheduler:
     llm_schedule_retries times, after which its valid unique labels are kept in order (App. A.2). Rounds continue
     while they add packets, at most llm_schedule_rounds; whatever is still missing comes from the deterministic
     scheduler, counted as llm_<stage>_filled (or llm_<stage>_fallback when the model added nothing).
-    frontier(): the same procedure over W_q = A_0 U D_q, asking for the first K_R positions; the rest of the order
-    follows the deterministic fusion order, and the caller admits at most K_delta new packets (Eq. 13-14)."""
+    frontier(): the same procedure over W_q = A_0 U D_q, asking for the first K_R positions (all Eq. 13 reads); the
+    rest of the order is the deterministic one, and the caller admits at most K_delta new packets (Eq. 13-14)."""
 
     def __init__(self, client: LLMClient, config: MemCompileConfig, fallback: Scheduler, count: Callable[[str, dict[str, int]], None] | None = None):
         self.client = client

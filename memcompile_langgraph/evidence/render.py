@@ -34,9 +34,9 @@ def packet_block(index: UserIndex, packet_id: str, view: str = "bundle", represe
     elif view == "claim":
         claims = index.by_packet[packet_id]
         rep = next((d for d in claims if d.descriptor_id == representative), claims[0] if claims else None)
-        lines = [rep.claim if rep else p.text]
-    else:
-        lines = [d.claim for d in index.by_packet[packet_id]] or [p.text]
+        lines = [rep.claim] if rep else []
+    else:  # Eq. 15: the retained claims only; a packet without any (a factless turn) shows its header alone
+        lines = [d.claim for d in index.by_packet[packet_id]]
     return Block(header(p), tuple(body_line(line, index.cfg.render_max_chars) for line in lines))
 
 

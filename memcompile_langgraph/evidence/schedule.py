@@ -32,6 +32,19 @@ def mmr_select(inp: ScheduleInput, k: int, cfg: MemCompileConfig) -> list[str]:
     return [c[0] for c in chosen]
 
 
+def offline_anchors(inp: ScheduleInput, k: int, cfg: MemCompileConfig) -> list[str]:
+    """Deterministic A_0 (offline, A2/A3, and the LLM scheduler's fill): with fusion the fused pool's top-K0 (it is
+    in score order; a question about the whole history takes them round-robin over sessions, evidence/spread.py);
+    without, the App. B.3 MMR Top-K0 that Table 2 uses for A2/A3."""
+    if cfg.fusion:
+        ranked = [p.packet_id for p in inp.pool]
+        if cfg.spread_depth and spans_history(inp.query):
+            sessions = [inp.index.packets[p].session for p in ranked[: cfg.spread_depth]]
+            return session_round_robin(ranked, sessions, k, cfg.spread_depth)
+        return ranked[:k]
+    return mmr_select(inp, k, cfg)
+
+
 class DeterministicScheduler:
     """The offline default: no model, same closed-pool contract as the LLM scheduler."""
 
@@ -39,15 +52,11 @@ class DeterministicScheduler:
         self.cfg = cfg
 
     def schedule(self, inp: ScheduleInput, k: int) -> list[str]:
-        if self.cfg.fusion:  # the fused pool is already in score order
-            ranked = [p.packet_id for p in inp.pool]
-            if self.cfg.spread_depth and spans_history(inp.query):
-                sessions = [inp.index.packets[p].session for p in ranked[: self.cfg.spread_depth]]
-                return session_round_robin(ranked, sessions, k, self.cfg.spread_depth)
-            return ranked[:k]
-        return mmr_select(inp, k, self.cfg)
+        return offline_anchors(inp, k, self.cfg)
 
     def frontier(self, inp: ScheduleInput, anchors: list[str], window: list[str]) -> list[str]:
+        if not self.cfg.offline_frontier:  # the paper's LLM-free path (A2): the anchors alone, nothing admitted
+            return list(anchors)
         if self.cfg.fusion and inp.scores:
             return complement_order(anchors, window, inp.scores)
-        return fusion_order(anchors, inp.dense, window)
+        return fusion_order(anchors, inp.dense, window)  # engineering: reciprocal-rank fusion, no paper counterpart

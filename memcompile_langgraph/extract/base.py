@@ -13,7 +13,6 @@ class Metadata:
     keywords: tuple[str, ...]  # at most MemCompileConfig.max_keywords
     event_time: str  # normalized ("2023-05-07", "2023-05", "2022", ...) or ""
     interaction_time: str  # the packet's session time
-    negated: bool = False
 
 
 @dataclass(frozen=True, slots=True)

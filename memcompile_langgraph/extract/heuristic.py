@@ -27,10 +27,9 @@ from .keywords import keyword_phrases
 from .names import Names, names_for
 from .reply import lower_function_word, open_question, opening_answer
 from .rewrite import Rewriter, rewriter
-from .sentences import ACKNOWLEDGEMENT, content_words, is_question, normalize_quotes, split_sentences, strip_vocatives
+from .sentences import ACKNOWLEDGEMENT, content_words, is_question, split_sentences, strip_vocatives
 
 _SPACES = re.compile(r"\s+")
-_NEGATION = re.compile(r"\b(?:not|never|no|nobody|nothing|none|nor|cannot)\b|n't\b", re.I)
 _CAPTION_LEAD = re.compile(r"^(?:a|an|the)\s+(?:photo(?:graph|graphy)?|picture|image|pic|snapshot)\s+of\s+", re.I)
 
 
@@ -83,7 +82,6 @@ class HeuristicExtractor:
             keywords=self.keywords(fact, names.tokens | {w for _, key in mentions for w in key.split()}),
             event_time=normalize_event_time(fact, anchor),
             interaction_time=packet.session_time or packet.session_time_raw,
-            negated=bool(_NEGATION.search(normalize_quotes(fact))),
         )
 
     def keywords(self, fact: str, skip: frozenset[str] | set[str] = frozenset()) -> tuple[str, ...]:

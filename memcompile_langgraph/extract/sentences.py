@@ -34,8 +34,16 @@ _COMPOUND = re.compile(
 )
 
 
+_NEGATION = re.compile(r"\b(?:not|never|no|nobody|nothing|none|nor|cannot)\b|n't\b", re.I)
+
+
 def normalize_quotes(text: str) -> str:
     return text.replace("\u2019", "'").replace("\u2018", "'")
+
+
+def has_negation(claim: str) -> bool:
+    """The negation marker of X(i,c), App. B.2, read from the descriptor text (whichever extractor wrote it)."""
+    return bool(_NEGATION.search(normalize_quotes(claim)))
 
 
 @lru_cache(maxsize=8192)

@@ -10,6 +10,7 @@ from typing import Any, Callable, Generic, TypeVar
 from ..config import DEFAULT_CONFIG, MemCompileConfig
 from ..text import count_tokens
 from .cache import ResponseCache, identity
+from .settings import table6_model
 from .usage import UsageLedger
 
 log = logging.getLogger(__name__)
@@ -102,13 +103,13 @@ class LLMClient:
         user_id: str = "default",
         sleep: Callable[[float], None] = time.sleep,
     ):
-        self.model = model
         self.config = config or DEFAULT_CONFIG
+        self.model = table6_model(model, self.config)
         self.cache = cache
         self.ledger = ledger
         self.user_id = user_id
         self.sleep = sleep
-        self.identity = model_identity(model)
+        self.identity = model_identity(self.model)
         self.sent = 0  # requests this client sent (cache hits excluded): stages count events only when > 0
         # JSON mode is an OpenAI request field; other providers get the same instructions without it
         self.json_mode = type(model).__module__.startswith("langchain_openai")

@@ -119,6 +119,10 @@ def parse_facts(text: str, cfg: MemCompileConfig) -> list[str]:
     return list(dict.fromkeys(out))[: cfg.llm_max_facts]
 
 
+def lowercased(keywords: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(k.lower() for k in keywords))
+
+
 def parse_metadata(text: str, ctx: TurnContext, cfg: MemCompileConfig) -> Metadata:
     """App. F metadata object -> Metadata; the interaction time is the packet's own, never the model's."""
     obj = unwrap_object(parse_json(text), ("people", "keywords", "time", "event"))
@@ -135,17 +139,16 @@ def parse_metadata(text: str, ctx: TurnContext, cfg: MemCompileConfig) -> Metada
     event_time = normalized_time(when[0], anchor) or normalized_time(event.get("event_time"), anchor)
     if not isinstance(obj.get("needs_profile_extraction", False), bool):
         raise InvalidReply("needs_profile_extraction must be true or false")
-    polarity = event.get("polarity", "unknown")
-    if not isinstance(polarity, str):
+    if not isinstance(event.get("polarity", "unknown"), str):  # typed, though X(i,c) reads the claim's marker
         raise InvalidReply("event.polarity must be a string")
     for role in ("subject_people", "focus_terms", "goal_context_terms"):  # the event roles must be well-typed too
         string_list(event.get(role), f"event.{role}", cfg)
     return Metadata(
         people=canonical_people(string_list(obj.get("people"), "people", cfg), ctx.known_people, cfg),
-        keywords=string_list(obj.get("keywords"), "keywords", cfg, cfg.max_keywords),
+        # lowercased like the heuristic's: Cell Jaccard and entropy (Eq. 18-21) compare keywords as strings
+        keywords=lowercased(string_list(obj.get("keywords"), "keywords", cfg, cfg.max_keywords)),
         event_time=event_time,
         interaction_time=p.session_time or p.session_time_raw,
-        negated=polarity.strip().lower() == "negative",
     )
 
 

@@ -1,0 +1,33 @@
+"""The closed pool the packet scheduler sees (Sec. 3.4.1), as the profile chooses it.
+
+Paper (fusion off): U_q, the complete source-normalized pool in Eq. 10 order, with no score map. Default (fusion
+on): U_q joined by D_q and the best fused packets, in fused order, cut to pool_budget, with the fused score of every
+packet of that pool and of D_q (what the offline frontier orders by)."""
+from __future__ import annotations
+
+from typing import Sequence
+
+from ..config import MemCompileConfig
+from ..index import UserIndex
+from ..records import Candidate, DenseHit, Intent, PacketScore
+from .fusion import fused_pool, fused_scores
+from .normalize import normalize
+
+
+def closed_pool(
+    index: UserIndex,
+    intent: Intent,
+    candidates: list[Candidate],
+    dense: list[DenseHit],
+    query_vectors: Sequence[Sequence[float]],
+    cfg: MemCompileConfig,
+    similarities=None,
+) -> tuple[list[PacketScore], dict[str, float], int]:
+    """(pool, fused scores, |U_q|)."""
+    pool = normalize(candidates, index.layout.of_descriptor)
+    if not cfg.fusion:
+        return pool, {}, len(pool)
+    fused = fused_scores(index, intent, pool, list(query_vectors), cfg, similarities)
+    joined = fused_pool(pool, dense, fused, index, cfg)
+    window = [p.packet_id for p in joined] + [h.packet_id for h in dense if h.packet_id in index.packet_position]
+    return joined, {pid: float(fused[index.packet_position[pid]]) for pid in window}, len(pool)
