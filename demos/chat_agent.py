@@ -5,6 +5,7 @@ OPENAI_API_KEY set, ChatOpenAI ($MEMCOMPILE_CHAT_MODEL, default gpt-4o-mini) ans
 
     python demos/chat_agent.py [--store DIR] [--user tom] [--name Tom]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -20,9 +21,22 @@ from memcompile_langgraph.integrations.offline_model import memory_claims
 ASSISTANT = "Aria"
 # (thread id, what the user says); each thread is a separate conversation, the memory is shared by all of them
 CONVERSATIONS = [
-    ("monday", ["Hi! I just adopted a beagle named Biscuit from the shelter.", "I also signed up for a pottery class at the community center."]),
+    (
+        "monday",
+        [
+            "Hi! I just adopted a beagle named Biscuit from the shelter.",
+            "I also signed up for a pottery class at the community center.",
+        ],
+    ),
     ("friday", ["My sister Anika is flying in from Lisbon next week to run the half marathon."]),
-    ("next-month", ["What is the name of the dog I adopted?", "Where do I take my pottery class?", "Which race is my sister Anika running?"]),
+    (
+        "next-month",
+        [
+            "What is the name of the dog I adopted?",
+            "Where do I take my pottery class?",
+            "Which race is my sister Anika running?",
+        ],
+    ),
 ]
 
 
@@ -38,14 +52,20 @@ def main(argv: list[str] | None = None) -> int:
         for thread, lines in CONVERSATIONS:
             print(f"=== conversation '{thread}' ===")
             for line in lines:
-                out = agent.invoke({"messages": [("user", line)]}, {"configurable": {"thread_id": thread}}, context={"user_id": args.user})
+                out = agent.invoke(
+                    {"messages": [("user", line)]},
+                    {"configurable": {"thread_id": thread}},
+                    context={"user_id": args.user},
+                )
                 recalled = [m for m in out["messages"] if is_recall_message(m)]
                 dia_ids = list(dict.fromkeys(c.dia_id for c in memory_claims(recalled)))
                 print(f"{args.name}: {line}")
                 print(f"   (recalled: {', '.join(dia_ids) or 'nothing'})")
                 print(f"{ASSISTANT}: {out['messages'][-1].text}\n")
         stats = mem.stats(args.user)
-        print(f"memory of '{args.user}': {stats['packets']} turns, {stats['descriptors']} claims, {stats['cells']} Cells")
+        print(
+            f"memory of '{args.user}': {stats['packets']} turns, {stats['descriptors']} claims, {stats['cells']} Cells"
+        )
         mem.close()
     return 0
 

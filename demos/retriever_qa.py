@@ -5,6 +5,7 @@ is set.
 
     python demos/retriever_qa.py [--k 6]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -37,12 +38,19 @@ def main(argv: list[str] | None = None) -> int:
     mem = MemCompile(None)  # in memory: the demo conversation between Tom and Priya
     mem.add_turns(demo_turns(), user_id="demo")
     retriever = mem.as_retriever(user_id="demo", k=args.k)
-    answer = {"context": lambda x: joined(x["docs"]), "question": lambda x: x["question"]} | PROMPT | default_chat_model(mem.embeddings) | StrOutputParser()
+    answer = (
+        {"context": lambda x: joined(x["docs"]), "question": lambda x: x["question"]}
+        | PROMPT
+        | default_chat_model(mem.embeddings)
+        | StrOutputParser()
+    )
     chain = RunnableParallel(docs=retriever, question=RunnablePassthrough()).assign(answer=answer)
     for question in QUESTIONS:
         out = chain.invoke(question)
         print(f"Q: {question}\nA: {out['answer']}")
-        print("   sources: " + ", ".join(f"{d.metadata['dia_id']} ({d.metadata['source']})" for d in out["docs"]) + "\n")
+        print(
+            "   sources: " + ", ".join(f"{d.metadata['dia_id']} ({d.metadata['source']})" for d in out["docs"]) + "\n"
+        )
     return 0
 
 

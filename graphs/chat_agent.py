@@ -2,6 +2,7 @@
 
 Set the user in Studio's run context: {"user_id": "tom", "user_name": "Tom"}.
 """
+
 from memcompile_langgraph.integrations.chat_agent import build_chat_agent
 from memcompile_langgraph.integrations.studio import studio_memory
 

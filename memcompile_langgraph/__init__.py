@@ -1,4 +1,5 @@
 """MemCompile for LangGraph: query-conditioned memory compilation for long-term agent memory."""
+
 from .config import DEFAULT_CONFIG, MemCompileConfig
 from .records import Candidate, Cell, CompiledContext, Descriptor, Intent, PacketScore, SourcePacket, TurnInput
 

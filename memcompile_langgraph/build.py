@@ -1,9 +1,11 @@
 """Build-plane stages (Algorithm 1, lines 1-10) as plain functions over typed records."""
+
 from __future__ import annotations
 
 from collections import ChainMap, Counter
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from .config import MemCompileConfig
 from .extract.base import Extractor, Metadata, TurnContext
@@ -34,8 +36,13 @@ class Packetized:
     counts: Counter = field(default_factory=Counter)
 
 
-def _session_for(turn: TurnInput, parsed: str | None, sessions: Mapping[int, tuple[str, str | None]], last: int | None,
-                 by_label: Mapping[str, int]) -> int:
+def _session_for(
+    turn: TurnInput,
+    parsed: str | None,
+    sessions: Mapping[int, tuple[str, str | None]],
+    last: int | None,
+    by_label: Mapping[str, int],
+) -> int:
     """A given session wins, then a given label (the user's session of that label, or a new one); else a turn continues
     the latest session (`last`) on the same day, or opens the next one."""
     if turn.session is not None:
@@ -68,13 +75,19 @@ def packetize(turns: Iterable[Any], index: UserIndex, user_id: str) -> Packetize
             out.counts[f"skipped_{exc}"] += 1
             continue
         turn = checked.turn
-        content_hash = SourcePacket.hash_content(turn.speaker, turn.text, turn.time, turn.image_caption, turn.image_query)
+        content_hash = SourcePacket.hash_content(
+            turn.speaker, turn.text, turn.time, turn.image_caption, turn.image_query
+        )
         dia_id = turn.dia_id
         if not dia_id:  # identified by its place: a re-sent file is known, two equal replies are two turns
             content_hash = stable_hash("place", placed.place, content_hash, length=32)
         if dia_id and dia_id in seen_dias:
             existing = seen_dias[dia_id]
-            same = index.packets[existing].content_hash == content_hash if existing in index.packets else existing == content_hash
+            same = (
+                index.packets[existing].content_hash == content_hash
+                if existing in index.packets
+                else existing == content_hash
+            )
             out.counts["already_stored" if same else "skipped_duplicate_dia_id"] += 1
             continue
         if not dia_id and content_hash in seen_hashes:
@@ -95,7 +108,9 @@ def packetize(turns: Iterable[Any], index: UserIndex, user_id: str) -> Packetize
             dia_id = f"D{session}:{number}"
         per_session[session] = number
         # warnings are counted once, for the turns actually stored
-        out.counts.update(turn_warnings(checked, index.cfg) + (["unparsed_time"] if turn.time and parsed is None else []))
+        out.counts.update(
+            turn_warnings(checked, index.cfg) + (["unparsed_time"] if turn.time and parsed is None else [])
+        )
         packet = SourcePacket(
             packet_id=stable_hash(user_id, dia_id, content_hash),
             user_id=user_id,
@@ -118,7 +133,9 @@ def packetize(turns: Iterable[Any], index: UserIndex, user_id: str) -> Packetize
     return out
 
 
-def turn_contexts(packets: list[SourcePacket], index: UserIndex, cfg: MemCompileConfig) -> tuple[list[TurnContext], int]:
+def turn_contexts(
+    packets: list[SourcePacket], index: UserIndex, cfg: MemCompileConfig
+) -> tuple[list[TurnContext], int]:
     """Each packet with its preceding turn and the names known so far; long texts trimmed for extraction."""
     previous = index.packets[index.packet_order[-1]] if index.packet_order else None
     people = list(index.people) + [p.speaker for p in packets if p.speaker not in index.people]
@@ -184,7 +201,9 @@ def extract_all(
     return facts, counts
 
 
-def metadata_all(contexts: list[TurnContext], facts: list[list[str]], extractor: Extractor, seq_start: int) -> list[Descriptor]:
+def metadata_all(
+    contexts: list[TurnContext], facts: list[list[str]], extractor: Extractor, seq_start: int
+) -> list[Descriptor]:
     out: list[Descriptor] = []
     pairs = [(f, ctx) for ctx, turn_facts in zip(contexts, facts) for f in turn_facts]
     batch = getattr(extractor, "metadata_batch", None)

@@ -3,6 +3,7 @@
 Two profiles: `MemCompileConfig()` is the project's best measured setting (the default); `MemCompileConfig.paper()`
 makes every choice as the paper does. Each field where they differ says so here and has a row in the README's
 "Deviations from the paper" table; fields marked "engineering" are choices the paper leaves open."""
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
@@ -151,12 +152,12 @@ class MemCompileConfig:
     render_max_chars: int = 4000  # one line of a rendered block (a turn's text, a claim) is cut here, with a marker
 
     @classmethod
-    def paper(cls, **overrides: Any) -> "MemCompileConfig":
+    def paper(cls, **overrides: Any) -> MemCompileConfig:
         """Every choice as the paper makes it; without a model this is its LLM-free path, A2 of Table 2."""
         return cls(**{**PAPER_CHOICES, **overrides})
 
     @classmethod
-    def profile_named(cls, name: str) -> "MemCompileConfig":
+    def profile_named(cls, name: str) -> MemCompileConfig:
         if name not in PROFILES:
             raise ValueError(f"unknown profile {name!r} (choose from {', '.join(PROFILES)})")
         return cls.paper() if name == "paper" else cls()
@@ -164,7 +165,7 @@ class MemCompileConfig:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
-    def with_overrides(self, **overrides: Any) -> "MemCompileConfig":
+    def with_overrides(self, **overrides: Any) -> MemCompileConfig:
         return replace(self, **overrides)
 
     @property

@@ -1,4 +1,5 @@
 """A small multi-session conversation written for this project's offline demo."""
+
 from __future__ import annotations
 
 SESSIONS = [
@@ -6,8 +7,14 @@ SESSIONS = [
         "9:15 am on 4 March, 2024",
         [
             ("Priya", "Morning Tom! How was your weekend?"),
-            ("Tom", "Hi Priya! Pretty busy. I finally adopted a dog from the shelter on Saturday, a beagle named Biscuit."),
-            ("Priya", "That's wonderful! I've been training for the Lisbon half marathon in June, so my weekends are all long runs now."),
+            (
+                "Tom",
+                "Hi Priya! Pretty busy. I finally adopted a dog from the shelter on Saturday, a beagle named Biscuit.",
+            ),
+            (
+                "Priya",
+                "That's wonderful! I've been training for the Lisbon half marathon in June, so my weekends are all long runs now.",
+            ),
             ("Tom", "Impressive. What got you into running?"),
             ("Priya", "My sister Anika ran her first marathon two years ago and I promised her I'd join the next one."),
             ("Tom", "Biscuit will need long walks too, maybe I should start jogging with him."),
@@ -19,7 +26,10 @@ SESSIONS = [
             ("Tom", "Hey Priya, guess what: I started a pottery class at the community center last Tuesday."),
             ("Priya", "No way! What have you made so far?"),
             ("Tom", "Just a lopsided mug, but the teacher says my glazing is good."),
-            ("Priya", "Ha, nice. My knee has been hurting since the 15 km run last week, so I'm seeing a physiotherapist."),
+            (
+                "Priya",
+                "Ha, nice. My knee has been hurting since the 15 km run last week, so I'm seeing a physiotherapist.",
+            ),
             ("Tom", "Sorry to hear that. Are you still going to Lisbon?"),
             ("Priya", "Yes, the physio thinks I'll be fine if I rest for two weeks."),
         ],

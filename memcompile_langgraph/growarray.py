@@ -5,6 +5,7 @@ view may write in place only rows past the highest row any view of the buffer ha
 so appends cost nothing extra and never show in another view; changing an existing row, or appending behind a
 sibling fork that already wrote further, copies the buffer first.
 """
+
 from __future__ import annotations
 
 import threading
@@ -39,7 +40,7 @@ class GrowArray:
         self.data, self.n = state
         self._mark = _Mark(self.n)
 
-    def fork(self) -> "GrowArray":
+    def fork(self) -> GrowArray:
         out = object.__new__(GrowArray)
         out.data, out.n, out._mark = self.data, self.n, self._mark
         self._mark.forked = True

@@ -1,4 +1,5 @@
 """The in-memory view of one user's records that the query plane reads; rebuilt from the store on open."""
+
 from __future__ import annotations
 
 import copy
@@ -35,7 +36,9 @@ def packet_document(p: SourcePacket, claims: list[Descriptor]) -> str:
     return "\n".join(parts)
 
 
-def packet_lexical_document(p: SourcePacket, claims: list[Descriptor], previous: SourcePacket | None, following: SourcePacket | None) -> list[str]:
+def packet_lexical_document(
+    p: SourcePacket, claims: list[Descriptor], previous: SourcePacket | None, following: SourcePacket | None
+) -> list[str]:
     """Packet-level lexical document for offline fusion: the claim bundle with its keywords, the speaker and image
     fields, and the raw text of the adjacent turns of the same session (a reply answers the turn before it)."""
     parts = [f"{d.claim} {' '.join(d.keywords)}" for d in claims] + [p.speaker, p.image_caption, p.image_query]
@@ -85,12 +88,15 @@ class UserIndex:
         self.packet_bm25 = BM25Index(self.cfg.bm25_k1, self.cfg.bm25_b, self.cfg.bm25_epsilon)
         self.vectors = PacketVectors()
 
-    def fork(self) -> "UserIndex":
+    def fork(self) -> UserIndex:
         out = copy.copy(self)
         for name in _CONTAINERS:
             setattr(out, name, copy.copy(getattr(self, name)))
         out.layout, out.bm25, out.packet_bm25, out.vectors = (
-            self.layout.fork(), self.bm25.fork(), self.packet_bm25.fork(), self.vectors.fork()
+            self.layout.fork(),
+            self.bm25.fork(),
+            self.packet_bm25.fork(),
+            self.vectors.fork(),
         )
         return out
 
@@ -112,7 +118,9 @@ class UserIndex:
         """Row of each packet (in packet_order) in the vector matrix; cached until packets or vectors change."""
         key = (len(self.packet_order), self.vectors.stamp)  # the stamp renews on any change, a re-embed included
         if self._rows_key != key:
-            self._rows = np.fromiter((self.vectors.row[p] for p in self.packet_order), dtype=np.int64, count=len(self.packet_order))
+            self._rows = np.fromiter(
+                (self.vectors.row[p] for p in self.packet_order), dtype=np.int64, count=len(self.packet_order)
+            )
             self._rows_key = key
         return self._rows
 
@@ -143,9 +151,15 @@ class UserIndex:
             packet = self.packets[self.packet_order[pos]]
             chained = i > 0 and positions[i - 1] == pos - 1  # the previous document already has this turn
             if pos and not chained and self.packet_sessions[pos - 1] == packet.session:
-                self.packet_bm25.replace(pos - 1, self._lexical_document(pos - 1, None), self._lexical_document(pos - 1, packet))
+                self.packet_bm25.replace(
+                    pos - 1, self._lexical_document(pos - 1, None), self._lexical_document(pos - 1, packet)
+                )
             nxt = positions[i + 1] if i + 1 < len(positions) else -1
-            following = self.packets[self.packet_order[nxt]] if nxt == pos + 1 and self.packet_sessions[nxt] == packet.session else None
+            following = (
+                self.packets[self.packet_order[nxt]]
+                if nxt == pos + 1 and self.packet_sessions[nxt] == packet.session
+                else None
+            )
             self.packet_bm25.add(self._lexical_document(pos, following))
             self.packet_timed[pos] = any(d.event_time for d in self.by_packet[packet.packet_id])
 
@@ -185,7 +199,21 @@ class UserIndex:
 
 # what fork() copies shallowly (every dict and list a writer extends)
 _CONTAINERS = (
-    "packets", "packet_order", "by_dia", "hashes", "descriptors", "position", "by_packet", "claim_packets", "claim_terms", "key_terms",
+    "packets",
+    "packet_order",
+    "by_dia",
+    "hashes",
+    "descriptors",
+    "position",
+    "by_packet",
+    "claim_packets",
+    "claim_terms",
+    "key_terms",
     "people",
-    "sessions", "session_packets", "packet_position", "packet_sessions", "packet_speakers", "packet_timed",
+    "sessions",
+    "session_packets",
+    "packet_position",
+    "packet_sessions",
+    "packet_speakers",
+    "packet_timed",
 )

@@ -7,6 +7,7 @@ published snapshot, and its `index` stage takes the writer lock, commits only if
 (else the run starts over from `packetize` on the newer snapshot), embeds, and publishes. A run resumed from a
 checkpoint has lost its private fork (never checkpointed) and starts over the same way.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -38,8 +39,9 @@ def packetize_node(state: IngestWork, runtime: Runtime[MemoryContext]) -> dict[s
 
 
 def extract_facts_node(state: IngestWork, runtime: Runtime[MemoryContext]) -> dict[str, Any]:
-    facts, counts = extract_all(state.get("contexts", []), run_context(runtime).engine.extractor,
-                               run_context(runtime).engine.config)
+    facts, counts = extract_all(
+        state.get("contexts", []), run_context(runtime).engine.extractor, run_context(runtime).engine.config
+    )
     pending = add_counts(state.get("pending_counts"), dict(counts))
     return {"facts": facts, "pending_counts": pending, "_trace": {"facts": sum(map(len, facts)), **counts}}
 
@@ -47,7 +49,9 @@ def extract_facts_node(state: IngestWork, runtime: Runtime[MemoryContext]) -> di
 def extract_metadata_node(state: IngestWork, runtime: Runtime[MemoryContext]) -> dict[str, Any]:
     index = state["work_index"]
     start = index.descriptors[-1].seq + 1 if index.descriptors else 0
-    descriptors = metadata_all(state.get("contexts", []), state.get("facts", []), run_context(runtime).engine.extractor, start)
+    descriptors = metadata_all(
+        state.get("contexts", []), state.get("facts", []), run_context(runtime).engine.extractor, start
+    )
     return {"descriptors": descriptors, "_trace": {"descriptors": len(descriptors)}}
 
 
@@ -95,7 +99,9 @@ NODES = {
 
 
 def build_ingest_graph():
-    builder = stage_graph(IngestWork, NODES, context_schema=MemoryContext, input_schema=IngestState, output_schema=IngestState)
+    builder = stage_graph(
+        IngestWork, NODES, context_schema=MemoryContext, input_schema=IngestState, output_schema=IngestState
+    )
     names = list(NODES)
     builder.add_edge(START, names[0])
     for a, b in zip(names, names[1:]):

@@ -1,4 +1,5 @@
 """Input files: LoCoMo JSON (a list of samples or one sample), a JSON list of turns, or JSONL turns."""
+
 from __future__ import annotations
 
 import json
@@ -52,7 +53,13 @@ def _from_json(data: Any, path: Path) -> list[Conversation]:
         out = []
         for i, s in enumerate(data):
             sid = s.get("sample_id")
-            out.append(Conversation(str(sid) if sid not in (None, "") else f"sample-{i}", locomo_turns(s["conversation"]), s.get("qa") or []))
+            out.append(
+                Conversation(
+                    str(sid) if sid not in (None, "") else f"sample-{i}",
+                    locomo_turns(s["conversation"]),
+                    s.get("qa") or [],
+                )
+            )
         return out
     if any(isinstance(t, dict) and "speaker" in t for t in data):
         return [Conversation(None, data)]

@@ -14,13 +14,14 @@ Lock order: a thread holding a lock may only take locks listed below it, never o
 A lock may be *tried* out of order (blocking=False, giving up when busy): a reader holding a load lock tries the
 writer lock to repair vectors or save a snapshot file; a try never waits, so it cannot deadlock.
 """
+
 from __future__ import annotations
 
 import contextlib
 import fcntl
 import threading
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 
 class FileLock:

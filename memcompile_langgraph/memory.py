@@ -1,10 +1,12 @@
 """MemCompile: the public API. Runs go through the module-level graphs (query_graph, ingest_graph) with a
 MemoryContext; the runtime (runtime/) holds the engine, the snapshot cache and the writers."""
+
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from langchain_core.embeddings import Embeddings
 
@@ -39,17 +41,35 @@ class MemCompile:
     ingest_graph = ingest_graph
 
     def __init__(
-        self, path: str | Path | None = None, embeddings: Embeddings | None = None, llm: Any = None,
-        config: MemCompileConfig | None = None, *, chroma_url: str | None = None, records_url: str | None = None,
-        extractor: Extractor | None = None, scheduler: Scheduler | None = None, dense: bool = True,
-        answer_llm: Any = None, cache_size: int = 64,
+        self,
+        path: str | Path | None = None,
+        embeddings: Embeddings | None = None,
+        llm: Any = None,
+        config: MemCompileConfig | None = None,
+        *,
+        chroma_url: str | None = None,
+        records_url: str | None = None,
+        extractor: Extractor | None = None,
+        scheduler: Scheduler | None = None,
+        dense: bool = True,
+        answer_llm: Any = None,
+        cache_size: int = 64,
     ):
         self.config = config or DEFAULT_CONFIG
         self.path = check_store_path(path) if path is not None else None
         self.llm, self.answer_llm = llm, answer_llm if answer_llm is not None else llm
         self.engine = build_engine(
-            self.path, self.config, embeddings=embeddings, llm=llm, answer_llm=self.answer_llm, chroma_url=chroma_url,
-            records_url=records_url, extractor=extractor, scheduler=scheduler, dense=dense, cache_size=cache_size,
+            self.path,
+            self.config,
+            embeddings=embeddings,
+            llm=llm,
+            answer_llm=self.answer_llm,
+            chroma_url=chroma_url,
+            records_url=records_url,
+            extractor=extractor,
+            scheduler=scheduler,
+            dense=dense,
+            cache_size=cache_size,
         )
 
     @property
@@ -88,7 +108,9 @@ class MemCompile:
             bars.close()
         return totals
 
-    async def aadd_turns(self, turns: Iterable[Any], user_id: str = "default", progress: bool = False) -> dict[str, int]:
+    async def aadd_turns(
+        self, turns: Iterable[Any], user_id: str = "default", progress: bool = False
+    ) -> dict[str, int]:
         return await asyncio.to_thread(self.add_turns, list(turns), user_id, progress)
 
     # --- query plane ---------------------------------------------------------------------------
@@ -99,7 +121,9 @@ class MemCompile:
         query = clean_query(query)  # ValueError when nothing usable is left
         state = {"query": query, "view": view, "max_tokens": validate_max_tokens(max_tokens)}
         out = query_graph.invoke(state, context=self.context(user_id))
-        return CompiledContext(query=query, text=out.get("context", ""), packets=out.get("packets", []), trace=out.get("trace", {}))
+        return CompiledContext(
+            query=query, text=out.get("context", ""), packets=out.get("packets", []), trace=out.get("trace", {})
+        )
 
     async def acompile(
         self, query: str, user_id: str = "default", view: str = "bundle", max_tokens: int | None = None
@@ -151,9 +175,13 @@ class MemCompile:
     def users(self) -> list[str]:
         return self.engine.records.users()
 
-    def turns(self, user_id: str = "default", dia_ids: Iterable[str] | None = None, limit: int | None = None, offset: int = 0) -> list[StoredTurn]:
+    def turns(
+        self, user_id: str = "default", dia_ids: Iterable[str] | None = None, limit: int | None = None, offset: int = 0
+    ) -> list[StoredTurn]:
         """Stored turns in dialogue order (all, or those with the given dia_ids), with when they were stored."""
-        ids = None if dia_ids is None else [normalize_id(d) for d in ([dia_ids] if isinstance(dia_ids, str) else dia_ids)]
+        ids = (
+            None if dia_ids is None else [normalize_id(d) for d in ([dia_ids] if isinstance(dia_ids, str) else dia_ids)]
+        )
         return self.engine.records.turns(validate_user_id(user_id), ids, limit, offset)
 
     def count(self, user_id: str, counts: dict[str, int]) -> None:

@@ -1,5 +1,6 @@
 """Ingest progress: two labelled bars in turns, extraction (the graph runs) and embedding (behind it on a
 background thread); both end when the work ends."""
+
 from __future__ import annotations
 
 

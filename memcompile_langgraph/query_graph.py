@@ -4,6 +4,7 @@ Nodes read the run's MemoryContext (runtime/context.py): the user's index snapsh
 engine's config and components. The compiled graph is built once, here, and is the same object whether
 MemCompile.compile, Studio or a LangGraph server runs it.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -35,7 +36,10 @@ def intent_node(state: QueryState, runtime: Runtime[MemoryContext]) -> dict[str,
         intent = ctx.engine.intent(state["query"], list(ctx.snapshot().people), ctx.user_id)
     else:
         intent = Intent(query=state["query"], terms=tuple(dict.fromkeys(terms(state["query"]))))
-    return {"intent": intent, "_trace": {"people": len(intent.people), "keywords": len(intent.keywords), "temporal": intent.temporal}}
+    return {
+        "intent": intent,
+        "_trace": {"people": len(intent.people), "keywords": len(intent.keywords), "temporal": intent.temporal},
+    }
 
 
 def bm25_node(state: QueryState, runtime: Runtime[MemoryContext]) -> dict[str, Any]:
@@ -47,7 +51,9 @@ def bm25_node(state: QueryState, runtime: Runtime[MemoryContext]) -> dict[str, A
 def cell_routing_node(state: QueryState, runtime: Runtime[MemoryContext]) -> dict[str, Any]:
     ctx = run_context(runtime)
     index, cfg = ctx.snapshot(), ctx.engine.config
-    seeds = [index.layout.of_descriptor[index.descriptors[pos].descriptor_id] for pos, _ in state["bm25"][: cfg.bm25_seeds]]
+    seeds = [
+        index.layout.of_descriptor[index.descriptors[pos].descriptor_id] for pos, _ in state["bm25"][: cfg.bm25_seeds]
+    ]
     routing = route(index.layout, state["intent"], seeds, cfg) if cfg.use_cells else Routing((), 0, "cells off")
     return {"routing": routing, "_trace": {"opened": len(routing.opened), "pool": routing.pool, "stop": routing.stop}}
 
@@ -63,14 +69,26 @@ def candidates_node(state: QueryState, runtime: Runtime[MemoryContext]) -> dict[
 def normalize_node(state: QueryWork, runtime: Runtime[MemoryContext]) -> dict[str, Any]:
     ctx = run_context(runtime)
     pool, scores, address = closed_pool(
-        ctx.snapshot(), state["intent"], state["candidates"], state.get("dense", []), state.get("query_vectors", []),
-        ctx.engine.config, state.get("similarities"),
+        ctx.snapshot(),
+        state["intent"],
+        state["candidates"],
+        state.get("dense", []),
+        state.get("query_vectors", []),
+        ctx.engine.config,
+        state.get("similarities"),
     )
     return {"pool": pool, "fused": scores, "_trace": {"packets": len(pool), "address_packets": address}}
 
 
 def _schedule_input(state: QueryState, ctx: MemoryContext) -> ScheduleInput:
-    return ScheduleInput(state["query"], state["intent"], ctx.snapshot(), state.get("pool", []), state.get("dense", []), state.get("fused", {}))
+    return ScheduleInput(
+        state["query"],
+        state["intent"],
+        ctx.snapshot(),
+        state.get("pool", []),
+        state.get("dense", []),
+        state.get("fused", {}),
+    )
 
 
 def schedule_node(state: QueryState, runtime: Runtime[MemoryContext]) -> dict[str, Any]:
@@ -123,14 +141,22 @@ def frontier_node(state: QueryState, runtime: Runtime[MemoryContext]) -> dict[st
     inp = ScheduleInput(inp.query, inp.intent, inp.index, inp.pool, dense, inp.scores)
     if cfg.dense_only:
         selected = [h.packet_id for h in dense[: cfg.k0]]
-        return {"frontier_order": selected, "selected": selected, "_trace": {"window": len(dense), "added": len(selected)}}
+        return {
+            "frontier_order": selected,
+            "selected": selected,
+            "_trace": {"window": len(dense), "added": len(selected)},
+        }
     window = frontier_window(anchors, dense)
     if cfg.use_frontier and len(window) > len(anchors):
         order = ctx.engine.scheduler.frontier(inp, anchors, window)
     else:
         order = list(anchors)
     selected = admit(anchors, order, cfg.frontier_rank_cutoff, cfg.frontier_append_cap)
-    return {"frontier_order": order, "selected": selected, "_trace": {"window": len(window), "added": len(selected) - len(anchors)}}
+    return {
+        "frontier_order": order,
+        "selected": selected,
+        "_trace": {"window": len(window), "added": len(selected) - len(anchors)},
+    }
 
 
 def render_node(state: QueryState, runtime: Runtime[MemoryContext]) -> dict[str, Any]:
@@ -177,7 +203,9 @@ NODES = {
 
 def build_query_graph():
     # the stages share QueryWork; callers and Studio see QueryState (no per-packet arrays in inputs or outputs)
-    builder = stage_graph(QueryWork, NODES, context_schema=MemoryContext, input_schema=QueryState, output_schema=QueryState)
+    builder = stage_graph(
+        QueryWork, NODES, context_schema=MemoryContext, input_schema=QueryState, output_schema=QueryState
+    )
     builder.add_edge(START, "intent")
     builder.add_edge("intent", "bm25")
     builder.add_edge("intent", "dense")  # the dense channel runs beside the address plane

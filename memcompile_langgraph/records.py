@@ -1,4 +1,5 @@
 """Typed records of the method: SourcePacket (Sec. 3.2), Descriptor (Eq. 2), Cell (App. B.2) and query-time records."""
+
 from __future__ import annotations
 
 import hashlib

@@ -1,4 +1,5 @@
 """Typed graph states. typing_extensions.TypedDict so `langgraph dev` can serve them on Python < 3.12."""
+
 from __future__ import annotations
 
 from typing import Annotated, Any

@@ -1,4 +1,5 @@
 """Term normalization shared by BM25, Jaccard terms (Eq. 7, 22) and keyword matching."""
+
 from __future__ import annotations
 
 import re

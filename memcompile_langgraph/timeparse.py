@@ -17,6 +17,7 @@ ambiguous:
 
 "" is returned when the text has no resolvable expression, or only relative ones and no anchor.
 """
+
 from __future__ import annotations
 
 import re
@@ -29,9 +30,18 @@ _MONTHS = {
     name: i + 1
     for i, names in enumerate(
         [
-            ("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"), ("may",), ("june", "jun"),
-            ("july", "jul"), ("august", "aug"), ("september", "sep", "sept"), ("october", "oct"),
-            ("november", "nov"), ("december", "dec"),
+            ("january", "jan"),
+            ("february", "feb"),
+            ("march", "mar"),
+            ("april", "apr"),
+            ("may",),
+            ("june", "jun"),
+            ("july", "jul"),
+            ("august", "aug"),
+            ("september", "sep", "sept"),
+            ("october", "oct"),
+            ("november", "nov"),
+            ("december", "dec"),
         ]
     )
     for name in names
@@ -40,8 +50,13 @@ _WEEKDAYS = {
     name: i
     for i, names in enumerate(
         [
-            ("monday", "mon"), ("tuesday", "tue", "tues"), ("wednesday", "wed"), ("thursday", "thu", "thur", "thurs"),
-            ("friday", "fri"), ("saturday", "sat"), ("sunday",),
+            ("monday", "mon"),
+            ("tuesday", "tue", "tues"),
+            ("wednesday", "wed"),
+            ("thursday", "thu", "thur", "thurs"),
+            ("friday", "fri"),
+            ("saturday", "sat"),
+            ("sunday",),
         ]
     )
     for name in names
@@ -49,8 +64,23 @@ _WEEKDAYS = {
 _SEASON_START = {"spring": 3, "summer": 6, "fall": 9, "autumn": 9, "winter": 12}
 _SEASON_LABEL = {"autumn": "fall"}
 _COUNTS = {
-    "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
-    "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "couple": 2, "few": 3, "several": 3,
+    "a": 1,
+    "an": 1,
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "eleven": 11,
+    "twelve": 12,
+    "couple": 2,
+    "few": 3,
+    "several": 3,
 }
 
 
@@ -349,7 +379,19 @@ def _resolve_yr(m, anchor):
 
 
 _RESOLVERS = {
-    "iso": _resolve_iso, "dmy": _resolve_dmy, "mdy": _resolve_mdy, "my": _resolve_my, "sy": _resolve_sy,
-    "ago": _resolve_ago, "ahead": _resolve_ahead, "dby": _resolve_dby, "dat": _resolve_dat, "rel": _resolve_rel,
-    "wd": _resolve_wd, "sea": _resolve_sea, "mon": _resolve_mon, "day": _resolve_day, "yr": _resolve_yr,
+    "iso": _resolve_iso,
+    "dmy": _resolve_dmy,
+    "mdy": _resolve_mdy,
+    "my": _resolve_my,
+    "sy": _resolve_sy,
+    "ago": _resolve_ago,
+    "ahead": _resolve_ahead,
+    "dby": _resolve_dby,
+    "dat": _resolve_dat,
+    "rel": _resolve_rel,
+    "wd": _resolve_wd,
+    "sea": _resolve_sea,
+    "mon": _resolve_mon,
+    "day": _resolve_day,
+    "yr": _resolve_yr,
 }

@@ -1,8 +1,10 @@
 """Per-stage timing for graph nodes: each node's update gains trace[stage] = {"ms", counts...}."""
+
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from langgraph.graph import StateGraph
 from langgraph.runtime import Runtime

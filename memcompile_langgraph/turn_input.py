@@ -2,13 +2,15 @@
 
 Every field is checked here, so a bad field skips its own turn (counted) and never fails the batch at commit.
 """
+
 from __future__ import annotations
 
 import re
 import unicodedata
 from collections import Counter
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from .records import TurnInput
 from .text import one_line, scrub

@@ -1,4 +1,5 @@
 """User ids: validated here; every name derived from one (rows, collections, lock files) is hashed or bound."""
+
 from __future__ import annotations
 
 import unicodedata

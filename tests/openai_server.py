@@ -1,5 +1,6 @@
 """A real OpenAI-compatible HTTP server on 127.0.0.1 for tests: scripted replies per call type, faults, and a
 record of every request. Call types are told apart by the system prompt the stage sends."""
+
 from __future__ import annotations
 
 import json
@@ -51,12 +52,29 @@ def default_reply(call_type: str, body: dict) -> str:
     if call_type == "metadata":
         fact = _quoted_after("Fact", user)
         words = [w for w in re.findall(r"[A-Za-z]{5,}", fact)][:3]
-        return json.dumps({"people": [], "keywords": [w.lower() for w in words], "time": ["", ""], "needs_profile_extraction": False,
-                           "event": {"subject_people": [], "predicate": "say", "focus_terms": words[:1], "goal_context_terms": [],
-                                     "event_type": "occurrence", "event_time": "", "polarity": "neutral", "confidence": 0.9}})
+        return json.dumps(
+            {
+                "people": [],
+                "keywords": [w.lower() for w in words],
+                "time": ["", ""],
+                "needs_profile_extraction": False,
+                "event": {
+                    "subject_people": [],
+                    "predicate": "say",
+                    "focus_terms": words[:1],
+                    "goal_context_terms": [],
+                    "event_type": "occurrence",
+                    "event_time": "",
+                    "polarity": "neutral",
+                    "confidence": 0.9,
+                },
+            }
+        )
     if call_type == "intent":
         q = _quoted_after("Question", user)
-        return json.dumps({"need_attribute": False, "people": [], "keywords": re.findall(r"[A-Za-z]{5,}", q)[:3], "time": None})
+        return json.dumps(
+            {"need_attribute": False, "people": [], "keywords": re.findall(r"[A-Za-z]{5,}", q)[:3], "time": None}
+        )
     if call_type in ("schedule", "frontier"):
         labels = re.findall(r"^\[(C\d+)\]", user, re.M)
         k = int(re.search(r"Return exactly (\d+) distinct labels", user).group(1))
@@ -89,7 +107,7 @@ class FakeOpenAI:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
 
-    def __enter__(self) -> "FakeOpenAI":
+    def __enter__(self) -> FakeOpenAI:
         self._thread.start()
         return self
 
@@ -155,18 +173,32 @@ class FakeOpenAI:
                     time.sleep(reply.seconds)
                     reply = reply.reply
                 if isinstance(reply, Status):
-                    return self._send(reply.code, {"error": {"message": f"scripted {reply.code}", "type": "scripted", "code": reply.code}})
+                    return self._send(
+                        reply.code,
+                        {"error": {"message": f"scripted {reply.code}", "type": "scripted", "code": reply.code}},
+                    )
                 if reply is None:
                     reply = default_reply(call_type, body)
                 elif callable(reply):
                     reply = reply(body)
                 prompt = sum(len(str(m.get("content", "")).split()) for m in body.get("messages", []))
                 completion = len(reply.split())
-                self._send(200, {
-                    "id": f"chatcmpl-{len(server.requests)}", "object": "chat.completion", "created": int(time.time()),
-                    "model": body.get("model", "fake"),
-                    "choices": [{"index": 0, "message": {"role": "assistant", "content": reply}, "finish_reason": "stop"}],
-                    "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion},
-                })
+                self._send(
+                    200,
+                    {
+                        "id": f"chatcmpl-{len(server.requests)}",
+                        "object": "chat.completion",
+                        "created": int(time.time()),
+                        "model": body.get("model", "fake"),
+                        "choices": [
+                            {"index": 0, "message": {"role": "assistant", "content": reply}, "finish_reason": "stop"}
+                        ],
+                        "usage": {
+                            "prompt_tokens": prompt,
+                            "completion_tokens": completion,
+                            "total_tokens": prompt + completion,
+                        },
+                    },
+                )
 
         return Handler

@@ -2,6 +2,7 @@
 
 PostgreSQL refuses to run as root: as root the cluster belongs to the `postgres` user and its commands run through
 `runuser`. Where the binaries (or that user) are missing, `missing()` says why and the tests skip with it."""
+
 from __future__ import annotations
 
 import contextlib
@@ -47,18 +48,30 @@ def running_postgres() -> Iterator[str]:
         owner = pwd.getpwnam("postgres")
         os.chown(root, owner.pw_uid, owner.pw_gid)
     try:
-        subprocess.run(_as_owner([str(BINDIR / "initdb"), "-D", str(data), "-A", "trust", "-U", USER, "-E", "UTF8",
-                                  "--no-sync"]), check=True, capture_output=True, timeout=120)
+        subprocess.run(
+            _as_owner([str(BINDIR / "initdb"), "-D", str(data), "-A", "trust", "-U", USER, "-E", "UTF8", "--no-sync"]),
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
         opts = f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200"
-        subprocess.run(_as_owner([str(BINDIR / "pg_ctl"), "-D", str(data), "-o", opts, "-l", str(log), "-w", "start"]),
-                       check=True, capture_output=True, timeout=120)
+        subprocess.run(
+            _as_owner([str(BINDIR / "pg_ctl"), "-D", str(data), "-o", opts, "-l", str(log), "-w", "start"]),
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
         url = f"postgresql://{USER}@127.0.0.1:{port}/postgres"
         _wait(url, log)
         try:
             yield url
         finally:
-            subprocess.run(_as_owner([str(BINDIR / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "stop"]),
-                           check=False, capture_output=True, timeout=120)
+            subprocess.run(
+                _as_owner([str(BINDIR / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "stop"]),
+                check=False,
+                capture_output=True,
+                timeout=120,
+            )
     finally:
         shutil.rmtree(root, ignore_errors=True)
 

@@ -1,4 +1,5 @@
 """An in-process LangChain chat model that replays scripted replies (strings, exceptions or callables)."""
+
 from __future__ import annotations
 
 from typing import Any

@@ -42,7 +42,9 @@ def test_percentile_is_nearest_rank():
     assert percentile([float(x) for x in range(1, 101)], 95) == 95.0
 
 
-@pytest.mark.parametrize("argv", [["bench"], ["bench", "--sizes", "a,b"], ["bench", "--turns", "0"], ["bench", "--sizes", "1000,1010"]])
+@pytest.mark.parametrize(
+    "argv", [["bench"], ["bench", "--sizes", "a,b"], ["bench", "--turns", "0"], ["bench", "--sizes", "1000,1010"]]
+)
 def test_bad_bench_arguments_are_one_line_errors(argv, capsys):
     assert main(argv + ["--no-peer"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
@@ -73,13 +75,40 @@ def test_incremental_writes_on_the_synthetic_history_equal_a_reload():
 @pytest.mark.slow
 def test_bench_smoke_json_shape_and_sane_values(tmp_path, capsys, embeddings):
     plot = tmp_path / "bench.png"
-    assert main(["bench", "--turns", "2000", "--queries", "10", "--json", "--quiet", "--plot", str(plot), "--store", str(tmp_path / "s")]) == 0
+    assert (
+        main(
+            [
+                "bench",
+                "--turns",
+                "2000",
+                "--queries",
+                "10",
+                "--json",
+                "--quiet",
+                "--plot",
+                str(plot),
+                "--store",
+                str(tmp_path / "s"),
+            ]
+        )
+        == 0
+    )
     report = json.loads(capsys.readouterr().out)
     assert report["turns"] == 2000 and report["dense"] is True
     assert report["ingest_turns_per_s"] > 0 and report["ingest_s"] > 0
     assert 0 < report["add_turn_ms_p50"] <= report["add_turn_ms_p95"]
     assert 0 < report["query_ms_p50"] <= report["query_ms_p95"]
-    assert {"intent", "bm25", "cell_routing", "candidates", "normalize", "schedule", "dense", "frontier", "render"} <= set(report["stages_ms_p50"])
+    assert {
+        "intent",
+        "bm25",
+        "cell_routing",
+        "candidates",
+        "normalize",
+        "schedule",
+        "dense",
+        "frontier",
+        "render",
+    } <= set(report["stages_ms_p50"])
     assert sum(report["stages_ms_p50"].values()) > 0
     assert report["rss_mb"] >= report["rss_mb_before_store"] > 0
     assert report["descriptors"] >= 2000 and 0 < report["cells"] < report["descriptors"]
@@ -112,7 +141,7 @@ def test_startup_bench_times_each_command_as_a_fresh_process(capsys):
     assert main(["bench", "--startup", "--runs", "1", "--json", "--quiet"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert set(report["commands"]) == {"--help", "stats", "query"} and report["runs"] == 1
-    for name, c in report["commands"].items():
+    for c in report["commands"].values():
         assert 0 < c["wall_s_min"] <= c["wall_s_median"] and c["cpu_s_median"] > 0
         assert c["met"] == (c["wall_s_median"] <= c["target_s"])
     assert report["commands"]["--help"]["target_s"] == 1.0 and report["commands"]["query"]["target_s"] == 2.0

@@ -62,7 +62,11 @@ def test_replace_equals_a_rebuild_with_the_new_documents():
     final = list(corpus)
     for _ in range(120):
         d = rng.randrange(len(final))
-        new = final[d] + [f"w{rng.randint(0, 90)}" for _ in range(rng.randint(0, 5))] if rng.random() < 0.7 else final[d][: rng.randint(0, 3)]
+        new = (
+            final[d] + [f"w{rng.randint(0, 90)}" for _ in range(rng.randint(0, 5))]
+            if rng.random() < 0.7
+            else final[d][: rng.randint(0, 3)]
+        )
         idx.replace(d, final[d], new)
         final[d] = new
     ref = BM25Okapi(final)

@@ -3,6 +3,7 @@
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_eval_data import LOCOMO_MINI
 
 from memcompile_langgraph import MemCompile
 from memcompile_langgraph.config import MemCompileConfig
@@ -10,8 +11,6 @@ from memcompile_langgraph.eval.locomo import load_locomo
 from memcompile_langgraph.evidence.budget import Block, fit_blocks, shares, validate_max_tokens
 from memcompile_langgraph.evidence.render import render_context
 from memcompile_langgraph.text import count_tokens
-
-from test_eval_data import LOCOMO_MINI
 
 LONG = Block(
     "[D1:1] Assistant | 2024-03-15 | session 1",

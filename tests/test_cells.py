@@ -12,9 +12,20 @@ CFG = MemCompileConfig()
 
 def desc(i, keywords=(), people=(), session=1, dia=None, n=10, negated=False):
     return Descriptor(
-        descriptor_id=f"d{i}", packet_id=f"p{i}", claim=f"claim {i}", dia_id=dia or f"D{session}:{i}", speaker="S",
-        session=session, session_time=None, people=tuple(people), keywords=tuple(keywords), event_time="",
-        interaction_time="", n_tokens=n, seq=i, negated=negated,
+        descriptor_id=f"d{i}",
+        packet_id=f"p{i}",
+        claim=f"claim {i}",
+        dia_id=dia or f"D{session}:{i}",
+        speaker="S",
+        session=session,
+        session_time=None,
+        people=tuple(people),
+        keywords=tuple(keywords),
+        event_time="",
+        interaction_time="",
+        n_tokens=n,
+        seq=i,
+        negated=negated,
     )
 
 
@@ -43,7 +54,9 @@ def test_new_cell_score_and_time_term():
     far = desc(2, ["a"], ["X"], session=5)
     near = desc(3, ["a"], ["X"], session=2)  # j_max + 1 is still inside, Eq. 17
     c = cell_with(d1)
-    assert placement_terms(c, near, [d1], CFG).coherence - placement_terms(c, far, [d1], CFG).coherence == pytest.approx(0.2 * 0.75)
+    assert placement_terms(c, near, [d1], CFG).coherence - placement_terms(
+        c, far, [d1], CFG
+    ).coherence == pytest.approx(0.2 * 0.75)
 
 
 def test_inconsistency_needs_shared_person_and_keyword_and_one_negation():
@@ -85,7 +98,12 @@ def test_related_descriptor_joins_unrelated_one_opens_a_cell():
 def test_no_overlap_bound_holds():
     rng = random.Random(5)
     for i in range(300):
-        members = [desc(j, [f"k{rng.randint(0, 9)}"], [f"P{rng.randint(0, 3)}"], session=rng.randint(1, 9), n=rng.randint(1, 30)) for j in range(rng.randint(1, 11))]
+        members = [
+            desc(
+                j, [f"k{rng.randint(0, 9)}"], [f"P{rng.randint(0, 3)}"], session=rng.randint(1, 9), n=rng.randint(1, 30)
+            )
+            for j in range(rng.randint(1, 11))
+        ]
         c = cell_with(*members)
         d = desc(1000 + i, ["other"], ["Nobody"], session=rng.randint(1, 9), n=rng.randint(1, 40))
         if feasible(c, d, CFG):

@@ -1,15 +1,15 @@
 """Chroma server mode against a real `chroma run` on a free loopback port: vectors live in the server."""
+
 import json
 import subprocess
 
 import chromadb
 import pytest
 from chromadb.config import Settings
+from servers import free_port
 
 from memcompile_langgraph import MemCompile
 from memcompile_langgraph.demo_data import demo_turns
-
-from servers import free_port
 
 pytestmark = pytest.mark.slow
 
@@ -53,7 +53,10 @@ def test_two_stores_share_one_server_without_meeting(tmp_path, chroma_url, embed
     assert a.engine.vectors.name("same") != b.engine.vectors.name("same")
     reopened = MemCompile(tmp_path / "a", embeddings=embeddings, chroma_url=chroma_url)  # reconcile removes orphans
     assert reopened.engine.vectors.name("same") == a.engine.vectors.name("same")
-    assert len(reopened.engine.vectors.ids("same")) == 1 and len(MemCompile(tmp_path / "b", embeddings=embeddings, chroma_url=chroma_url).vectors.ids("same")) == 1
+    assert (
+        len(reopened.engine.vectors.ids("same")) == 1
+        and len(MemCompile(tmp_path / "b", embeddings=embeddings, chroma_url=chroma_url).vectors.ids("same")) == 1
+    )
     assert "bicycle" not in reopened.compile("What was repaired?", user_id="same").text
 
 
@@ -65,4 +68,6 @@ def test_a_collection_dropped_by_another_process_is_fetched_again(tmp_path, chro
     b.add_turns(demo_turns()[10:20], user_id="u")
     a.forget("u")  # deletes the server collection b last wrote to
     assert b.add_turns(demo_turns()[:5], user_id="u")["stored"] == 5
-    assert len(b.engine.vectors.ids("u")) == 5 and b.compile("Who is Tom's dog?", user_id="u").trace["dense"]["hits"] == 5
+    assert (
+        len(b.engine.vectors.ids("u")) == 5 and b.compile("Who is Tom's dog?", user_id="u").trace["dense"]["hits"] == 5
+    )

@@ -19,10 +19,15 @@ def test_query_and_stats_never_create_a_store(tmp_path, capsys):
 @pytest.mark.slow  # a subprocess or a whole store build per case
 def test_ingest_query_stats_graph_round_trip(tmp_path, capsys):
     turns = tmp_path / "turns.jsonl"
-    turns.write_text("\n".join(json.dumps(t) for t in [
-        {"speaker": "Ann", "text": "I adopted a grey cat named Miso.", "time": "2024-01-02T10:00"},
-        {"speaker": "Bob", "text": "Lovely! I started learning the cello.", "time": "2024-01-02T10:01"},
-    ]))
+    turns.write_text(
+        "\n".join(
+            json.dumps(t)
+            for t in [
+                {"speaker": "Ann", "text": "I adopted a grey cat named Miso.", "time": "2024-01-02T10:00"},
+                {"speaker": "Bob", "text": "Lovely! I started learning the cello.", "time": "2024-01-02T10:01"},
+            ]
+        )
+    )
     store = str(tmp_path / "s")
     assert main(["ingest", str(turns), "--store", store, "--user", "ann", "--quiet"]) == 0
     capsys.readouterr()
@@ -120,8 +125,10 @@ def test_stats_imports_no_graph_no_chroma_client_and_no_model(tmp_path):
 
     store = tmp_path / "s"
     MemCompile(store).add_turns(demo_turns()[:3], user_id="ann")
-    probe = ("import sys; from memcompile_langgraph.cli import main; main(['stats', '--store', sys.argv[1]]); "
-             "print(sorted(m for m in ('langgraph', 'chromadb', 'onnxruntime', 'tokenizers') if m in sys.modules))")
+    probe = (
+        "import sys; from memcompile_langgraph.cli import main; main(['stats', '--store', sys.argv[1]]); "
+        "print(sorted(m for m in ('langgraph', 'chromadb', 'onnxruntime', 'tokenizers') if m in sys.modules))"
+    )
     proc = subprocess.run([sys.executable, "-c", probe, str(store)], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines()[0].startswith("ann: 3 packets") and proc.stdout.splitlines()[-1] == "[]"

@@ -1,4 +1,5 @@
 """The demos run offline as a user runs them: a subprocess, no OPENAI_API_KEY, the offline reader answering."""
+
 import os
 import subprocess
 import sys
@@ -77,7 +78,12 @@ def test_chat_agent_demo_uses_chat_openai_when_a_key_is_set(tmp_path, monkeypatc
     with FakeOpenAI() as server:
         monkeypatch.setenv("OPENAI_API_KEY", "test-key")
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
-        proc = subprocess.run([sys.executable, str(ROOT / "demos" / "chat_agent.py"), "--store", str(tmp_path / "mem")], capture_output=True, text=True, timeout=300)
+        proc = subprocess.run(
+            [sys.executable, str(ROOT / "demos" / "chat_agent.py"), "--store", str(tmp_path / "mem")],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert proc.returncode == 0, proc.stderr[-3000:]
         bodies = server.of("unknown")  # the demo's persona prompt is none of the engine's stage prompts
     assert len(bodies) == 6 and all(b["model"] == "gpt-4o-mini" for b in bodies)

@@ -1,4 +1,5 @@
 """The local embedder (int8 model built once and cached, one text per call) and the store's embedding identity."""
+
 import numpy as np
 import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding
@@ -17,7 +18,12 @@ TEXTS = [
     "ok",
     "",
 ]
-QUERIES = ["Who went to a support group?", "What did Melanie paint?", "Which pet chews books?", "Where is the December trip?"]
+QUERIES = [
+    "Who went to a support group?",
+    "What did Melanie paint?",
+    "Which pet chews books?",
+    "Where is the December trip?",
+]
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +58,9 @@ def test_int8_vectors_stay_close_to_fp32_and_rank_alike(embeddings, fp32):
 def test_a_texts_vector_does_not_depend_on_its_batch(model_dir, embeddings, workers):
     alone = np.vstack([embeddings.embed_query(t) for t in TEXTS])
     together = np.asarray(MiniLMEmbeddings(model_dir, workers=workers).embed_documents(TEXTS * 3))  # 3 > cores too
-    assert np.array_equal(together[: len(TEXTS)], alone) and np.array_equal(together[len(TEXTS) :], np.vstack([alone, alone]))
+    assert np.array_equal(together[: len(TEXTS)], alone) and np.array_equal(
+        together[len(TEXTS) :], np.vstack([alone, alone])
+    )
     assert np.allclose(np.linalg.norm(alone, axis=1), 1.0, atol=1e-5)
 
 
@@ -84,9 +92,13 @@ def test_store_made_with_another_model_is_reembedded_by_the_next_writer(tmp_path
 
     mem = MemCompile(tmp_path, embeddings=embeddings)
     ctx = mem.compile("Where does Priya work now?", "ann")  # a read never re-embeds: the dense channel sits out
-    assert ctx.packets and ctx.trace["dense"]["foreign_vectors"] and mem.engine.records.embedding("ann") == fp32.identity
+    assert (
+        ctx.packets and ctx.trace["dense"]["foreign_vectors"] and mem.engine.records.embedding("ann") == fp32.identity
+    )
     assert mem.stats("ann")["vector_model"] == {"recorded": fp32.identity, "current": False}
-    mem.add_turns([{"speaker": "Priya", "text": "I start at the observatory next week.", "time": "2024-06-01T09:00"}], "ann")
+    mem.add_turns(
+        [{"speaker": "Priya", "text": "I start at the observatory next week.", "time": "2024-06-01T09:00"}], "ann"
+    )
     assert mem.stats("ann")["vector_model"] == {"recorded": embeddings.identity, "current": True}
     index = mem.index("ann")
     stored = _stored_vectors(mem, "ann")
@@ -255,7 +267,9 @@ def test_queries_for_unknown_users_leave_no_lock_files_or_cached_indexes(tmp_pat
 def test_a_read_repairs_a_few_missing_vectors_on_the_spot(tmp_path, embeddings):
     writer = MemCompile(tmp_path, embeddings=embeddings)
     writer.add_turns(demo_turns(), "ann")
-    writer.engine.vectors.delete("ann", sorted(writer.engine.vectors.ids("ann"))[:5])  # lost, as in a crash before the upsert
+    writer.engine.vectors.delete(
+        "ann", sorted(writer.engine.vectors.ids("ann"))[:5]
+    )  # lost, as in a crash before the upsert
     mem = MemCompile(tmp_path, embeddings=embeddings)
     assert mem.compile("Where does Priya work now?", "ann").trace["dense"]["hits"] > 0
     assert len(mem.engine.vectors.ids("ann")) == len(demo_turns()) == len(mem.index("ann").vectors)
@@ -280,7 +294,9 @@ def test_reembed_embeds_each_packet_once(tmp_path):
 
     mem = MemCompile(tmp_path, embeddings=Counting(size=8))
     mem.add_turns(demo_turns(), "ann")
-    mem.engine.vectors.delete("ann", sorted(mem.engine.vectors.ids("ann"))[:5])  # missing ones are not repaired first, then replaced
+    mem.engine.vectors.delete(
+        "ann", sorted(mem.engine.vectors.ids("ann"))[:5]
+    )  # missing ones are not repaired first, then replaced
     calls.clear()
     assert MemCompile(tmp_path, embeddings=Counting(size=8)).reembed("ann") == len(demo_turns())
     assert sum(calls) == len(demo_turns())

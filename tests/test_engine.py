@@ -1,4 +1,5 @@
 """The engine end to end: store round-trips, idempotent ingest, isolation, graphs, ablation switches."""
+
 import json
 
 import pytest
@@ -75,11 +76,18 @@ def test_assigned_dia_ids_and_sessions_follow_dates(embeddings):
 
 def test_resent_history_does_not_shift_the_sessions_of_new_turns():
     days = ["2024-02-01", "2024-02-03", "2024-02-07"]
-    history = [{"speaker": "AB"[i % 2], "text": f"turn {i} on {d}", "time": f"{d}T10:0{i}"} for d in days for i in range(3)]
-    later = [{"speaker": "A", "text": "a new day", "time": "2024-02-10T09:00"}, {"speaker": "B", "text": "indeed", "time": "2024-02-10T09:01"}]
+    history = [
+        {"speaker": "AB"[i % 2], "text": f"turn {i} on {d}", "time": f"{d}T10:0{i}"} for d in days for i in range(3)
+    ]
+    later = [
+        {"speaker": "A", "text": "a new day", "time": "2024-02-10T09:00"},
+        {"speaker": "B", "text": "indeed", "time": "2024-02-10T09:01"},
+    ]
     grown = MemCompile(None, dense=False)
     grown.add_turns(history, "u")
-    assert grown.add_turns(history + later, "u")["already_stored"] == len(history)  # the file re-sent with two more turns
+    assert grown.add_turns(history + later, "u")["already_stored"] == len(
+        history
+    )  # the file re-sent with two more turns
     at_once = MemCompile(None, dense=False)
     at_once.add_turns(history + later, "u")
     sessions = lambda mem: [(p.dia_id, p.session) for p in mem.index("u").packets.values()]  # noqa: E731
@@ -107,7 +115,14 @@ def test_no_embedding_model_leaves_dense_empty():
 
 @pytest.mark.parametrize(
     "overrides",
-    [dict(use_frontier=False), dict(use_scheduler=False), dict(use_cells=False), dict(use_bm25_candidates=False), dict(use_intent=False), dict(dense_only=True)],
+    [
+        dict(use_frontier=False),
+        dict(use_scheduler=False),
+        dict(use_cells=False),
+        dict(use_bm25_candidates=False),
+        dict(use_intent=False),
+        dict(dense_only=True),
+    ],
 )
 def test_ablation_switches_keep_the_contract(store, embeddings, overrides):
     mem = MemCompile(store, embeddings=embeddings, config=MemCompileConfig(**overrides))

@@ -1,5 +1,6 @@
 """`memcompile eval` end to end on small benchmark files written for the tests (tests/data): real stores, real
 embeddings, report.json / report.md / PNGs, resuming, flags, bad input, and the model path over a real HTTP server."""
+
 import json
 import re
 import shutil
@@ -16,9 +17,26 @@ LOCOMO_MINI = str(DATA / "locomo_mini.json")
 LME_MINI = str(DATA / "longmemeval_s_mini.json")
 CATEGORIES = ["single-hop", "multi-hop", "temporal", "open-domain"]
 OVERALL_KEYS = {
-    "gold_recall", "pool_recall", "frontier_pool_recall", "dbr", "unique_sources", "normalized_dbr", "normalized_unique_sources",
-    "full_coverage", "full_coverage_count", "questions", "questions_with_gold", "mean_packets", "mean_pool_packets",
-    "mean_frontier_pool_packets", "mean_context_tokens", "context_tokens_by_view", "query_ms_p50", "query_ms_p95", "stage_ms", "k10",
+    "gold_recall",
+    "pool_recall",
+    "frontier_pool_recall",
+    "dbr",
+    "unique_sources",
+    "normalized_dbr",
+    "normalized_unique_sources",
+    "full_coverage",
+    "full_coverage_count",
+    "questions",
+    "questions_with_gold",
+    "mean_packets",
+    "mean_pool_packets",
+    "mean_frontier_pool_packets",
+    "mean_context_tokens",
+    "context_tokens_by_view",
+    "query_ms_p50",
+    "query_ms_p95",
+    "stage_ms",
+    "k10",
     "gold_ids_missing_from_dialogue",
 }
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -51,7 +69,10 @@ def test_report_has_every_key_and_agrees_with_the_results(locomo_run):
     assert (o["questions"], o["questions_with_gold"], o["gold_ids_missing_from_dialogue"]) == (13, 12, 1)
     assert report["skipped"] == {"adversarial": 2} and report["pending"] == 0
     assert list(report["by_category"]) == CATEGORIES
-    assert all(report["by_category"][c]["questions"] > 0 and 0 <= report["by_category"][c]["gold_recall"] <= 1 for c in CATEGORIES)
+    assert all(
+        report["by_category"][c]["questions"] > 0 and 0 <= report["by_category"][c]["gold_recall"] <= 1
+        for c in CATEGORIES
+    )
     assert sum(report["by_category"][c]["questions"] for c in CATEGORIES) == 13
     assert set(report["baselines"]) == {"bm25_top10", "bm25_top12", "dense_top10", "dense_top12"}
     assert set(report["ablations"]) == {"A0", "A1", "A7"} and report["config"]["variant"] == "A0"
@@ -67,7 +88,9 @@ def test_report_has_every_key_and_agrees_with_the_results(locomo_run):
         assert len(r["selected"]) == len(set(r["selected"])) <= 12
         assert set(r["tokens"]) == {"bundle", "raw", "claim"}
     with_gold = [r for r in records if r["gold"]]
-    assert o["gold_recall"] == pytest.approx(sum(gold_recall(r["gold"], r["selected"]) for r in with_gold) / 12, abs=1e-6)
+    assert o["gold_recall"] == pytest.approx(
+        sum(gold_recall(r["gold"], r["selected"]) for r in with_gold) / 12, abs=1e-6
+    )
     assert o["mean_context_tokens"] == report["overall"]["context_tokens_by_view"]["bundle"]
     # the ablation rows are runs of their own: A7 selects the dense top-10 and nothing else
     assert report["ablations"]["A7"]["mean_packets"] <= 10 and report["ablations"]["A1"]["mean_packets"] <= 10
@@ -80,8 +103,14 @@ def test_report_has_every_key_and_agrees_with_the_results(locomo_run):
 def test_report_md_and_plots(locomo_run):
     md = (locomo_run / "report.md").read_text()
     run, paper = md.split("## Reported by the paper, LLM stages, gpt-4o-mini")
-    headings = ("This run", "Gold Recall by category", "Pipeline paths", "Controlled selection", "Reader views",
-                "Pools and latency")
+    headings = (
+        "This run",
+        "Gold Recall by category",
+        "Pipeline paths",
+        "Controlled selection",
+        "Reader views",
+        "Pools and latency",
+    )
     for heading in headings:
         assert f"## {heading}" in run
     assert "- measured on: `" in run and "2 dialogues (mini-1, mini-2), 13 questions" in run
@@ -115,8 +144,12 @@ def test_interrupted_run_resumes_without_redoing_finished_questions(locomo_run, 
     path = results_file(out)
     kept = path.read_text().splitlines()[:5]
     path.write_text("\n".join(kept) + '\n{"qid": "mini-2#0", "dial')  # killed in the middle of a line
+
     def builds():
-        return {u: (d["ingest_seconds"], d["ingest_counts"]) for u, d in json.loads((out / "dialogues.json").read_text()).items()}
+        return {
+            u: (d["ingest_seconds"], d["ingest_counts"])
+            for u, d in json.loads((out / "dialogues.json").read_text()).items()
+        }
 
     before = builds()
     assert run_eval("locomo", LOCOMO_MINI, "--out", str(out), "--ablations", "A1,A7") == 0
@@ -196,7 +229,9 @@ def _judge(body: dict) -> str:
     user = next(m["content"] for m in body["messages"] if m["role"] == "user")
     gold = re.search(r"^Gold answer: (.*)$", user, re.M).group(1).lower()
     generated = re.search(r"^Generated answer: (.*)$", user, re.M).group(1).lower()
-    return json.dumps({"label": "CORRECT" if generated != "unknown" and generated.removeprefix("at ") in gold else "WRONG"})
+    return json.dumps(
+        {"label": "CORRECT" if generated != "unknown" and generated.removeprefix("at ") in gold else "WRONG"}
+    )
 
 
 def test_model_path_answers_judges_scores_and_accounts(locomo_run, tmp_path, monkeypatch):
@@ -205,8 +240,18 @@ def test_model_path_answers_judges_scores_and_accounts(locomo_run, tmp_path, mon
     with FakeOpenAI() as server:
         server.script("answer", *[_answer] * 13)
         server.script("judge", *[_judge] * 13)
-        args = ["locomo", LOCOMO_MINI, "--out", str(out), "--store", str(locomo_run / "stores"),
-                "--answer-model", "fake-answer", "--llm-base-url", server.base_url]
+        args = [
+            "locomo",
+            LOCOMO_MINI,
+            "--out",
+            str(out),
+            "--store",
+            str(locomo_run / "stores"),
+            "--answer-model",
+            "fake-answer",
+            "--llm-base-url",
+            server.base_url,
+        ]
         assert run_eval(*args) == 0
         assert server.count("answer") == 13 and server.count("judge") == 13
         report = json.loads((out / "report.json").read_text())
@@ -214,11 +259,15 @@ def test_model_path_answers_judges_scores_and_accounts(locomo_run, tmp_path, mon
         o = report["overall"]
         assert sum(r["judge"] for r in records) == 4 and o["judge"] == pytest.approx(4 / 13, abs=1e-6)
         work = next(r for r in records if r["question"] == "Where does Priya work?")
-        assert work["generated"] == "at Northwind Labs" and work["f1"] == pytest.approx(token_f1("at Northwind Labs", "Northwind Labs"))
+        assert work["generated"] == "at Northwind Labs" and work["f1"] == pytest.approx(
+            token_f1("at Northwind Labs", "Northwind Labs")
+        )
         assert work["bleu1"] == pytest.approx(bleu1("at Northwind Labs", "Northwind Labs"))
         scored = [r for r in records if r["category"] != "open-domain"]
         assert o["f1"] == pytest.approx(sum(r["f1"] for r in scored) / len(scored), abs=1e-6)  # open-domain left out
-        assert report["by_category"]["open-domain"]["judge"] == pytest.approx(1 / 3, abs=1e-6)  # only "Is Ben a runner?" right
+        assert report["by_category"]["open-domain"]["judge"] == pytest.approx(
+            1 / 3, abs=1e-6
+        )  # only "Is Ben a runner?" right
         usage = report["usage"]
         assert usage["stages"]["answer"]["calls"] == 13 and usage["stages"]["judge"]["phase"] == "evaluation"
         assert usage["stages"]["answer"]["prompt_tokens"] > 0 and usage["total_tokens"] > 0
@@ -237,8 +286,20 @@ def test_unreachable_model_stops_with_one_line_and_keeps_results(locomo_run, tmp
     out = tmp_path / "down"
     with FakeOpenAI() as server:
         server.script("answer", *[Status(400)] * 13)
-        args = ["locomo", LOCOMO_MINI, "--out", str(out), "--store", str(locomo_run / "stores"), "--samples", "mini-2",
-                "--answer-model", "fake-answer", "--llm-base-url", server.base_url]
+        args = [
+            "locomo",
+            LOCOMO_MINI,
+            "--out",
+            str(out),
+            "--store",
+            str(locomo_run / "stores"),
+            "--samples",
+            "mini-2",
+            "--answer-model",
+            "fake-answer",
+            "--llm-base-url",
+            server.base_url,
+        ]
         assert run_eval(*args) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "answer request failed" in err[0] and "rerun to resume" in err[0]

@@ -1,13 +1,14 @@
 """Benchmark files -> eval dialogues: LoCoMo (tests/data/locomo_mini.json) and LongMemEval-S (longmemeval_s_mini.json)."""
+
 import json
 from pathlib import Path
 
 import pytest
 
-from memcompile_langgraph.turn_input import coerce_turn
 from memcompile_langgraph.eval.locomo import load_locomo, parse_evidence
 from memcompile_langgraph.eval.longmemeval import load_longmemeval
 from memcompile_langgraph.loaders import UnusableInput
+from memcompile_langgraph.turn_input import coerce_turn
 
 DATA = Path(__file__).parent / "data"
 LOCOMO_MINI = DATA / "locomo_mini.json"
@@ -54,9 +55,21 @@ def test_longmemeval_instances_become_dialogues_in_the_turn_schema():
     assert [d.user_id for d in bench.dialogues] == ["q-user-1", "q-temp-2", "q-user-1_abs"]
     assert dict(bench.skipped) == {"bad_haystack": 1, "duplicate_question_id": 1, "not_an_object": 1}
     d = bench.dialogues[0]
-    assert [t["dia_id"] for t in d.turns] == ["sharegpt_a1_0:1", "sharegpt_a1_0:2", "answer_b2:1", "answer_b2:2", "answer_b2:3"]
-    assert d.turns[2] == {"speaker": "user", "text": "My beagle Max keeps barking at night.", "time": "2023/05/28 (Sun) 18:05",
-                          "session": 2, "session_label": "answer_b2", "dia_id": "answer_b2:1"}
+    assert [t["dia_id"] for t in d.turns] == [
+        "sharegpt_a1_0:1",
+        "sharegpt_a1_0:2",
+        "answer_b2:1",
+        "answer_b2:2",
+        "answer_b2:3",
+    ]
+    assert d.turns[2] == {
+        "speaker": "user",
+        "text": "My beagle Max keeps barking at night.",
+        "time": "2023/05/28 (Sun) 18:05",
+        "session": 2,
+        "session_label": "answer_b2",
+        "dia_id": "answer_b2:1",
+    }
     assert "has_answer" not in d.turns[2]  # evidence labels never reach the store
     (q,) = d.questions
     assert (q.qid, q.category, q.answer, q.gold) == ("q-user-1#0", "single-session-user", "a beagle", ("answer_b2:1",))

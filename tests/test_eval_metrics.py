@@ -1,11 +1,19 @@
 """Eval measures against hand-computed values: recall, DBR, token F1, BLEU-1, percentiles and the aggregation."""
+
 import math
 
 import pytest
 
 from memcompile_langgraph.eval import metrics
 from memcompile_langgraph.eval.aggregate import baseline_figures, budget_curves, by_category, figures
-from memcompile_langgraph.eval.metrics import bleu1, budget_duplication, full_coverage, gold_recall, percentile, token_f1
+from memcompile_langgraph.eval.metrics import (
+    bleu1,
+    budget_duplication,
+    full_coverage,
+    gold_recall,
+    percentile,
+    token_f1,
+)
 from memcompile_langgraph.eval.paper import variant_of
 from memcompile_langgraph.text import count_tokens
 
@@ -57,7 +65,14 @@ def test_token_counter_falls_back_offline_and_says_so(tmp_path, monkeypatch):
 
 
 def test_variant_names_follow_table_2():
-    on = {"use_intent": True, "use_bm25_candidates": True, "use_cells": True, "use_scheduler": True, "use_frontier": True, "dense_only": False}
+    on = {
+        "use_intent": True,
+        "use_bm25_candidates": True,
+        "use_cells": True,
+        "use_scheduler": True,
+        "use_frontier": True,
+        "dense_only": False,
+    }
     assert variant_of(on) == "A0"
     assert variant_of({**on, "use_frontier": False}) == "A1"
     assert variant_of({**on, "use_frontier": False, "use_scheduler": False}) == "A2"
@@ -73,20 +88,47 @@ def _stage(slots, unique, gold):
 
 def _record(category, gold, selected, ms, tokens, k10_unnorm, judge, f1, bleu, baselines=None):
     return {
-        "qid": f"x#{ms}", "category": category, "gold": gold, "gold_missing": [], "selected": selected,
-        "pool_gold": gold, "pool_packets": 50, "frontier_pool_gold": gold[:1] if len(gold) > 1 else [], "frontier_pool_packets": 40,
-        "k10": {"unnormalized": k10_unnorm, "dedup": k10_unnorm, "normalized": _stage(10, 10, gold), "anchors": _stage(10, 10, gold[:1])},
-        "tokens": {"bundle": tokens, "raw": tokens // 2, "claim": tokens // 4}, "ms": ms, "stage_ms": {"intent": ms / 10},
-        "judge": judge, "f1": f1, "bleu1": bleu,
-        "baselines": baselines or {"bm25": ["q"] * 12}, "baseline_tokens": {"bm25": {"10": 100, "12": 120}},
+        "qid": f"x#{ms}",
+        "category": category,
+        "gold": gold,
+        "gold_missing": [],
+        "selected": selected,
+        "pool_gold": gold,
+        "pool_packets": 50,
+        "frontier_pool_gold": gold[:1] if len(gold) > 1 else [],
+        "frontier_pool_packets": 40,
+        "k10": {
+            "unnormalized": k10_unnorm,
+            "dedup": k10_unnorm,
+            "normalized": _stage(10, 10, gold),
+            "anchors": _stage(10, 10, gold[:1]),
+        },
+        "tokens": {"bundle": tokens, "raw": tokens // 2, "claim": tokens // 4},
+        "ms": ms,
+        "stage_ms": {"intent": ms / 10},
+        "judge": judge,
+        "f1": f1,
+        "bleu1": bleu,
+        "baselines": baselines or {"bm25": ["q"] * 12},
+        "baseline_tokens": {"bm25": {"10": 100, "12": 120}},
     }
 
 
 @pytest.fixture
 def records():
     return [
-        _record("single-hop", ["a", "b"], ["a", "x", "y"], 10, 100, _stage(10, 8, ["a"]), True, 0.5, 0.4,
-                {"bm25": ["b", "q", "q", "q", "q", "q", "q", "q", "q", "q", "a", "q"]}),
+        _record(
+            "single-hop",
+            ["a", "b"],
+            ["a", "x", "y"],
+            10,
+            100,
+            _stage(10, 8, ["a"]),
+            True,
+            0.5,
+            0.4,
+            {"bm25": ["b", "q", "q", "q", "q", "q", "q", "q", "q", "q", "a", "q"]},
+        ),
         _record("multi-hop", ["c"], ["c"], 30, 300, _stage(7, 5, ["c"]), False, 0.2, 0.1, {"bm25": ["c"] + ["q"] * 11}),
         _record("open-domain", [], ["z"], 20, 200, _stage(10, 10, []), True, 0.9, 0.9),
     ]
@@ -104,7 +146,11 @@ def test_figures_by_hand(records):
     assert f["normalized_dbr"] == 0.0 and f["normalized_unique_sources"] == 10.0
     assert f["k10"]["anchors"]["gold_recall"] == pytest.approx(0.75)
     assert f["mean_packets"] == pytest.approx(5 / 3, abs=1e-6)
-    assert f["mean_context_tokens"] == 200.0 and f["context_tokens_by_view"] == {"bundle": 200.0, "raw": 100.0, "claim": 50.0}
+    assert f["mean_context_tokens"] == 200.0 and f["context_tokens_by_view"] == {
+        "bundle": 200.0,
+        "raw": 100.0,
+        "claim": 50.0,
+    }
     assert (f["query_ms_p50"], f["query_ms_p95"]) == (20.0, 29.0)
     assert f["stage_ms"]["intent"] == {"p50": 2.0, "p95": 2.9}
     # Judge over every answer; F1 and BLEU-1 without open-domain
@@ -113,7 +159,9 @@ def test_figures_by_hand(records):
 
 
 def test_categories_baselines_and_budget_curves(records):
-    cats = by_category(records, ["single-hop", "multi-hop", "temporal", "open-domain"], lambda rs: figures(rs, "bundle"))
+    cats = by_category(
+        records, ["single-hop", "multi-hop", "temporal", "open-domain"], lambda rs: figures(rs, "bundle")
+    )
     assert list(cats) == ["single-hop", "multi-hop", "temporal", "open-domain"]
     assert cats["single-hop"]["gold_recall"] == 0.5 and cats["temporal"] == {"questions": 0}
     base = baseline_figures(records, ["single-hop", "multi-hop"])

@@ -8,7 +8,13 @@ def cand(did, pid, score, pos):
 
 
 def test_normalize_collapses_to_max_and_orders_by_score_position_id():
-    cands = [cand("a1", "A", 3.0, 0), cand("b1", "B", 3.0, 1), cand("a2", "A", 2.0, 2), cand("c1", "C", 1.0, 3), cand("a3", "A", 3.0, 4)]
+    cands = [
+        cand("a1", "A", 3.0, 0),
+        cand("b1", "B", 3.0, 1),
+        cand("a2", "A", 2.0, 2),
+        cand("c1", "C", 1.0, 3),
+        cand("a3", "A", 3.0, 4),
+    ]
     pool = normalize(cands)
     assert [p.packet_id for p in pool] == ["A", "B", "C"]
     assert pool[0].representative == "a1"  # tie at 3.0 keeps the earliest candidate

@@ -2,11 +2,11 @@
 
 from hypothesis import given
 from hypothesis import strategies as st
+from test_demos import DEMO_ANSWERS
 
 from memcompile_langgraph import MemCompile
 from memcompile_langgraph.demo_data import QUESTIONS, demo_turns
 from memcompile_langgraph.integrations.extractive import Claim, answer, parse_claims, statement
-from test_demos import DEMO_ANSWERS
 
 
 def test_demo_questions_are_answered_from_the_turns_that_say_it(embeddings):

@@ -11,11 +11,27 @@ from memcompile_langgraph.text import terms
 
 
 def make_packet(text, speaker, dia_id, session, packet_id, seq):
-    return SourcePacket(packet_id, "u", dia_id, speaker, session, f"session_{session}", None, "", text, seq, content_hash=packet_id)
+    return SourcePacket(
+        packet_id, "u", dia_id, speaker, session, f"session_{session}", None, "", text, seq, content_hash=packet_id
+    )
 
 
 def claim_of(p):
-    return Descriptor(f"{p.packet_id}:0", p.packet_id, p.text, p.dia_id, p.speaker, p.session, None, (p.speaker,), (), "", "", 5, p.seq)
+    return Descriptor(
+        f"{p.packet_id}:0",
+        p.packet_id,
+        p.text,
+        p.dia_id,
+        p.speaker,
+        p.session,
+        None,
+        (p.speaker,),
+        (),
+        "",
+        "",
+        5,
+        p.seq,
+    )
 
 
 def test_zscore_and_constant_input():
@@ -45,7 +61,9 @@ def test_packet_vectors_grow_overwrite_and_rank():
 
 
 def test_complement_order_puts_what_anchors_miss_first():
-    order = complement_order(["a1", "a2"], ["a1", "a2", "d1", "d2", "d3"], {"a1": 9, "a2": 8, "d1": 1, "d2": 5, "d3": 3})
+    order = complement_order(
+        ["a1", "a2"], ["a1", "a2", "d1", "d2", "d3"], {"a1": 9, "a2": 8, "d1": 1, "d2": 5, "d3": 3}
+    )
     assert order == ["d2", "d3", "d1", "a1", "a2"]
     assert admit(["a1", "a2"], order, 5, 2) == ["a1", "a2", "d2", "d3"]
 
@@ -64,7 +82,10 @@ def test_packet_documents_carry_adjacent_turns_incrementally():
         make_packet("Where did you move from?", speaker="Mel", dia_id="D1:1", session=1, packet_id="p1", seq=0),
         make_packet("Sweden, four years ago.", speaker="Caro", dia_id="D1:2", session=1, packet_id="p2", seq=1),
         make_packet("New session here.", speaker="Mel", dia_id="D2:1", session=2, packet_id="p3", seq=2),
-    ] + [make_packet(f"filler {i}", speaker="X", dia_id=f"D{i}:1", session=i, packet_id=f"f{i}", seq=i) for i in range(3, 9)]
+    ] + [
+        make_packet(f"filler {i}", speaker="X", dia_id=f"D{i}:1", session=i, packet_id=f"f{i}", seq=i)
+        for i in range(3, 9)
+    ]
     index = _index(ps)
     scores = index.packet_bm25.scores(terms("Sweden"))
     assert scores[0] > 0 and scores[1] > 0 and scores[2] == 0  # the question turn now holds its answer's words
@@ -75,7 +96,9 @@ def test_packet_documents_carry_adjacent_turns_incrementally():
 
 def test_fused_pool_keeps_budget_address_fields_and_distinct_packets():
     cfg = MemCompileConfig(pool_budget=3, pool_proposals=2)
-    ps = [make_packet(f"turn {i}", speaker="A", dia_id=f"D1:{i}", session=1, packet_id=f"p{i}", seq=i) for i in range(6)]
+    ps = [
+        make_packet(f"turn {i}", speaker="A", dia_id=f"D1:{i}", session=1, packet_id=f"p{i}", seq=i) for i in range(6)
+    ]
     index = _index(ps)
     address = [PacketScore("p0", 1.0, "p0:0", 0, 2.0, ("c1",))]
     fused = np.array([0.1, 0.9, 0.2, 0.8, 0.0, 0.5])

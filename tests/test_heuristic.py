@@ -287,7 +287,9 @@ def test_reply_claim_metadata_names_both_people_and_the_question_topic(ex):
 
 def test_output_has_no_unicode_controls(ex):
     # bidi overrides go; zero-width characters a script needs (joiners, Thai/Khmer word breaks) stay
-    facts = ex.facts(context("I love\u200b jazz\u202e music with my \u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645 friends."))
+    facts = ex.facts(
+        context("I love\u200b jazz\u202e music with my \u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645 friends.")
+    )
     assert facts and not re.search("[\u202a-\u202e\u2066-\u2069]", facts[0]) and "\u200c" in facts[0]
 
 

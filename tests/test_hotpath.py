@@ -1,5 +1,6 @@
 """The hot paths at scale: a query meets the packet matrix once per query vector, and packetize works from counts
 kept incrementally in the index (they must agree with a reload after deletes and further adds)."""
+
 from collections import Counter
 
 import numpy as np
@@ -36,7 +37,13 @@ NEXT = [
 def built(path) -> MemCompile:
     mem = MemCompile(path, dense=False)
     for tag, day in zip("abc", ("4 March 2024", "5 March 2024", "9 March 2024")):
-        mem.add_turns([{"speaker": "Ann" if i % 2 else "Bob", "text": f"{tag} line {i} about kayaks", "time": day} for i in range(5)], user_id="u")
+        mem.add_turns(
+            [
+                {"speaker": "Ann" if i % 2 else "Bob", "text": f"{tag} line {i} about kayaks", "time": day}
+                for i in range(5)
+            ],
+            user_id="u",
+        )
     assert mem.delete_turns("u", ["D1:3", "D2:5", "D3:1"]) == 3
     return mem
 
@@ -63,14 +70,20 @@ def test_incremental_counts_agree_with_a_reload_after_deletes_and_adds(tmp_path)
     assert live is not reloaded and index_fields(live) == index_fields(reloaded)
     assert live.session_packets == Counter(p.session for p in live.packets.values())
     assert {k: totals[k] for k in ("stored", "already_stored", "skipped_duplicate_dia_id", "skipped_empty_text")} == {
-        "stored": 5, "already_stored": 2, "skipped_duplicate_dia_id": 1, "skipped_empty_text": 1}
+        "stored": 5,
+        "already_stored": 2,
+        "skipped_duplicate_dia_id": 1,
+        "skipped_empty_text": 1,
+    }
     # numbered past the surviving turns of a session; a freed id is taken again
     assert [live.packets[pid].dia_id for pid in live.packet_order[-5:]] == ["D3:6", "D1:3", "D5:1", "D2:5", "D6:1"]
     assert live.last_session == 6
     again, fresh = packetize(NEXT, live, "u"), packetize(NEXT, reloaded, "u")
     assert again.packets == fresh.packets and again.counts == fresh.counts
     assert [p.dia_id for p in again.packets] == ["D6:2", "D3:7", "D3:8"] and again.counts["already_stored"] == 1
-    assert again.counts["skipped_duplicate_dia_id"] == 1 and live.session_packets[3] == 5  # packetize only reads the index
+    assert (
+        again.counts["skipped_duplicate_dia_id"] == 1 and live.session_packets[3] == 5
+    )  # packetize only reads the index
 
 
 @pytest.fixture(scope="module")

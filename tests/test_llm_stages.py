@@ -1,4 +1,5 @@
 """LLM stages with an in-process scripted chat model: calls, cache, ledger, scheduler rounds, fallbacks."""
+
 import json
 import re
 import subprocess
@@ -39,10 +40,12 @@ def reversed_k(messages):
 
 def router(**by_type):
     """A reply function choosing by the system prompt; unknown stages get []."""
+
     def reply(messages):
         kind = next((k for k, v in SYSTEMS.items() if v == messages[0].content), "")
         fn = by_type.get(kind, "[]")
         return fn(messages) if callable(fn) else fn
+
     return reply
 
 
@@ -133,7 +136,11 @@ def test_invalid_schedule_is_retried_with_a_schema_correction(demo_index):
     assert got == [p.packet_id for p in pool[:3]]
     assert len(model.calls) == 2
     retry = model.calls[1]
-    assert retry[2].content == dup and "C001 appears more than once" in retry[3].content and "exactly 3" in retry[3].content
+    assert (
+        retry[2].content == dup
+        and "C001 appears more than once" in retry[3].content
+        and "exactly 3" in retry[3].content
+    )
     assert counts == [{"llm_schedule_retries": 1}]
 
 
@@ -188,8 +195,13 @@ def test_frontier_ranks_the_first_k_r_and_orders_the_whole_window(demo_index):
 def test_extraction_falls_back_per_item_and_counts_it(tmp_path):
     def reply(messages):
         if messages[0].content == FACT_SYSTEM:
-            return "[1, 2]" if "Biscuit" in messages[1].content.split("Current turn:")[1] else json.dumps(["A fact from the model."])
+            return (
+                "[1, 2]"
+                if "Biscuit" in messages[1].content.split("Current turn:")[1]
+                else json.dumps(["A fact from the model."])
+            )
         return '{"people": "wrong type"}'
+
     model = ScriptedChatModel(default=reply)
     mem = MemCompile(tmp_path, llm=model, config=CFG, dense=False)
     counts = mem.add_turns(demo_turns()[:3], user_id="demo")
@@ -203,12 +215,17 @@ def test_extraction_falls_back_per_item_and_counts_it(tmp_path):
 
 
 def test_facade_answers_accounts_and_forgets(tmp_path):
-    model = ScriptedChatModel(default=router(
-        fact=lambda m: json.dumps([re.search(r'text: "(.*)"', m[1].content.split("Current turn:")[1]).group(1)]),
-        metadata='{"people": [], "keywords": ["dog"], "time": ["", ""]}',
-        intent='{"need_attribute": false, "people": ["Tom"], "keywords": ["dog"], "time": null}',
-        schedule=first_k, frontier=first_k, answer_temporal="4 March 2024", answer="a beagle named Biscuit",
-    ))
+    model = ScriptedChatModel(
+        default=router(
+            fact=lambda m: json.dumps([re.search(r'text: "(.*)"', m[1].content.split("Current turn:")[1]).group(1)]),
+            metadata='{"people": [], "keywords": ["dog"], "time": ["", ""]}',
+            intent='{"need_attribute": false, "people": ["Tom"], "keywords": ["dog"], "time": null}',
+            schedule=first_k,
+            frontier=first_k,
+            answer_temporal="4 March 2024",
+            answer="a beagle named Biscuit",
+        )
+    )
     mem = MemCompile(tmp_path, llm=model, config=CFG, dense=False)
     mem.add_turns(demo_turns(), user_id="demo")
     answer, ctx = mem.answer("What kind of dog did Tom adopt?", user_id="demo")
@@ -225,7 +242,7 @@ def test_facade_answers_accounts_and_forgets(tmp_path):
 
 
 def test_intent_falls_back_to_the_offline_intent():
-    model = ScriptedChatModel(default=router(intent="```json\n{\"people\": 7}\n```"))
+    model = ScriptedChatModel(default=router(intent='```json\n{"people": 7}\n```'))
     mem = MemCompile(None, llm=model, config=CFG, dense=False)
     intent = mem.engine.intent("When did Tom adopt Biscuit?", ["Tom"], "u")
     assert intent.people == ("Tom",) and intent.temporal

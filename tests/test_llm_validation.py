@@ -1,4 +1,5 @@
 """Parsers and validators of untrusted model replies, and the request rendering that feeds them."""
+
 import json
 import re
 
@@ -22,13 +23,24 @@ from memcompile_langgraph.records import SourcePacket
 
 def packet(text="I adopted a beagle named Biscuit.", speaker="Tom", dia="D1:2", caption="", pid="p2"):
     return SourcePacket(
-        packet_id=pid, user_id="u", dia_id=dia, speaker=speaker, session=1, session_label="session_1",
-        session_time="2024-03-04T09:15:00", session_time_raw="9:15 am on 4 March, 2024", text=text, seq=1,
-        image_caption=caption, content_hash="h" + pid,
+        packet_id=pid,
+        user_id="u",
+        dia_id=dia,
+        speaker=speaker,
+        session=1,
+        session_label="session_1",
+        session_time="2024-03-04T09:15:00",
+        session_time_raw="9:15 am on 4 March, 2024",
+        text=text,
+        seq=1,
+        image_caption=caption,
+        content_hash="h" + pid,
     )
 
 
-CTX = TurnContext(packet=packet(), previous=packet("Morning Tom!", "Priya", "D1:1", pid="p1"), known_people=["Priya Shah", "Tom"])
+CTX = TurnContext(
+    packet=packet(), previous=packet("Morning Tom!", "Priya", "D1:1", pid="p1"), known_people=["Priya Shah", "Tom"]
+)
 LABELS = [f"C{i:03d}" for i in range(1, 6)]
 
 
@@ -61,7 +73,10 @@ def test_list_aliases_a_provider_wraps_lists_in():
 
 
 def test_facts_accept_arrays_wrappers_and_fact_objects():
-    assert parse_facts('["Tom adopted a beagle.", "  Tom  named it Biscuit. ", ""]', CFG) == ["Tom adopted a beagle.", "Tom named it Biscuit."]
+    assert parse_facts('["Tom adopted a beagle.", "  Tom  named it Biscuit. ", ""]', CFG) == [
+        "Tom adopted a beagle.",
+        "Tom named it Biscuit.",
+    ]
     assert parse_facts('{"facts": ["A.", "A."]}', CFG) == ["A."]
     assert parse_facts('[{"fact": "B."}]', CFG) == ["B."]
     assert parse_facts("[]", CFG) == []
@@ -74,7 +89,7 @@ def test_facts_per_reply_are_bounded():
     assert len(parse_facts(json.dumps(["y" * 10_000]), CFG)[0]) == CFG.llm_max_item_chars
 
 
-@pytest.mark.parametrize("text", ['[1, 2]', '["ok", null]', '{"facts": "a string"}', '[["nested"]]'])
+@pytest.mark.parametrize("text", ["[1, 2]", '["ok", null]', '{"facts": "a string"}', '[["nested"]]'])
 def test_facts_of_wrong_types_are_invalid(text):
     with pytest.raises(InvalidReply):
         parse_facts(text, CFG)
@@ -113,10 +128,20 @@ def test_invalid_label_lists_keep_valid_unique_labels_in_order(reply, k, partial
 
 def test_metadata_fields_are_typed_normalized_and_bounded():
     reply = {
-        "people": ["Tom", "Priya"], "keywords": ["beagle", "dog", "shelter", "adoption", "biscuit", "sixth one"],
-        "time": ["last Saturday", "2020-01-01"], "needs_profile_extraction": False,
-        "event": {"subject_people": ["Tom"], "predicate": "adopt", "focus_terms": ["beagle"], "goal_context_terms": [],
-                  "event_type": "occurrence", "event_time": "", "polarity": "negative", "confidence": 0.8},
+        "people": ["Tom", "Priya"],
+        "keywords": ["beagle", "dog", "shelter", "adoption", "biscuit", "sixth one"],
+        "time": ["last Saturday", "2020-01-01"],
+        "needs_profile_extraction": False,
+        "event": {
+            "subject_people": ["Tom"],
+            "predicate": "adopt",
+            "focus_terms": ["beagle"],
+            "goal_context_terms": [],
+            "event_type": "occurrence",
+            "event_time": "",
+            "polarity": "negative",
+            "confidence": 0.8,
+        },
     }
     meta = parse_metadata(json.dumps(reply), CTX, CFG)
     assert meta.people == ("Tom", "Priya Shah")  # canonical stored spelling
@@ -146,14 +171,28 @@ def test_metadata_of_wrong_types_is_invalid(reply):
 
 
 def test_intent_fields_and_temporal_flag():
-    intent = parse_intent('{"need_attribute": true, "people": ["priya"], "keywords": ["half marathon"], "time": "June 2024"}',
-                          "What race is Priya training for?", ["Priya Shah", "Tom"], CFG)
+    intent = parse_intent(
+        '{"need_attribute": true, "people": ["priya"], "keywords": ["half marathon"], "time": "June 2024"}',
+        "What race is Priya training for?",
+        ["Priya Shah", "Tom"],
+        CFG,
+    )
     assert intent.people == ("Priya Shah",) and intent.keywords == ("half marathon",)
     assert intent.need_attribute and intent.temporal and intent.time == "June 2024"
     assert "marathon" in intent.terms
-    plain = parse_intent('{"need_attribute": false, "people": [], "keywords": [], "time": null}', "What is Tom's dog called?", ["Tom"], CFG)
+    plain = parse_intent(
+        '{"need_attribute": false, "people": [], "keywords": [], "time": null}',
+        "What is Tom's dog called?",
+        ["Tom"],
+        CFG,
+    )
     assert plain.time is None and not plain.temporal
-    assert parse_intent('{"need_attribute": false, "people": [], "keywords": [], "time": null}', "When did Tom adopt a dog?", ["Tom"], CFG).temporal
+    assert parse_intent(
+        '{"need_attribute": false, "people": [], "keywords": [], "time": null}',
+        "When did Tom adopt a dog?",
+        ["Tom"],
+        CFG,
+    ).temporal
     with pytest.raises(InvalidReply):
         parse_intent('{"need_attribute": "no", "people": [], "keywords": [], "time": null}', "q?", [], CFG)
     with pytest.raises(InvalidReply):
@@ -162,7 +201,12 @@ def test_intent_fields_and_temporal_flag():
 
 @pytest.mark.parametrize(
     "reply, verdict",
-    [('{"label": "CORRECT"}', True), ('{"label": "WRONG"}', False), ("CORRECT", True), ("```json\n{\"label\": \"wrong\"}\n```", False)],
+    [
+        ('{"label": "CORRECT"}', True),
+        ('{"label": "WRONG"}', False),
+        ("CORRECT", True),
+        ('```json\n{"label": "wrong"}\n```', False),
+    ],
 )
 def test_judge_labels(reply, verdict):
     assert parse_judge(reply) is verdict
@@ -192,7 +236,11 @@ def test_label_request_renders_the_closed_pool_and_binds_content_hashes():
     packets = [packet(f"text {i}", dia=f"D1:{i}", pid=f"p{i}") for i in range(1, 4)]
     req, labels = label_request("schedule", "Q?", packets, 2, 1000)
     assert labels == ["C001", "C002", "C003"]
-    assert re.findall(r"^\[(C\d+)\] dia_id=(\S+)", req.user, re.M) == [("C001", "D1:1"), ("C002", "D1:2"), ("C003", "D1:3")]
+    assert re.findall(r"^\[(C\d+)\] dia_id=(\S+)", req.user, re.M) == [
+        ("C001", "D1:1"),
+        ("C002", "D1:2"),
+        ("C003", "D1:3"),
+    ]
     assert "exactly 2 distinct labels" in req.user
     assert req.bound == ("p1:hp1", "p2:hp2", "p3:hp3") and req.response_format == "json_object"
 

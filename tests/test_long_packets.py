@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 
 from memcompile_langgraph.address.intent import addressed_speakers
 from memcompile_langgraph.evidence.fusion import best_claim_scores
-from memcompile_langgraph.evidence.updates import restated, statement, supersessions, superseded_note, values
+from memcompile_langgraph.evidence.updates import restated, statement, superseded_note, supersessions, values
 from memcompile_langgraph.records import SourcePacket
 
 

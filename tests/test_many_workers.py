@@ -2,6 +2,7 @@
 server, ingest 4 users' LoCoMo dev conversations at once (every worker offers every turn), while 2 more processes
 query throughout. Afterwards every turn is stored once, records and vectors agree, every worker compiles what a
 single-process embedded store compiles, and a forget in one worker is seen by every other worker's next query."""
+
 from __future__ import annotations
 
 import json
@@ -44,7 +45,9 @@ def wait_for(*names):
         time.sleep(0.2)
 """
 
-WRITER = COMMON + """
+WRITER = (
+    COMMON
+    + """
 order = convs[me:] + convs[:me]  # each worker starts with another user
 stored, pos = {c.user_id: 0 for c in convs}, {c.user_id: 0 for c in convs}
 while any(pos[c.user_id] < len(c.turns) for c in order):
@@ -65,8 +68,11 @@ if me == 0:
 wait_for("forgot")
 (run / f"after-forget-{me}").write_text(json.dumps(len(mem.compile(questions[first][0], user_id=first).packets)))
 """
+)
 
-READER = COMMON + """
+READER = (
+    COMMON
+    + """
 dia = {c.user_id: {t["dia_id"] for t in c.turns} for c in convs}
 rng, done, hits = random.Random(me), 0, 0
 while not (run / "stop").exists():
@@ -77,6 +83,7 @@ while not (run / "stop").exists():
     done, hits = done + 1, hits + bool(got)
 (run / f"read-{me}").write_text(json.dumps({"queries": done, "with_packets": hits}))
 """
+)
 
 
 def _spawn(script: str, *args) -> subprocess.Popen:
@@ -141,6 +148,8 @@ def test_four_workers_and_two_readers_share_one_memory(tmp_path, postgres_url, c
         assert json.loads((run / f"after-forget-{w}").read_text()) == 0, f"worker {w} still saw the forgotten user"
     reads = [json.loads((run / f"read-{r}").read_text()) for r in range(READERS)]
     assert all(r["queries"] > 0 for r in reads)
-    print(f"\n{sum(len(c.turns) for c in convs)} turns by {WRITERS} workers in {ingest_s:.1f}s; "
-          f"stored per worker {[sum(s.values()) for s in stored]}; reads during ingest {reads}")
+    print(
+        f"\n{sum(len(c.turns) for c in convs)} turns by {WRITERS} workers in {ingest_s:.1f}s; "
+        f"stored per worker {[sum(s.values()) for s in stored]}; reads during ingest {reads}"
+    )
     records.close()

@@ -1,5 +1,6 @@
 """The MCP server (`memcompile mcp`) through real MCP client sessions: stdio, streamable HTTP, and a LangGraph agent
 whose tools come from langchain-mcp-adapters."""
+
 import json
 import os
 import sys
@@ -59,8 +60,12 @@ async def exercise(session: ClientSession) -> None:
 
 
 async def test_stdio_session(tmp_path):
-    params = StdioServerParameters(command=CLI[0], args=[*CLI[1:], "mcp", "--store", str(tmp_path / "store")],
-                                   env={**os.environ, **ENV}, cwd=str(tmp_path))
+    params = StdioServerParameters(
+        command=CLI[0],
+        args=[*CLI[1:], "mcp", "--store", str(tmp_path / "store")],
+        env={**os.environ, **ENV},
+        cwd=str(tmp_path),
+    )
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await exercise(session)
 
@@ -96,18 +101,30 @@ async def test_langchain_mcp_adapters_agent_remembers_then_recalls(tmp_path):
     def last_tool_result(messages) -> str:
         return next(m for m in reversed(messages) if isinstance(m, ToolMessage)).text
 
-    client = MultiServerMCPClient({"memory": {
-        "transport": "stdio", "command": CLI[0], "args": [*CLI[1:], "mcp", "--store", str(tmp_path / "store")],
-        "env": {**os.environ, **ENV}, "cwd": str(tmp_path)}})
+    client = MultiServerMCPClient(
+        {
+            "memory": {
+                "transport": "stdio",
+                "command": CLI[0],
+                "args": [*CLI[1:], "mcp", "--store", str(tmp_path / "store")],
+                "env": {**os.environ, **ENV},
+                "cwd": str(tmp_path),
+            }
+        }
+    )
     async with client.session("memory") as session:  # one server process for the whole conversation
         tools = await load_mcp_tools(session)
         assert {t.name for t in tools} == {"remember", "recall", "forget", "stats"}
-        model = ScriptedChatModel(replies=[
-            call("remember", {"turns": TURNS[:1], "user": "tom"}, "c1"),
-            "Saved.",
-            call("recall", {"query": "What is the beagle called?", "user": "tom"}, "c2"),
-            lambda messages: "Your beagle is Biscuit." if "Biscuit" in last_tool_result(messages) else "I don't know.",
-        ])
+        model = ScriptedChatModel(
+            replies=[
+                call("remember", {"turns": TURNS[:1], "user": "tom"}, "c1"),
+                "Saved.",
+                call("recall", {"query": "What is the beagle called?", "user": "tom"}, "c2"),
+                lambda messages: (
+                    "Your beagle is Biscuit." if "Biscuit" in last_tool_result(messages) else "I don't know."
+                ),
+            ]
+        )
         agent = create_react_agent(model, tools)
         out = await agent.ainvoke({"messages": [("user", "Remember that I adopted a beagle named Biscuit.")]})
         assert json.loads(last_tool_result(out["messages"]))["stored"] == 1

@@ -1,4 +1,5 @@
 """`memcompile mcp` arguments: one-line errors, loopback by default, mcp imported only when serving."""
+
 import subprocess
 import sys
 
@@ -10,12 +11,15 @@ from memcompile_langgraph.cli import main
 from memcompile_langgraph.cli.mcp_cmd import UsageError, is_loopback, parse_http
 
 
-@pytest.mark.parametrize("text, address", [
-    ("8123", ("127.0.0.1", 8123)),
-    ("localhost:9000", ("localhost", 9000)),
-    ("0.0.0.0:80", ("0.0.0.0", 80)),
-    ("[::1]:8000", ("::1", 8000)),
-])
+@pytest.mark.parametrize(
+    "text, address",
+    [
+        ("8123", ("127.0.0.1", 8123)),
+        ("localhost:9000", ("localhost", 9000)),
+        ("0.0.0.0:80", ("0.0.0.0", 80)),
+        ("[::1]:8000", ("::1", 8000)),
+    ],
+)
 def test_http_address(text, address):
     assert parse_http(text) == address
 

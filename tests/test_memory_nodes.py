@@ -1,4 +1,5 @@
 """recall / remember nodes in real LangGraph graphs: the next recall finds what remember stored, nothing twice."""
+
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -45,12 +46,20 @@ def stored(mem, user):
 
 
 def test_next_recall_finds_the_stored_exchange(mem):
-    agent, model = chat(mem, ["Congratulations on Biscuit!", "Your dog is called Biscuit."], user_name="Tom", assistant_name="Aria")
+    agent, model = chat(
+        mem, ["Congratulations on Biscuit!", "Your dog is called Biscuit."], user_name="Tom", assistant_name="Aria"
+    )
     say(agent, "I adopted a beagle named Biscuit last week.", "monday", user_id="tom")
     turns = stored(mem, "tom")
-    assert [(p.speaker, p.text) for p in turns] == [("Tom", "I adopted a beagle named Biscuit last week."), ("Aria", "Congratulations on Biscuit!")]
+    assert [(p.speaker, p.text) for p in turns] == [
+        ("Tom", "I adopted a beagle named Biscuit last week."),
+        ("Aria", "Congratulations on Biscuit!"),
+    ]
     for p in turns:
-        assert p.dia_id.startswith("m-") and abs((datetime.now() - datetime.fromisoformat(p.session_time)).total_seconds()) < 300
+        assert (
+            p.dia_id.startswith("m-")
+            and abs((datetime.now() - datetime.fromisoformat(p.session_time)).total_seconds()) < 300
+        )
     out = say(agent, "What is my dog called?", "later", user_id="tom")
     memory = [m for m in model.seen[-1] if is_recall_message(m)]
     assert len(memory) == 1 and memory[0].text.startswith(RECALL_HEADER)
@@ -74,7 +83,9 @@ def test_nothing_is_stored_twice_and_recall_messages_are_not_stored(mem):
 
 
 def test_user_id_from_configurable_from_context_object_and_default(mem):
-    exchange = {"messages": [HumanMessage("I live in Oslo near the fjord.", id="h1"), AIMessage("Lovely place.", id="a1")]}
+    exchange = {
+        "messages": [HumanMessage("I live in Oslo near the fjord.", id="h1"), AIMessage("Lovely place.", id="a1")]
+    }
     assert mem.remember_node(exchange, {"configurable": {"user_id": "ann"}}) == {}
     assert len(stored(mem, "ann")) == 2 and stored(mem, "default") == []
     question = {"messages": [HumanMessage("Where do I live?", id="h2")]}
@@ -99,7 +110,9 @@ def test_speaker_names_from_context_and_message_name(mem):
     agent, _ = chat(mem, ["Noted."])
     say(agent, "My bike is red.", "t", user_id="u", user_name="Kim", assistant_name="Aria")
     assert [p.speaker for p in stored(mem, "u")] == ["Kim", "Aria"]
-    mem.remember_node({"messages": [HumanMessage("Hello from Lee.", name="Lee", id="x1")]}, {"configurable": {"user_id": "u"}})
+    mem.remember_node(
+        {"messages": [HumanMessage("Hello from Lee.", name="Lee", id="x1")]}, {"configurable": {"user_id": "u"}}
+    )
     assert stored(mem, "u")[-1].speaker == "Lee"
 
 
@@ -116,7 +129,12 @@ def test_tool_traffic_is_not_dialogue(mem):
 
 
 def test_messages_without_ids_are_stored_once(mem):
-    state = {"messages": [{"role": "user", "content": "I collect vinyl records."}, {"role": "assistant", "content": "Which genre?"}]}
+    state = {
+        "messages": [
+            {"role": "user", "content": "I collect vinyl records."},
+            {"role": "assistant", "content": "Which genre?"},
+        ]
+    }
     mem.remember_node(state)
     mem.remember_node(state)
     assert len(stored(mem, "default")) == 2
@@ -124,7 +142,15 @@ def test_messages_without_ids_are_stored_once(mem):
 
 @pytest.mark.parametrize(
     "state",
-    [{}, {"messages": []}, {"messages": "not a list"}, {"messages": [42]}, {"messages": [AIMessage("hello")]}, {"messages": [HumanMessage("   ")]}, "not a state"],
+    [
+        {},
+        {"messages": []},
+        {"messages": "not a list"},
+        {"messages": [42]},
+        {"messages": [AIMessage("hello")]},
+        {"messages": [HumanMessage("   ")]},
+        "not a state",
+    ],
 )
 def test_bad_input_gives_no_update(mem, state):
     assert mem.recall_node(state) == {}

@@ -1,6 +1,7 @@
 """The `paper` profile (MemCompileConfig.paper()): every choice as the paper makes it, checked against the default.
 
 Model paths run through ChatOpenAI against the loopback OpenAI-compatible server (tests/openai_server.py)."""
+
 import json
 import logging
 import math
@@ -84,8 +85,12 @@ def test_paper_scheduler_request_lists_u_q_complete_in_eq10_order(server, tmp_pa
     assert keys == sorted(keys)  # Eq. 10 order: score, then first candidate position, then packet id
     mem.close()
 
-    default = MemCompile(tmp_path / "default", embeddings=embeddings, llm=chat_model(MODEL, server.base_url),
-                         config=MemCompileConfig(pool_budget=3, **FAST))
+    default = MemCompile(
+        tmp_path / "default",
+        embeddings=embeddings,
+        llm=chat_model(MODEL, server.base_url),
+        config=MemCompileConfig(pool_budget=3, **FAST),
+    )
     default.add_turns(demo_turns(), user_id="demo")
     before = server.count("schedule")
     default.compile(QUESTION, user_id="demo")
@@ -148,14 +153,29 @@ def hand_index(same_cell: bool) -> tuple[UserIndex, list[PacketScore]]:
     cells = {"A": "c1", "B": "c2", "C": "c1" if same_cell else "c3"}
     for seq, (pid, claim) in enumerate(claims.items()):
         dia = f"D1:{seq + 1}"
-        index.add_packet(SourcePacket(packet_id=pid, user_id="u", dia_id=dia, speaker="Tom", session=1,
-                                      session_label="s1", session_time=None, session_time_raw="", text=claim, seq=seq,
-                                      content_hash=pid))
+        index.add_packet(
+            SourcePacket(
+                packet_id=pid,
+                user_id="u",
+                dia_id=dia,
+                speaker="Tom",
+                session=1,
+                session_label="s1",
+                session_time=None,
+                session_time_raw="",
+                text=claim,
+                seq=seq,
+                content_hash=pid,
+            )
+        )
         descriptor = Descriptor(f"{pid}:000", pid, claim, dia, "Tom", 1, None, (), (), "", "", 6, seq)
         index.add_descriptor(descriptor, cells[pid])
     # U_q in Eq. 10 order (score, support): A (1.0, 1.0), B (0.95, 1.9), C (0.6, 0.6)
-    pool = [PacketScore("A", 1.0, "A:000", 0, 1.0, ("c1",)), PacketScore("B", 0.95, "B:000", 1, 1.9, ("c2",)),
-            PacketScore("C", 0.6, "C:000", 2, 0.6, (cells["C"],))]
+    pool = [
+        PacketScore("A", 1.0, "A:000", 0, 1.0, ("c1",)),
+        PacketScore("B", 0.95, "B:000", 1, 1.9, ("c2",)),
+        PacketScore("C", 0.6, "C:000", 2, 0.6, (cells["C"],)),
+    ]
     return index, pool
 
 
@@ -239,8 +259,22 @@ def test_eval_profile_paper_offline_runs_a2_and_names_the_profile(tmp_path, embe
 @pytest.mark.slow
 def test_eval_profile_paper_through_the_model_server(server, tmp_path, embeddings):
     out = tmp_path / "llm"
-    args = ["eval", "locomo", LOCOMO_MINI, "--out", str(out), "--profile", "paper", "--samples", "mini-1",
-            "--llm-model", MODEL, "--llm-base-url", server.base_url, "--quiet"]
+    args = [
+        "eval",
+        "locomo",
+        LOCOMO_MINI,
+        "--out",
+        str(out),
+        "--profile",
+        "paper",
+        "--samples",
+        "mini-1",
+        "--llm-model",
+        MODEL,
+        "--llm-base-url",
+        server.base_url,
+        "--quiet",
+    ]
     assert main(args) == 0
     report = json.loads((out / "report.json").read_text())
     assert report["config"]["profile"] == "paper" and report["config"]["variant"] == "A0"
@@ -267,8 +301,19 @@ def test_inconsistency_reads_the_claims_negation_marker_not_the_models_polarity(
     from memcompile_langgraph.extract.base import TurnContext
     from memcompile_langgraph.llm.validation import parse_metadata
 
-    p = SourcePacket(packet_id="p", user_id="u", dia_id="D1:1", speaker="Tom", session=1, session_label="s1",
-                     session_time=None, session_time_raw="", text="x", seq=0, content_hash="p")
+    p = SourcePacket(
+        packet_id="p",
+        user_id="u",
+        dia_id="D1:1",
+        speaker="Tom",
+        session=1,
+        session_label="s1",
+        session_time=None,
+        session_time_raw="",
+        text="x",
+        seq=0,
+        content_hash="p",
+    )
     ctx = TurnContext(packet=p, previous=None, known_people=["Tom"])
     reply = json.dumps({"people": ["Tom"], "keywords": ["Cat"], "time": ["", ""], "event": {"polarity": polarity}})
     facts = ["Tom did not adopt the cat.", "Tom adopted the cat."]

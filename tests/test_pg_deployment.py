@@ -1,4 +1,5 @@
 """A memory kept on servers: records in a real PostgreSQL, vectors in a real `chroma run`, no local directory."""
+
 from __future__ import annotations
 
 import json
@@ -19,7 +20,8 @@ def schema_url(server: str) -> str:
 
 @pytest.mark.slow
 def test_a_memory_on_servers_compiles_as_the_embedded_one_and_writes_nothing_locally(
-        tmp_path, monkeypatch, postgres_url, chroma_url, embeddings):
+    tmp_path, monkeypatch, postgres_url, chroma_url, embeddings
+):
     work = tmp_path / "cwd"
     work.mkdir()
     monkeypatch.chdir(work)
@@ -48,14 +50,20 @@ def test_a_memory_on_servers_compiles_as_the_embedded_one_and_writes_nothing_loc
 
 
 @pytest.mark.slow
-def test_cli_commands_take_records_url_and_need_no_store_directory(tmp_path, monkeypatch, capsys, postgres_url,
-                                                                  chroma_url):
+def test_cli_commands_take_records_url_and_need_no_store_directory(
+    tmp_path, monkeypatch, capsys, postgres_url, chroma_url
+):
     monkeypatch.chdir(tmp_path)
     turns = tmp_path / "turns.jsonl"
-    turns.write_text("\n".join(json.dumps(t) for t in [
-        {"speaker": "Ann", "text": "I adopted a grey cat named Miso.", "time": "2024-01-02T10:00"},
-        {"speaker": "Bob", "text": "Lovely! I started learning the cello.", "time": "2024-01-02T10:01"},
-    ]))
+    turns.write_text(
+        "\n".join(
+            json.dumps(t)
+            for t in [
+                {"speaker": "Ann", "text": "I adopted a grey cat named Miso.", "time": "2024-01-02T10:00"},
+                {"speaker": "Bob", "text": "Lovely! I started learning the cello.", "time": "2024-01-02T10:01"},
+            ]
+        )
+    )
     url = schema_url(postgres_url)
     where = ["--records-url", url, "--chroma-url", chroma_url]
     assert main(["ingest", str(turns), "--user", "ann", "--quiet", *where]) == 0
@@ -73,9 +81,11 @@ def test_cli_commands_take_records_url_and_need_no_store_directory(tmp_path, mon
 
 def test_reading_commands_never_create_a_postgres_store(tmp_path, capsys, postgres_url):
     url = schema_url(postgres_url)
-    for argv in (["stats", "--records-url", url, "--store", str(tmp_path)],
-                 ["query", "anything", "--records-url", url, "--store", str(tmp_path)],
-                 ["forget", "--user", "u", "--records-url", url, "--store", str(tmp_path)]):
+    for argv in (
+        ["stats", "--records-url", url, "--store", str(tmp_path)],
+        ["query", "anything", "--records-url", url, "--store", str(tmp_path)],
+        ["forget", "--user", "u", "--records-url", url, "--store", str(tmp_path)],
+    ):
         assert main(argv) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and "no store at" in err and "schema t_" in err
@@ -88,11 +98,14 @@ def test_a_store_needs_a_directory_or_both_server_urls(capsys, postgres_url):
     assert "--store" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("url, says", [
-    ("mysql://h/db", "postgresql://"),
-    ("postgresql://h/db?schema=Bad-Name", "schema 'Bad-Name'"),
-    ("postgresql://memcompile@127.0.0.1:1/postgres", "PostgreSQL at 127.0.0.1:1/postgres"),
-])
+@pytest.mark.parametrize(
+    "url, says",
+    [
+        ("mysql://h/db", "postgresql://"),
+        ("postgresql://h/db?schema=Bad-Name", "schema 'Bad-Name'"),
+        ("postgresql://memcompile@127.0.0.1:1/postgres", "PostgreSQL at 127.0.0.1:1/postgres"),
+    ],
+)
 def test_unusable_records_urls_are_one_line_errors(tmp_path, capsys, url, says):
     assert main(["stats", "--records-url", url, "--store", str(tmp_path)]) == 2
     err = capsys.readouterr().err
@@ -116,8 +129,9 @@ def test_bench_measures_the_served_store_beside_the_embedded_one(tmp_path, postg
     from memcompile_langgraph.bench.runner import BenchOptions, run_bench
 
     url = schema_url(postgres_url)
-    opts = BenchOptions(sizes=(60,), queries=4, add_samples=3, store=tmp_path / "b", peer=False, records_url=url,
-                        chroma_url=chroma_url)
+    opts = BenchOptions(
+        sizes=(60,), queries=4, add_samples=3, store=tmp_path / "b", peer=False, records_url=url, chroma_url=chroma_url
+    )
     report = run_bench(opts)
     served, embedded = report["served"]["sizes"][0], report["sizes"][0]
     assert report["served"]["records"] == "postgresql" and report["served"]["vectors"] == "chroma server"

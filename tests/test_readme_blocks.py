@@ -20,12 +20,11 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 import pytest
-
 from conftest import LOCOMO
 from servers import free_port, running
 
@@ -89,8 +88,10 @@ def test_readme_fences_are_all_run_or_plainly_not_code():
 
 
 def test_needs_markers_parse():
-    text = ("x\n<!-- docs-test: needs openai, locomo -->\n```bash\necho hi\n```\n"
-            "```python\nprint(1)\n```\n```mermaid\ng\n```\n")
+    text = (
+        "x\n<!-- docs-test: needs openai, locomo -->\n```bash\necho hi\n```\n"
+        "```python\nprint(1)\n```\n```mermaid\ng\n```\n"
+    )
     assert readme_blocks(text) == [
         Block(3, "bash", "echo hi\n", ("openai", "locomo")),
         Block(6, "python", "print(1)\n", ()),

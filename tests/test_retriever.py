@@ -1,4 +1,5 @@
 """MemCompileRetriever: LangChain's standard retriever suite, plus the documents it must return."""
+
 import pytest
 from langchain_core.documents import Document
 from langchain_tests.integration_tests import RetrieversIntegrationTests

@@ -26,7 +26,9 @@ def intent(q, people=()):
 
 
 def test_relative_floor_stops_a_redundant_second_cell():
-    layout = layout_of([("c1", ["pottery"], ["Tom"]), ("c2", ["pottery", "mug"], ["Tom"]), ("c3", ["marathon"], ["Priya"])])
+    layout = layout_of(
+        [("c1", ["pottery"], ["Tom"]), ("c2", ["pottery", "mug"], ["Tom"]), ("c3", ["marathon"], ["Priya"])]
+    )
     r = route(layout, intent("pottery", ["Tom"]), [], CFG)
     density = 0.03 * math.log(2) / math.log(13)
     assert [c.cell_id for c in r.opened] == ["c1"]
@@ -82,7 +84,12 @@ def direct_pool(layout, intent, seeds, cfg):
             + (cfg.route_temporal if intent.temporal and cell.has_time else 0.0)
             + density
         )
-        reach = cell.cell_id in seeds or key_terms & q_terms or cell.people & q_people or (intent.temporal and cell.has_time)
+        reach = (
+            cell.cell_id in seeds
+            or key_terms & q_terms
+            or cell.people & q_people
+            or (intent.temporal and cell.has_time)
+        )
         if reach and u >= cfg.route_admission:
             scored.append((u, cell.cell_id))
     scored.sort(key=lambda uc: (-uc[0], layout.cells[uc[1]].seq))
@@ -96,12 +103,23 @@ def test_vectorized_pool_equals_direct_scan(cfg):
     vocab = [f"word{i}" for i in range(60)] + ["pottery class", "mugs", "mug"]
     names = ["Ann", "Bob", "Cy", "Dee", "Eve", "Fay"]
     for i in range(900):
-        d = desc(i, rng.sample(vocab, rng.randint(0, 4)), rng.sample(names, rng.randint(0, 2)), session=1 + i // 40, n=rng.randint(3, 50))
+        d = desc(
+            i,
+            rng.sample(vocab, rng.randint(0, 4)),
+            rng.sample(names, rng.randint(0, 2)),
+            session=1 + i // 40,
+            n=rng.randint(3, 50),
+        )
         layout.place(replace(d, event_time="2024-01-02" if rng.random() < 0.2 else ""))
     cells = list(layout.cells)
     for _ in range(200):
         words = rng.sample(vocab, rng.randint(0, 4))
-        q = Intent(query="q", people=tuple(rng.sample(names, rng.randint(0, 2))), terms=tuple(t for w in words for t in terms(w)), temporal=rng.random() < 0.4)
+        q = Intent(
+            query="q",
+            people=tuple(rng.sample(names, rng.randint(0, 2))),
+            terms=tuple(t for w in words for t in terms(w)),
+            temporal=rng.random() < 0.4,
+        )
         seeds = rng.sample(cells, rng.randint(0, 8))
         fast = [(u, c.cell_id) for u, c in admitted_pool(layout, q, seeds, cfg)]
         assert fast == direct_pool(layout, q, seeds, cfg)  # same Cells, same order, bit-identical u

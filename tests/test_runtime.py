@@ -1,5 +1,6 @@
 """The runtime: immutable published snapshots, forks that never leak into them, persisted snapshot files,
 per-user load locks, a bounded cache, and graphs that take everything from their run's context."""
+
 import logging
 import threading
 
@@ -18,17 +19,31 @@ QUESTIONS = ["Where does Priya work now?", "What is the beagle called?", "Who is
 
 
 def _turns(n: int, tag: str) -> list[dict]:
-    return [{"speaker": "Ann" if i % 2 else "Bo", "text": f"{tag} note {i}: the {tag} kayak trip to lake {i}", "time": "2024-05-01"} for i in range(n)]
+    return [
+        {
+            "speaker": "Ann" if i % 2 else "Bo",
+            "text": f"{tag} note {i}: the {tag} kayak trip to lake {i}",
+            "time": "2024-05-01",
+        }
+        for i in range(n)
+    ]
 
 
 def _fingerprint(index) -> tuple:
     """Everything a query reads of a snapshot, as plain values."""
     q = ["kayak", "lake", "beagl", "priya", "lisbon"]
     return (
-        index.version, len(index.packets), len(index.descriptors), len(index.layout), len(index.vectors),
-        tuple(index.bm25.scores(q).round(9)), tuple(index.packet_bm25.scores(q).round(9)),
+        index.version,
+        len(index.packets),
+        len(index.descriptors),
+        len(index.layout),
+        len(index.vectors),
+        tuple(index.bm25.scores(q).round(9)),
+        tuple(index.packet_bm25.scores(q).round(9)),
         tuple(sorted((c.cell_id, len(c), c.tokens, c.title) for c in index.layout.cells.values())),
-        tuple(index.vectors.similarities(np.ones(index.vectors.dim, dtype=np.float32)).round(5)) if len(index.vectors) else (),
+        tuple(index.vectors.similarities(np.ones(index.vectors.dim, dtype=np.float32)).round(5))
+        if len(index.vectors)
+        else (),
         tuple(map(tuple, index.layout.route._cols[:, : len(index.layout)].tolist())),
     )
 
@@ -93,7 +108,9 @@ def test_cold_start_reads_the_persisted_snapshot_then_replays_newer_records(tmp_
     second = MemCompile(path, embeddings=embeddings)
     calls = []
     real_load = second.engine.records.load
-    monkeypatch.setattr(second.engine.records, "load", lambda user, after=(-1, -1): calls.append(after) or real_load(user, after))
+    monkeypatch.setattr(
+        second.engine.records, "load", lambda user, after=(-1, -1): calls.append(after) or real_load(user, after)
+    )
     assert [second.compile(q, "u").text for q in QUESTIONS + ["after note 2"]] == expected
     assert len(calls) == 1 and calls[0][0] >= 0  # one incremental read after the snapshot's last packet
 
@@ -151,7 +168,12 @@ def test_graphs_need_a_context_and_take_the_user_from_it(mem):
 
 
 # --- GrowArray against a model: forks never see each other's writes ------------------------------------------
-_op = st.tuples(st.sampled_from(["append", "insert", "delete", "set", "fork"]), st.integers(0, 3), st.integers(0, 40), st.integers(-5, 5))
+_op = st.tuples(
+    st.sampled_from(["append", "insert", "delete", "set", "fork"]),
+    st.integers(0, 3),
+    st.integers(0, 40),
+    st.integers(-5, 5),
+)
 
 
 @settings(max_examples=300, deadline=None)

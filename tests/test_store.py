@@ -1,4 +1,5 @@
 """MemCompileStore under LangGraph's store semantics: put/get/search/delete/list_namespaces, sync and async."""
+
 from datetime import timezone
 
 import pytest
@@ -92,7 +93,11 @@ def test_search_with_a_query_is_the_compiled_selection_in_schedule_order(filled)
 
 def test_search_without_a_query_lists_items_with_filter_limit_offset(filled):
     assert [(i.namespace, i.key) for i in filled.search(("memories",))] == [
-        (("memories", "ann"), "pizza"), (("memories", "ann", "work"), "job"), (TOM, "beagle"), (TOM, "nurse")]
+        (("memories", "ann"), "pizza"),
+        (("memories", "ann", "work"), "job"),
+        (TOM, "beagle"),
+        (TOM, "nurse"),
+    ]
     assert all(i.score is None for i in filled.search(("memories",)))
     assert [i.key for i in filled.search(("memories",), limit=2, offset=1)] == ["job", "beagle"]
     assert [i.key for i in filled.search(("memories",), filter={"speaker": "Tom"})] == ["beagle"]
@@ -122,10 +127,15 @@ async def test_async_methods_and_batches_run_in_order(store):
     assert (await store.aget(TOM, "beagle")).value["text"] == BEAGLE["text"]
     assert [i.key for i in await store.asearch(TOM, query="What is the beagle called?")] == ["beagle"]
     assert await store.alist_namespaces() == [TOM]
-    results = await store.abatch([
-        PutOp(TOM, "nurse", NURSE), GetOp(TOM, "nurse"), PutOp(TOM, "nurse", None), GetOp(TOM, "nurse"),
-        SearchOp(TOM, limit=5),
-    ])
+    results = await store.abatch(
+        [
+            PutOp(TOM, "nurse", NURSE),
+            GetOp(TOM, "nurse"),
+            PutOp(TOM, "nurse", None),
+            GetOp(TOM, "nurse"),
+            SearchOp(TOM, limit=5),
+        ]
+    )
     assert results[0] is None and results[1].value["text"] == NURSE["content"] and results[3] is None
     assert [i.key for i in results[4]] == ["beagle"]
     await store.adelete(TOM, "beagle")
@@ -172,9 +182,11 @@ def test_bad_input_is_one_clear_error_and_loses_nothing(filled):
     assert filled.search(("memories",)) == before  # the batch's delete did not run either
 
 
-JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=20),
-                    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
-                    max_leaves=8)
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    max_leaves=8,
+)
 FIELDS = ["text", "content", "speaker", "role", "name", "time", "session", "x"]
 
 

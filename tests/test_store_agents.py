@@ -1,5 +1,6 @@
 """MemCompileStore where LangGraph code reaches the store: get_store() / runtime.store in a graph, and LangMem's
 memory tools inside a prebuilt agent driven by a scripted model."""
+
 import json
 import warnings
 
@@ -73,18 +74,21 @@ def _last_tool_result(messages) -> str:
 async def test_langmem_tools_manage_and_search_memories_in_a_react_agent(store):
     namespace = ("memories", "{langgraph_user_id}")
     tools = [create_manage_memory_tool(namespace), create_search_memory_tool(namespace)]
-    model = ScriptedChatModel(replies=[
-        _call("manage_memory", {"content": "Tom's beagle is called Biscuit."}, "c1"),
-        "Noted.",
-        _call("search_memory", {"query": "What is Tom's beagle called?"}, "c2"),
-        lambda messages: f"From memory: {_last_tool_result(messages)}",
-    ])
+    model = ScriptedChatModel(
+        replies=[
+            _call("manage_memory", {"content": "Tom's beagle is called Biscuit."}, "c1"),
+            "Noted.",
+            _call("search_memory", {"query": "What is Tom's beagle called?"}, "c2"),
+            lambda messages: f"From memory: {_last_tool_result(messages)}",
+        ]
+    )
     agent = create_react_agent(model, tools, store=store)
     config = {"configurable": {"langgraph_user_id": "tom"}}
     out = await agent.ainvoke({"messages": [("user", "Remember: my beagle is called Biscuit.")]}, config)
     memory_id = _last_tool_result(out["messages"]).split()[-1]
     assert out["messages"][-1].content == "Noted." and store.get(("memories", "tom"), memory_id).value["text"] == (
-        "Tom's beagle is called Biscuit.")
+        "Tom's beagle is called Biscuit."
+    )
     out = await agent.ainvoke({"messages": [("user", "What is my beagle called?")]}, config)
     found = json.loads(_last_tool_result(out["messages"]))
     assert found[0]["key"] == memory_id and found[0]["value"]["rank"] == 1

@@ -1,5 +1,6 @@
 """`langgraph dev` with MemCompileStore as its long-term store (graphs/langgraph.store.json): /store/items and the
 chat graph read and write one memory."""
+
 from pathlib import Path
 
 import httpx
@@ -17,11 +18,23 @@ PET = {"speaker": "Tom", "text": "I adopted a beagle named Biscuit.", "time": "4
 def server(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("store-server")
     port = free_port()
-    cmd = ["langgraph", "dev", "--config", "graphs/langgraph.store.json", "--port", str(port), "--host", "127.0.0.1",
-           "--no-browser", "--no-reload"]
+    cmd = [
+        "langgraph",
+        "dev",
+        "--config",
+        "graphs/langgraph.store.json",
+        "--port",
+        str(port),
+        "--host",
+        "127.0.0.1",
+        "--no-browser",
+        "--no-reload",
+    ]
     env = {**OFFLINE, "MEMCOMPILE_STORE": str(tmp / "store")}
-    with running(cmd, f"http://127.0.0.1:{port}/ok", tmp / "langgraph.log", env=env, cwd=str(ROOT)), \
-            httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=120) as client:
+    with (
+        running(cmd, f"http://127.0.0.1:{port}/ok", tmp / "langgraph.log", env=env, cwd=str(ROOT)),
+        httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=120) as client,
+    ):
         yield client
 
 
@@ -31,8 +44,11 @@ def test_store_api_and_chat_graph_share_compiled_memory(server):
     assert item["value"]["text"] == PET["text"] and item["created_at"] == item["updated_at"]
 
     # the chat graph recalls what was put, and remembers the exchange in the same memory
-    run = {"assistant_id": assistants(server)["memcompile_chat"], "context": {"user_id": "tom"},
-           "input": {"messages": [{"role": "user", "content": "What is my beagle called?"}]}}
+    run = {
+        "assistant_id": assistants(server)["memcompile_chat"],
+        "context": {"user_id": "tom"},
+        "input": {"messages": [{"role": "user", "content": "What is my beagle called?"}]},
+    }
     messages = server.post("/runs/wait", json=run).raise_for_status().json()["messages"]
     assert [m["type"] for m in messages] == ["human", "system", "ai"]
     assert "[pet] Tom | 2024-03-04" in messages[1]["content"]

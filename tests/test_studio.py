@@ -1,4 +1,5 @@
 """`langgraph dev` serves graphs/langgraph.json offline: every stage node of the query graph, and real runs."""
+
 import json
 import subprocess
 import sys
@@ -7,14 +8,19 @@ from pathlib import Path
 
 import httpx
 import pytest
+from servers import free_port, running
 
 from memcompile_langgraph.query_graph import STAGES
-from servers import free_port, running
 
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[1]
-OFFLINE = {"LANGGRAPH_CLI_NO_ANALYTICS": "1", "LANGGRAPH_NO_VERSION_CHECK": "true", "LANGSMITH_TRACING": "false", "OPENAI_API_KEY": ""}
+OFFLINE = {
+    "LANGGRAPH_CLI_NO_ANALYTICS": "1",
+    "LANGGRAPH_NO_VERSION_CHECK": "true",
+    "LANGSMITH_TRACING": "false",
+    "OPENAI_API_KEY": "",
+}
 
 
 @pytest.fixture(scope="module")
@@ -25,7 +31,18 @@ def studio(tmp_path_factory):
     # a temporary one that sees the repository's graphs/, so nothing is left in the repository
     (tmp / "graphs").symlink_to(ROOT / "graphs", target_is_directory=True)
     # --no-reload: other files changing under the repository must not restart the server mid-test
-    cmd = ["langgraph", "dev", "--config", "graphs/langgraph.json", "--port", str(port), "--host", "127.0.0.1", "--no-browser", "--no-reload"]
+    cmd = [
+        "langgraph",
+        "dev",
+        "--config",
+        "graphs/langgraph.json",
+        "--port",
+        str(port),
+        "--host",
+        "127.0.0.1",
+        "--no-browser",
+        "--no-reload",
+    ]
     env = {**OFFLINE, "MEMCOMPILE_STORE": str(tmp / "store")}
     with running(cmd, f"http://127.0.0.1:{port}/ok", tmp / "langgraph.log", env=env, cwd=str(tmp)):
         with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=300) as client:
@@ -50,7 +67,14 @@ def test_every_graph_is_registered_and_the_query_graph_shows_every_stage(studio)
     nodes = {n["id"] for n in graph["nodes"]}
     assert set(STAGES) <= nodes
     edges = {(e["source"], e["target"]) for e in graph["edges"]}
-    assert {("intent", "bm25"), ("intent", "dense"), ("schedule", "frontier"), ("dense", "normalize"), ("candidates", "normalize"), ("frontier", "render")} <= edges
+    assert {
+        ("intent", "bm25"),
+        ("intent", "dense"),
+        ("schedule", "frontier"),
+        ("dense", "normalize"),
+        ("candidates", "normalize"),
+        ("frontier", "render"),
+    } <= edges
     chat = studio.get(f"/assistants/{ids['memcompile_chat']}/graph").raise_for_status().json()
     assert {"recall", "model", "remember"} <= {n["id"] for n in chat["nodes"]}
 
@@ -60,10 +84,18 @@ def test_served_graphs_run_offline_against_the_store(studio):
     turn = {"speaker": "Tom", "text": "I adopted a beagle named Biscuit.", "time": "4 March 2024"}
     run = {"assistant_id": ids["memcompile_ingest"], "input": {"turns": [turn]}, "context": {"user_id": "tom"}}
     assert len(studio.post("/runs/wait", json=run).raise_for_status().json()["packets"]) == 1
-    run = {"assistant_id": ids["memcompile_query"], "input": {"query": "What is the beagle called?"}, "context": {"user_id": "tom"}}
+    run = {
+        "assistant_id": ids["memcompile_query"],
+        "input": {"query": "What is the beagle called?"},
+        "context": {"user_id": "tom"},
+    }
     out = studio.post("/runs/wait", json=run).raise_for_status().json()
     assert [p["dia_id"] for p in out["packets"]] == ["D1:1"] and "Biscuit" in out["context"]
-    run = {"assistant_id": ids["memcompile_chat"], "input": {"messages": [{"role": "user", "content": "What is my beagle called?"}]}, "context": {"user_id": "tom"}}
+    run = {
+        "assistant_id": ids["memcompile_chat"],
+        "input": {"messages": [{"role": "user", "content": "What is my beagle called?"}]},
+        "context": {"user_id": "tom"},
+    }
     messages = studio.post("/runs/wait", json=run).raise_for_status().json()["messages"]
     assert [m["type"] for m in messages] == ["human", "system", "ai"]
     assert "[D1:1] Tom | 2024-03-04" in messages[1]["content"] and "Biscuit" in messages[2]["content"]
@@ -81,8 +113,14 @@ for start in range(0, len(turns), 100):  # several units of work, interleaving w
 
 def test_studio_ingest_runs_and_add_turns_in_another_process_lose_and_duplicate_nothing(studio, studio_store):
     ids = assistants(studio)
-    mine = [{"speaker": "Ann", "text": f"process note {i} about the canoe {i}", "time": "2024-05-01", "dia_id": f"P:{i}"} for i in range(400)]
-    served = [{"speaker": "Bo", "text": f"studio note {i} about the glacier {i}", "time": "2024-05-02", "dia_id": f"S:{i}"} for i in range(120)]
+    mine = [
+        {"speaker": "Ann", "text": f"process note {i} about the canoe {i}", "time": "2024-05-01", "dia_id": f"P:{i}"}
+        for i in range(400)
+    ]
+    served = [
+        {"speaker": "Bo", "text": f"studio note {i} about the glacier {i}", "time": "2024-05-02", "dia_id": f"S:{i}"}
+        for i in range(120)
+    ]
     writer = subprocess.Popen([sys.executable, "-c", WRITER, str(studio_store), json.dumps(mine)], cwd=str(ROOT))
     seen = []
 
@@ -91,7 +129,11 @@ def test_studio_ingest_runs_and_add_turns_in_another_process_lose_and_duplicate_
         return studio.post("/runs/wait", json=run).raise_for_status().json()
 
     def query(n):
-        run = {"assistant_id": ids["memcompile_query"], "input": {"query": f"glacier canoe note {n}"}, "context": {"user_id": "race"}}
+        run = {
+            "assistant_id": ids["memcompile_query"],
+            "input": {"query": f"glacier canoe note {n}"},
+            "context": {"user_id": "race"},
+        }
         out = studio.post("/runs/wait", json=run).raise_for_status().json()
         seen.append(out)
 

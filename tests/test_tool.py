@@ -1,4 +1,5 @@
 """search_memory: the tool a tool-calling agent gets; the user comes from the run, never from the model."""
+
 import pytest
 from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.graph import END, START, MessagesState, StateGraph
@@ -61,7 +62,9 @@ def test_user_from_runtime_context_inside_a_tool_node(mem):
     builder.add_edge(START, "tools")
     builder.add_edge("tools", END)
     graph = builder.compile()
-    request = {"messages": [AIMessage("", tool_calls=[{"name": "search_memory", "args": {"query": QUESTION}, "id": "c9"}])]}
+    request = {
+        "messages": [AIMessage("", tool_calls=[{"name": "search_memory", "args": {"query": QUESTION}, "id": "c9"}])]
+    }
     assert "Biscuit" in graph.invoke(request, context={"user_id": "demo"})["messages"][-1].content
     assert graph.invoke(request, context={"user_id": "nobody"})["messages"][-1].content == NOTHING_FOUND
 

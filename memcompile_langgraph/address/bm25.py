@@ -4,6 +4,7 @@ rank-bm25 rebuilds from the whole corpus and scores every document per query ter
 index appends documents in O(|doc|) and scores a query through its posting lists only. The scores are
 the same numbers BM25Okapi computes (tests keep rank-bm25 as the reference).
 """
+
 from __future__ import annotations
 
 import math
@@ -26,7 +27,7 @@ class BM25Index:
         self._avg_idf: float | None = None
         self._owned: set[int] | None = None  # in a fork: the terms whose posting arrays are its own
 
-    def fork(self) -> "BM25Index":
+    def fork(self) -> BM25Index:
         """An index equal to this one that can be extended without changing this one (copy-on-write)."""
         out = object.__new__(BM25Index)
         out.__dict__.update(self.__dict__)
@@ -127,7 +128,9 @@ class BM25Index:
                 continue
             docs, tfs = self._post_docs[tid].view(), self._post_tfs[tid].view()
             dl = doc_len[docs]
-            out[docs] += self._idf(self._df[tid]) * (tfs * (self.k1 + 1) / (tfs + self.k1 * (1 - self.b + self.b * dl / avgdl)))
+            out[docs] += self._idf(self._df[tid]) * (
+                tfs * (self.k1 + 1) / (tfs + self.k1 * (1 - self.b + self.b * dl / avgdl))
+            )
         return out
 
     def top(self, query: list[str], k: int) -> list[tuple[int, float]]:

@@ -1,4 +1,5 @@
 """Lexical channel and multi-channel candidate union: Eq. 6-7 with the BM25 mapping of App. B.3."""
+
 from __future__ import annotations
 
 import math
@@ -43,7 +44,9 @@ def candidate_score(index: UserIndex, pos: int, intent: Intent, b: float, cfg: M
     )
 
 
-def candidate_union(index: UserIndex, intent: Intent, hits: list[tuple[int, float]], routing: Routing, cfg: MemCompileConfig) -> list[Candidate]:
+def candidate_union(
+    index: UserIndex, intent: Intent, hits: list[tuple[int, float]], routing: Routing, cfg: MemCompileConfig
+) -> list[Candidate]:
     """K_q = claims of opened Cells U BM25(q) (Eq. 6), reordered by r_i; channel identities kept."""
     b = normalized_bm25(hits)
     channels: dict[int, list[str]] = {}
@@ -56,6 +59,10 @@ def candidate_union(index: UserIndex, intent: Intent, hits: list[tuple[int, floa
     for position, (pos, chans) in enumerate(channels.items()):
         d = index.descriptors[pos]
         bi = b.get(pos, 0.0)
-        out.append(Candidate(d.descriptor_id, d.packet_id, candidate_score(index, pos, intent, bi, cfg), bi, tuple(chans), position))
+        out.append(
+            Candidate(
+                d.descriptor_id, d.packet_id, candidate_score(index, pos, intent, bi, cfg), bi, tuple(chans), position
+            )
+        )
     out.sort(key=lambda c: (-c.score, c.position))
     return out

@@ -6,12 +6,13 @@ L=0, J_K=J_P=0, so C <= 0.20 and E >= n/r_c >= n/B_C; its score is at most
 1.4*0.55 - 0.45*(0.65 + n/B_C) = 0.4775 - 0.45n/B_C. It can never win, so skipping it leaves the
 argmax of the direct scan unchanged (tests compare both).
 """
+
 from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from typing import Iterable
 
 from ..config import MemCompileConfig
 from ..records import Cell, Descriptor
@@ -35,7 +36,15 @@ def entropy(counts: Counter) -> float:
     return -sum((v / total) * math.log(v / total) for v in counts.values() if v > 0)
 
 
-def cell_entropy(keywords: Counter, people: Counter, smin: int | None, smax: int | None, dias: Counter, size: int, cfg: MemCompileConfig) -> float:
+def cell_entropy(
+    keywords: Counter,
+    people: Counter,
+    smin: int | None,
+    smax: int | None,
+    dias: Counter,
+    size: int,
+    cfg: MemCompileConfig,
+) -> float:
     """H(c), Eq. 20."""
     if size == 0:
         return 0.0
@@ -84,7 +93,9 @@ def placement_terms(cell: Cell, d: Descriptor, members: Iterable[Descriptor], cf
     loc = math.log(1 + shared)
     coh = coherence(cell, d, cfg)
     x = inconsistency(cell, d, members, cfg)
-    h = cell_entropy(cell.keyword_counts, cell.person_counts, cell.session_min, cell.session_max, cell.dia_counts, len(cell), cfg)
+    h = cell_entropy(
+        cell.keyword_counts, cell.person_counts, cell.session_min, cell.session_max, cell.dia_counts, len(cell), cfg
+    )
     delta_h = max(0.0, _entropy_with(cell, d, cfg) - h)
     remaining = max(1, cfg.cell_token_capacity - cell.tokens)
     e = (
@@ -99,7 +110,9 @@ def placement_terms(cell: Cell, d: Descriptor, members: Iterable[Descriptor], cf
 
 def new_cell_score(d: Descriptor, cfg: MemCompileConfig) -> float:
     """Algorithm 2 line 8: L=0, C=0.55, X=0, E=0.65 + n/B_C."""
-    return cfg.place_beta * cfg.new_cell_coherence - cfg.place_eta * (cfg.new_cell_pressure + d.n_tokens / cfg.cell_token_capacity)
+    return cfg.place_beta * cfg.new_cell_coherence - cfg.place_eta * (
+        cfg.new_cell_pressure + d.n_tokens / cfg.cell_token_capacity
+    )
 
 
 def add_to_cell(cell: Cell, d: Descriptor, cfg: MemCompileConfig) -> None:
@@ -133,7 +146,7 @@ class CellLayout:
     def __len__(self) -> int:
         return len(self.cells)
 
-    def fork(self) -> "CellLayout":
+    def fork(self) -> CellLayout:
         """An equal layout that can be extended without changing this one: containers are copied shallowly here,
         and a Cell, its member list or an index set the first time the fork changes it."""
         out = object.__new__(CellLayout)
@@ -148,8 +161,11 @@ class CellLayout:
             return cell
         self._owned.add(cell.cell_id)
         copy = self.cells[cell.cell_id] = replace(
-            cell, descriptor_ids=list(cell.descriptor_ids), keyword_counts=Counter(cell.keyword_counts),
-            person_counts=Counter(cell.person_counts), dia_counts=Counter(cell.dia_counts),
+            cell,
+            descriptor_ids=list(cell.descriptor_ids),
+            keyword_counts=Counter(cell.keyword_counts),
+            person_counts=Counter(cell.person_counts),
+            dia_counts=Counter(cell.dia_counts),
         )
         self.members[cell.cell_id] = list(self.members[cell.cell_id])
         return copy

@@ -3,10 +3,12 @@
 Chroma persists the vectors (and serves other processes); each process keeps the user's matrix in memory so
 D_q is exact and every packet's cosine is at hand for the evidence plane.
 """
+
 from __future__ import annotations
 
 import itertools
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -54,10 +56,16 @@ class PacketVectors:
     def __len__(self) -> int:
         return len(self.ids)
 
-    def fork(self) -> "PacketVectors":
+    def fork(self) -> PacketVectors:
         """Equal vectors that can be extended without changing these (copy-on-write)."""
         out = object.__new__(PacketVectors)
-        out.dim, out._m, out.ids, out.row, out.stamp = self.dim, self._m.fork(), list(self.ids), dict(self.row), self.stamp
+        out.dim, out._m, out.ids, out.row, out.stamp = (
+            self.dim,
+            self._m.fork(),
+            list(self.ids),
+            dict(self.row),
+            self.stamp,
+        )
         return out
 
     def set(self, ids: list[str], vectors) -> None:

@@ -1,8 +1,9 @@
 """Offline query-only intent (App. F fields): people, keywords, time, temporal flag, attribute need."""
+
 from __future__ import annotations
 
 import re
-from typing import Sequence
+from collections.abc import Sequence
 
 from ..records import Intent
 from ..text import STOPWORDS, name_key, terms, words
@@ -22,7 +23,9 @@ _ATTRIBUTE = re.compile(
 )
 _FIRST_PERSON = re.compile(r"\b(?:i|me|my|mine|myself)\b", re.I)
 _SECOND_PERSON = re.compile(r"\b(?:you|your|yours|yourself)\b", re.I)
-_QUESTION_WORDS = frozenset("what when where which who whom whose why how did does do is are was were would could should".split())
+_QUESTION_WORDS = frozenset(
+    "what when where which who whom whose why how did does do is are was were would could should".split()
+)
 
 
 def match_people(text: str, known_people: Sequence[str]) -> tuple[str, ...]:

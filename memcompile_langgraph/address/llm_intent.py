@@ -1,8 +1,9 @@
 """Query-only intent through a chat model (App. F); the offline intent is the per-query fallback."""
+
 from __future__ import annotations
 
 import logging
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from ..config import MemCompileConfig
 from ..llm.calls import LLMClient, LLMUnavailable, ask_validated
@@ -17,7 +18,9 @@ log = logging.getLogger(__name__)
 class LLMIntent:
     """intent(query, known_people, user_id): the request carries the query alone; known names only canonicalize."""
 
-    def __init__(self, client: LLMClient, config: MemCompileConfig, count: Callable[[str, dict[str, int]], None] | None = None):
+    def __init__(
+        self, client: LLMClient, config: MemCompileConfig, count: Callable[[str, dict[str, int]], None] | None = None
+    ):
         self.client = client
         self.config = config
         self.count = count
@@ -27,7 +30,9 @@ class LLMIntent:
         parse = lambda text: parse_intent(text, query, known_people, cfg)  # noqa: E731
         client = self.client.for_user(user_id)
         try:
-            out = ask_validated(client, intent_request(query), parse, cfg.llm_json_retries, json_correction(INTENT_SHAPE))
+            out = ask_validated(
+                client, intent_request(query), parse, cfg.llm_json_retries, json_correction(INTENT_SHAPE)
+            )
             error = out.error
         except LLMUnavailable as exc:
             out, error = None, str(exc)

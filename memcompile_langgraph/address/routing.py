@@ -5,12 +5,14 @@ u(c,q) of Eq. 22 is scored for every reachable Cell at once from per-Cell column
 Each column holds the exact integers the set-based Jaccard terms use and the arithmetic runs in the same
 order in float64, so the scores and the pool equal the direct per-Cell computation (tests compare both).
 """
+
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -54,7 +56,7 @@ class _Postings:
         self._arrays: dict[str, np.ndarray] = {}
         self._owned: set[str] | None = None  # in a fork: the keys whose sets are its own
 
-    def fork(self) -> "_Postings":
+    def fork(self) -> _Postings:
         out = _Postings()
         out._cells, out._arrays, out._owned = dict(self._cells), dict(self._arrays), set()
         return out
@@ -107,12 +109,16 @@ class RouteIndex:
     def __len__(self) -> int:
         return len(self.ids)
 
-    def fork(self) -> "RouteIndex":
+    def fork(self) -> RouteIndex:
         """An equal RouteIndex that can be extended without changing this one (copy-on-write)."""
         out = object.__new__(RouteIndex)
         out.ids, out._cols = list(self.ids), self._cols.copy()  # 5 integers per Cell
         out._key_terms, out._title_terms = list(self._key_terms), list(self._title_terms)
-        out.key_post, out.people_post, out.title_post = self.key_post.fork(), self.people_post.fork(), self.title_post.fork()
+        out.key_post, out.people_post, out.title_post = (
+            self.key_post.fork(),
+            self.people_post.fork(),
+            self.title_post.fork(),
+        )
         out._density, out._own_keys = self._density, set()
         return out
 
@@ -156,7 +162,9 @@ class RouteIndex:
             self._density = ((cfg.route_density, cfg.cell_item_capacity), table)
         return np.asarray(table)[sizes]
 
-    def relevance(self, q_terms: set[str], q_people: set[str], temporal: bool, cfg: MemCompileConfig) -> tuple[np.ndarray, np.ndarray]:
+    def relevance(
+        self, q_terms: set[str], q_people: set[str], temporal: bool, cfg: MemCompileConfig
+    ) -> tuple[np.ndarray, np.ndarray]:
         """u(c,q) of Eq. 22 for every Cell, and which Cells share a key term or person with q (or are timed)."""
         n = len(self.ids)
         n_key, n_people, n_title, size, timed = self._cols[:, :n]
@@ -182,7 +190,9 @@ def _jaccard(inter: np.ndarray, n_q: int, n_c: np.ndarray) -> np.ndarray:
     return out
 
 
-def admitted_pool(layout: "CellLayout", intent: Intent, seed_cells: Iterable[str], cfg: MemCompileConfig) -> list[tuple[float, Cell]]:
+def admitted_pool(
+    layout: CellLayout, intent: Intent, seed_cells: Iterable[str], cfg: MemCompileConfig
+) -> list[tuple[float, Cell]]:
     """V: reachable Cells with u >= the admission floor, best first (ties by Cell order), cut to the pool size.
 
     Reachable = seeds, Cells sharing a key term or person with q, and timed Cells for temporal queries; any
@@ -197,7 +207,7 @@ def admitted_pool(layout: "CellLayout", intent: Intent, seed_cells: Iterable[str
     return [(float(u[i]), layout.cells[route.ids[i]]) for i in idx[order]]
 
 
-def route(layout: "CellLayout", intent: Intent, seed_cells: Iterable[str], cfg: MemCompileConfig) -> Routing:
+def route(layout: CellLayout, intent: Intent, seed_cells: Iterable[str], cfg: MemCompileConfig) -> Routing:
     pool = admitted_pool(layout, intent, seed_cells, cfg)
     positive = sum(u for u, _ in pool if u > 0)
 

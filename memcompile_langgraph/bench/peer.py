@@ -1,4 +1,5 @@
 """The peer the bench compares with: LangGraph's InMemoryStore with the same embeddings, one item per turn."""
+
 from __future__ import annotations
 
 from typing import Any

@@ -6,6 +6,7 @@ packetize, extraction, Cell placement, SQLite commit, BM25 and the packet-docume
 (InMemoryStore with the same embedding model) goes through the same sizes afterwards, so `rss_mb` is the
 MemCompile phase alone.
 """
+
 from __future__ import annotations
 
 import gc
@@ -14,12 +15,12 @@ import os
 import platform
 import resource
 import shutil
-import statistics
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from ..memory import INGEST_BATCH, MemCompile
 from .peer import NAME as PEER_NAME
@@ -91,7 +92,11 @@ class _Phase:
         self.cpu = time.process_time()
 
     def close(self) -> dict[str, float]:
-        return {"load_before": round(self.load_before, 2), "load_after": round(os.getloadavg()[0], 2), "cpu_s": round(time.process_time() - self.cpu, 2)}
+        return {
+            "load_before": round(self.load_before, 2),
+            "load_after": round(os.getloadavg()[0], 2),
+            "cpu_s": round(time.process_time() - self.cpu, 2),
+        }
 
 
 def _query_stats(mem: MemCompile, qs: list[str]) -> dict[str, Any]:
@@ -128,15 +133,22 @@ def _check_store(path: Path | None, records_url: str | None = None) -> None:
         import sqlite3
 
         with sqlite3.connect(db) as conn:
-            has = conn.execute("SELECT name FROM sqlite_master WHERE name='users'").fetchone() and conn.execute(
-                "SELECT 1 FROM users WHERE user_id=?", (USER,)
-            ).fetchone()
+            has = (
+                conn.execute("SELECT name FROM sqlite_master WHERE name='users'").fetchone()
+                and conn.execute("SELECT 1 FROM users WHERE user_id=?", (USER,)).fetchone()
+            )
         if has:
             raise ValueError(f"{path} already holds a bench history; give an empty or new directory")
 
 
-def run_memcompile(opts: BenchOptions, turns: list[dict], history, store: Path | None, log: Callable[[str], None],
-                   urls: dict[str, str | None] | None = None) -> list[dict[str, Any]]:
+def run_memcompile(
+    opts: BenchOptions,
+    turns: list[dict],
+    history,
+    store: Path | None,
+    log: Callable[[str], None],
+    urls: dict[str, str | None] | None = None,
+) -> list[dict[str, Any]]:
     """The bench over one store: the embedded one in `store`, or a served one by `urls` (MemCompile's *_url)."""
     urls = urls or {}
     mem = MemCompile(store, **urls)
@@ -173,17 +185,20 @@ def run_memcompile(opts: BenchOptions, turns: list[dict], history, store: Path |
                 "load": {"ingest": ingest, "measure": phase.close()},
             }
         )
-        log(f"memcompile {size} turns: query p50 {queries['query_ms_p50']} ms, add turn p50 {points[-1]['add_turn_ms_p50']} ms")
+        log(
+            f"memcompile {size} turns: query p50 {queries['query_ms_p50']} ms, add turn p50 {points[-1]['add_turn_ms_p50']} ms"
+        )
     mem.close()
-    del mem
     gc.collect()
     if any(urls.values()):  # a served store: its cold start is the records' and the server's (not measured here)
         return points
     qs = questions(history, 40, seed=opts.seed, upto=opts.sizes[-1])
     points[-1].update(cold_start(store, qs[0]))
     points[-1].update(other_user_during_cold_load(store, turns[:OTHER_USER_TURNS], qs))
-    log(f"memcompile {opts.sizes[-1]} turns: first query {points[-1]['first_query_s']} s from the snapshot file, "
-        f"{points[-1]['first_query_rebuild_s']} s rebuilt from the records")
+    log(
+        f"memcompile {opts.sizes[-1]} turns: first query {points[-1]['first_query_s']} s from the snapshot file, "
+        f"{points[-1]['first_query_rebuild_s']} s rebuilt from the records"
+    )
     return points
 
 
@@ -238,7 +253,9 @@ def other_user_during_cold_load(store: Path, turns: list[dict], qs: list[str]) -
     }
 
 
-def run_peer(opts: BenchOptions, turns: list[dict], history, embeddings, log: Callable[[str], None]) -> list[dict[str, Any]]:
+def run_peer(
+    opts: BenchOptions, turns: list[dict], history, embeddings, log: Callable[[str], None]
+) -> list[dict[str, Any]]:
     peer = PeerStore(embeddings)
     out, stored, ingest_s = [], 0, 0.0
     for size in opts.sizes:
@@ -248,8 +265,17 @@ def run_peer(opts: BenchOptions, turns: list[dict], history, embeddings, log: Ca
         for q in qs[:WARMUP_QUERIES]:
             peer.search(q)
         times = [_timed(lambda q=q: peer.search(q))[0] * 1000 for q in qs[WARMUP_QUERIES:]]
-        out.append({"name": PEER_NAME, "turns": size, "ingest_turns_per_s": round(size / ingest_s, 1), "query_ms_p50": round(percentile(times, 50), 2)})
-        log(f"peer {size} turns: ingested at {out[-1]['ingest_turns_per_s']} turns/s, search p50 {out[-1]['query_ms_p50']} ms")
+        out.append(
+            {
+                "name": PEER_NAME,
+                "turns": size,
+                "ingest_turns_per_s": round(size / ingest_s, 1),
+                "query_ms_p50": round(percentile(times, 50), 2),
+            }
+        )
+        log(
+            f"peer {size} turns: ingested at {out[-1]['ingest_turns_per_s']} turns/s, search p50 {out[-1]['query_ms_p50']} ms"
+        )
     return out
 
 
@@ -259,7 +285,9 @@ def run_bench(opts: BenchOptions, log: Callable[[str], None] = lambda _: None) -
     if not sizes or sizes[0] < 1:
         raise ValueError("sizes must be positive turn counts")
     if any(b - a <= opts.add_samples for a, b in zip(sizes, sizes[1:])):
-        raise ValueError(f"sizes must be more than {opts.add_samples} turns apart (the single-turn adds sit between them)")
+        raise ValueError(
+            f"sizes must be more than {opts.add_samples} turns apart (the single-turn adds sit between them)"
+        )
     opts = BenchOptions(**{**opts.__dict__, "sizes": sizes})
     history = generate(sizes[-1] + opts.add_samples, seed=opts.seed)
     turns = history.turns
@@ -301,9 +329,11 @@ def run_bench(opts: BenchOptions, log: Callable[[str], None] = lambda _: None) -
         "sizes": points,
     }
     if served:
-        report["served"] = {"records": "postgresql" if opts.records_url else "sqlite",
-                             "vectors": "chroma server" if opts.chroma_url else "chroma directory",
-                             "sizes": served_points}
+        report["served"] = {
+            "records": "postgresql" if opts.records_url else "sqlite",
+            "vectors": "chroma server" if opts.chroma_url else "chroma directory",
+            "sizes": served_points,
+        }
     if not peers:
         report["peer"] = {"name": PEER_NAME, "skipped": "no embedding model" if opts.peer else "--no-peer"}
     return report

@@ -14,8 +14,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 QUESTION = "Where does Priya work now?"
 # command -> the target it is held to, in seconds of wall time on a quiet machine

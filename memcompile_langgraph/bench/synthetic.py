@@ -6,6 +6,7 @@ purchases, drawn from a long-tailed vocabulary (adjective x noun phrases give th
 keywords); about one turn in five shares a photo, as in LoCoMo (~28 tokens a turn on average there).
 Questions are asked about facts that were actually said, so every query has matching memory.
 """
+
 from __future__ import annotations
 
 import random
@@ -43,22 +44,55 @@ CITIES = """Lisbon|Porto|Madrid|
 Seville|Paris|Lyon|Berlin|Munich|Vienna|Prague|Krakow|Budapest|Rome|Naples|Florence|Athens|Istanbul|Cairo|
 Marrakesh|Nairobi|Lagos|Cape Town|Dubai|Mumbai|Delhi|Kathmandu|Bangkok|Hanoi|Seoul|Tokyo|Osaka|Kyoto|Taipei|
 Manila|Bali|Sydney|Melbourne|Auckland|Vancouver|Toronto|Montreal|Boston|Chicago|Denver|Austin|Seattle|Portland|
-Miami|Havana|Mexico City|Lima|Bogota|Santiago|Quito|Reykjavik|Oslo|Stockholm|Helsinki|Dublin|Edinburgh""".replace("\n", "").split("|")
+Miami|Havana|Mexico City|Lima|Bogota|Santiago|Quito|Reykjavik|Oslo|Stockholm|Helsinki|Dublin|Edinburgh""".replace(
+    "\n", ""
+).split("|")
 JOBS = """nurse teacher architect chef paramedic librarian accountant carpenter electrician photographer
 designer engineer veterinarian pharmacist translator journalist lawyer barista baker gardener mechanic
 pilot firefighter therapist researcher data analyst social worker florist tailor musician""".split()
 COMPANY_A = "North Blue Bright Silver Green Red Iron Stone Cloud River Sun Oak Maple Harbor Pine".split()
 COMPANY_B = "wind peak field works labs forge path bridge line craft point gate".split()
-FEELINGS = "amazing exhausting relaxing inspiring stressful fun peaceful chaotic rewarding tough wonderful scary".split()
+FEELINGS = (
+    "amazing exhausting relaxing inspiring stressful fun peaceful chaotic rewarding tough wonderful scary".split()
+)
 PAST_VERBS = "bought found fixed built painted sold borrowed ordered made repaired won lost".split()
 MONTHS = "January February March April May June July August September October November December".split()
-WHEN = ["yesterday", "last week", "last weekend", "on Saturday", "on Sunday", "last month", "two days ago",
-        "this morning", "last Friday", "a few weeks ago", "over the holidays", "last night"]
-FILLER = ["That's so {feel}!", "Wow, {name}, that sounds {feel}.", "Haha, totally.", "Thanks, {name}!",
-          "Good luck with that!", "I'm so happy for you!", "Oh no, I hope it gets better.", "Same here, honestly.",
-          "That's awesome, tell me more!", "Really? No way!", "Take care and talk soon!", "Sounds like a plan."]
-QUESTIONS = ["How was your week, {name}?", "What have you been up to lately?", "Did you ever finish that {noun}?",
-             "Are you still into {hobby}?", "How is your {rel} doing?", "Any plans for {month}?"]
+WHEN = [
+    "yesterday",
+    "last week",
+    "last weekend",
+    "on Saturday",
+    "on Sunday",
+    "last month",
+    "two days ago",
+    "this morning",
+    "last Friday",
+    "a few weeks ago",
+    "over the holidays",
+    "last night",
+]
+FILLER = [
+    "That's so {feel}!",
+    "Wow, {name}, that sounds {feel}.",
+    "Haha, totally.",
+    "Thanks, {name}!",
+    "Good luck with that!",
+    "I'm so happy for you!",
+    "Oh no, I hope it gets better.",
+    "Same here, honestly.",
+    "That's awesome, tell me more!",
+    "Really? No way!",
+    "Take care and talk soon!",
+    "Sounds like a plan.",
+]
+QUESTIONS = [
+    "How was your week, {name}?",
+    "What have you been up to lately?",
+    "Did you ever finish that {noun}?",
+    "Are you still into {hobby}?",
+    "How is your {rel} doing?",
+    "Any plans for {month}?",
+]
 
 
 @dataclass
@@ -101,23 +135,34 @@ class _Speaker:
             return f"I {s['verb']} a {s['thing']} at the {s['place']} {s['when']}.", Fact("purchase", speaker, s)
         if r < 0.30:
             s = {"hobby": p(HOBBIES), "with": p(NAMES), "feel": p(FEELINGS)}
-            return (f"I've been doing a lot of {s['hobby']} lately, mostly with {s['with']}, and honestly it has been {s['feel']}.",
-                    Fact("hobby", speaker, s))
+            return (
+                f"I've been doing a lot of {s['hobby']} lately, mostly with {s['with']}, and honestly it has been {s['feel']}.",
+                Fact("hobby", speaker, s),
+            )
         if r < 0.42:
             s = {"city": p(CITIES), "with": p(NAMES), "month": p(MONTHS)}
-            return f"{s['with']} and I are planning a trip to {s['city']} in {s['month']}, we want to see the {p(PLACES)}.", Fact("trip", speaker, s)
+            return (
+                f"{s['with']} and I are planning a trip to {s['city']} in {s['month']}, we want to see the {p(PLACES)}.",
+                Fact("trip", speaker, s),
+            )
         if r < 0.52:
             s = {"rel": p(RELATIVES), "verb": p(PAST_VERBS), "thing": self.thing(), "city": p(CITIES)}
             return f"My {s['rel']} just {s['verb']} a {s['thing']} back in {s['city']}.", Fact("relative", speaker, s)
         if r < 0.60:
             s = {"pet": p(PETS), "pet_name": p(PET_NAMES), "thing": self.thing()}
-            return f"My {s['pet']} {s['pet_name']} keeps chewing the {s['thing']} I got for the living room.", Fact("pet", speaker, s)
+            return f"My {s['pet']} {s['pet_name']} keeps chewing the {s['thing']} I got for the living room.", Fact(
+                "pet", speaker, s
+            )
         if r < 0.68:
             s = {"job": p(JOBS), "company": p(COMPANY_A) + p(COMPANY_B), "feel": p(FEELINGS)}
-            return f"I started working as a {s['job']} at {s['company']}, and the first weeks were {s['feel']}.", Fact("job", speaker, s)
+            return f"I started working as a {s['job']} at {s['company']}, and the first weeks were {s['feel']}.", Fact(
+                "job", speaker, s
+            )
         if r < 0.76:
             s = {"place": p(PLACES), "city": p(CITIES), "when": p(WHEN), "feel": p(FEELINGS)}
-            return f"We went to the {s['place']} in {s['city']} {s['when']} and it was {s['feel']}.", Fact("visit", speaker, s)
+            return f"We went to the {s['place']} in {s['city']} {s['when']} and it was {s['feel']}.", Fact(
+                "visit", speaker, s
+            )
         if r < 0.86:
             q = p(QUESTIONS)
             return q.format(name=other, noun=self.thing(), hobby=p(HOBBIES), rel=p(RELATIVES), month=p(MONTHS)), None
@@ -152,7 +197,13 @@ def generate(n_turns: int, seed: int = 7) -> History:
         for i in range(min(rng.randint(15, 35), n_turns - len(out.turns))):
             speaker, other = pair[i % 2], pair[(i + 1) % 2]
             text, facts = gen.turn(speaker, other)
-            turn = {"speaker": speaker, "text": text, "time": stamp, "session": session, "dia_id": f"D{session}:{i + 1}"}
+            turn = {
+                "speaker": speaker,
+                "text": text,
+                "time": stamp,
+                "session": session,
+                "dia_id": f"D{session}:{i + 1}",
+            }
             if rng.random() < 0.2:
                 thing = gen.thing()
                 turn["image_caption"] = f"a photo of a {thing} on a table"

@@ -1,4 +1,5 @@
 """`memcompile` command line: one subcommand module per concern, each exposing register(subparsers)."""
+
 from __future__ import annotations
 
 import argparse
@@ -28,7 +29,9 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
     parser = build_parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.DEBUG if args.debug else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.DEBUG if args.debug else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
+    )
     try:
         return int(args.func(args) or 0)
     except KeyboardInterrupt:

@@ -1,4 +1,5 @@
 """`memcompile ask "Q" --store DIR --user U --llm-model M`: compile the memory and print the model's answer."""
+
 from __future__ import annotations
 
 import argparse

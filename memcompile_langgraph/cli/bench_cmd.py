@@ -1,4 +1,5 @@
 """`memcompile bench`: speed and scale on a synthetic history, with LangGraph's InMemoryStore as the peer."""
+
 from __future__ import annotations
 
 import argparse
@@ -32,8 +33,11 @@ def table(report: dict) -> str:
     rows = [["store"] + [label for _, label in COLUMNS] + ["peer ingest turns/s", "peer query ms p50"]]
     for point in report["sizes"]:
         peer = point.get("peer", {})
-        rows.append(["embedded"] + [str(point[key]) for key, _ in COLUMNS]
-                    + [str(peer.get("ingest_turns_per_s", "-")), str(peer.get("query_ms_p50", "-"))])
+        rows.append(
+            ["embedded"]
+            + [str(point[key]) for key, _ in COLUMNS]
+            + [str(peer.get("ingest_turns_per_s", "-")), str(peer.get("query_ms_p50", "-"))]
+        )
     served = report.get("served")
     for point in served["sizes"] if served else []:
         name = f"{served['records']} + {served['vectors']}"
@@ -54,17 +58,28 @@ def plot(report: dict, path: Path) -> None:
     points = report["sizes"]
     n = [p["turns"] for p in points]
     fig, (lat, rate) = plt.subplots(1, 2, figsize=(11, 4.2))
-    for key, label, style in (("query_ms_p50", "query p50", "o-"), ("query_ms_p95", "query p95", "o--"), ("add_turn_ms_p50", "add one turn p50", "s-")):
+    for key, label, style in (
+        ("query_ms_p50", "query p50", "o-"),
+        ("query_ms_p95", "query p95", "o--"),
+        ("add_turn_ms_p50", "add one turn p50", "s-"),
+    ):
         lat.plot(n, [p[key] for p in points], style, label=label)
     peers = [p["peer"] for p in points if "peer" in p]
     if peers:
-        lat.plot([p["turns"] for p in peers], [p["query_ms_p50"] for p in peers], "^:", label="InMemoryStore search p50")
+        lat.plot(
+            [p["turns"] for p in peers], [p["query_ms_p50"] for p in peers], "^:", label="InMemoryStore search p50"
+        )
     lat.set(xscale="log", yscale="log", xlabel="turns in the store (N)", ylabel="ms", title="latency")
     lat.legend()
     rate.plot(n, [p["ingest_turns_per_s"] for p in points], "o-", label="MemCompile")
     if peers:
         rate.plot([p["turns"] for p in peers], [p["ingest_turns_per_s"] for p in peers], "^:", label="InMemoryStore")
-    rate.set(xscale="log", xlabel="turns in the store (N)", ylabel="turns/s (embeddings included)", title="ingest, end to end")
+    rate.set(
+        xscale="log",
+        xlabel="turns in the store (N)",
+        ylabel="turns/s (embeddings included)",
+        title="ingest, end to end",
+    )
     rate.legend()
     fig.suptitle(f"memcompile bench on {report['machine']['cpu']}, {report['machine']['cores']} cores")
     fig.tight_layout()
@@ -94,9 +109,15 @@ def cmd_bench(args: argparse.Namespace) -> int:
         raise UsageError("--queries must be positive")
     from ..store.open import records_url_from
 
-    opts = BenchOptions(sizes=sizes, queries=args.queries, store=Path(args.store) if args.store else None,
-                        peer=not args.no_peer, seed=args.seed, records_url=records_url_from(args.records_url),
-                        chroma_url=args.chroma_url)
+    opts = BenchOptions(
+        sizes=sizes,
+        queries=args.queries,
+        store=Path(args.store) if args.store else None,
+        peer=not args.no_peer,
+        seed=args.seed,
+        records_url=records_url_from(args.records_url),
+        chroma_url=args.chroma_url,
+    )
     log = (lambda msg: None) if args.quiet else (lambda msg: print(msg, file=sys.stderr, flush=True))
     report = run_bench(opts, log)
     if args.plot:
@@ -111,17 +132,27 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--turns", type=int, default=None, help="turns in the store when measured")
     p.add_argument("--queries", type=int, default=50, help="timed queries per size (default 50)")
-    p.add_argument("--sizes", default=None, help="measure while growing through these sizes, e.g. 1000,5000,20000,100000")
-    p.add_argument("--store", default=None, help="keep the bench store in this new directory (default: a temporary one)")
+    p.add_argument(
+        "--sizes", default=None, help="measure while growing through these sizes, e.g. 1000,5000,20000,100000"
+    )
+    p.add_argument(
+        "--store", default=None, help="keep the bench store in this new directory (default: a temporary one)"
+    )
     p.add_argument("--plot", default=None, help="write a PNG of latency and ingest rate against N")
     p.add_argument("--json", action="store_true", help="the whole report as JSON (every phase, machine and load)")
     p.add_argument("--no-peer", action="store_true", help="skip the InMemoryStore peer")
     p.add_argument("--seed", type=int, default=7, help="seed of the synthetic history (default 7)")
-    p.add_argument("--records-url", default=None,
-                   help="also bench records in PostgreSQL (an empty schema: postgresql://...?schema=NAME)")
+    p.add_argument(
+        "--records-url",
+        default=None,
+        help="also bench records in PostgreSQL (an empty schema: postgresql://...?schema=NAME)",
+    )
     p.add_argument("--chroma-url", default=None, help="also bench vectors in a Chroma server")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
-    p.add_argument("--startup", action="store_true",
-                   help="instead: time `memcompile --help`, `stats` and `query` from process start to exit")
+    p.add_argument(
+        "--startup",
+        action="store_true",
+        help="instead: time `memcompile --help`, `stats` and `query` from process start to exit",
+    )
     p.add_argument("--runs", type=int, default=5, help="runs per command with --startup (default 5, after a warm-up)")
     p.set_defaults(func=cmd_bench)

@@ -1,4 +1,5 @@
 """Core commands: demo, ingest, query, stats, graph."""
+
 from __future__ import annotations
 
 import argparse
@@ -12,7 +13,12 @@ from .profile_args import add_profile_arg, profile_config
 
 # counted conditions of stored turns the user should hear about (kept, but not exactly as given)
 WARNINGS = (
-    "unparsed_time", "cleaned_text", "invalid_utf8", "invalid_unicode", "trimmed_speaker", "trimmed_for_extraction",
+    "unparsed_time",
+    "cleaned_text",
+    "invalid_utf8",
+    "invalid_unicode",
+    "trimmed_speaker",
+    "trimmed_for_extraction",
     "trimmed_for_embedding",
 )
 
@@ -24,17 +30,26 @@ def add_store_args(p: argparse.ArgumentParser, create: bool = False, user: bool 
     if create:
         p.add_argument("--store", default=None, help=f"store directory (created when missing{server})")
     else:
-        p.add_argument("--store", default=None, help=f"an existing store directory (made by `memcompile ingest`{server})")
+        p.add_argument(
+            "--store", default=None, help=f"an existing store directory (made by `memcompile ingest`{server})"
+        )
     if user and create:
-        p.add_argument("--user", default=None, help="user id of every turn (default: each LoCoMo conversation's "
-                                                     "sample_id; 'default' for a JSONL file)")
+        p.add_argument(
+            "--user",
+            default=None,
+            help="user id of every turn (default: each LoCoMo conversation's sample_id; 'default' for a JSONL file)",
+        )
     elif user:
         p.add_argument("--user", default="default", help="whose memory (default: 'default')")
-    p.add_argument("--chroma-url", default=None,
-                   help="the Chroma server holding the vectors, e.g. http://127.0.0.1:8000")
-    p.add_argument("--records-url", default=None,
-                   help="keep records in PostgreSQL, e.g. postgresql://user@host/db?schema=name "
-                        "(default: $MEMCOMPILE_RECORDS_URL, else SQLite in --store)")
+    p.add_argument(
+        "--chroma-url", default=None, help="the Chroma server holding the vectors, e.g. http://127.0.0.1:8000"
+    )
+    p.add_argument(
+        "--records-url",
+        default=None,
+        help="keep records in PostgreSQL, e.g. postgresql://user@host/db?schema=name "
+        "(default: $MEMCOMPILE_RECORDS_URL, else SQLite in --store)",
+    )
 
 
 def positive_int(value: str) -> int:
@@ -44,9 +59,13 @@ def positive_int(value: str) -> int:
 
 
 def add_max_tokens_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--max-tokens", type=positive_int, default=None, metavar="N",
-                   help="context budget in tokens: long packets keep their header and best lines "
-                   "(default: the config's 2000)")
+    p.add_argument(
+        "--max-tokens",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="context budget in tokens: long packets keep their header and best lines (default: the config's 2000)",
+    )
 
 
 def require_store(path: str) -> None:
@@ -158,11 +177,26 @@ def cmd_query(args: argparse.Namespace) -> int:
     users = mem.users()
     if user not in users:
         mem.close()
-        held = ", ".join(users[:20]) + (f" and {len(users) - 20} more" if len(users) > 20 else "") if users else "no users yet"
+        held = (
+            ", ".join(users[:20]) + (f" and {len(users) - 20} more" if len(users) > 20 else "")
+            if users
+            else "no users yet"
+        )
         raise UsageError(f"{args.store} holds nothing for user {user!r}; it holds: {held} (--user)")
     ctx = mem.compile(args.query, user_id=user, view=args.view, max_tokens=args.max_tokens)
     if args.json:
-        print(json.dumps({"context": ctx.text, "packets": [{k: p[k] for k in ("dia_id", "speaker", "session", "time", "score")} for p in ctx.packets], "trace": ctx.trace}, indent=2))
+        print(
+            json.dumps(
+                {
+                    "context": ctx.text,
+                    "packets": [
+                        {k: p[k] for k in ("dia_id", "speaker", "session", "time", "score")} for p in ctx.packets
+                    ],
+                    "trace": ctx.trace,
+                },
+                indent=2,
+            )
+        )
     else:
         print(ctx.text or "(no memory matched)")
     mem.close()
@@ -185,8 +219,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_demo)
 
     p = sub.add_parser("ingest", help="store a LoCoMo JSON or JSONL turn file")
-    p.add_argument("file", help='a LoCoMo file (locomo10.json format) or JSONL, one turn a line: {"speaker", "text", '
-                                '"time", "session", "dia_id", ...}')
+    p.add_argument(
+        "file",
+        help='a LoCoMo file (locomo10.json format) or JSONL, one turn a line: {"speaker", "text", '
+        '"time", "session", "dia_id", ...}',
+    )
     add_store_args(p, create=True)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     add_llm_args(p)
@@ -196,8 +233,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("query", help="print the compiled context for a question")
     p.add_argument("query", help="the question to compile a context for")
     add_store_args(p)
-    p.add_argument("--json", action="store_true",
-                   help="context, packets (dia_id, speaker, session, time, score) and trace")
+    p.add_argument(
+        "--json", action="store_true", help="context, packets (dia_id, speaker, session, time, score) and trace"
+    )
     p.add_argument("--view", choices=("bundle", "raw", "claim"), default="bundle", help="reader view (Table 4)")
     add_max_tokens_arg(p)
     add_llm_args(p)
@@ -205,6 +243,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_query)
 
     p = sub.add_parser("graph", help="print the query graph (or --ingest graph) as Mermaid")
-    p.add_argument("--ingest", action="store_true",
-                   help="the build plane (packetize ... index) instead of the query plane")
+    p.add_argument(
+        "--ingest", action="store_true", help="the build plane (packetize ... index) instead of the query plane"
+    )
     p.set_defaults(func=cmd_graph)

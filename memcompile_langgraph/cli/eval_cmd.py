@@ -1,5 +1,6 @@
 """`memcompile eval locomo|longmemeval FILE`, `memcompile eval beam DIR`: the paper's protocol over a benchmark,
 with report and plots."""
+
 from __future__ import annotations
 
 import argparse
@@ -70,11 +71,18 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
     if not o.get("questions"):
         return ["no question has a result"]
     setting = f"profile {report['config'].get('profile', 'default')}, {report['config']['variant']}"
-    lines = [f"{setting}: {o['questions']} questions: Gold Recall {100 * o['gold_recall']:.2f}%, full coverage {100 * o['full_coverage']:.2f}%, "
-             f"{o['mean_packets']:.2f} packets, {o['mean_context_tokens']:.0f} context tokens, query p50 {o['query_ms_p50']:.0f} ms"]
+    lines = [
+        f"{setting}: {o['questions']} questions: Gold Recall {100 * o['gold_recall']:.2f}%, full coverage {100 * o['full_coverage']:.2f}%, "
+        f"{o['mean_packets']:.2f} packets, {o['mean_context_tokens']:.0f} context tokens, query p50 {o['query_ms_p50']:.0f} ms"
+    ]
     if "judge" in o:
-        lines.append(f"answers: J {100 * o['judge']:.2f}%" + (f", F1 {100 * o['f1']:.2f}, BLEU-1 {100 * o['bleu1']:.2f}" if o.get("f1") is not None else ""))
-    cats = ", ".join(f"{c} {100 * f['gold_recall']:.2f}" for c, f in report["by_category"].items() if f.get("questions"))
+        lines.append(
+            f"answers: J {100 * o['judge']:.2f}%"
+            + (f", F1 {100 * o['f1']:.2f}, BLEU-1 {100 * o['bleu1']:.2f}" if o.get("f1") is not None else "")
+        )
+    cats = ", ".join(
+        f"{c} {100 * f['gold_recall']:.2f}" for c, f in report["by_category"].items() if f.get("questions")
+    )
     lines.append(f"by category: {cats}")
     for name, b in report["baselines"].items():
         lines.append(f"baseline {name}: Gold Recall {100 * b['gold_recall']:.2f}%")
@@ -102,7 +110,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
     opts = eval_options(args)
     embeddings = default_embeddings()
     if embeddings is None:
-        print("memcompile: no embedding model found: dense channel and dense baseline off (set MEMCOMPILE_MODEL_DIR)", file=sys.stderr)
+        print(
+            "memcompile: no embedding model found: dense channel and dense baseline off (set MEMCOMPILE_MODEL_DIR)",
+            file=sys.stderr,
+        )
     run = EvalRun(bench, opts, embeddings)
     failure = None
     try:
@@ -115,7 +126,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
         plots = write_plots(report, opts.out)
         (opts.out / "report.md").write_text(render_markdown(report, plots), encoding="utf-8")
     if failure is not None:
-        raise UsageError(f"{failure}; {report['overall'].get('questions', 0)} results kept in {opts.out}: rerun to resume")
+        raise UsageError(
+            f"{failure}; {report['overall'].get('questions', 0)} results kept in {opts.out}: rerun to resume"
+        )
     for line in summary_lines(report):
         print(line)
     print(f"report: {opts.out / 'report.json'}, {opts.out / 'report.md'} ({run.wall_seconds:.1f} s)", file=sys.stderr)
@@ -132,19 +145,40 @@ def register(sub: argparse._SubParsersAction) -> None:
     ):
         b = benches.add_parser(name, help=help_text)
         b.add_argument("file", metavar=metavar, help="the benchmark file (BEAM: a folder of chats)")
-        b.add_argument("--samples", default=None, metavar="IDS",
-                       help="comma-separated sample ids (LoCoMo sample_id, LongMemEval question_id, "
-                       "BEAM chat folder name)")
-        b.add_argument("--out", default="memcompile-eval", help="results, report.json, report.md and plots (default: ./memcompile-eval)")
-        b.add_argument("--store", default=None, help="one store per dialogue under this folder, reused when present (default: OUT/stores)")
-        b.add_argument("--view", choices=("bundle", "raw", "claim"), default="bundle", help="reader view answered from (Table 4)")
+        b.add_argument(
+            "--samples",
+            default=None,
+            metavar="IDS",
+            help="comma-separated sample ids (LoCoMo sample_id, LongMemEval question_id, BEAM chat folder name)",
+        )
+        b.add_argument(
+            "--out",
+            default="memcompile-eval",
+            help="results, report.json, report.md and plots (default: ./memcompile-eval)",
+        )
+        b.add_argument(
+            "--store",
+            default=None,
+            help="one store per dialogue under this folder, reused when present (default: OUT/stores)",
+        )
+        b.add_argument(
+            "--view", choices=("bundle", "raw", "claim"), default="bundle", help="reader view answered from (Table 4)"
+        )
         add_max_tokens_arg(b)
         g = b.add_argument_group("Table 2 ablations of the evaluated setting")
         for flag, (_, _, setting) in ABLATION_FLAGS.items():
             g.add_argument("--" + flag.replace("_", "-"), action="store_true", help=setting)
-        g.add_argument("--no-fusion", action="store_true",
-                       help="the paper's pool (complete U_q, Eq. 10 order) and MMR anchors instead of evidence fusion")
-        g.add_argument("--ablations", default=None, metavar="LIST", help="also run these settings over the same stores: A1,...,A7 or 'all'")
+        g.add_argument(
+            "--no-fusion",
+            action="store_true",
+            help="the paper's pool (complete U_q, Eq. 10 order) and MMR anchors instead of evidence fusion",
+        )
+        g.add_argument(
+            "--ablations",
+            default=None,
+            metavar="LIST",
+            help="also run these settings over the same stores: A1,...,A7 or 'all'",
+        )
         add_llm_args(b, answer=True)
         add_profile_arg(b)
         b.add_argument("--judge-model", default=None, metavar="NAME", help="judge model (default: the answer model)")

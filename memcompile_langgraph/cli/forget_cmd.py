@@ -1,8 +1,8 @@
 """`memcompile forget`: remove a user (records, vectors, LLM cache and ledger), or single turns of a user."""
+
 from __future__ import annotations
 
 import argparse
-
 
 from .core import add_store_args, open_memory
 
@@ -26,7 +26,9 @@ def cmd_forget(args: argparse.Namespace) -> int:
         vectors = before["vectors"]
         mem.forget(args.user)
         if before["packets"] or vectors or before["counters"]:
-            print(f"{args.user}: forgot {before['packets']} turns, {before['descriptors']} descriptors, {vectors} vectors")
+            print(
+                f"{args.user}: forgot {before['packets']} turns, {before['descriptors']} descriptors, {vectors} vectors"
+            )
         else:
             print(f"{args.user}: nothing stored")
         return 0

@@ -1,4 +1,5 @@
 """Shared command-line flags for the LLM stages: --llm-model, --llm-base-url, --answer-model."""
+
 from __future__ import annotations
 
 import argparse
@@ -7,10 +8,18 @@ from typing import Any
 
 def add_llm_args(p: argparse.ArgumentParser, answer: bool = False) -> None:
     g = p.add_argument_group("LLM stages (default: offline components)")
-    g.add_argument("--llm-model", default=None, metavar="NAME",
-                   help="chat model for extraction, intent and scheduling, via ChatOpenAI (key from OPENAI_API_KEY)")
-    g.add_argument("--llm-base-url", default=None, metavar="URL",
-                   help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1 (any key works there)")
+    g.add_argument(
+        "--llm-model",
+        default=None,
+        metavar="NAME",
+        help="chat model for extraction, intent and scheduling, via ChatOpenAI (key from OPENAI_API_KEY)",
+    )
+    g.add_argument(
+        "--llm-base-url",
+        default=None,
+        metavar="URL",
+        help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1 (any key works there)",
+    )
     if answer:
         g.add_argument("--answer-model", default=None, metavar="NAME", help="answer model (default: --llm-model)")
 

@@ -1,4 +1,5 @@
 """`memcompile mcp --store DIR [--http HOST:PORT]`: serve the memory over MCP (stdio, or streamable HTTP)."""
+
 from __future__ import annotations
 
 import argparse
@@ -36,8 +37,9 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     try:
         from ..integrations.mcp_server import build_server  # mcp is imported only by this command
     except ImportError as exc:
-        raise UsageError(f"the MCP server needs the mcp package: pip install 'memcompile-langgraph[mcp]' ({exc})") \
-            from None
+        raise UsageError(
+            f"the MCP server needs the mcp package: pip install 'memcompile-langgraph[mcp]' ({exc})"
+        ) from None
 
     mem = open_memory(args, create=True)
     try:
@@ -56,7 +58,11 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("mcp", help="serve the memory as an MCP server (tools remember, recall, forget, stats)")
     add_store_args(p, create=True, user=False)
-    p.add_argument("--http", default=None, metavar="[HOST:]PORT",
-                   help="streamable HTTP at http://HOST:PORT/mcp (default host 127.0.0.1) instead of stdio")
+    p.add_argument(
+        "--http",
+        default=None,
+        metavar="[HOST:]PORT",
+        help="streamable HTTP at http://HOST:PORT/mcp (default host 127.0.0.1) instead of stdio",
+    )
     add_llm_args(p)
     p.set_defaults(func=cmd_mcp)

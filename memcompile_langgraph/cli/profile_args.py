@@ -1,4 +1,5 @@
 """`--profile default|paper`: the project's best measured setting or the paper's choices (MemCompileConfig.paper())."""
+
 from __future__ import annotations
 
 import argparse
@@ -8,10 +9,14 @@ from ..config import PROFILES
 
 
 def add_profile_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--profile", choices=PROFILES, default="default",
-                   help="default: the best measured setting; paper: every choice as MemCompile's paper makes it "
-                        "(without a model its LLM-free path, A2); the README's 'Deviations from the paper' lists "
-                        "the differences")
+    p.add_argument(
+        "--profile",
+        choices=PROFILES,
+        default="default",
+        help="default: the best measured setting; paper: every choice as MemCompile's paper makes it "
+        "(without a model its LLM-free path, A2); the README's 'Deviations from the paper' lists "
+        "the differences",
+    )
 
 
 def profile_config(args: argparse.Namespace) -> Any:

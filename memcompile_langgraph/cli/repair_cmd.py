@@ -1,4 +1,5 @@
 """`memcompile repair`: rebuild the vectors of a store (or of one user) from its records."""
+
 from __future__ import annotations
 
 import argparse
@@ -31,7 +32,10 @@ def cmd_repair(args: argparse.Namespace) -> int:
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("repair", help="rebuild vectors from the records (a damaged or out-of-step vector store)")
     p.add_argument("--store", required=True, help="store directory (must exist)")
-    p.add_argument("--user", default=None, help="only this user (default: every user; always every user when the "
-                   "vector store itself is damaged)")
+    p.add_argument(
+        "--user",
+        default=None,
+        help="only this user (default: every user; always every user when the vector store itself is damaged)",
+    )
     p.add_argument("--chroma-url", default=None, help="vectors kept in a Chroma server")
     p.set_defaults(func=cmd_repair)

@@ -103,12 +103,19 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Counts per user. Counters say what ingest skipped, cleaned or fell back on; "
         "fallback_claims counts turns with no extractable claim, stored whole as their one claim.",
     )
-    p.add_argument("--store", default=None, help="an existing store directory (made by `memcompile ingest`; not "
-                   "needed with --records-url and --chroma-url)")
+    p.add_argument(
+        "--store",
+        default=None,
+        help="an existing store directory (made by `memcompile ingest`; not "
+        "needed with --records-url and --chroma-url)",
+    )
     p.add_argument("--user", default=None, help="one user (default: every user of the store)")
-    p.add_argument("--records-url", default=None,
-                   help="records in PostgreSQL, e.g. postgresql://user@host/db?schema=name (default: "
-                        "$MEMCOMPILE_RECORDS_URL, else SQLite in --store)")
+    p.add_argument(
+        "--records-url",
+        default=None,
+        help="records in PostgreSQL, e.g. postgresql://user@host/db?schema=name (default: "
+        "$MEMCOMPILE_RECORDS_URL, else SQLite in --store)",
+    )
     p.add_argument(
         "--chroma-url", default=None, help="the Chroma server holding the store's vectors, if it was ingested with one"
     )

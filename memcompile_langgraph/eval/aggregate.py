@@ -1,8 +1,10 @@
 """Per-question records -> the report's figures (fractions in [0, 1]; report.md shows percentages)."""
+
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from statistics import fmean
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 from ..evidence.render import VIEWS
 from .baselines import BASELINE_KS
@@ -88,16 +90,23 @@ def update_figures(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
     rs = [r for r in records if "marked" in r]
     if not rs:
         return {}
-    out: dict[str, Any] = {"marked_packets": sum(len(r["marked"]) for r in rs),
-                           "marked_share": _mean([len(r["marked"]) / max(1, len(r["selected"])) for r in rs])}
+    out: dict[str, Any] = {
+        "marked_packets": sum(len(r["marked"]) for r in rs),
+        "marked_share": _mean([len(r["marked"]) / max(1, len(r["selected"])) for r in rs]),
+    }
     updates = [r for r in _with_gold(rs) if r.get("replaced")]
     if updates:
         both = [r for r in updates if set(r["gold"]) & set(r["selected"]) and set(r["replaced"]) & set(r["selected"])]
         marked = sum(bool(set(r["replaced"]) & set(r["marked"])) for r in both)
-        out.update({"update_questions": len(updates),
-                    "new_in_context": _mean(float(bool(set(r["gold"]) & set(r["selected"]))) for r in updates),
-                    "old_also_in_context": len(both), "old_marked": marked,
-                    "old_marked_share": round(marked / len(both), 6) if both else None})
+        out.update(
+            {
+                "update_questions": len(updates),
+                "new_in_context": _mean(float(bool(set(r["gold"]) & set(r["selected"]))) for r in updates),
+                "old_also_in_context": len(both),
+                "old_marked": marked,
+                "old_marked_share": round(marked / len(both), 6) if both else None,
+            }
+        )
     return out
 
 
@@ -125,8 +134,11 @@ def figures(records: Sequence[dict[str, Any]], view: str) -> dict[str, Any]:
         "context_tokens_by_view": {v: _mean(r["tokens"][v] for r in records) for v in VIEWS},
         "query_ms_p50": round(percentile(ms, 50), 3),
         "query_ms_p95": round(percentile(ms, 95), 3),
-        "stage_ms": {s: {"p50": round(percentile(x, 50), 3), "p95": round(percentile(x, 95), 3)}
-                     for s in stages for x in [[r["stage_ms"].get(s, 0.0) for r in records]]},
+        "stage_ms": {
+            s: {"p50": round(percentile(x, 50), 3), "p95": round(percentile(x, 95), 3)}
+            for s in stages
+            for x in [[r["stage_ms"].get(s, 0.0) for r in records]]
+        },
         "gold_ids_missing_from_dialogue": sum(len(r["gold_missing"]) for r in records),
         "k10": diag,
     }
@@ -165,8 +177,13 @@ def baseline_figures(records: Sequence[dict[str, Any]], categories: Sequence[str
 def budget_curves(records: Sequence[dict[str, Any]]) -> dict[str, list[float]]:
     """Gold Recall of the first k packets, k = 1..12, along the system's selection order and each baseline's ranking."""
     g = _with_gold(records)
-    curves = {"k": list(range(1, BUDGET + 1)), "system": [recall_figures(g, lambda r, k=k: r["selected"][:k])["gold_recall"] for k in range(1, BUDGET + 1)]}
+    curves = {
+        "k": list(range(1, BUDGET + 1)),
+        "system": [recall_figures(g, lambda r, k=k: r["selected"][:k])["gold_recall"] for k in range(1, BUDGET + 1)],
+    }
     for name in sorted({n for r in g for n in r.get("baselines", {})}):
         rs = [r for r in g if name in r.get("baselines", {})]
-        curves[name] = [recall_figures(rs, lambda r, k=k: r["baselines"][name][:k])["gold_recall"] for k in range(1, BUDGET + 1)]
+        curves[name] = [
+            recall_figures(rs, lambda r, k=k: r["baselines"][name][:k])["gold_recall"] for k in range(1, BUDGET + 1)
+        ]
     return curves

@@ -3,9 +3,10 @@
 The dense one is what a plain vector store's semantic search over raw turns returns (e.g. LangGraph's store
 search): same embeddings object as the system, no claims, no Cells, no budget normalization.
 """
+
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 from langchain_core.embeddings import Embeddings
@@ -44,7 +45,11 @@ class RawTurnBaselines:
         # BM25Okapi cannot take an empty corpus or an empty document; "_" never matches a query term
         self.bm25 = BM25Okapi([terms(d) or ["_"] for d in docs]) if docs else None
         self.embeddings = embeddings
-        self.vectors = _unit(np.asarray(embeddings.embed_documents(docs), dtype=np.float32)) if embeddings is not None and docs else None
+        self.vectors = (
+            _unit(np.asarray(embeddings.embed_documents(docs), dtype=np.float32))
+            if embeddings is not None and docs
+            else None
+        )
 
     def rank(self, questions: Sequence[str]) -> list[dict[str, list[str]]]:
         """Per question {"bm25": [...], "dense": [...]} (dense only when an embedding model is present)."""
@@ -52,7 +57,11 @@ class RawTurnBaselines:
         for q in questions:
             row = {"bm25": top_k(self.bm25.get_scores(terms(q)), self.dia_ids, self.depth) if self.bm25 else []}
             if self.embeddings is not None:
-                sims = self.vectors @ _unit(np.asarray([self.embeddings.embed_query(q)], dtype=np.float32))[0] if self.vectors is not None else np.zeros(0)
+                sims = (
+                    self.vectors @ _unit(np.asarray([self.embeddings.embed_query(q)], dtype=np.float32))[0]
+                    if self.vectors is not None
+                    else np.zeros(0)
+                )
                 row["dense"] = top_k(sims, self.dia_ids, self.depth)
             out.append(row)
         return out

@@ -8,8 +8,9 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from ..loaders import UnusableInput
 from .dataset import Benchmark, Dialogue, Question, answer_text, select

@@ -1,9 +1,11 @@
 """The benchmark-neutral eval schema: dialogues (turns to store) with their questions and gold evidence."""
+
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Sequence, TypeVar
+from typing import Any, TypeVar
 
 from ..loaders import UnusableInput
 

@@ -1,10 +1,12 @@
 """LoCoMo questions and gold evidence: the benchmark's `locomo10.json` format turned into eval dialogues."""
+
 from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from ..loaders import UnusableInput, load_file
 from .dataset import Benchmark, Dialogue, Question, answer_text, select
@@ -46,7 +48,11 @@ def locomo_questions(user_id: str, qa: Iterable[Any], skipped: Counter) -> list[
             continue
         gold = parse_evidence(item.get("evidence"))
         category = CATEGORIES[item["category"]]
-        out.append(Question(f"{user_id}#{i}", user_id, item["question"].strip(), answer_text(item["answer"]) or "", category, gold))
+        out.append(
+            Question(
+                f"{user_id}#{i}", user_id, item["question"].strip(), answer_text(item["answer"]) or "", category, gold
+            )
+        )
     return out
 
 

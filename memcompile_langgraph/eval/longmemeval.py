@@ -1,9 +1,11 @@
 """LongMemEval-S instances in the same session/turn schema as LoCoMo (App. D): one store per instance."""
+
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from ..loaders import UnusableInput
 from .dataset import Benchmark, Dialogue, Question, answer_text, select
@@ -30,7 +32,16 @@ def _turns(sessions: list[Any], dates: list[Any], ids: list[Any]) -> tuple[list[
                 continue
             dia_id = f"{sid}:{pos}"
             time = date if isinstance(date, str) else ""
-            turns.append({"speaker": turn.get("role"), "text": turn.get("content"), "time": time, "session": n, "session_label": str(sid), "dia_id": dia_id})
+            turns.append(
+                {
+                    "speaker": turn.get("role"),
+                    "text": turn.get("content"),
+                    "time": time,
+                    "session": n,
+                    "session_label": str(sid),
+                    "dia_id": dia_id,
+                }
+            )
             if turn.get("has_answer") is True:
                 gold.append(dia_id)  # turn-level labels score retrieval only; they never reach the store
     return turns, gold
@@ -50,7 +61,9 @@ def instance_dialogue(item: Any) -> Dialogue:
         raise ValueError("bad_question")
     turns, gold = _turns(sessions, dates, ids)
     qtype = item.get("question_type") if isinstance(item.get("question_type"), str) else "unknown"
-    return Dialogue(qid, turns, [Question(f"{qid}#0", qid, question.strip(), answer, qtype, tuple(dict.fromkeys(gold)))])
+    return Dialogue(
+        qid, turns, [Question(f"{qid}#0", qid, question.strip(), answer, qtype, tuple(dict.fromkeys(gold)))]
+    )
 
 
 def load_longmemeval(path: str | Path, samples: Iterable[str] | None = None) -> Benchmark:

@@ -1,4 +1,5 @@
 """Per-question measures: Gold Recall, budget duplication (DBR, App. A.4), token F1 and BLEU-1, token counts."""
+
 from __future__ import annotations
 
 import hashlib
@@ -7,8 +8,8 @@ import os
 import re
 import tempfile
 from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
 
 from ..text import count_tokens, term_set
 
@@ -90,7 +91,11 @@ _CL100K_URL = "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.
 
 def _tiktoken_cached() -> bool:
     """Whether tiktoken's cl100k_base file is already in its cache (where tiktoken itself looks), so nothing downloads."""
-    cache = os.environ.get("TIKTOKEN_CACHE_DIR") or os.environ.get("DATA_GYM_CACHE_DIR") or str(Path(tempfile.gettempdir()) / "data-gym-cache")
+    cache = (
+        os.environ.get("TIKTOKEN_CACHE_DIR")
+        or os.environ.get("DATA_GYM_CACHE_DIR")
+        or str(Path(tempfile.gettempdir()) / "data-gym-cache")
+    )
     return (Path(cache) / hashlib.sha1(_CL100K_URL.encode()).hexdigest()).is_file()
 
 

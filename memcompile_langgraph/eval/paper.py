@@ -1,4 +1,5 @@
 """The paper's published LoCoMo figures (percentages) that report.md sets beside a run, and Table 2's settings."""
+
 from __future__ import annotations
 
 from typing import Any

@@ -1,4 +1,5 @@
 """PNG plots of a run (matplotlib, Agg backend: no display needed)."""
+
 from __future__ import annotations
 
 import logging

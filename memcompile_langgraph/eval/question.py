@@ -1,8 +1,10 @@
 """One question through the query graph: the record (one JSONL line) every report figure is computed from."""
+
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from ..evidence.normalize import normalize
 from ..evidence.render import VIEWS, render_context, update_marks
@@ -17,12 +19,12 @@ if TYPE_CHECKING:
 DIAGNOSTIC_K = 10  # Table 3 / Table 5 controlled selection depth
 
 
-def _found(index: "UserIndex", gold: set[str], packet_ids: list[str]) -> list[str]:
+def _found(index: UserIndex, gold: set[str], packet_ids: list[str]) -> list[str]:
     """The gold dia_ids among these packets (what recall needs, without storing a 100-packet pool)."""
     return sorted({index.packets[p].dia_id for p in packet_ids if p in index.packets} & gold)
 
 
-def _dedup_by_text(index: "UserIndex", candidates: list[Any]) -> list[str]:
+def _dedup_by_text(index: UserIndex, candidates: list[Any]) -> list[str]:
     """Exact-text deduplication of claim hits (Table 3's second row): a later hit with the same claim text drops."""
     seen, out = set(), []
     for c in candidates:
@@ -33,7 +35,9 @@ def _dedup_by_text(index: "UserIndex", candidates: list[Any]) -> list[str]:
     return out
 
 
-def diagnostics(index: "UserIndex", gold: set[str], state: dict[str, Any], k: int = DIAGNOSTIC_K) -> dict[str, dict[str, Any]]:
+def diagnostics(
+    index: UserIndex, gold: set[str], state: dict[str, Any], k: int = DIAGNOSTIC_K
+) -> dict[str, dict[str, Any]]:
     """Slots, distinct sources and gold hits of the first k entries at each controlled stage of Table 3."""
     stages = {
         "unnormalized": [c.packet_id for c in state.get("candidates", [])],
@@ -50,7 +54,7 @@ def diagnostics(index: "UserIndex", gold: set[str], state: dict[str, Any], k: in
 
 
 def evaluate_question(
-    mem: "MemCompile",
+    mem: MemCompile,
     q: Question,
     view: str,
     count_tokens: Callable[[str], int],
@@ -86,15 +90,22 @@ def evaluate_question(
         # the same packets whole and as the budget cut them (the context the reader gets)
         "replaced": list(q.replaced),
         "marked": sorted(index.packets[p].dia_id for p in update_marks(index, selected, q.question)),  # superseded
-        "budget": {"max_tokens": mem.config.context_max_tokens, "tokens": count_tokens(context),
-                   "coverage_whole": answer_coverage(q.answer, whole), "coverage": answer_coverage(q.answer, context)},
+        "budget": {
+            "max_tokens": mem.config.context_max_tokens,
+            "tokens": count_tokens(context),
+            "coverage_whole": answer_coverage(q.answer, whole),
+            "coverage": answer_coverage(q.answer, context),
+        },
         "ms": round(ms, 3),
         "stage_ms": {stage: info.get("ms", 0.0) for stage, info in state.get("trace", {}).items()},
     }
     if baseline is not None:
         record["baselines"] = baseline
         record["baseline_tokens"] = {
-            name: {str(k): count_tokens(render_context(index, [index.by_dia[d] for d in ranked[:k]], "raw")) for k in BASELINE_KS}
+            name: {
+                str(k): count_tokens(render_context(index, [index.by_dia[d] for d in ranked[:k]], "raw"))
+                for k in BASELINE_KS
+            }
             for name, ranked in baseline.items()
         }
     return record, state

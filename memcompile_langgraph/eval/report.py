@@ -1,4 +1,5 @@
 """report.json: every figure of a run (fractions); its config, baselines, ablations, usage and timing."""
+
 from __future__ import annotations
 
 import json
@@ -9,8 +10,19 @@ from .aggregate import baseline_figures, budget_curves, by_category, figures
 from .paper import ABLATIONS
 from .runner import EvalRun
 
-ABLATION_KEYS = ("questions", "gold_recall", "full_coverage", "full_coverage_count", "pool_recall", "mean_packets",
-                 "mean_context_tokens", "query_ms_p50", "judge", "f1", "bleu1")
+ABLATION_KEYS = (
+    "questions",
+    "gold_recall",
+    "full_coverage",
+    "full_coverage_count",
+    "pool_recall",
+    "mean_packets",
+    "mean_context_tokens",
+    "query_ms_p50",
+    "judge",
+    "f1",
+    "bleu1",
+)
 USAGE_FIELDS = ("calls", "cache_hits", "failures", "prompt_tokens", "completion_tokens")
 
 
@@ -29,8 +41,15 @@ def total_usage(dialogues: dict[str, dict[str, Any]], questions: int) -> dict[st
         phase = phases.setdefault(row["phase"], dict.fromkeys(USAGE_FIELDS, 0))
         for k in USAGE_FIELDS:
             phase[k] += row[k]
-    total = sum(phases.get(p, {}).get(k, 0) for p in ("construction", "query") for k in ("prompt_tokens", "completion_tokens"))
-    return {"stages": stages, "phases": phases, "total_tokens": total, "tokens_per_question": round(total / questions, 1) if questions else 0.0}
+    total = sum(
+        phases.get(p, {}).get(k, 0) for p in ("construction", "query") for k in ("prompt_tokens", "completion_tokens")
+    )
+    return {
+        "stages": stages,
+        "phases": phases,
+        "total_tokens": total,
+        "tokens_per_question": round(total / questions, 1) if questions else 0.0,
+    }
 
 
 def build_report(run: EvalRun, source: str) -> dict[str, Any]:
@@ -40,7 +59,10 @@ def build_report(run: EvalRun, source: str) -> dict[str, Any]:
     ablations = {}
     for v in run.variants:
         f = figures(run.records(v), view)
-        ablations[v.name] = {"label": ABLATIONS.get(v.name, ("custom switches",))[0], **{k: f[k] for k in ABLATION_KEYS if k in f}}
+        ablations[v.name] = {
+            "label": ABLATIONS.get(v.name, ("custom switches",))[0],
+            **{k: f[k] for k in ABLATION_KEYS if k in f},
+        }
     ingest = [d["ingest_seconds"] for d in run.dialogues.data.values() if "ingest_seconds" in d]
     return {
         "benchmark": bench.name,

@@ -1,4 +1,5 @@
 """The resumable part of a run: one JSONL line per finished question, and the per-dialogue build facts."""
+
 from __future__ import annotations
 
 import hashlib

@@ -1,14 +1,16 @@
 """A benchmark run: one store per dialogue (built once, then reused), every question through the query graph,
 baselines over the same turns, results appended as they finish so an interrupted run resumes where it stopped."""
+
 from __future__ import annotations
 
 import logging
 import re
 import time
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from ..config import MemCompileConfig
 from ..records import stable_hash
@@ -62,6 +64,7 @@ def builder_name(llm: Any, config: MemCompileConfig) -> str | None:
 
 def store_path(root: Path, user_id: str, builder: str | None) -> Path:
     """<store>/<dialogue> for offline builds, <store>/<model>/<dialogue> for LLM-built ones; names kept file-safe."""
+
     def safe(name: str) -> str:
         clean = re.sub(r"[^A-Za-z0-9._-]", "_", name)[:80]
         return clean if clean == name and clean not in (".", "..") else f"{clean}-{stable_hash(name, length=8)}"
@@ -73,7 +76,9 @@ class EvalRun:
     def __init__(self, bench: Benchmark, opts: EvalOptions, embeddings: Any):
         self.bench, self.opts, self.embeddings = bench, opts, embeddings
         self.tokenizer, self.count_tokens = token_counter()
-        self.answers = AnswerStage(opts.answer_llm, opts.judge_llm or opts.answer_llm) if opts.answer_llm is not None else None
+        self.answers = (
+            AnswerStage(opts.answer_llm, opts.judge_llm or opts.answer_llm) if opts.answer_llm is not None else None
+        )
         opts.out.mkdir(parents=True, exist_ok=True)
         self.dialogues = DialogueLog(opts.out / "dialogues.json")
         self.variants = self._variants()
@@ -135,12 +140,18 @@ class EvalRun:
         for i, v in enumerate(self.variants):
             if i and not todo[v.name]:
                 continue
-            mem = MemCompile(path, embeddings=self.embeddings, config=v.config, llm=self.opts.llm, answer_llm=self.opts.answer_llm)
+            mem = MemCompile(
+                path, embeddings=self.embeddings, config=v.config, llm=self.opts.llm, answer_llm=self.opts.answer_llm
+            )
             try:
                 if i == 0:
                     self._build(mem, d, path)
                 questions = [q.question for q in todo[v.name]]
-                baselines = RawTurnBaselines(mem.index(d.user_id), self.embeddings).rank(questions) if i == 0 and questions else None
+                baselines = (
+                    RawTurnBaselines(mem.index(d.user_id), self.embeddings).rank(questions)
+                    if i == 0 and questions
+                    else None
+                )
                 jobs = [(q, baselines[n] if baselines else None) for n, q in enumerate(todo[v.name])]
                 for record in self._map(lambda job: self._question(mem, job[0], job[1]), jobs):
                     v.log.append(record)
@@ -188,7 +199,12 @@ class EvalRun:
     def records(self, variant: Variant) -> list[dict[str, Any]]:
         """This benchmark's finished records of a variant, in question order."""
         done = variant.log.load()
-        return [done[q.qid] for d in self.bench.dialogues for q in d.questions if done.get(q.qid, {}).get("question") == q.question]
+        return [
+            done[q.qid]
+            for d in self.bench.dialogues
+            for q in d.questions
+            if done.get(q.qid, {}).get("question") == q.question
+        ]
 
 
 def _bar(total: int, enabled: bool) -> Any:
@@ -197,4 +213,3 @@ def _bar(total: int, enabled: bool) -> Any:
     from tqdm import tqdm
 
     return tqdm(total=total, desc="questions", unit="q")
-

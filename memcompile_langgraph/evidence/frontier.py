@@ -1,4 +1,5 @@
 """Anchor-preserving bounded frontier: Eq. 12-14."""
+
 from __future__ import annotations
 
 from ..records import DenseHit
@@ -33,5 +34,7 @@ def complement_order(anchors: list[str], window: list[str], scores: dict[str, fl
     """Offline sigma_q over fused scores: what the anchors miss first (best first), the anchors last."""
     anchor_set = set(anchors)
     position = {p: i for i, p in enumerate(window)}
-    fresh = sorted((p for p in window if p not in anchor_set), key=lambda p: (-scores.get(p, float("-inf")), position[p]))
+    fresh = sorted(
+        (p for p in window if p not in anchor_set), key=lambda p: (-scores.get(p, float("-inf")), position[p])
+    )
     return [*fresh, *anchors]

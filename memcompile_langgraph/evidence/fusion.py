@@ -9,16 +9,17 @@ query asks about time. The closed pool is the
 normalization of the address candidates (Eq. 9) joined by D_q and the best packets by this score, ordered by
 it and cut to a budget.
 """
+
 from __future__ import annotations
 
 import numpy as np
 
-from ..config import MemCompileConfig
-from ..index import UserIndex
-from ..records import DenseHit, Intent, PacketScore
 from ..address.candidates import lexical_query
 from ..address.dense import QuerySimilarities, top_positions
 from ..address.intent import addressed_speakers
+from ..config import MemCompileConfig
+from ..index import UserIndex
+from ..records import DenseHit, Intent, PacketScore
 
 
 def zscore(x: np.ndarray) -> np.ndarray:
@@ -87,7 +88,9 @@ def fused_scores(
     return signal
 
 
-def fused_pool(pool: list[PacketScore], dense: list[DenseHit], fused: np.ndarray, index: UserIndex, cfg: MemCompileConfig) -> list[PacketScore]:
+def fused_pool(
+    pool: list[PacketScore], dense: list[DenseHit], fused: np.ndarray, index: UserIndex, cfg: MemCompileConfig
+) -> list[PacketScore]:
     """U_q joined by D_q and the best fused packets, ordered by fused score (ties: address order), cut to the budget."""
     pos = index.packet_position
     address = {p.packet_id: p for p in pool}

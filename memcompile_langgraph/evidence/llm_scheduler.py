@@ -1,15 +1,16 @@
 """Closed-pool listwise packet scheduling through a chat model (Sec. 3.4.1-3.4.2, App. A.2)."""
+
 from __future__ import annotations
 
 import logging
 from collections import Counter
-from typing import Callable
+from collections.abc import Callable
 
 from ..config import MemCompileConfig
 from ..llm.calls import LLMClient, LLMUnavailable, ask_validated
 from ..llm.prompts import label_correction, label_request
 from ..llm.validation import parse_labels
-from .scheduler import Scheduler, ScheduleInput
+from .scheduler import ScheduleInput, Scheduler
 
 log = logging.getLogger(__name__)
 
@@ -23,7 +24,13 @@ class LLMScheduler:
     frontier(): the same procedure over W_q = A_0 U D_q, asking for the first K_R positions (all Eq. 13 reads); the
     rest of the order is the deterministic one, and the caller admits at most K_delta new packets (Eq. 13-14)."""
 
-    def __init__(self, client: LLMClient, config: MemCompileConfig, fallback: Scheduler, count: Callable[[str, dict[str, int]], None] | None = None):
+    def __init__(
+        self,
+        client: LLMClient,
+        config: MemCompileConfig,
+        fallback: Scheduler,
+        count: Callable[[str, dict[str, int]], None] | None = None,
+    ):
         self.client = client
         self.config = config
         self.fallback = fallback
@@ -58,7 +65,13 @@ class LLMScheduler:
             packets = [inp.index.packets[p] for p in remaining]
             req, labels = label_request(stage, inp.query, packets, need, cfg.llm_candidate_max_chars)
             try:
-                out = ask_validated(client, req, lambda text: parse_labels(text, labels, need), cfg.llm_schedule_retries, label_correction(need))
+                out = ask_validated(
+                    client,
+                    req,
+                    lambda text: parse_labels(text, labels, need),
+                    cfg.llm_schedule_retries,
+                    label_correction(need),
+                )
             except LLMUnavailable as exc:
                 log.warning("LLM %s unavailable, using the deterministic order: %s", stage, exc)
                 counts[f"llm_{stage}_unavailable"] += 1
@@ -66,7 +79,13 @@ class LLMScheduler:
             counts[f"llm_{stage}_retries"] += out.retries
             got = out.value if out.value is not None else (out.partial or [])
             if out.value is None:
-                log.info("LLM %s reply still invalid after %d retries (%s); keeping %d valid labels", stage, out.retries, out.error, len(got))
+                log.info(
+                    "LLM %s reply still invalid after %d retries (%s); keeping %d valid labels",
+                    stage,
+                    out.retries,
+                    out.error,
+                    len(got),
+                )
             by_label = dict(zip(labels, remaining))
             chosen += [by_label[label] for label in got]
             if not got:

@@ -1,4 +1,5 @@
 """The normalization boundary: Eq. 8-10 with the ordering rules of App. A.2."""
+
 from __future__ import annotations
 
 from ..records import Candidate, PacketScore
@@ -16,10 +17,12 @@ def normalize(candidates: list[Candidate], cell_of: dict[str, str] | None = None
     pool = []
     for pid, hits in groups.items():
         first, rep = hits[0]
-        for i, c in hits[1:]:
+        for _, c in hits[1:]:
             if c.score > rep.score:
                 rep = c
-        cells = tuple(dict.fromkeys(cell_of[c.descriptor_id] for _, c in hits if cell_of and c.descriptor_id in cell_of))
+        cells = tuple(
+            dict.fromkeys(cell_of[c.descriptor_id] for _, c in hits if cell_of and c.descriptor_id in cell_of)
+        )
         pool.append(
             PacketScore(
                 packet_id=pid,

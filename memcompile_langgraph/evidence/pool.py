@@ -3,9 +3,10 @@
 Paper (fusion off): U_q, the complete source-normalized pool in Eq. 10 order, with no score map. Default (fusion
 on): U_q joined by D_q and the best fused packets, in fused order, cut to pool_budget, with the fused score of every
 packet of that pool and of D_q (what the offline frontier orders by)."""
+
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from ..config import MemCompileConfig
 from ..index import UserIndex

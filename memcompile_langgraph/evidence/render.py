@@ -1,4 +1,5 @@
 """Reader-view compilation: claim bundles per packet in schedule order (Eq. 15-16, App. C.3)."""
+
 from __future__ import annotations
 
 import math

@@ -1,4 +1,5 @@
 """Deterministic packet scheduler: the diagnostic dialogue-level MMR of App. B.3 over the closed pool."""
+
 from __future__ import annotations
 
 import math

@@ -1,4 +1,5 @@
 """The scheduler contract shared by the deterministic and the LLM listwise schedulers (Sec. 3.4.1-3.4.2)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field

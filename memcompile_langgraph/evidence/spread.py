@@ -9,7 +9,7 @@ matches best. For such questions the anchors are taken round-robin over the sess
 from __future__ import annotations
 
 import re
-from typing import Sequence
+from collections.abc import Sequence
 
 _SPAN = re.compile(
     r"\b(?:throughout|across (?:our|my|the|all|these|those|different|multiple|several)|over (?:the course of|time)|"

@@ -11,8 +11,8 @@ other does not for the same unit (the word glued to or next to the number: "8 ca
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 from ..records import SourcePacket
 from ..text import term_set

@@ -1,8 +1,10 @@
 """The extraction contract of the build plane (Sec. 3.2.1, App. B.1): facts per turn, metadata per fact."""
+
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol, Sequence
+from typing import Protocol
 
 from ..records import SourcePacket
 

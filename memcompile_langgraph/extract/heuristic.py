@@ -15,6 +15,7 @@ stand alone:
 A sentence that names nobody after rewriting is prefixed "<Speaker> said: ". Keywords come from keywords.py,
 people from names.py.
 """
+
 from __future__ import annotations
 
 import re

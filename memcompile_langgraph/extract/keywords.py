@@ -1,4 +1,5 @@
 """Keywords of a claim (Key_i, App. B.1): short runs of content words, the most salient first chosen."""
+
 from __future__ import annotations
 
 import re

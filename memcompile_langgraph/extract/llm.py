@@ -1,9 +1,11 @@
 """LLM fact and metadata extraction (Sec. 3.2.1, App. B.1, F) with per-item fallback to the heuristic extractor."""
+
 from __future__ import annotations
 
 import logging
 from collections import Counter
-from typing import Callable, Sequence, TypeVar
+from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 from ..config import MemCompileConfig
 from ..llm.calls import LLMClient, LLMUnavailable, Request, ask_validated
@@ -22,7 +24,9 @@ class LLMExtractor:
     """Extractor over a chat model. An invalid reply is retried; then that turn or fact uses the fallback extractor,
     counted per user as llm_fact_fallback / llm_metadata_fallback, so no turn is ever lost."""
 
-    def __init__(self, client: LLMClient, config: MemCompileConfig, fallback: Extractor, count: CountSink | None = None):
+    def __init__(
+        self, client: LLMClient, config: MemCompileConfig, fallback: Extractor, count: CountSink | None = None
+    ):
         self.client = client
         self.config = config
         self.fallback = fallback
@@ -30,7 +34,15 @@ class LLMExtractor:
         self.progress = False  # MemCompile.add_turns(progress=True) turns the per-call bars on
 
     # --- one item -----------------------------------------------------------------------------
-    def _ask(self, stage: str, req: Request, parse: Callable[[str], T], shape: str, ctx: TurnContext, fallback: Callable[[], T]) -> tuple[T, str]:
+    def _ask(
+        self,
+        stage: str,
+        req: Request,
+        parse: Callable[[str], T],
+        shape: str,
+        ctx: TurnContext,
+        fallback: Callable[[], T],
+    ) -> tuple[T, str]:
         """(value, "") from the model, else (fallback(), why) with why = "unavailable" or "invalid"."""
         client = self.client.for_user(ctx.packet.user_id)
         try:
@@ -50,7 +62,14 @@ class LLMExtractor:
     def _metadata(self, item: tuple[str, TurnContext]) -> tuple[Metadata, str]:
         fact, ctx = item
         parse = lambda text: parse_metadata(text, ctx, self.config)  # noqa: E731
-        return self._ask("metadata", metadata_request(fact, ctx), parse, METADATA_SHAPE, ctx, lambda: self.fallback.metadata(fact, ctx))
+        return self._ask(
+            "metadata",
+            metadata_request(fact, ctx),
+            parse,
+            METADATA_SHAPE,
+            ctx,
+            lambda: self.fallback.metadata(fact, ctx),
+        )
 
     # --- Extractor protocol -------------------------------------------------------------------
     def facts(self, ctx: TurnContext) -> list[str]:
@@ -61,12 +80,16 @@ class LLMExtractor:
 
     # --- batches: what build.extract_all / metadata_all call, concurrently -------------------------
     def facts_batch(self, contexts: Sequence[TurnContext]) -> list[list[str]]:
-        results = run_concurrently(self._facts, contexts, self.config.llm_concurrency, "facts" if self.progress else None)
+        results = run_concurrently(
+            self._facts, contexts, self.config.llm_concurrency, "facts" if self.progress else None
+        )
         self._report("fact", [(c.packet.user_id, why) for c, (_, why) in zip(contexts, results)])
         return [facts for facts, _ in results]
 
     def metadata_batch(self, items: Sequence[tuple[str, TurnContext]]) -> list[Metadata]:
-        results = run_concurrently(self._metadata, items, self.config.llm_concurrency, "metadata" if self.progress else None)
+        results = run_concurrently(
+            self._metadata, items, self.config.llm_concurrency, "metadata" if self.progress else None
+        )
         self._report("metadata", [(ctx.packet.user_id, why) for (_, ctx), (_, why) in zip(items, results)])
         return [meta for meta, _ in results]
 
@@ -77,7 +100,9 @@ class LLMExtractor:
         per_user = Counter()
         for (user, why), n in failed.items():
             per_user[user] += n
-            log.warning("LLM %s extraction fell back to the heuristic for %d of %d items (%s)", stage, n, len(outcomes), why)
+            log.warning(
+                "LLM %s extraction fell back to the heuristic for %d of %d items (%s)", stage, n, len(outcomes), why
+            )
         if self.count is not None:
             for user, n in per_user.items():
                 self.count(user, {f"llm_{stage}_fallback": n})

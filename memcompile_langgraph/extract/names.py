@@ -1,4 +1,5 @@
 """The people of a conversation as the heuristic extractor sees them (Sec. 3.2.1): names, nicknames, vocatives."""
+
 from __future__ import annotations
 
 import re

@@ -1,5 +1,6 @@
 """Reply context from the preceding turn (Sec. 3.2.1): a short reply, or one opening with yes/no, to that turn's
 question carries the question, so "Sweden, four years ago." still says what it answers."""
+
 from __future__ import annotations
 
 from ..records import SourcePacket
@@ -9,8 +10,25 @@ from .names import Names
 from .rewrite import rewriter
 from .sentences import ACKNOWLEDGEMENT, content_words, is_question, split_sentences, strip_vocatives
 
-_ANSWER_MARKERS = ("yes", "yeah", "yep", "yup", "no", "nope", "nah", "sure", "definitely", "absolutely",
-                   "of course", "not really", "not yet", "totally", "exactly", "kind of", "sort of")
+_ANSWER_MARKERS = (
+    "yes",
+    "yeah",
+    "yep",
+    "yup",
+    "no",
+    "nope",
+    "nah",
+    "sure",
+    "definitely",
+    "absolutely",
+    "of course",
+    "not really",
+    "not yet",
+    "totally",
+    "exactly",
+    "kind of",
+    "sort of",
+)
 
 
 def _answer_marker(sentence: str) -> str:
@@ -62,7 +80,8 @@ def opening_answer(units: list[str], names: Names, max_words: int) -> tuple[str,
     if not candidates:
         return None
     informative = (
-        i for i in candidates
+        i
+        for i in candidates
         if is_question(units[i]) or _starts_with_answer(units[i]) or content_words(units[i], names)
     )
     start = next(informative, candidates[0])

@@ -4,6 +4,7 @@ First person becomes the speaker ("I'm" -> "Caroline is", "my" -> "Caroline's");
 others" and "our" "<Speaker>'s", because "we" is as often friends or a partner as it is family. Second person
 becomes the addressee, when there is one. The verb next to a rewritten "I"/"you" is put in the third person.
 """
+
 from __future__ import annotations
 
 import re
@@ -28,8 +29,17 @@ _KEEP_VERB = frozenset(
     mightn't ain't gotta gonna wanna learnt dreamt burnt spelt hid bit slid dug swore tore wove""".split()
 )
 _THIRD_PERSON = {
-    "am": "is", "are": "is", "were": "was", "have": "has", "do": "does", "go": "goes", "be": "is",
-    "don't": "doesn't", "haven't": "hasn't", "aren't": "isn't", "weren't": "wasn't",
+    "am": "is",
+    "are": "is",
+    "were": "was",
+    "have": "has",
+    "do": "does",
+    "go": "goes",
+    "be": "is",
+    "don't": "doesn't",
+    "haven't": "hasn't",
+    "aren't": "isn't",
+    "weren't": "wasn't",
 }
 # Verbs "you" is commonly the subject of; other words after "you" are left alone (it may be an object).
 _YOU_VERBS = frozenset(
@@ -78,17 +88,36 @@ class Rewriter:
         self.speaker, self.addressee = speaker, addressee
         group = f"{speaker} and others"
         self.first = {
-            "i": speaker, "me": speaker, "myself": speaker, "my": f"{speaker}'s", "mine": f"{speaker}'s",
-            "i'm": f"{speaker} is", "i've": f"{speaker} has", "i'll": f"{speaker} will",
-            "we": group, "us": group, "ourselves": group, "our": f"{speaker}'s", "ours": f"{speaker}'s",
-            "we're": f"{group} are", "we've": f"{group} have", "we'll": f"{group} will", "we'd": f"{group} would",
+            "i": speaker,
+            "me": speaker,
+            "myself": speaker,
+            "my": f"{speaker}'s",
+            "mine": f"{speaker}'s",
+            "i'm": f"{speaker} is",
+            "i've": f"{speaker} has",
+            "i'll": f"{speaker} will",
+            "we": group,
+            "us": group,
+            "ourselves": group,
+            "our": f"{speaker}'s",
+            "ours": f"{speaker}'s",
+            "we're": f"{group} are",
+            "we've": f"{group} have",
+            "we'll": f"{group} will",
+            "we'd": f"{group} would",
         }
         self.second = {}
         if addressee:
             self.second = {
-                "you": addressee, "yourself": addressee, "your": f"{addressee}'s", "yours": f"{addressee}'s",
-                "you're": f"{addressee} is", "you've": f"{addressee} has", "you'll": f"{addressee} will",
-                "you'd": f"{addressee} would", "yourselves": f"{addressee} and others",
+                "you": addressee,
+                "yourself": addressee,
+                "your": f"{addressee}'s",
+                "yours": f"{addressee}'s",
+                "you're": f"{addressee} is",
+                "you've": f"{addressee} has",
+                "you'll": f"{addressee} will",
+                "you'd": f"{addressee} would",
+                "yourselves": f"{addressee} and others",
                 "y'all": f"{addressee} and others",
             }
 

@@ -1,4 +1,5 @@
 """Sentences of a turn and which of them carry a fact: greetings, acknowledgements and filler carry none."""
+
 from __future__ import annotations
 
 import re
@@ -22,7 +23,7 @@ LOW_CONTENT = frozenset(
 LAUGH = re.compile(r"^(?:a*h+a+(?:ha)*h*|he(?:he)+|lo+l|x+d+)$")
 ACKNOWLEDGEMENT = re.compile(r"^(?:(?:but|and|so)\s+)?(?:thanks|thank\s+you|congrats|congratulations)\b", re.I)
 
-_EMOJI = re.compile("[\U0001F000-\U0001FAFF\u2600-\u27BF\uFE0F\u200D\u2B50\u2764]+")
+_EMOJI = re.compile("[\U0001f000-\U0001faff\u2600-\u27bf\ufe0f\u200d\u2b50\u2764]+")
 _BOUNDARY = re.compile(r"(?<=[.!?\u2026])[\"')\]\u201d\u2019]*\s+|\s*\n+\s*")
 # a piece ending like this does not end a sentence: titles, initials, list numbers ("1.")
 _ABBREVIATION = re.compile(
@@ -87,4 +88,3 @@ def strip_vocatives(sentence: str, names: Names) -> str:
 
 def is_question(sentence: str) -> bool:
     return sentence.rstrip("\"')\u201d ").endswith("?")
-

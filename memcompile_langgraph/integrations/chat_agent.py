@@ -1,4 +1,5 @@
 """A chat agent with long-term memory: recall -> model -> remember over MessagesState."""
+
 from __future__ import annotations
 
 from typing import Any

@@ -4,6 +4,7 @@ The user is an argument of every tool, validated like everywhere else. A tool th
 bad turns) answers with a tool error; the server keeps serving. The memory runs in a worker thread, so one slow
 compile does not stall the session's other requests.
 """
+
 from __future__ import annotations
 
 import asyncio

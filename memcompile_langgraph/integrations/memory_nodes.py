@@ -5,14 +5,28 @@ recall: compiles memory for the last human message and adds one system message w
 remember: stores every human and assistant message not stored yet as a turn. Each turn's dia_id is derived
 from its message id, so nothing is stored twice, across threads and processes alike.
 """
+
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import (
+    Callable,  # LangGraph injects `config` for "Optional[RunnableConfig]", not "RunnableConfig | None"
+    Mapping,
+)
 from datetime import datetime
-from typing import Any, Callable, Optional  # LangGraph injects `config` for "Optional[RunnableConfig]", not "RunnableConfig | None"
+from typing import (
+    Any,
+    Optional,
+)
 
-from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, RemoveMessage, SystemMessage, convert_to_messages
+from langchain_core.messages import (
+    AIMessage,
+    AnyMessage,
+    HumanMessage,
+    RemoveMessage,
+    SystemMessage,
+    convert_to_messages,
+)
 from langchain_core.runnables import RunnableConfig
 
 from ..evidence.budget import validate_max_tokens
@@ -60,7 +74,9 @@ def make_recall_node(mem: Any, *, k: int | None = None, max_tokens: int | None =
         update: list[Any] = [RemoveMessage(id=m.id) for m in messages if is_recall_message(m)]
         blocks = [d.page_content for d in packet_documents(mem, user, ctx)][:k]
         if blocks:
-            update.append(SystemMessage(content="\n\n".join([RECALL_HEADER, *blocks]), id=f"{RECALL_ID_PREFIX}{uuid.uuid4().hex}"))
+            update.append(
+                SystemMessage(content="\n\n".join([RECALL_HEADER, *blocks]), id=f"{RECALL_ID_PREFIX}{uuid.uuid4().hex}")
+            )
         return {"messages": update} if update else {}
 
     recall.__name__ = "recall"
@@ -83,7 +99,9 @@ def _storable(message: AnyMessage) -> bool:
     return isinstance(message, (HumanMessage, AIMessage)) and bool(message.text.strip())
 
 
-def make_remember_node(mem: Any, *, user_name: str = "User", assistant_name: str = "Assistant") -> Callable[..., dict[str, Any]]:
+def make_remember_node(
+    mem: Any, *, user_name: str = "User", assistant_name: str = "Assistant"
+) -> Callable[..., dict[str, Any]]:
     """A node storing the new exchange as turns at the current time; returns no state update.
 
     Speaker names: a message's own `name`, else "user_name" / "assistant_name" from the run's configurable or
@@ -95,7 +113,10 @@ def make_remember_node(mem: Any, *, user_name: str = "User", assistant_name: str
         if not any(isinstance(m, HumanMessage) for m in messages):
             return {}
         user = run_setting("user_id", config, runtime, "default")
-        names = (run_setting("user_name", config, runtime, user_name), run_setting("assistant_name", config, runtime, assistant_name))
+        names = (
+            run_setting("user_name", config, runtime, user_name),
+            run_setting("assistant_name", config, runtime, assistant_name),
+        )
         stored = mem.index(user).by_dia
         # every message not stored yet, wherever it is (a stored one is no sign that those before it were stored)
         pending = [

@@ -3,6 +3,7 @@
 The offline reader is a scripted stand-in, not a language model: it answers a question by quoting the recalled
 claim that answers it best (extractive.py), so the memory loop can be seen working with no network and no key.
 """
+
 from __future__ import annotations
 
 import os
@@ -33,7 +34,9 @@ class OfflineMemoryReader(BaseChatModel):
     def _llm_type(self) -> str:
         return "memcompile-offline-reader"
 
-    def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None, run_manager: Any = None, **kwargs: Any) -> ChatResult:
+    def _generate(
+        self, messages: list[BaseMessage], stop: list[str] | None = None, run_manager: Any = None, **kwargs: Any
+    ) -> ChatResult:
         human = next((m for m in reversed(messages) if isinstance(m, HumanMessage)), None)
         question = human.text if human is not None else ""
         return ChatResult(generations=[ChatGeneration(message=AIMessage(content=self.reply(question, messages)))])

@@ -1,4 +1,5 @@
 """MemCompileRetriever: the compiled context as LangChain Documents, one per selected packet in schedule order."""
+
 from __future__ import annotations
 
 from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
@@ -59,7 +60,9 @@ class MemCompileRetriever(BaseRetriever):
     def _valid_user(cls, value: str) -> str:
         return validate_user_id(value)
 
-    def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun, k: int | None = None) -> list[Document]:
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun, k: int | None = None
+    ) -> list[Document]:
         limit = resolve_k(k, self.k)
         if not clean_text(query):
             return []  # an empty question (spaces, or only characters the store removes) matches no memory

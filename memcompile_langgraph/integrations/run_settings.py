@@ -1,4 +1,5 @@
 """Per-run settings of the chat integrations (user id, speaker names): configurable first, then runtime context."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping

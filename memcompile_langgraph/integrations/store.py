@@ -18,6 +18,7 @@ becomes the text and what `get` returns). Where store semantics and MemCompile's
 - ops in one batch run in order; consecutive puts are stored with one add_turns per user. No TTL, no `index` fields
   (every turn is indexed the MemCompile way).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -40,10 +41,10 @@ from langgraph.store.base import (
     validate_op_namespace,
 )
 
-from ..turn_input import coerce_turn
 from ..memory import MemCompile
 from ..records import SourcePacket
 from ..store.protocols import StoredTurn
+from ..turn_input import coerce_turn
 from ..users import validate_user_id
 from .retriever import packet_documents
 from .store_values import matches_filter, turn_value, value_turn
@@ -160,8 +161,9 @@ class MemCompileStore(BaseStore):
         if remove:
             replaced = sum(turns[k] is not None for k in remove)
             if replaced:
-                log.info("user %r: %d put(s) replace stored turns (packets are immutable: delete + add)",
-                         user, replaced)
+                log.info(
+                    "user %r: %d put(s) replace stored turns (packets are immutable: delete + add)", user, replaced
+                )
             self.memory.delete_turns(user, remove)
         if add:
             counts = self.memory.add_turns(add, user_id=user)
@@ -205,8 +207,13 @@ class MemCompileStore(BaseStore):
                 meta, stored = doc.metadata, created.get(doc.metadata["dia_id"])
                 if stored is None:
                     continue  # deleted since the compile
-                value = {**turn_value(stored.packet), "rank": meta["rank"], "source": meta["source"],
-                         "packet_id": meta["packet_id"], "compiled": doc.page_content}
+                value = {
+                    **turn_value(stored.packet),
+                    "rank": meta["rank"],
+                    "source": meta["source"],
+                    "packet_id": meta["packet_id"],
+                    "compiled": doc.page_content,
+                }
                 at = _time(stored.created_at)
                 yield SearchItem(namespace, meta["dia_id"], value, at, at, score=meta["score"])
 
@@ -218,7 +225,7 @@ class MemCompileStore(BaseStore):
             if condition.match_type == "prefix":
                 namespaces = [n for n in namespaces if _matches_path(n[: len(path)], path)]
             elif condition.match_type == "suffix":
-                namespaces = [n for n in namespaces if len(n) >= len(path) and _matches_path(n[-len(path):], path)]
+                namespaces = [n for n in namespaces if len(n) >= len(path) and _matches_path(n[-len(path) :], path)]
             else:
                 raise ValueError(f"unknown namespace match type {condition.match_type!r}")
         if op.max_depth is not None:

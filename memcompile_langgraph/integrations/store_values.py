@@ -9,6 +9,7 @@ A value becomes one turn (the key is its dia_id):
 - session, session_label, image_caption, image_query: taken when present.
 Other fields are not stored (packets hold only the turn): `get` returns the stored turn, see turn_value.
 """
+
 from __future__ import annotations
 
 import json
@@ -17,14 +18,18 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from ..turn_input import BadTurn, coerce_turn
 from ..records import SourcePacket
+from ..turn_input import BadTurn, coerce_turn
 
 ROLES = {"user": "user", "human": "user", "assistant": "assistant", "ai": "assistant"}
 PASSED_THROUGH = ("session", "session_label", "image_caption", "image_query")
 _COMPARE = {
-    "$eq": operator.eq, "$ne": operator.ne,
-    "$gt": operator.gt, "$gte": operator.ge, "$lt": operator.lt, "$lte": operator.le,
+    "$eq": operator.eq,
+    "$ne": operator.ne,
+    "$gt": operator.gt,
+    "$gte": operator.ge,
+    "$lt": operator.lt,
+    "$lte": operator.le,
 }
 
 

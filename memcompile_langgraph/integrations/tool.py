@@ -1,4 +1,5 @@
 """search_memory: a tool for tool-calling agents. The model chooses the query, never the user id."""
+
 from __future__ import annotations
 
 import asyncio

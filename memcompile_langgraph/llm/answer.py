@@ -3,6 +3,7 @@
 Both functions take a LangChain chat model, or an LLMClient (e.g. MemCompile.llm_client(user_id=...)) to have the
 calls cached and accounted in a store. A model that cannot be reached raises LLMUnavailable.
 """
+
 from __future__ import annotations
 
 import logging
@@ -33,7 +34,13 @@ def generate_answer(chat_model: Any, question: str, context: str, temporal: bool
 def judge_answer(chat_model: Any, question: str, gold: str, generated: str) -> bool:
     """True when the judge labels the generated answer CORRECT; a label that stays unreadable counts as WRONG."""
     client = as_client(chat_model)
-    out = ask_validated(client, judge_request(question, str(gold), generated), parse_judge, client.config.llm_json_retries, json_correction(JUDGE_SHAPE))
+    out = ask_validated(
+        client,
+        judge_request(question, str(gold), generated),
+        parse_judge,
+        client.config.llm_json_retries,
+        json_correction(JUDGE_SHAPE),
+    )
     if out.value is None:
         log.warning("judge reply unreadable (%s); counting the answer as WRONG", out.error)
         return False

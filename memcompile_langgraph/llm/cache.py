@@ -1,4 +1,5 @@
 """Identity-addressed response cache (App. E): a hit costs no tokens and sends no request."""
+
 from __future__ import annotations
 
 import hashlib
@@ -25,7 +26,9 @@ class ResponseCache:
         rows = self.db.execute("SELECT text FROM responses WHERE user_id=? AND key=?", (user_id, key))
         return rows[0][0] if rows else None
 
-    def put(self, user_id: str, key: str, call_type: str, text: str, prompt_tokens: int, completion_tokens: int) -> None:
+    def put(
+        self, user_id: str, key: str, call_type: str, text: str, prompt_tokens: int, completion_tokens: int
+    ) -> None:
         self.db.execute(
             "INSERT OR REPLACE INTO responses (user_id, key, call_type, text, prompt_tokens, completion_tokens, created) "
             "VALUES (?, ?, ?, ?, ?, ?, ?)",

@@ -1,11 +1,13 @@
 """One LLM call: messages -> text, with bounded backoff on transient errors, the response cache and the ledger."""
+
 from __future__ import annotations
 
 import logging
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from ..config import DEFAULT_CONFIG, MemCompileConfig
 from ..text import count_tokens
@@ -42,7 +44,7 @@ class Request:
     bound: tuple[str, ...] = ()  # extra identity, e.g. ordered candidate ids and content hashes
     turns: tuple[tuple[str, str], ...] = ()  # (role, text) after the first user message
 
-    def corrected(self, reply: str, correction: str) -> "Request":
+    def corrected(self, reply: str, correction: str) -> Request:
         return replace(self, turns=(*self.turns, ("assistant", reply), ("user", correction)))
 
     def messages(self) -> list[Any]:
@@ -84,7 +86,9 @@ def model_identity(model: Any) -> dict[str, Any]:
     """What names a model's behaviour: its class, name, endpoint, temperature and completion limit."""
     return {
         "class": type(model).__name__,
-        "model": getattr(model, "model_name", None) or getattr(model, "model", None) or getattr(model, "model_id", None),
+        "model": getattr(model, "model_name", None)
+        or getattr(model, "model", None)
+        or getattr(model, "model_id", None),
         "base_url": getattr(model, "openai_api_base", None) or getattr(model, "base_url", None),
         "temperature": getattr(model, "temperature", None),
         "max_tokens": getattr(model, "max_tokens", None),
@@ -114,13 +118,19 @@ class LLMClient:
         # JSON mode is an OpenAI request field; other providers get the same instructions without it
         self.json_mode = type(model).__module__.startswith("langchain_openai")
 
-    def for_user(self, user_id: str) -> "LLMClient":
+    def for_user(self, user_id: str) -> LLMClient:
         return LLMClient(self.model, self.config, self.cache, self.ledger, user_id, self.sleep)
 
     def key(self, req: Request) -> str:
         return identity(
-            v=PROTOCOL_VERSION, call_type=req.call_type, system=req.system, user=req.user, turns=req.turns,
-            response_format=req.response_format, bound=req.bound, model=self.identity,
+            v=PROTOCOL_VERSION,
+            call_type=req.call_type,
+            system=req.system,
+            user=req.user,
+            turns=req.turns,
+            response_format=req.response_format,
+            bound=req.bound,
+            model=self.identity,
         )
 
     def _account(self, user: str, stage: str, **amounts: int) -> None:
@@ -145,14 +155,25 @@ class LLMClient:
         if estimated:  # the provider sent no usage: count offline so the ledger is never silently zero
             prompt = sum(count_tokens(m.content) for m in req.messages() if isinstance(m.content, str))
             completion = count_tokens(text)
-        self._account(user, req.call_type, calls=1, estimated_calls=int(estimated), prompt_tokens=prompt, completion_tokens=completion)
+        self._account(
+            user,
+            req.call_type,
+            calls=1,
+            estimated_calls=int(estimated),
+            prompt_tokens=prompt,
+            completion_tokens=completion,
+        )
         if self.cache is not None and text:
             self.cache.put(user, key, req.call_type, text, prompt, completion)
         return text
 
     def _invoke(self, req: Request, user: str) -> Any:
         cfg = self.config
-        kwargs = {"response_format": {"type": "json_object"}} if self.json_mode and req.response_format == "json_object" else {}
+        kwargs = (
+            {"response_format": {"type": "json_object"}}
+            if self.json_mode and req.response_format == "json_object"
+            else {}
+        )
         attempts = max(1, cfg.llm_call_attempts)
         for attempt in range(attempts):
             try:
@@ -160,7 +181,9 @@ class LLMClient:
             except Exception as exc:  # provider errors have no common base class
                 if not is_transient(exc) or attempt == attempts - 1:
                     self._account(user, req.call_type, failures=1)
-                    raise LLMUnavailable(f"{req.call_type} request failed: {type(exc).__name__}: {exc}".splitlines()[0]) from exc
+                    raise LLMUnavailable(
+                        f"{req.call_type} request failed: {type(exc).__name__}: {exc}".splitlines()[0]
+                    ) from exc
                 delay = min(cfg.llm_backoff_max_seconds, cfg.llm_backoff_seconds * 2**attempt)
                 log.info("%s request: %s, retrying in %.2fs", req.call_type, type(exc).__name__, delay)
                 self._account(user, req.call_type, transport_retries=1)
@@ -176,7 +199,9 @@ class Outcome(Generic[T]):
     error: str = ""
 
 
-def ask_validated(client: LLMClient, req: Request, parse: Callable[[str], T], retries: int, correction: Callable[[str], str]) -> Outcome[T]:
+def ask_validated(
+    client: LLMClient, req: Request, parse: Callable[[str], T], retries: int, correction: Callable[[str], str]
+) -> Outcome[T]:
     """Send, parse, and on an invalid reply resend with the reason and a schema correction, at most `retries` times."""
     partial, error = None, ""
     for attempt in range(retries + 1):

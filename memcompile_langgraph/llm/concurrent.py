@@ -1,8 +1,10 @@
 """Run one function over many items on a bounded thread pool, results in input order, optional progress bar."""
+
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable, Sequence, TypeVar
+from typing import TypeVar
 
 A = TypeVar("A")
 R = TypeVar("R")

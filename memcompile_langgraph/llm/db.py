@@ -1,4 +1,5 @@
 """The SQLite file that holds the LLM response cache and usage ledger, beside the record store (App. E)."""
+
 from __future__ import annotations
 
 import sqlite3

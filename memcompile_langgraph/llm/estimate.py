@@ -7,6 +7,7 @@ and punctuation marks; tiktoken's encodings are not available offline) and, as a
 
     python -m memcompile_langgraph.llm.estimate locomo10.json --sample conv-26
 """
+
 from __future__ import annotations
 
 import argparse
@@ -54,7 +55,11 @@ def estimate(mem: Any, user_id: str, questions: list[str]) -> dict[str, dict[str
         totals["frontier"]["window_packets"] += len(window)
         if len(window) > len(state.get("anchors", [])):
             k = min(cfg.frontier_rank_cutoff, len(window))
-            _measure(totals, "frontier", label_request("frontier", q, [index.packets[p] for p in window], k, cfg.llm_candidate_max_chars)[0])
+            _measure(
+                totals,
+                "frontier",
+                label_request("frontier", q, [index.packets[p] for p in window], k, cfg.llm_candidate_max_chars)[0],
+            )
         _measure(totals, "answer", answer_request(q, state.get("context", ""), state["intent"].temporal))
     return {stage: dict(v) for stage, v in totals.items()}
 
@@ -63,7 +68,9 @@ def main(argv: list[str] | None = None) -> int:
     from ..loaders import load_file
     from ..memory import MemCompile
 
-    ap = argparse.ArgumentParser(prog="python -m memcompile_langgraph.llm.estimate", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(
+        prog="python -m memcompile_langgraph.llm.estimate", description=__doc__.splitlines()[0]
+    )
     ap.add_argument("file")
     ap.add_argument("--sample", required=True, help="sample_id of the conversation, e.g. conv-26")
     ap.add_argument("--json", action="store_true")
@@ -85,10 +92,14 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'stage':<10}{'requests':>9}{'prompt tok':>12}{'chars/4':>10}{'prompt/q':>10}")
     for stage in ("fact", "metadata", "intent", "schedule", "frontier", "answer"):
         t = out.get(stage, {})
-        print(f"{stage:<10}{t.get('requests', 0):>9}{t.get('prompt_tokens', 0):>12}{t.get('prompt_chars_div4', 0):>10}"
-              f"{t.get('prompt_tokens', 0) / n:>10.0f}")
-    print(f"mean scheduler pool {out.get('schedule', {}).get('pool_packets', 0) / n:.1f} packets, "
-          f"frontier window {out.get('frontier', {}).get('window_packets', 0) / n:.1f}")
+        print(
+            f"{stage:<10}{t.get('requests', 0):>9}{t.get('prompt_tokens', 0):>12}{t.get('prompt_chars_div4', 0):>10}"
+            f"{t.get('prompt_tokens', 0) / n:>10.0f}"
+        )
+    print(
+        f"mean scheduler pool {out.get('schedule', {}).get('pool_packets', 0) / n:.1f} packets, "
+        f"frontier window {out.get('frontier', {}).get('window_packets', 0) / n:.1f}"
+    )
     return 0
 
 

@@ -1,4 +1,5 @@
 """Building the ChatOpenAI the CLI and tests use; imported only when a model is asked for."""
+
 from __future__ import annotations
 
 import os

@@ -1,4 +1,5 @@
 """System prompts and request builders for every LLM stage (Sec. 3, App. A.2, B.1, F), in the project's words."""
+
 from __future__ import annotations
 
 import json
@@ -23,7 +24,7 @@ METADATA_SYSTEM = (
     "- keywords: up to five short noun phrases that would help find this fact by word match; no names of people "
     "and no time expressions.\n"
     "- time: [event_time, interaction_time]. event_time is the date of the described event when it is stated or "
-    "can be worked out, written as YYYY-MM-DD, YYYY-MM or YYYY, else \"\"; interaction_time is the given session time.\n"
+    'can be worked out, written as YYYY-MM-DD, YYYY-MM or YYYY, else ""; interaction_time is the given session time.\n'
     "- needs_profile_extraction: true only when the fact is a lasting personal attribute.\n"
     "- event: the single event or state the fact describes, with\n"
     "  - subject_people: who performs or holds it (not every person mentioned);\n"
@@ -174,12 +175,16 @@ def _turns(ctx: TurnContext) -> str:
 
 
 def fact_request(ctx: TurnContext) -> Request:
-    return Request("fact", FACT_SYSTEM, _turns(ctx) + "\n\nReturn the JSON array of standalone facts of the current turn.")
+    return Request(
+        "fact", FACT_SYSTEM, _turns(ctx) + "\n\nReturn the JSON array of standalone facts of the current turn."
+    )
 
 
 def metadata_request(fact: str, ctx: TurnContext) -> Request:
     p = ctx.packet
-    user = f"Fact: {quoted(fact)}\n\n{_turns(ctx)}\n\nSession time: {quoted(p.session_time_raw or p.session_time or '')}"
+    user = (
+        f"Fact: {quoted(fact)}\n\n{_turns(ctx)}\n\nSession time: {quoted(p.session_time_raw or p.session_time or '')}"
+    )
     return Request("metadata", METADATA_SYSTEM, user, "json_object")
 
 
@@ -203,12 +208,15 @@ def candidate_line(label: str, p: SourcePacket, max_chars: int) -> str:
     )
 
 
-def label_request(call_type: str, query: str, packets: list[SourcePacket], k: int, max_chars: int) -> tuple[Request, list[str]]:
+def label_request(
+    call_type: str, query: str, packets: list[SourcePacket], k: int, max_chars: int
+) -> tuple[Request, list[str]]:
     """A listwise request over the closed list (labels C001...) asking for exactly k labels; returns the labels too."""
     labels = [f"C{i:03d}" for i in range(1, len(packets) + 1)]
     lines = [candidate_line(label, p, max_chars) for label, p in zip(labels, packets)]
     user = (
-        f"Question: {quoted(query)}\n\nCandidates ({len(packets)}):\n" + "\n".join(lines)
+        f"Question: {quoted(query)}\n\nCandidates ({len(packets)}):\n"
+        + "\n".join(lines)
         + f"\n\nReturn exactly {k} distinct labels from the candidate list, most useful first, as "
         + '{"ranked_candidate_ids": [...]}.'
     )

@@ -1,4 +1,5 @@
 """Table 6's model settings (temperature 0, 2,048 completion tokens) for a chat model someone else built."""
+
 from __future__ import annotations
 
 import logging

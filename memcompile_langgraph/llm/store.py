@@ -1,4 +1,5 @@
 """The LLM side of a store directory: response cache and usage ledger in one SQLite file (App. E)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -18,7 +19,7 @@ class LLMStore:
         self.ledger = UsageLedger(self.db)
 
     @classmethod
-    def open(cls, path: str | Path | None, create: bool) -> "LLMStore | None":
+    def open(cls, path: str | Path | None, create: bool) -> LLMStore | None:
         """The store's LLM file; None when it does not exist and no model asks for it (offline stores stay as they are)."""
         return cls(path) if create or LLMDatabase.exists(path) else None
 

@@ -1,4 +1,5 @@
 """Usage ledger per user and stage (App. E, Eq. 24): tokens from the model's usage metadata, split by phase."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -15,7 +16,15 @@ PHASES = {
     "answer": "query",
     "judge": "evaluation",
 }
-_FIELDS = ("calls", "cache_hits", "failures", "transport_retries", "estimated_calls", "prompt_tokens", "completion_tokens")
+_FIELDS = (
+    "calls",
+    "cache_hits",
+    "failures",
+    "transport_retries",
+    "estimated_calls",
+    "prompt_tokens",
+    "completion_tokens",
+)
 
 
 class UsageLedger:
@@ -35,7 +44,9 @@ class UsageLedger:
 
     def summary(self, user_id: str) -> dict[str, Any]:
         """{"stages": {stage: counts}, "construction"/"query"/"evaluation": totals, "total": construction + query}."""
-        rows = self.db.execute(f"SELECT stage, phase, {', '.join(_FIELDS)} FROM usage WHERE user_id=? ORDER BY stage", (user_id,))
+        rows = self.db.execute(
+            f"SELECT stage, phase, {', '.join(_FIELDS)} FROM usage WHERE user_id=? ORDER BY stage", (user_id,)
+        )
         out: dict[str, Any] = {"stages": {}}
         for stage, phase, *values in rows:
             counts = dict(zip(_FIELDS, values))
@@ -44,7 +55,9 @@ class UsageLedger:
             for k, v in counts.items():
                 totals[k] += v
         out["total_tokens"] = sum(
-            out.get(phase, {}).get(k, 0) for phase in ("construction", "query") for k in ("prompt_tokens", "completion_tokens")
+            out.get(phase, {}).get(k, 0)
+            for phase in ("construction", "query")
+            for k in ("prompt_tokens", "completion_tokens")
         )
         return out
 

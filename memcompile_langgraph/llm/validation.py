@@ -1,10 +1,12 @@
 """Parsing and validating untrusted model replies (App. A.2, F.1): JSON in code fences, list aliases, labels."""
+
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any, Sequence
+from typing import Any
 
 from ..address.intent import match_people, offline_intent
 from ..config import MemCompileConfig
@@ -16,7 +18,9 @@ from .calls import InvalidReply
 
 _FENCE = re.compile(r"```[a-zA-Z0-9_-]*\s*\n?(.*?)```", re.S)
 _LABEL = re.compile(r"^\[?\s*(C\d{1,6})\s*\]?$")
-_NORMALIZED_TIME = re.compile(r"^(?:\d{4}(?:-\d{2}(?:-\d{2})?)?|\d{4}-(?:spring|summer|autumn|fall|winter)|week of \d{4}-\d{2}-\d{2})$")
+_NORMALIZED_TIME = re.compile(
+    r"^(?:\d{4}(?:-\d{2}(?:-\d{2})?)?|\d{4}-(?:spring|summer|autumn|fall|winter)|week of \d{4}-\d{2}-\d{2})$"
+)
 
 # keys a provider may wrap a requested list in (JSON mode only returns objects)
 FACT_ALIASES = ("facts", "statements", "factual_statements", "claims", "items", "results", "data")

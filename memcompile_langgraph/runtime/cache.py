@@ -5,6 +5,7 @@ head with one indexed read and, when the store moved on, builds the next snapsho
 only: from the cached one plus the newer records when the epoch is unchanged, else from the persisted snapshot
 file plus the newer records, else from all records. Lock order: locks.py.
 """
+
 from __future__ import annotations
 
 import logging

@@ -3,6 +3,7 @@
 The records are the truth. A reader repairs only small gaps, and only while it can take the user's writer lock
 at once; everything else is left to the user's next writer (a unit of work), which calls `prepare_writer`.
 """
+
 from __future__ import annotations
 
 import logging
@@ -62,8 +63,12 @@ def reembed(engine: Engine, index: UserIndex, made_by: str | None = None) -> Non
     engine.vectors.drop(user)  # also whatever a forget interrupted before its vectors left behind
     index.vectors = PacketVectors()
     if index.packets:
-        log.warning("re-embedding %d packets of user %r: its vectors were made by %s", len(index.packets), user,
-                    made_by or "an unrecorded model")
+        log.warning(
+            "re-embedding %d packets of user %r: its vectors were made by %s",
+            len(index.packets),
+            user,
+            made_by or "an unrecorded model",
+        )
         order = index.packet_order
         for start in range(0, len(order), REEMBED_CHUNK):  # bounded memory for a large user
             chunk = order[start : start + REEMBED_CHUNK]

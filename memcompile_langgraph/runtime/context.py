@@ -5,6 +5,7 @@ dev` or LangGraph Server sends only `{"user_id": ...}`; the engine is then the s
 $MEMCOMPILE_STORE, $MEMCOMPILE_RECORDS_URL, $MEMCOMPILE_CHROMA_URL). Keys it does not know are ignored (the
 server mirrors its configurable into the context).
 """
+
 from __future__ import annotations
 
 from typing import Any

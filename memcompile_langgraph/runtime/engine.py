@@ -1,11 +1,13 @@
 """Engine: the stores and stage components of one memory, which graph runs reach through their runtime context."""
+
 from __future__ import annotations
 
 import hashlib
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from langchain_core.embeddings import Embeddings
 
@@ -43,7 +45,9 @@ class Engine:
             return self.llm_intent(query, known_people, user_id)
         return offline_intent(query, known_people, self.config.max_keywords)
 
-    def embed_packets(self, user_id: str, items: list[tuple[SourcePacket, list[Descriptor]]], index: UserIndex | None = None) -> int:
+    def embed_packets(
+        self, user_id: str, items: list[tuple[SourcePacket, list[Descriptor]]], index: UserIndex | None = None
+    ) -> int:
         """Embeds packet documents z(p) and stores them; with index, its matrix gains them too."""
         if self.embeddings is None or not items:
             return 0
@@ -62,8 +66,11 @@ class Engine:
 
     def warn_foreign(self, user_id: str) -> None:
         made_by = self.records.embedding(user_id) or "an unrecorded model"
-        self.warn_once(f"foreign:{user_id}", f"dense channel off for user {user_id!r}: its vectors were made by {made_by}; "
-                       "they are re-embedded at its next add_turns (or MemCompile.reembed)")
+        self.warn_once(
+            f"foreign:{user_id}",
+            f"dense channel off for user {user_id!r}: its vectors were made by {made_by}; "
+            "they are re-embedded at its next add_turns (or MemCompile.reembed)",
+        )
 
     def warn_once(self, key: str, message: str) -> None:
         """One warning per key and memory (a condition that holds for every query of a user is said once)."""
@@ -86,9 +93,18 @@ def embedding_identity(embeddings: Embeddings | None) -> str | None:
 
 
 def build_engine(
-    path: Path | None, config: MemCompileConfig, *, embeddings: Embeddings | None, llm: Any, answer_llm: Any,
-    chroma_url: str | None, records_url: str | None, extractor: Extractor | None, scheduler: Scheduler | None,
-    dense: bool, cache_size: int,
+    path: Path | None,
+    config: MemCompileConfig,
+    *,
+    embeddings: Embeddings | None,
+    llm: Any,
+    answer_llm: Any,
+    chroma_url: str | None,
+    records_url: str | None,
+    extractor: Extractor | None,
+    scheduler: Scheduler | None,
+    dense: bool,
+    cache_size: int,
 ) -> Engine:
     """The stores and components of one memory: SQLite records and Chroma vectors under `path` (or in memory), the
     offline stages, and the paper's LLM stages through `llm` where one is given."""
@@ -119,8 +135,16 @@ def build_engine(
         extractor = extractor or LLMExtractor(client, config, offline_extractor, count)
         scheduler = scheduler or LLMScheduler(client, config, offline_scheduler, count)
         llm_intent = LLMIntent(client, config, count)
-    engine = Engine(config, records, vectors, embeddings if dense else None, extractor or offline_extractor,
-                    scheduler or offline_scheduler, llm_intent, llm_store)
+    engine = Engine(
+        config,
+        records,
+        vectors,
+        embeddings if dense else None,
+        extractor or offline_extractor,
+        scheduler or offline_scheduler,
+        llm_intent,
+        llm_store,
+    )
     # snapshot files are signed with a key derived from the store's id and a secret kept with the records
     key = hashlib.sha256(f"{records.store_id()}:{records.secret()}".encode()).digest()
     files = SnapshotFiles(snapshot_folder(path, records), key, engine.embedding_id)

@@ -1,11 +1,12 @@
 """Writes that are not ingest: forget a user, delete turns, re-embed, repair. Each holds the user's writer lock
 and leaves the cache and snapshot files with nothing of what it removed."""
+
 from __future__ import annotations
 
 from typing import Any
 
-from ..store.records import REEMBEDDING
 from ..store.protocols import VectorStoreError
+from ..store.records import REEMBEDDING
 from .consistency import DONE, reconcile, reembed
 from .engine import Engine
 
@@ -51,7 +52,9 @@ def repair(engine: Engine, user_id: str | None) -> dict[str, Any]:
         with engine.records.write_lock(user):
             index = engine.cache.snapshot(user).fork()
             try:
-                whole = aside is not None or engine.foreign_vectors(user) or reconcile(engine, index, writer=True) != DONE
+                whole = (
+                    aside is not None or engine.foreign_vectors(user) or reconcile(engine, index, writer=True) != DONE
+                )
             except VectorStoreError:
                 whole = True
             if whole:

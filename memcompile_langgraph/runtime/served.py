@@ -1,6 +1,7 @@
 """The memory a LangGraph server process serves ($MEMCOMPILE_STORE, default ./.memcompile; $MEMCOMPILE_RECORDS_URL
 and $MEMCOMPILE_CHROMA_URL for PostgreSQL records and a Chroma server): one per process, shared by every graph
 and run it serves."""
+
 from __future__ import annotations
 
 import os
@@ -15,7 +16,9 @@ def served_memory():
 
     chroma_url = os.environ.get("MEMCOMPILE_CHROMA_URL") or None
     servers_only = bool(chroma_url and os.environ.get("MEMCOMPILE_RECORDS_URL"))  # then no local directory at all
-    return MemCompile(os.environ.get("MEMCOMPILE_STORE") or (None if servers_only else DEFAULT_STORE), chroma_url=chroma_url)
+    return MemCompile(
+        os.environ.get("MEMCOMPILE_STORE") or (None if servers_only else DEFAULT_STORE), chroma_url=chroma_url
+    )
 
 
 def served_engine():

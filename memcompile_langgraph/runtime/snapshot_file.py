@@ -7,6 +7,7 @@ on top. A file that is damaged, of another format, config or embedding model, or
 key is ignored (and rebuilt). The signature (HMAC-SHA256 with a key kept in the records store) is what allows
 unpickling: a file nobody with access to the records wrote is never loaded.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -63,7 +64,9 @@ class SnapshotFiles:
             return None
         try:
             mac, head_bytes, payload = data.split(b"\n", 2)
-            ok = hmac.compare_digest(mac, hmac.new(self._key, head_bytes + b"\n" + payload, hashlib.sha256).hexdigest().encode())
+            ok = hmac.compare_digest(
+                mac, hmac.new(self._key, head_bytes + b"\n" + payload, hashlib.sha256).hexdigest().encode()
+            )
             head = json.loads(head_bytes)
         except ValueError:
             ok, head = False, {}

@@ -8,11 +8,12 @@ batch is packetized, extracted, placed and committed. At most one batch is in fl
 vectors are written in batch order); a crash between records and vectors leaves vectors missing, which the next
 writer's reconcile re-embeds.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import ExitStack
-from typing import Callable
 
 from ..index import UserIndex
 from ..records import Descriptor, SourcePacket
@@ -35,7 +36,7 @@ class UnitOfWork:
         self._worker: ThreadPoolExecutor | None = None
         self._pending: Future | None = None
 
-    def __enter__(self) -> "UnitOfWork":
+    def __enter__(self) -> UnitOfWork:
         self._stack.enter_context(self.engine.records.write_lock(self.user_id))
         try:
             base = self.cache.snapshot(self.user_id)

@@ -6,6 +6,7 @@ results even with the writes serialized, while `get` still listed them). So ever
 exclusive file lock and first bumps a generation token; a process whose token is stale reopens its client
 (which reloads the persisted index and replays Chroma's write log) before it reads or writes again.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -16,11 +17,12 @@ import shutil
 import sqlite3
 import threading
 import uuid
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 log = logging.getLogger(__name__)
-_SHARED: dict[str, "LocalChroma"] = {}
+_SHARED: dict[str, LocalChroma] = {}
 _SHARED_LOCK = threading.Lock()
 
 
@@ -43,7 +45,7 @@ class LocalChroma:
             self.client = make_client()
 
     @classmethod
-    def shared(cls, chroma_dir: Path, lock_dir: Path, make_client: Callable[[Path], Any]) -> "LocalChroma":
+    def shared(cls, chroma_dir: Path, lock_dir: Path, make_client: Callable[[Path], Any]) -> LocalChroma:
         """One instance per directory and process: Chroma itself caches one system per path."""
         key = str(chroma_dir.resolve())
         with _SHARED_LOCK:

@@ -2,6 +2,7 @@
 
 Chroma's own ONNX function pads every input to 256 tokens (~20 sentences/s on 2 cores); here nothing is padded.
 """
+
 from __future__ import annotations
 
 import logging
@@ -29,7 +30,9 @@ class MiniLMEmbeddings(Embeddings):
     `precision="fp32"` runs the shipped model as it is.
     """
 
-    def __init__(self, model_dir: str | Path, max_length: int = 256, workers: int | None = None, precision: str = "int8"):
+    def __init__(
+        self, model_dir: str | Path, max_length: int = 256, workers: int | None = None, precision: str = "int8"
+    ):
         if precision not in ("int8", "fp32"):
             raise ValueError(f"precision must be 'int8' or 'fp32', not {precision!r}")
         model_dir = Path(model_dir)
@@ -135,6 +138,8 @@ def default_embeddings() -> Embeddings | None:
         return MiniLMEmbeddings(_CHROMA_CACHE)
     except Exception as exc:  # noqa: BLE001 - any failure means "no dense channel", never a crash
         if not _warned:
-            log.warning("no embedding model available (%s); the dense channel stays empty. Set MEMCOMPILE_MODEL_DIR.", exc)
+            log.warning(
+                "no embedding model available (%s); the dense channel stays empty. Set MEMCOMPILE_MODEL_DIR.", exc
+            )
             _warned = True
         return None

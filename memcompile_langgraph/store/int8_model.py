@@ -6,6 +6,7 @@ throughput on this 2-core machine, cosine 0.995 on average to the fp32 vectors (
 per-channel). Activations are quantized per call, so the embedder feeds one text per call to keep each text's
 vector independent of what else is being embedded.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -110,7 +111,9 @@ def _build(model: Path, out: Path, heads: int, hidden: int) -> None:
         opts.optimized_model_filepath = str(folded)
         ort.InferenceSession(str(model), opts, providers=["CPUExecutionProvider"])
         # opt_level 0: the graph fusions only (bias+GELU, skip+LayerNorm); level 1 would need torch installed
-        optimizer.optimize_model(str(folded), model_type="bert", num_heads=heads, hidden_size=hidden, opt_level=0).save_model_to_file(str(fused))
+        optimizer.optimize_model(
+            str(folded), model_type="bert", num_heads=heads, hidden_size=hidden, opt_level=0
+        ).save_model_to_file(str(fused))
         model_proto = onnx.load(str(fused))
         graph = model_proto.graph
         _drop_nan_guards(graph)
@@ -121,7 +124,9 @@ def _build(model: Path, out: Path, heads: int, hidden: int) -> None:
         root = logging.getLogger()
         root.addFilter(_quantizer_advice)
         try:
-            quantize_dynamic(str(fused), str(staged), weight_type=QuantType.QInt8, per_channel=True, nodes_to_quantize=matmuls)
+            quantize_dynamic(
+                str(fused), str(staged), weight_type=QuantType.QInt8, per_channel=True, nodes_to_quantize=matmuls
+            )
         finally:
             root.removeFilter(_quantizer_advice)
         os.replace(staged, out)  # atomic: a concurrent builder or reader never sees half a file

@@ -1,11 +1,16 @@
 """What a store directory holds, checked before anything opens it: a wrong kind of path is one clear error."""
+
 from __future__ import annotations
 
 from pathlib import Path
 
 # name inside the store -> whether it must be a folder
 ENTRIES = {
-    "memcompile.sqlite3": False, "llm.sqlite3": False, "chroma": True, "locks": True, "chroma/chroma.sqlite3": False,
+    "memcompile.sqlite3": False,
+    "llm.sqlite3": False,
+    "chroma": True,
+    "locks": True,
+    "chroma/chroma.sqlite3": False,
 }
 
 

@@ -1,4 +1,5 @@
 """Which records store a memory uses: SQLite in the store directory (the default) or PostgreSQL by URL."""
+
 from __future__ import annotations
 
 import os

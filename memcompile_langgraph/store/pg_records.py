@@ -10,6 +10,7 @@ unit of work (add_turns, reembed) spans several transactions with embedding and 
 transaction-level lock would either release between batches or hold one transaction open for minutes. A worker that
 dies mid-write closes its connection and the server releases the lock with it.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -90,8 +91,13 @@ class PgRecordStore:
         except psycopg.Error as exc:
             raise StoreError(f"PostgreSQL at {self.where}: {_first_line(exc)}") from None
         self.pool = psycopg_pool.ConnectionPool(
-            self.conninfo, min_size=1, max_size=pool_size, configure=self._configure,
-            check=psycopg_pool.ConnectionPool.check_connection, name=f"memcompile-{self.schema}", open=True,
+            self.conninfo,
+            min_size=1,
+            max_size=pool_size,
+            configure=self._configure,
+            check=psycopg_pool.ConnectionPool.check_connection,
+            name=f"memcompile-{self.schema}",
+            open=True,
         )
 
     def _configure(self, conn: psycopg.Connection) -> None:
@@ -105,8 +111,12 @@ class PgRecordStore:
         with conn.transaction():
             # processes opening a new store at once: one creates it, the others wait and find it made
             conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (f"{self.schema}/setup",))
-            tables = {r[0] for r in conn.execute(
-                "SELECT table_name FROM information_schema.tables WHERE table_schema=%s", (self.schema,))}
+            tables = {
+                r[0]
+                for r in conn.execute(
+                    "SELECT table_name FROM information_schema.tables WHERE table_schema=%s", (self.schema,)
+                )
+            }
             found = None
             if "meta" in tables:
                 row = conn.execute(f"SELECT value FROM {self.schema}.meta WHERE key='schema_version'").fetchone()
@@ -114,8 +124,10 @@ class PgRecordStore:
             elif "packets" in tables:
                 found = 1
             if found is not None and found > SCHEMA_VERSION:
-                raise StoreError(f"{self.where} has schema {found}; this memcompile reads up to {SCHEMA_VERSION}: "
-                                 "upgrade memcompile-langgraph")
+                raise StoreError(
+                    f"{self.where} has schema {found}; this memcompile reads up to {SCHEMA_VERSION}: "
+                    "upgrade memcompile-langgraph"
+                )
             if found == SCHEMA_VERSION:
                 return
             if found is None and not create:
@@ -131,8 +143,11 @@ class PgRecordStore:
                     conn.execute(statement)
             top = conn.execute("SELECT COALESCE(MAX(version), 0) FROM users").fetchone()[0]
             conn.execute(f"CREATE SEQUENCE IF NOT EXISTS generation START WITH {int(top) + 1}")
-            conn.execute("INSERT INTO meta (key, value) VALUES ('schema_version', %s) ON CONFLICT (key) "
-                         "DO UPDATE SET value = excluded.value", (str(SCHEMA_VERSION),))
+            conn.execute(
+                "INSERT INTO meta (key, value) VALUES ('schema_version', %s) ON CONFLICT (key) "
+                "DO UPDATE SET value = excluded.value",
+                (str(SCHEMA_VERSION),),
+            )
 
     def close(self) -> None:
         if not self._closed.is_set():
@@ -181,15 +196,19 @@ class PgRecordStore:
     def store_id(self) -> str:
         """A random id fixed at creation: names this store's collections on a shared Chroma server."""
         with self.transaction() as conn:
-            conn.execute("INSERT INTO meta (key, value) VALUES ('store_id', %s) ON CONFLICT (key) DO NOTHING",
-                         (uuid.uuid4().hex,))
+            conn.execute(
+                "INSERT INTO meta (key, value) VALUES ('store_id', %s) ON CONFLICT (key) DO NOTHING",
+                (uuid.uuid4().hex,),
+            )
             return conn.execute("SELECT value FROM meta WHERE key='store_id'").fetchone()[0]
 
     def secret(self) -> str:
         """A random secret fixed at creation, readable only by those who can read the records (signs snapshot files)."""
         with self.transaction() as conn:
-            conn.execute("INSERT INTO meta (key, value) VALUES ('secret', %s) ON CONFLICT (key) DO NOTHING",
-                         (uuid.uuid4().hex + uuid.uuid4().hex,))
+            conn.execute(
+                "INSERT INTO meta (key, value) VALUES ('secret', %s) ON CONFLICT (key) DO NOTHING",
+                (uuid.uuid4().hex + uuid.uuid4().hex,),
+            )
             return conn.execute("SELECT value FROM meta WHERE key='secret'").fetchone()[0]
 
     def embedding(self, user_id: str) -> str | None:
@@ -200,8 +219,10 @@ class PgRecordStore:
     def set_embedding(self, user_id: str, identity: str, bump: bool = False) -> int:
         """Records the model of the user's vectors; with bump, also a new user version and epoch (returned)."""
         with self.transaction() as conn:
-            conn.execute("INSERT INTO meta (key, value) VALUES (%s, %s) ON CONFLICT (key) DO UPDATE SET value = "
-                         "excluded.value", (_embedding_key(user_id), identity))
+            conn.execute(
+                "INSERT INTO meta (key, value) VALUES (%s, %s) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                (_embedding_key(user_id), identity),
+            )
             if bump:
                 self._bump(conn, user_id, epoch=True)
         return self.version(user_id)
@@ -234,10 +255,12 @@ class PgRecordStore:
         """The user's records; with after=(packet seq, descriptor seq), only the rows beyond them."""
         with self.transaction(repeatable=True) as conn:
             row = conn.execute("SELECT version FROM users WHERE user_id=%s", (user_id,)).fetchone()
-            prows = conn.execute(f"SELECT {_PACKET_COLS} FROM packets WHERE user_id=%s AND seq>%s ORDER BY seq",
-                                 (user_id, after[0])).fetchall()
-            drows = conn.execute(f"SELECT {_DESC_COLS} FROM descriptors WHERE user_id=%s AND seq>%s ORDER BY seq",
-                                 (user_id, after[1])).fetchall()
+            prows = conn.execute(
+                f"SELECT {_PACKET_COLS} FROM packets WHERE user_id=%s AND seq>%s ORDER BY seq", (user_id, after[0])
+            ).fetchall()
+            drows = conn.execute(
+                f"SELECT {_DESC_COLS} FROM descriptors WHERE user_id=%s AND seq>%s ORDER BY seq", (user_id, after[1])
+            ).fetchall()
         version = row[0] if row else 0
         return LoadedRecords(version, [SourcePacket(*r) for r in prows], descriptors_from_rows(drows))
 
@@ -254,31 +277,66 @@ class PgRecordStore:
         return [StoredTurn(SourcePacket(*r[:-1]), r[-1]) for r in self._all(sql, tuple(args))]
 
     def commit(
-        self, user_id: str, packets: list[SourcePacket], placed: list[tuple[Descriptor, str]],
+        self,
+        user_id: str,
+        packets: list[SourcePacket],
+        placed: list[tuple[Descriptor, str]],
         counts: dict[str, int] | None = None,
     ) -> int:
         """Packets, their descriptors and the Cell memberships in one transaction; returns the new version."""
         now = time.time()
         with self.transaction() as conn:
-            made = conn.execute("INSERT INTO users (user_id, version, epoch) VALUES (%s, 0, 0) ON CONFLICT (user_id) "
-                                "DO NOTHING RETURNING 1", (user_id,)).fetchone()
+            made = conn.execute(
+                "INSERT INTO users (user_id, version, epoch) VALUES (%s, 0, 0) ON CONFLICT (user_id) "
+                "DO NOTHING RETURNING 1",
+                (user_id,),
+            ).fetchone()
             if made:
                 self._bump(conn, user_id, epoch=True)  # a user made again after forget starts a new epoch
             with conn.cursor() as cur:
                 cur.executemany(
                     f"INSERT INTO packets ({_PACKET_COLS}, created_at) VALUES ({','.join(['%s'] * 14)})",
                     [
-                        (p.packet_id, p.user_id, p.dia_id, p.speaker, p.session, p.session_label, p.session_time,
-                         p.session_time_raw, p.text, p.seq, p.image_caption, p.image_query, p.content_hash, now)
+                        (
+                            p.packet_id,
+                            p.user_id,
+                            p.dia_id,
+                            p.speaker,
+                            p.session,
+                            p.session_label,
+                            p.session_time,
+                            p.session_time_raw,
+                            p.text,
+                            p.seq,
+                            p.image_caption,
+                            p.image_query,
+                            p.content_hash,
+                            now,
+                        )
                         for p in packets
                     ],
                 )
                 cur.executemany(
                     f"INSERT INTO descriptors (user_id, {_DESC_COLS}) VALUES ({','.join(['%s'] * 16)})",
                     [
-                        (user_id, d.descriptor_id, d.packet_id, d.claim, d.dia_id, d.speaker, d.session,
-                         d.session_time, json.dumps(d.people), json.dumps(d.keywords), d.event_time,
-                         d.interaction_time, d.n_tokens, d.seq, int(d.negated), cell)
+                        (
+                            user_id,
+                            d.descriptor_id,
+                            d.packet_id,
+                            d.claim,
+                            d.dia_id,
+                            d.speaker,
+                            d.session,
+                            d.session_time,
+                            json.dumps(d.people),
+                            json.dumps(d.keywords),
+                            d.event_time,
+                            d.interaction_time,
+                            d.n_tokens,
+                            d.seq,
+                            int(d.negated),
+                            cell,
+                        )
                         for d, cell in placed
                     ],
                 )
@@ -308,9 +366,11 @@ class PgRecordStore:
     def counts(self, user_id: str) -> dict[str, int]:
         with self.transaction(repeatable=True) as conn:
             packets, sessions = conn.execute(
-                "SELECT COUNT(*), COUNT(DISTINCT session) FROM packets WHERE user_id=%s", (user_id,)).fetchone()
+                "SELECT COUNT(*), COUNT(DISTINCT session) FROM packets WHERE user_id=%s", (user_id,)
+            ).fetchone()
             descs, cells = conn.execute(
-                "SELECT COUNT(*), COUNT(DISTINCT cell_id) FROM descriptors WHERE user_id=%s", (user_id,)).fetchone()
+                "SELECT COUNT(*), COUNT(DISTINCT cell_id) FROM descriptors WHERE user_id=%s", (user_id,)
+            ).fetchone()
         return {"packets": packets, "descriptors": descs, "cells": cells, "sessions": sessions}
 
     def delete_packets(self, user_id: str, packet_ids: list[str]) -> int:

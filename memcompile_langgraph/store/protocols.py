@@ -3,10 +3,12 @@ store/pg_records.py (PostgreSQL); store/vectors.py (Chroma: persistent directory
 
 tests/contracts/ holds one suite per protocol that every implementation must pass.
 """
+
 from __future__ import annotations
 
+from contextlib import AbstractContextManager as ContextManager
 from dataclasses import dataclass
-from typing import ContextManager, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from ..records import Descriptor, SourcePacket
 
@@ -55,11 +57,17 @@ class RecordsStore(Protocol):
     def users(self) -> list[str]: ...
     def load(self, user_id: str, after: tuple[int, int] = (-1, -1)) -> LoadedRecords: ...
     def commit(
-        self, user_id: str, packets: list[SourcePacket], placed: list[tuple[Descriptor, str]], counts: dict[str, int] | None = None
+        self,
+        user_id: str,
+        packets: list[SourcePacket],
+        placed: list[tuple[Descriptor, str]],
+        counts: dict[str, int] | None = None,
     ) -> int: ...
     def delete_packets(self, user_id: str, packet_ids: list[str]) -> int: ...
     def forget(self, user_id: str) -> None: ...
-    def turns(self, user_id: str, dia_ids: list[str] | None = None, limit: int | None = None, offset: int = 0) -> list[StoredTurn]: ...
+    def turns(
+        self, user_id: str, dia_ids: list[str] | None = None, limit: int | None = None, offset: int = 0
+    ) -> list[StoredTurn]: ...
     def write_lock(self, user_id: str, blocking: bool = True) -> ContextManager[bool]: ...
     def embedding(self, user_id: str) -> str | None: ...
     def set_embedding(self, user_id: str, identity: str, bump: bool = False) -> int: ...

@@ -1,5 +1,6 @@
 """SQLite records store (the embedded default): packets, descriptors with their Cell, per-user counters and versions.
 One file per store directory; the RecordsStore contract is in store/protocols.py."""
+
 from __future__ import annotations
 
 import contextlib
@@ -9,8 +10,8 @@ import sqlite3
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from ..locks import FileLock, UserLocks
 from ..records import Descriptor, SourcePacket
@@ -160,7 +161,9 @@ class RecordStore:
     def secret(self) -> str:
         """A random secret fixed at creation, readable only by those who can read the records (signs snapshot files)."""
         with self._mutex:
-            self.conn.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('secret', ?)", (uuid.uuid4().hex + uuid.uuid4().hex,))
+            self.conn.execute(
+                "INSERT OR IGNORE INTO meta (key, value) VALUES ('secret', ?)", (uuid.uuid4().hex + uuid.uuid4().hex,)
+            )
             return self.conn.execute("SELECT value FROM meta WHERE key='secret'").fetchone()[0]
 
     def embedding(self, user_id: str) -> str | None:
@@ -215,7 +218,9 @@ class RecordStore:
                 self.conn.execute("COMMIT")
         return LoadedRecords(version, [SourcePacket(*r) for r in prows], descriptors_from_rows(drows))
 
-    def turns(self, user_id: str, dia_ids: list[str] | None = None, limit: int | None = None, offset: int = 0) -> list[StoredTurn]:
+    def turns(
+        self, user_id: str, dia_ids: list[str] | None = None, limit: int | None = None, offset: int = 0
+    ) -> list[StoredTurn]:
         sql = f"SELECT {_PACKET_COLS}, created_at FROM packets WHERE user_id=?"
         args: list = [user_id]
         if dia_ids is not None:
@@ -225,7 +230,13 @@ class RecordStore:
         args += [-1 if limit is None else limit, offset]
         return [StoredTurn(SourcePacket(*r[:-1]), r[-1]) for r in self._all(sql, tuple(args))]
 
-    def commit(self, user_id: str, packets: list[SourcePacket], placed: list[tuple[Descriptor, str]], counts: dict[str, int] | None = None) -> int:
+    def commit(
+        self,
+        user_id: str,
+        packets: list[SourcePacket],
+        placed: list[tuple[Descriptor, str]],
+        counts: dict[str, int] | None = None,
+    ) -> int:
         """Packets, their descriptors and the Cell memberships in one transaction; returns the new version."""
         now = time.time()
         with self.transaction() as tx:
@@ -235,17 +246,46 @@ class RecordStore:
             tx.executemany(
                 f"INSERT INTO packets ({_PACKET_COLS}, created_at) VALUES ({','.join('?' * 14)})",
                 [
-                    (p.packet_id, p.user_id, p.dia_id, p.speaker, p.session, p.session_label, p.session_time, p.session_time_raw,
-                     p.text, p.seq, p.image_caption, p.image_query, p.content_hash, now)
+                    (
+                        p.packet_id,
+                        p.user_id,
+                        p.dia_id,
+                        p.speaker,
+                        p.session,
+                        p.session_label,
+                        p.session_time,
+                        p.session_time_raw,
+                        p.text,
+                        p.seq,
+                        p.image_caption,
+                        p.image_query,
+                        p.content_hash,
+                        now,
+                    )
                     for p in packets
                 ],
             )
             tx.executemany(
                 f"INSERT INTO descriptors (user_id, {_DESC_COLS}) VALUES ({','.join('?' * 16)})",
                 [
-                    (user_id, d.descriptor_id, d.packet_id, d.claim, d.dia_id, d.speaker, d.session, d.session_time,
-                     json.dumps(d.people), json.dumps(d.keywords), d.event_time, d.interaction_time, d.n_tokens, d.seq,
-                     int(d.negated), cell)
+                    (
+                        user_id,
+                        d.descriptor_id,
+                        d.packet_id,
+                        d.claim,
+                        d.dia_id,
+                        d.speaker,
+                        d.session,
+                        d.session_time,
+                        json.dumps(d.people),
+                        json.dumps(d.keywords),
+                        d.event_time,
+                        d.interaction_time,
+                        d.n_tokens,
+                        d.seq,
+                        int(d.negated),
+                        cell,
+                    )
                     for d, cell in placed
                 ],
             )
@@ -274,7 +314,9 @@ class RecordStore:
             descs, cells = self.conn.execute(
                 "SELECT COUNT(*), COUNT(DISTINCT cell_id) FROM descriptors WHERE user_id=?", (user_id,)
             ).fetchone()
-            sessions = self.conn.execute("SELECT COUNT(DISTINCT session) FROM packets WHERE user_id=?", (user_id,)).fetchone()[0]
+            sessions = self.conn.execute(
+                "SELECT COUNT(DISTINCT session) FROM packets WHERE user_id=?", (user_id,)
+            ).fetchone()[0]
         return {"packets": packets, "descriptors": descs, "cells": cells, "sessions": sessions}
 
     def delete_packets(self, user_id: str, packet_ids: list[str]) -> int:
@@ -308,9 +350,20 @@ def descriptors_from_rows(rows: list[tuple]) -> list[tuple[Descriptor, str]]:
     out = []
     for r, per, key in zip(rows, people, keywords):
         d = Descriptor(
-            descriptor_id=r[0], packet_id=r[1], claim=r[2], dia_id=r[3], speaker=r[4], session=r[5], session_time=r[6],
-            people=tuple(per), keywords=tuple(key), event_time=r[9], interaction_time=r[10],
-            n_tokens=r[11], seq=r[12], negated=bool(r[13]),
+            descriptor_id=r[0],
+            packet_id=r[1],
+            claim=r[2],
+            dia_id=r[3],
+            speaker=r[4],
+            session=r[5],
+            session_time=r[6],
+            people=tuple(per),
+            keywords=tuple(key),
+            event_time=r[9],
+            interaction_time=r[10],
+            n_tokens=r[11],
+            seq=r[12],
+            negated=bool(r[13]),
         )
         out.append((d, r[14]))
     return out
@@ -324,8 +377,10 @@ def _check_layout(root: Path, create: bool) -> None:
     missing = not records.exists() or records.stat().st_size == 0
     if missing and (root / "chroma").exists():
         state = "is empty" if records.exists() else "is missing"
-        raise StoreError(f"{records} {state} but {root / 'chroma'} holds vectors: restore the records file (or move the "
-                         "chroma folder away to start a new store)")
+        raise StoreError(
+            f"{records} {state} but {root / 'chroma'} holds vectors: restore the records file (or move the "
+            "chroma folder away to start a new store)"
+        )
     if missing and not create:
         raise StoreError(f"no store at {root}")
     try:

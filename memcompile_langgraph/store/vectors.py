@@ -1,4 +1,5 @@
 """Packet vectors in Chroma: one cosine collection per user, local (persistent or in memory) or a Chroma server."""
+
 from __future__ import annotations
 
 import functools
@@ -25,10 +26,13 @@ def _guarded(method):
             return method(self, *args, **kwargs)
         except (ChromaError, sqlite3.Error, OSError, ConnectionError) as exc:
             first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
-            raise VectorStoreError(f"vector store {self.where} failed ({first}); the records are intact: "
-                                   f"`memcompile repair` rebuilds the vectors from them") from exc
+            raise VectorStoreError(
+                f"vector store {self.where} failed ({first}); the records are intact: "
+                f"`memcompile repair` rebuilds the vectors from them"
+            ) from exc
 
     return run
+
 
 _SETTINGS = dict(anonymized_telemetry=False, allow_reset=False)
 
@@ -36,7 +40,9 @@ _SETTINGS = dict(anonymized_telemetry=False, allow_reset=False)
 def make_client(path: str | Path | None, url: str | None = None):
     if url:
         u = urlparse(url if "://" in url else f"http://{url}")
-        return chromadb.HttpClient(host=u.hostname or "127.0.0.1", port=u.port or 8000, ssl=u.scheme == "https", settings=Settings(**_SETTINGS))
+        return chromadb.HttpClient(
+            host=u.hostname or "127.0.0.1", port=u.port or 8000, ssl=u.scheme == "https", settings=Settings(**_SETTINGS)
+        )
     if path is not None:
         return chromadb.PersistentClient(path=str(Path(path) / "chroma"), settings=Settings(**_SETTINGS))
     return chromadb.EphemeralClient(settings=Settings(**_SETTINGS))
@@ -66,7 +72,9 @@ class VectorStore:
             return open_chroma(self._path, self._url)
         except (ChromaError, sqlite3.Error, OSError) as exc:
             if self._path is None or self._url:
-                raise VectorStoreError(f"vector store {self.where} cannot be opened: {str(exc).splitlines()[0][:200]}") from exc
+                raise VectorStoreError(
+                    f"vector store {self.where} cannot be opened: {str(exc).splitlines()[0][:200]}"
+                ) from exc
             return UnavailableChroma(Path(self._path) / "chroma", exc)  # the records stay usable; repair moves it aside
 
     @property
@@ -83,7 +91,9 @@ class VectorStore:
             self._epoch = self.chroma.epoch
         col = self._collections.get(user_id)
         if col is None and create:
-            col = self.client.get_or_create_collection(self.name(user_id), metadata={"hnsw:space": "cosine"}, embedding_function=None)
+            col = self.client.get_or_create_collection(
+                self.name(user_id), metadata={"hnsw:space": "cosine"}, embedding_function=None
+            )
         elif col is None:
             try:
                 col = self.client.get_collection(self.name(user_id), embedding_function=None)

@@ -1,4 +1,5 @@
 """The stores every contract test runs against: each implementation as users run it (real files, real servers)."""
+
 from __future__ import annotations
 
 import sqlite3

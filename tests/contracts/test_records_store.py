@@ -1,4 +1,5 @@
 """The RecordsStore contract (store/protocols.py), run against SQLite (a real file) and PostgreSQL (a real server)."""
+
 from __future__ import annotations
 
 import os
@@ -25,19 +26,38 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def packet(user: str, seq: int, text: str = "", speaker: str = "Ann", session: int = 1) -> SourcePacket:
     return SourcePacket(
-        packet_id=f"p{seq}", user_id=user, dia_id=f"D{session}:{seq}", speaker=speaker, session=session,
-        session_label=f"session_{session}", session_time=f"2024-05-0{session}T10:00:00" if seq % 2 else None,
-        session_time_raw="10:00 am on 1 May, 2024", text=text or f"turn {seq}", seq=seq,
-        image_caption="a dog" if seq == 1 else "", image_query="dog" if seq == 1 else "", content_hash=f"h{seq}",
+        packet_id=f"p{seq}",
+        user_id=user,
+        dia_id=f"D{session}:{seq}",
+        speaker=speaker,
+        session=session,
+        session_label=f"session_{session}",
+        session_time=f"2024-05-0{session}T10:00:00" if seq % 2 else None,
+        session_time_raw="10:00 am on 1 May, 2024",
+        text=text or f"turn {seq}",
+        seq=seq,
+        image_caption="a dog" if seq == 1 else "",
+        image_query="dog" if seq == 1 else "",
+        content_hash=f"h{seq}",
     )
 
 
 def descriptor(p: SourcePacket, seq: int, claim: str = "") -> Descriptor:
     return Descriptor(
-        descriptor_id=f"d{seq}", packet_id=p.packet_id, claim=claim or f"claim of {p.packet_id}", dia_id=p.dia_id,
-        speaker=p.speaker, session=p.session, session_time=p.session_time, people=("Ann", "Tom"),
-        keywords=("dog", "Biscuit"), event_time="2024-05" if seq % 2 else "", interaction_time="2024-05-01",
-        n_tokens=7 + seq, seq=seq, negated=seq % 3 == 0,
+        descriptor_id=f"d{seq}",
+        packet_id=p.packet_id,
+        claim=claim or f"claim of {p.packet_id}",
+        dia_id=p.dia_id,
+        speaker=p.speaker,
+        session=p.session,
+        session_time=p.session_time,
+        people=("Ann", "Tom"),
+        keywords=("dog", "Biscuit"),
+        event_time="2024-05" if seq % 2 else "",
+        interaction_time="2024-05-01",
+        n_tokens=7 + seq,
+        seq=seq,
+        negated=seq % 3 == 0,
     )
 
 
@@ -61,10 +81,14 @@ def test_commit_and_load_round_trip_in_order(store):
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(texts=st.lists(st.text(st.characters(blacklist_categories=("Cs",)), min_size=1).map(clean_text)
-                      .filter(bool), min_size=1, max_size=4),
-       user=st.text(st.characters(blacklist_categories=("Cs", "Cc", "Cf")), min_size=1, max_size=40)
-       .filter(str.strip))
+@given(
+    texts=st.lists(
+        st.text(st.characters(blacklist_categories=("Cs",)), min_size=1).map(clean_text).filter(bool),
+        min_size=1,
+        max_size=4,
+    ),
+    user=st.text(st.characters(blacklist_categories=("Cs", "Cc", "Cf")), min_size=1, max_size=40).filter(str.strip),
+)
 def test_any_text_as_the_builder_cleans_it_comes_back_unchanged(store, texts, user):
     user = f"{user}-{uuid.uuid4().hex[:6]}"  # each example a fresh user of the one store
     ps = [packet(user, i, text=t, speaker=t[:200]) for i, t in enumerate(texts)]
@@ -212,22 +236,30 @@ def test_opening_a_missing_store_without_create_is_a_one_line_error(backend):
 
 V1 = [  # the layout of schema 1 (before epochs and created_at), as stores of 2026-11 and before hold it
     "CREATE TABLE users (user_id TEXT PRIMARY KEY, version INTEGER NOT NULL DEFAULT 0)",
-    ("CREATE TABLE packets (user_id TEXT NOT NULL, packet_id TEXT NOT NULL, seq INTEGER NOT NULL, dia_id TEXT NOT NULL,"
-     " speaker TEXT NOT NULL, session INTEGER NOT NULL, session_label TEXT NOT NULL, session_time TEXT,"
-     " session_time_raw TEXT NOT NULL, text TEXT NOT NULL, image_caption TEXT NOT NULL, image_query TEXT NOT NULL,"
-     " content_hash TEXT NOT NULL, PRIMARY KEY (user_id, packet_id), UNIQUE (user_id, dia_id))"),
-    ("CREATE TABLE descriptors (user_id TEXT NOT NULL, descriptor_id TEXT NOT NULL, packet_id TEXT NOT NULL,"
-     " seq INTEGER NOT NULL, claim TEXT NOT NULL, dia_id TEXT NOT NULL, speaker TEXT NOT NULL,"
-     " session INTEGER NOT NULL,"
-     " session_time TEXT, people TEXT NOT NULL, keywords TEXT NOT NULL, event_time TEXT NOT NULL,"
-     " interaction_time TEXT NOT NULL, n_tokens INTEGER NOT NULL, negated INTEGER NOT NULL, cell_id TEXT NOT NULL,"
-     " PRIMARY KEY (user_id, descriptor_id))"),
-    ("CREATE TABLE counters (user_id TEXT NOT NULL, name TEXT NOT NULL, value INTEGER NOT NULL,"
-     " PRIMARY KEY (user_id, name))"),
+    (
+        "CREATE TABLE packets (user_id TEXT NOT NULL, packet_id TEXT NOT NULL, seq INTEGER NOT NULL, dia_id TEXT NOT NULL,"
+        " speaker TEXT NOT NULL, session INTEGER NOT NULL, session_label TEXT NOT NULL, session_time TEXT,"
+        " session_time_raw TEXT NOT NULL, text TEXT NOT NULL, image_caption TEXT NOT NULL, image_query TEXT NOT NULL,"
+        " content_hash TEXT NOT NULL, PRIMARY KEY (user_id, packet_id), UNIQUE (user_id, dia_id))"
+    ),
+    (
+        "CREATE TABLE descriptors (user_id TEXT NOT NULL, descriptor_id TEXT NOT NULL, packet_id TEXT NOT NULL,"
+        " seq INTEGER NOT NULL, claim TEXT NOT NULL, dia_id TEXT NOT NULL, speaker TEXT NOT NULL,"
+        " session INTEGER NOT NULL,"
+        " session_time TEXT, people TEXT NOT NULL, keywords TEXT NOT NULL, event_time TEXT NOT NULL,"
+        " interaction_time TEXT NOT NULL, n_tokens INTEGER NOT NULL, negated INTEGER NOT NULL, cell_id TEXT NOT NULL,"
+        " PRIMARY KEY (user_id, descriptor_id))"
+    ),
+    (
+        "CREATE TABLE counters (user_id TEXT NOT NULL, name TEXT NOT NULL, value INTEGER NOT NULL,"
+        " PRIMARY KEY (user_id, name))"
+    ),
     "INSERT INTO users VALUES ('u', 3)",
     "INSERT INTO packets VALUES ('u', 'p0', 0, 'D1:0', 'Ann', 1, 'session_1', NULL, 'then', 'old turn', '', '', 'h')",
-    ("INSERT INTO descriptors VALUES ('u', 'd0', 'p0', 0, 'old claim', 'D1:0', 'Ann', 1, NULL, '[\"Ann\"]', '[]', '',"
-     " '', 3, 0, 'c0')"),
+    (
+        "INSERT INTO descriptors VALUES ('u', 'd0', 'p0', 0, 'old claim', 'D1:0', 'Ann', 1, NULL, '[\"Ann\"]', '[]', '',"
+        " '', 3, 0, 'c0')"
+    ),
     "INSERT INTO counters VALUES ('u', 'stored', 1)",
 ]
 
@@ -293,8 +325,12 @@ with store.write_lock(user) as held:
 def test_write_lock_excludes_another_process_and_is_released_when_it_is_killed(backend):
     store = backend.open()
     env = {**os.environ, "PYTHONPATH": str(ROOT), "MEMCOMPILE_RECORDS_URL": ""}
-    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(backend.path), backend.url or "", "u"],
-                              stdout=subprocess.PIPE, text=True, env=env)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(backend.path), backend.url or "", "u"],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     try:
         assert holder.stdout.readline().strip() == "held"
         with store.write_lock("u", blocking=False) as held:

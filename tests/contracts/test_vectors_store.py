@@ -1,5 +1,6 @@
 """The VectorsStore contract (store/protocols.py), run against Chroma as users run it: a persistent directory, in
 memory, and a real `chroma run` server."""
+
 from __future__ import annotations
 
 import math

@@ -1,4 +1,5 @@
 """Fixtures of the reliability suite."""
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -1,5 +1,6 @@
 """Helpers of the reliability suite: the real CLI in a subprocess, and raw views of a store directory
 that bypass MemCompile (opening it would reconcile, and so hide the damage a test looks for)."""
+
 from __future__ import annotations
 
 import json
@@ -38,7 +39,9 @@ def memcompile(*args: str, timeout: float = 600) -> Run:
 def spawn(*args: str, log: Path) -> subprocess.Popen:
     """The CLI in the background, in its own process group (so a test can kill exactly it)."""
     with open(log, "wb") as out:
-        return subprocess.Popen([*CLI, *map(str, args)], stdout=out, stderr=subprocess.STDOUT, env=cli_env(), start_new_session=True)
+        return subprocess.Popen(
+            [*CLI, *map(str, args)], stdout=out, stderr=subprocess.STDOUT, env=cli_env(), start_new_session=True
+        )
 
 
 def rows(store: Path, sql: str, args: tuple = ()) -> list[tuple]:
@@ -51,7 +54,9 @@ def rows(store: Path, sql: str, args: tuple = ()) -> list[tuple]:
 
 def snapshot(store: Path, user: str) -> dict:
     """Everything a clean run determines: packets, descriptors with their Cell, and the vectors."""
-    packets = rows(store, "SELECT packet_id, dia_id, content_hash, session FROM packets WHERE user_id=? ORDER BY dia_id", (user,))
+    packets = rows(
+        store, "SELECT packet_id, dia_id, content_hash, session FROM packets WHERE user_id=? ORDER BY dia_id", (user,)
+    )
     descriptors = rows(
         store,
         "SELECT descriptor_id, packet_id, claim, people, keywords, event_time, cell_id FROM descriptors WHERE user_id=? ORDER BY descriptor_id",
@@ -92,9 +97,11 @@ def synthetic_turns(tag: str, n: int, seed: int = 0) -> list[dict]:
     for i in range(n):
         subject, place = rng.choice(SUBJECTS), rng.choice(PLACES)
         day = 1 + i // 8
-        out.append({
-            "speaker": speakers[i % 2],
-            "text": f"{tag} note {i}: I talked about my {subject} trip to {place} with {rng.choice(speakers)}.",
-            "time": f"2024-{1 + day // 28:02d}-{1 + day % 28:02d}T10:{i % 60:02d}",
-        })
+        out.append(
+            {
+                "speaker": speakers[i % 2],
+                "text": f"{tag} note {i}: I talked about my {subject} trip to {place} with {rng.choice(speakers)}.",
+                "time": f"2024-{1 + day // 28:02d}-{1 + day % 28:02d}T10:{i % 60:02d}",
+            }
+        )
     return out

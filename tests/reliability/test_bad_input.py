@@ -1,5 +1,6 @@
 """Bad input through the real CLI: unusable files give exit code 2 and exactly one line on stderr (and write
 nothing); bad turns inside a good file are skipped and counted, the good ones stored, warnings counted."""
+
 from __future__ import annotations
 
 import json
@@ -185,7 +186,10 @@ def test_unparsed_times_are_kept_raw_with_unknown_time(mixed_store):
     store, _, _ = mixed_store
     got = dict(
         (r[0], r[1:])
-        for r in rows(store, "SELECT dia_id, session_time, session_time_raw FROM packets WHERE user_id='mixed' AND dia_id IN ('D2:3','D2:4')")
+        for r in rows(
+            store,
+            "SELECT dia_id, session_time, session_time_raw FROM packets WHERE user_id='mixed' AND dia_id IN ('D2:3','D2:4')",
+        )
     )
     assert got == {"D2:3": (None, "the day after never"), "D2:4": (None, "1700000000")}
     events = rows(store, "SELECT event_time FROM descriptors WHERE user_id='mixed' AND dia_id IN ('D2:3','D2:4')")
@@ -218,7 +222,9 @@ def test_many_sessions(tmp_path):
     n = 1500
     conversation = {"speaker_a": "Ann", "speaker_b": "Bob"}
     for i in range(1, n + 1):
-        conversation[f"session_{i}"] = [{"speaker": "Ann" if i % 2 else "Bob", "dia_id": f"D{i}:1", "text": f"Note number {i}."}]
+        conversation[f"session_{i}"] = [
+            {"speaker": "Ann" if i % 2 else "Bob", "dia_id": f"D{i}:1", "text": f"Note number {i}."}
+        ]
         conversation[f"session_{i}_date_time"] = f"1:{i % 60:02d} pm on {1 + i % 28} May, {2000 + i // 336}"
     conversation["session_99999999999"] = [{"speaker": "Ann", "dia_id": "D0:1", "text": "too far"}]
     path = write_json(tmp_path / "many.json", [{"sample_id": "many", "conversation": conversation}])

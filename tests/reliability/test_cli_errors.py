@@ -1,5 +1,6 @@
 """The CLI never prints a traceback: a bad input file, a bad store path or a damaged store file gives exactly one
 line "memcompile: error: ..." and exit code 2, for every command that opens a store."""
+
 from __future__ import annotations
 
 import json
@@ -39,8 +40,12 @@ def assert_fails_in_one_line(code: int, err: list[str], kind: str) -> None:
 
 
 def _commands(store: Path, turns: Path) -> list[list]:
-    return [["ingest", turns, "--store", store, "--quiet"], ["query", "where is the kayak?", "--store", store],
-            ["stats", "--store", store], ["forget", "--store", store, "--user", "default"]]
+    return [
+        ["ingest", turns, "--store", store, "--quiet"],
+        ["query", "where is the kayak?", "--store", store],
+        ["stats", "--store", store],
+        ["forget", "--store", store, "--user", "default"],
+    ]
 
 
 def _bad_stores(root: Path, turns: Path) -> dict[str, Path]:

@@ -1,5 +1,6 @@
 """Concurrent writers and readers on one store, with real processes: no corruption, no duplicates, no vector
 lost or stale in Chroma, and a reader never undoes a live writer's work."""
+
 from __future__ import annotations
 
 import json
@@ -15,7 +16,7 @@ from memcompile_langgraph.runtime.consistency import STALE, reconcile
 from memcompile_langgraph.store.records import user_key
 from memcompile_langgraph.store.vectors import VectorStore
 
-from .harness import cli_env, memcompile, packet_ids, rows, spawn, synthetic_turns, vector_view, write_json
+from .harness import cli_env, packet_ids, rows, spawn, synthetic_turns, vector_view, write_json
 
 # Upserts batches of 20 random vectors for one user from a separate process (Chroma's own write path).
 UPSERT_SCRIPT = """
@@ -33,7 +34,9 @@ pytestmark = pytest.mark.slow  # every test here runs CLI or writer subprocesses
 
 
 def _python(script: str, *args: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-c", script, *map(str, args)], env=cli_env(), stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-c", script, *map(str, args)], env=cli_env(), stderr=subprocess.PIPE, text=True
+    )
 
 
 def test_two_processes_writing_chroma_lose_no_vector(tmp_path):
@@ -66,7 +69,9 @@ def test_a_long_lived_reader_sees_another_process_writes(tmp_path):
 
 def test_two_ingests_of_one_file_into_one_store(tmp_path):
     """Same file, same users, two CLI processes at once: every turn stored exactly once."""
-    samples = [{"sample_id": f"conc{i}", "conversation": _locomo(synthetic_turns(f"conc{i}", 40, seed=i))} for i in range(3)]
+    samples = [
+        {"sample_id": f"conc{i}", "conversation": _locomo(synthetic_turns(f"conc{i}", 40, seed=i))} for i in range(3)
+    ]
     path = write_json(tmp_path / "three.json", samples)
     store = tmp_path / "store"
     procs = [spawn("ingest", path, "--store", store, "--quiet", log=tmp_path / f"p{i}.log") for i in range(2)]
@@ -90,7 +95,10 @@ def test_two_processes_ingesting_different_users_at_once(tmp_path):
     store = tmp_path / "store"
     files = []
     for side in ("left", "right"):
-        samples = [{"sample_id": f"{side}{i}", "conversation": _locomo(synthetic_turns(f"{side}{i}", 30, seed=i))} for i in range(4)]
+        samples = [
+            {"sample_id": f"{side}{i}", "conversation": _locomo(synthetic_turns(f"{side}{i}", 30, seed=i))}
+            for i in range(4)
+        ]
         files.append(write_json(tmp_path / f"{side}.json", samples))
     procs = [spawn("ingest", f, "--store", store, "--quiet", log=tmp_path / f"{f.stem}.log") for f in files]
     for p in procs:
@@ -124,7 +132,9 @@ def test_reconcile_skips_while_another_process_writes_then_repairs(tmp_path, emb
     lost = sorted(packet_ids(store, "held"))[:2]
     mem.engine.vectors.delete("held", lost)  # as if a crash had hit between commit and embedding
     lock = store / "locks" / f"{user_key('held')}.lock"
-    holder = _python("import fcntl,sys,time; f=open(sys.argv[1],'a+'); fcntl.flock(f, fcntl.LOCK_EX); time.sleep(60)", lock)
+    holder = _python(
+        "import fcntl,sys,time; f=open(sys.argv[1],'a+'); fcntl.flock(f, fcntl.LOCK_EX); time.sleep(60)", lock
+    )
     holder.stderr.close()
     try:
         time.sleep(0.5)
@@ -185,6 +195,10 @@ def _locomo(turns: list[dict]) -> dict:
     for t in turns:
         days.setdefault(t["time"][:10], []).append(t)
     for s, (day, items) in enumerate(sorted(days.items()), start=1):
-        conv[f"session_{s}_date_time"] = f"10:00 am on {int(day[8:])} {['January', 'February', 'March'][int(day[5:7]) - 1]}, {day[:4]}"
-        conv[f"session_{s}"] = [{"speaker": t["speaker"], "text": t["text"], "dia_id": f"D{s}:{n}"} for n, t in enumerate(items, 1)]
+        conv[f"session_{s}_date_time"] = (
+            f"10:00 am on {int(day[8:])} {['January', 'February', 'March'][int(day[5:7]) - 1]}, {day[:4]}"
+        )
+        conv[f"session_{s}"] = [
+            {"speaker": t["speaker"], "text": t["text"], "dia_id": f"D{s}:{n}"} for n, t in enumerate(items, 1)
+        ]
     return conv

@@ -1,5 +1,6 @@
 """Crash safety: `memcompile ingest` SIGKILLed at several moments, then run again to completion, leaves the
 store exactly as one clean run does (offline extraction is deterministic), with Chroma and SQLite agreeing."""
+
 from __future__ import annotations
 
 import os

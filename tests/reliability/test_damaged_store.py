@@ -1,15 +1,17 @@
 """Damaged or missing store files: readers answer from what is intact, writers say what is wrong in one line,
 `memcompile repair` rebuilds the vectors from the records, and nothing is ever deleted by a read."""
+
 import logging
 import os
 import shutil
 
 import pytest
-from .harness import memcompile
 
 from memcompile_langgraph import MemCompile
 from memcompile_langgraph.demo_data import demo_turns
 from memcompile_langgraph.store.protocols import StoreError
+
+from .harness import memcompile
 
 pytestmark = pytest.mark.slow  # subprocesses and several stores per test
 
@@ -74,7 +76,11 @@ def test_a_missing_records_file_beside_vectors_is_an_error_and_deletes_nothing(s
     turns.write_text('[{"speaker": "Ann", "text": "hello"}]')
     with pytest.raises(StoreError, match="memcompile.sqlite3"):
         MemCompile(store, embeddings=embeddings)
-    for args in (("stats", "--store", store), ("query", "hello", "--store", store), ("ingest", turns, "--store", store)):
+    for args in (
+        ("stats", "--store", store),
+        ("query", "hello", "--store", store),
+        ("ingest", turns, "--store", store),
+    ):
         code, out, err = _cli(*args)
         assert code == 2 and len(err.strip().splitlines()) == 1 and "memcompile.sqlite3" in err, (args, err)
     assert sorted(p.name for p in (store / "chroma").rglob("*")) == before  # nothing was deleted

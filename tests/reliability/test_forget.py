@@ -1,6 +1,7 @@
 """Forgetting: `forget(user)` and `memcompile forget` remove every record, vector, counter and LLM cache or
 ledger entry of a user; `delete_turns` removes single turns with their descriptors and Cell memberships.
 Proof: no table of the SQLite files, no byte of any file in the store, and no Chroma collection holds them."""
+
 from __future__ import annotations
 
 import json
@@ -19,7 +20,9 @@ MARK = "zqxwvmarker"  # in every turn of the forgotten user, nowhere else
 
 
 def _marked_turns(n: int) -> list[dict]:
-    return [{**t, "text": f"{t['text']} {MARK}{i:03d}x"} for i, t in enumerate(synthetic_turns("gone", n))]  # no marker prefixes another
+    return [
+        {**t, "text": f"{t['text']} {MARK}{i:03d}x"} for i, t in enumerate(synthetic_turns("gone", n))
+    ]  # no marker prefixes another
 
 
 def _table_hits(db, needles: list[str]) -> list[tuple[str, str]]:
@@ -38,7 +41,9 @@ def _table_hits(db, needles: list[str]) -> list[tuple[str, str]]:
 
 def _byte_hits(store, *needles: str | bytes) -> list[str]:
     raw = [n.encode() if isinstance(n, str) else n for n in needles]
-    return sorted({str(p.relative_to(store)) for p in store.rglob("*") if p.is_file() for n in raw if n in p.read_bytes()})
+    return sorted(
+        {str(p.relative_to(store)) for p in store.rglob("*") if p.is_file() for n in raw if n in p.read_bytes()}
+    )
 
 
 def _vector_bytes(mem, user: str, ids: set[str]) -> list[bytes]:
@@ -75,7 +80,13 @@ def test_forget_removes_every_trace_of_the_user(two_users, embeddings):
 
     assert "gone" not in mem.users()
     stats = mem.stats("gone")
-    assert (stats["packets"], stats["descriptors"], stats["cells"], stats["vectors"], stats["counters"]) == (0, 0, 0, 0, {})
+    assert (stats["packets"], stats["descriptors"], stats["cells"], stats["vectors"], stats["counters"]) == (
+        0,
+        0,
+        0,
+        0,
+        {},
+    )
     assert stats["usage"]["stages"] == {}
     assert mem.compile(f"{MARK}003x kayak trip", user_id="gone").packets == []
     needles = [MARK, "gone", *gone_ids]
@@ -182,15 +193,34 @@ def test_a_long_lived_process_never_serves_what_another_process_forgot(tmp_path,
 
     store = tmp_path / "store"
     server = MemCompile(store, embeddings=embeddings)  # an agent server that keeps its cached index
-    secret = [{"speaker": "Ann", "text": f"My bank PIN is 4{i}71 and the safe code is {i}9{i}.", "time": "2024-01-0{}".format(i + 1)} for i in range(3)]
+    secret = [
+        {
+            "speaker": "Ann",
+            "text": f"My bank PIN is 4{i}71 and the safe code is {i}9{i}.",
+            "time": f"2024-01-0{i + 1}",
+        }
+        for i in range(3)
+    ]
     for turn in secret:
         server.add_turns([turn], user_id="bank")
     assert "PIN" in server.compile("What is my bank PIN?", "bank").text
-    fresh = [{"speaker": "Ann", "text": f"I moved to Porto, note {i}.", "time": "2024-02-0{}".format(i + 1), "dia_id": f"N:{i}"} for i in range(4)]
-    done = subprocess.run([sys.executable, "-c", FORGET_AND_ADD, str(store), json.dumps(fresh)], env=cli_env(), timeout=300)
+    fresh = [
+        {
+            "speaker": "Ann",
+            "text": f"I moved to Porto, note {i}.",
+            "time": f"2024-02-0{i + 1}",
+            "dia_id": f"N:{i}",
+        }
+        for i in range(4)
+    ]
+    done = subprocess.run(
+        [sys.executable, "-c", FORGET_AND_ADD, str(store), json.dumps(fresh)], env=cli_env(), timeout=300
+    )
     assert done.returncode == 0
     ctx = server.compile("What is my bank PIN?", "bank")
     assert "PIN" not in ctx.text and all(p["dia_id"].startswith("N:") for p in ctx.packets)
-    counts = server.add_turns(fresh[:1] + [{"speaker": "Ann", "text": "And I adopted a cat.", "dia_id": "N:9"}], user_id="bank")
+    counts = server.add_turns(
+        fresh[:1] + [{"speaker": "Ann", "text": "And I adopted a cat.", "dia_id": "N:9"}], user_id="bank"
+    )
     assert counts["already_stored"] == 1 and counts["stored"] == 1  # no IntegrityError from a stale index
     assert {t.packet.dia_id for t in server.turns("bank")} == {"N:0", "N:1", "N:2", "N:3", "N:9"}

@@ -1,12 +1,12 @@
 """Family 5: no silent loss by deduplication. A turn without a dia_id is identified by its place (its session as
 given, and which of the equal turns of that session it is in the call): a re-sent file is a no-op, two equal
 replies are two turns; a speaker cut to the stored length is counted and does not change identity."""
+
 from __future__ import annotations
 
 import itertools
 
 import pytest
-
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -27,8 +27,10 @@ def mem():
 # few distinct values, so equal turns (the case deduplication used to merge) are frequent
 plain_turn = st.fixed_dictionaries(
     {"speaker": st.sampled_from(["Tom", "Ann"]), "text": st.sampled_from(["Yes", "No", "Yes!", "ok then"])},
-    optional={"session": st.sampled_from([1, 2, "morning call"]),
-              "time": st.sampled_from(["2024-03-01T10:00", "2024-03-02T10:00"])},
+    optional={
+        "session": st.sampled_from([1, 2, "morning call"]),
+        "time": st.sampled_from(["2024-03-01T10:00", "2024-03-02T10:00"]),
+    },
 )
 
 
@@ -62,8 +64,10 @@ def test_a_later_call_appends(mem):
 
 
 @examples(15)
-@given(prefix=st.builds(lambda c, s: c * MAX_SPEAKER + s, st.characters(), st.text(max_size=5)),
-       tails=st.lists(st.text(min_size=1, max_size=5), min_size=2, max_size=4, unique=True))
+@given(
+    prefix=st.builds(lambda c, s: c * MAX_SPEAKER + s, st.characters(), st.text(max_size=5)),
+    tails=st.lists(st.text(min_size=1, max_size=5), min_size=2, max_size=4, unique=True),
+)
 def test_speaker_cut_is_counted_and_keeps_identity(mem, prefix, tails):
     """Speakers equal in their first 200 characters stay different turns, and each cut is counted."""
     from memcompile_langgraph.text import clean_text

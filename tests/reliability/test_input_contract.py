@@ -1,5 +1,6 @@
 """Family 7: the input contract. Session labels are accepted (a stable number per label and user); remember_node
 stores every message not stored yet; stats counts stored vectors without an embedding model."""
+
 from __future__ import annotations
 
 import itertools
@@ -24,8 +25,9 @@ def mem():
     return MemCompile(None, dense=False)
 
 
-labels = st.one_of(st.sampled_from(["session_3", "2024-03-04 call", "Morning chat", "s\u00e9ance 2", "3", "session 7"]),
-                   any_unicode)
+labels = st.one_of(
+    st.sampled_from(["session_3", "2024-03-04 call", "Morning chat", "s\u00e9ance 2", "3", "session 7"]), any_unicode
+)
 
 
 @examples(20)
@@ -34,8 +36,10 @@ def test_session_labels_get_stable_numbers(mem, first, second):
     user = f"s{next(_users)}"
     numbers: dict[str, int] = {}
     for call, batch in enumerate((first, second)):  # two calls: a label keeps its number across them
-        turns = [{"speaker": "Ann", "text": f"turn {call}.{i} in {label!r}", "session": label}
-                 for i, label in enumerate(batch)]
+        turns = [
+            {"speaker": "Ann", "text": f"turn {call}.{i} in {label!r}", "session": label}
+            for i, label in enumerate(batch)
+        ]
         counts = mem.add_turns(turns, user_id=user)
         skipped = counts.get("skipped_bad_session", 0)
         assert counts["stored"] + skipped == len(batch)
@@ -51,9 +55,11 @@ def test_session_labels_get_stable_numbers(mem, first, second):
 
 
 def test_reported_labels(mem):
-    turns = [{"speaker": "Ann", "text": "we met in Lisbon", "session": "session_3"},
-             {"speaker": "Bob", "text": "the call went well", "session": "2024-03-04 call"},
-             {"speaker": "Ann", "text": "the call again", "session": "2024-03-04 call"}]
+    turns = [
+        {"speaker": "Ann", "text": "we met in Lisbon", "session": "session_3"},
+        {"speaker": "Bob", "text": "the call went well", "session": "2024-03-04 call"},
+        {"speaker": "Ann", "text": "the call again", "session": "2024-03-04 call"},
+    ]
     counts = mem.add_turns(turns, user_id="labels")
     assert counts["stored"] == 3 and not any(k.startswith("skipped") for k in counts)
     sessions = {p.text: p.session for p in mem.index("labels").packets.values()}
@@ -73,8 +79,9 @@ def test_remember_stores_every_message_not_stored_yet(mem, n, data):
     user = f"r{next(_users)}"
     config = {"configurable": {"user_id": user}}
     if stored_before:
-        earlier = [{"speaker": "x", "text": messages[i].text, "dia_id": turn_dia_id(messages[i], i)}
-                   for i in stored_before]
+        earlier = [
+            {"speaker": "x", "text": messages[i].text, "dia_id": turn_dia_id(messages[i], i)} for i in stored_before
+        ]
         mem.add_turns(earlier, user_id=user)
     mem.remember_node({"messages": messages}, config)
     if not any(isinstance(m, HumanMessage) for m in messages):

@@ -1,5 +1,6 @@
 """User isolation: hostile user ids never reach outside the store or into another user's rows, collections or
 lock files; a randomized run of 1,000 cross-user queries finds no packet of another user."""
+
 from __future__ import annotations
 
 import json
@@ -27,7 +28,7 @@ HOSTILE_IDS = [
     "nul",
     "CON",
     "'; DROP TABLE packets; --",
-    'quote"and\'apostrophe',
+    "quote\"and'apostrophe",
     "space at end ",
     "名前-ユーザー",
     "emoji-\U0001f600",
@@ -62,7 +63,14 @@ def test_hostile_user_ids_stay_inside_the_store(tmp_path, embeddings):
     names = {p.name for p in (store / "locks").iterdir()}
     hashed = {f"{user_key(u)}.lock" for u in HOSTILE_IDS}
     assert hashed <= names and names - hashed <= {"chroma.lock", "chroma.generation", "setup.lock"}
-    assert {p.name for p in store.iterdir()} <= {"memcompile.sqlite3", "memcompile.sqlite3-wal", "memcompile.sqlite3-shm", "chroma", "locks", "snapshots"}
+    assert {p.name for p in store.iterdir()} <= {
+        "memcompile.sqlite3",
+        "memcompile.sqlite3-wal",
+        "memcompile.sqlite3-shm",
+        "chroma",
+        "locks",
+        "snapshots",
+    }
     for path in _tree(store):  # no user id, whole or in part, became a path component
         assert not any(uid in path.split("/") for uid in HOSTILE_IDS if len(uid) > 2), path
     # Chroma collection names are the fixed prefix and a hash

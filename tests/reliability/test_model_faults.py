@@ -2,6 +2,7 @@
 or transport failure is retried a bounded number of times, then that item uses the offline component; the run
 finishes, `stats` counts the fallbacks, no turn is lost, and a stage that failed throughout gives exactly the
 offline result."""
+
 from __future__ import annotations
 
 import json
@@ -22,7 +23,9 @@ MODEL = "fake-model"
 TURNS = demo_turns()[:5]
 QUERIES = ["What kind of dog did Tom adopt?", "Where is Priya running a half marathon?"]
 # K0=3 anchors of 5 turns leave dense packets outside the anchors, so the frontier stage asks the model too
-CFG = MemCompileConfig(k0=3, llm_backoff_seconds=0.01, llm_backoff_max_seconds=0.05, llm_call_attempts=3, llm_concurrency=4)
+CFG = MemCompileConfig(
+    k0=3, llm_backoff_seconds=0.01, llm_backoff_max_seconds=0.05, llm_call_attempts=3, llm_concurrency=4
+)
 TIMEOUT = 0.5  # seconds per request; Slow replies take longer
 ALL = ("fact", "metadata", "intent", "schedule", "frontier")
 EXTRACTION, QUERY = ("fact", "metadata"), ("intent", "schedule", "frontier")
@@ -52,8 +55,14 @@ FAULTS: dict[str, dict[str, object]] = {
         "schedule": _labels(lambda k: [f"C{i:03d}" for i in range(1, k + 2)]),
         "frontier": _labels(lambda k: []),
     },
-    "unknown_labels": {"schedule": _labels(lambda k: [f"C{900 + i}" for i in range(k)]), "frontier": _labels(lambda k: ["D1:1"] * k)},
-    "duplicate_labels": {"schedule": _labels(lambda k: ["C001"] * max(k, 2)), "frontier": _labels(lambda k: ["C002"] * max(k, 2))},
+    "unknown_labels": {
+        "schedule": _labels(lambda k: [f"C{900 + i}" for i in range(k)]),
+        "frontier": _labels(lambda k: ["D1:1"] * k),
+    },
+    "duplicate_labels": {
+        "schedule": _labels(lambda k: ["C001"] * max(k, 2)),
+        "frontier": _labels(lambda k: ["C002"] * max(k, 2)),
+    },
     "empty_reply": dict.fromkeys(ALL, ""),
     "refusal": dict.fromkeys(ALL, "I'm sorry, but I can't help with that request."),
     "http_429": dict.fromkeys(ALL, Status(429)),
@@ -133,7 +142,10 @@ def test_every_fault_falls_back_per_item_and_the_run_finishes(kind, server, tmp_
         assert counters.get("llm_metadata_fallback") == len(index.descriptors), counters
     if "intent" in faults:
         assert counters.get("llm_intent_fallback") == len(QUERIES), counters
-    for stage in ("schedule", "frontier"):  # valid labels of a bad reply are kept (App. A.2): retried, filled or fallen back
+    for stage in (
+        "schedule",
+        "frontier",
+    ):  # valid labels of a bad reply are kept (App. A.2): retried, filled or fallen back
         if stage in faults:
             assert sum(counters.get(f"llm_{stage}_{n}", 0) for n in ("fallback", "filled", "retries")) >= 1, counters
     for stage in set(ALL) - set(faults):
@@ -148,18 +160,31 @@ def test_every_fault_falls_back_per_item_and_the_run_finishes(kind, server, tmp_
     # retries were bounded
     if kind != "connection_refused":
         sent = {ct: server.count(ct) - before[ct] for ct in ALL}
-        items = {"fact": len(TURNS), "metadata": len(index.descriptors), "intent": len(QUERIES), "schedule": len(QUERIES), "frontier": len(QUERIES)}
+        items = {
+            "fact": len(TURNS),
+            "metadata": len(index.descriptors),
+            "intent": len(QUERIES),
+            "schedule": len(QUERIES),
+            "frontier": len(QUERIES),
+        }
         for ct in faults:
             assert 0 < sent[ct] <= _bound(ct, items[ct]), (ct, sent)
     if kind in TRANSPORT:
         usage = stats["usage"]["stages"]
-        assert usage["fact"]["failures"] == len(TURNS) and usage["fact"]["transport_retries"] == len(TURNS) * (CFG.llm_call_attempts - 1)
+        assert usage["fact"]["failures"] == len(TURNS) and usage["fact"]["transport_retries"] == len(TURNS) * (
+            CFG.llm_call_attempts - 1
+        )
     assert took < 120
 
 
 def test_a_transient_fault_is_retried_then_succeeds(server, tmp_path):
     server.script("fact", Status(429), Status(500), Slow(TIMEOUT * 3))
-    mem = MemCompile(tmp_path, llm=chat_model(MODEL, server.base_url, timeout=TIMEOUT), config=CFG.with_overrides(llm_concurrency=1, llm_call_attempts=4), dense=False)
+    mem = MemCompile(
+        tmp_path,
+        llm=chat_model(MODEL, server.base_url, timeout=TIMEOUT),
+        config=CFG.with_overrides(llm_concurrency=1, llm_call_attempts=4),
+        dense=False,
+    )
     mem.add_turns(TURNS[:1], user_id="u")
     stats = mem.stats("u")
     assert "llm_fact_fallback" not in stats["counters"]
@@ -172,7 +197,19 @@ def test_cli_run_with_a_broken_model_finishes_and_stats_counts(server, tmp_path)
     server.script("fact", *["not json at all"] * 100)
     path = write_json(tmp_path / "t.json", TURNS)
     store = tmp_path / "store"
-    run = memcompile("ingest", path, "--store", store, "--user", "u", "--quiet", "--llm-model", MODEL, "--llm-base-url", server.base_url)
+    run = memcompile(
+        "ingest",
+        path,
+        "--store",
+        store,
+        "--user",
+        "u",
+        "--quiet",
+        "--llm-model",
+        MODEL,
+        "--llm-base-url",
+        server.base_url,
+    )
     assert run.code == 0 and f"stored {len(TURNS)} turns" in run.out, run.err
     stats = memcompile("stats", "--store", store, "--user", "u")
     assert f"llm_fact_fallback: {len(TURNS)}" in stats.out

@@ -1,6 +1,7 @@
 """Family 4: stored text cannot forge a provenance header "[dia_id] speaker | time | session N" in any view
 (bundle, raw, claim), in the retriever's Documents or in the recall node's message, whatever code point that
 str.splitlines() breaks at, or separator, any field holds."""
+
 from __future__ import annotations
 
 import itertools
@@ -43,8 +44,14 @@ optional_fields = {f: hostile_field for f in ("time", "dia_id", "session", "imag
 
 
 @examples(20)
-@given(turns=st.lists(st.fixed_dictionaries({"speaker": hostile_field, "text": hostile_field},
-                                            optional=optional_fields), min_size=1, max_size=4), query=hostile_text)
+@given(
+    turns=st.lists(
+        st.fixed_dictionaries({"speaker": hostile_field, "text": hostile_field}, optional=optional_fields),
+        min_size=1,
+        max_size=4,
+    ),
+    query=hostile_text,
+)
 def test_no_field_forges_a_header(mem, turns, query):
     user = f"p{next(_users)}"
     mem.add_turns(turns, user_id=user)

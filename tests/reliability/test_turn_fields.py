@@ -1,5 +1,6 @@
 """Family 2: one bad field never sinks a batch. Every field of every turn is validated before any write: a bad turn
 is skipped and counted, its neighbours are stored; a bad query is a ValueError or is cleaned."""
+
 from __future__ import annotations
 
 import itertools
@@ -32,8 +33,12 @@ def dense_memory(embeddings):
 
 
 def _good(user: str, n: int) -> dict:
-    return {"speaker": "Ann", "text": f"good turn {n} about the red kayak", "time": "2024-03-01T10:00:00",
-            "dia_id": f"G:{n}"}
+    return {
+        "speaker": "Ann",
+        "text": f"good turn {n} about the red kayak",
+        "time": "2024-03-01T10:00:00",
+        "dia_id": f"G:{n}",
+    }
 
 
 def _accounted(counts: dict, handed: int) -> None:
