@@ -5,11 +5,7 @@ import sys
 from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parents[1]
-SHARED = Path(os.environ.get("MEMCOMPILE_SHARED_DIR") or ROOT.parent / "shared")  # beside the clone, as in CI
-LOCOMO = SHARED / "data" / "locomo" / "locomo10-dev.json"
-MODEL_DIR = SHARED / "models" / "all-MiniLM-L6-v2"
+from paths import LOCOMO, MODEL_DIR, ROOT, SHARED  # noqa: F401  (ROOT, SHARED: for the fixtures below)
 
 if "MEMCOMPILE_MODEL_DIR" not in os.environ and MODEL_DIR.is_dir():
     os.environ["MEMCOMPILE_MODEL_DIR"] = str(MODEL_DIR)

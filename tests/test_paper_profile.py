@@ -59,7 +59,7 @@ def test_paper_sets_exactly_the_documented_deviations():
 def expected_u_q(mem: MemCompile, user: str, question: str) -> list[PacketScore]:
     """U_q recomputed from the address plane's pure functions (Eq. 6-10)."""
     index = mem.index(user)
-    intent = mem.intent(question, list(index.people), user_id=user)  # the model's intent, from the reply cache
+    intent = mem.engine.intent(question, list(index.people), user)  # the model's intent, from the reply cache
     hits = bm25_top(index, intent, mem.config)
     seeds = [index.layout.of_descriptor[index.descriptors[pos].descriptor_id] for pos, _ in hits[:8]]
     cands = candidate_union(index, intent, hits, route(index.layout, intent, seeds, mem.config), mem.config)
@@ -202,7 +202,7 @@ def test_paper_a3_query_anchors_are_mmr_over_u_q(embeddings):
     ctx = mem.compile(QUESTION, user_id="demo")
     anchors = [p["packet_id"] for p in ctx.packets if p["source"] == "anchor"]
     index = mem.index("demo")
-    inp = ScheduleInput(QUESTION, mem.intent(QUESTION, list(index.people)), index, expected_u_q(mem, "demo", QUESTION))
+    inp = ScheduleInput(QUESTION, mem.engine.intent(QUESTION, list(index.people), "demo"), index, expected_u_q(mem, "demo", QUESTION))
     assert anchors == mmr_select(inp, cfg.k0, cfg) and anchors
     assert [p["packet_id"] for p in ctx.packets] == anchors  # offline, the paper has no frontier (A2's path)
     mem.close()

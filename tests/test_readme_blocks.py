@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import LOCOMO
+from paths import LOCOMO
 from servers import free_port, running
 
 ROOT = Path(__file__).resolve().parents[1]
