@@ -101,9 +101,11 @@ def test_needs_markers_parse():
 
 @pytest.fixture(scope="module")
 def workdir(tmp_path_factory) -> Path:
-    """The user's working directory for the whole README; it sees the repository's graphs/ as a clone does."""
+    """The user's working directory for the whole README; it sees the repository's graphs/ and tests/ as a clone
+    does."""
     tmp = tmp_path_factory.mktemp("readme")
-    (tmp / "graphs").symlink_to(ROOT / "graphs", target_is_directory=True)
+    for folder in ("graphs", "tests"):  # what README commands name by relative path
+        (tmp / folder).symlink_to(ROOT / folder, target_is_directory=True)
     return tmp
 
 
@@ -162,6 +164,8 @@ def stand_ins(block: Block, workdir: Path, env: dict[str, str]) -> Iterator[str]
             code = re.sub(rf"\b{documented}\b", str(port), code)
             lines = logical_lines(code) if block.lang == "bash" else []
             own = [line for line in lines if is_server_line(line, need)]
+            if own and own[0].rstrip().endswith("&"):  # the block starts, waits for and stops it: runs as written
+                continue
             if own:  # the block starts the server itself: that line is the server
                 code = "\n".join(line for line in lines if line not in own) + "\n"
                 cmd = ["bash", "-c", own[0]]  # stopped with its process group
