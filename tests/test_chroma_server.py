@@ -40,9 +40,12 @@ def test_ingest_and_query_keep_vectors_in_the_server(tmp_path, chroma_url, embed
 
 
 def test_unreachable_server_is_one_clear_error(tmp_path):
+    mem = MemCompile(tmp_path, dense=False)  # a store whose vectors are said to be on a server that is not there
+    mem.add_turns(demo_turns()[:2], user_id="demo")
+    mem.close()
     cli = ["memcompile", "stats", "--store", str(tmp_path), "--chroma-url", f"http://127.0.0.1:{free_port()}"]
     proc = subprocess.run(cli, capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "Chroma server" in proc.stderr
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "Chroma server" in proc.stderr, proc.stderr
 
 
 def test_two_stores_share_one_server_without_meeting(tmp_path, chroma_url, embeddings):
@@ -55,7 +58,7 @@ def test_two_stores_share_one_server_without_meeting(tmp_path, chroma_url, embed
     assert reopened.engine.vectors.name("same") == a.engine.vectors.name("same")
     assert (
         len(reopened.engine.vectors.ids("same")) == 1
-        and len(MemCompile(tmp_path / "b", embeddings=embeddings, chroma_url=chroma_url).vectors.ids("same")) == 1
+        and len(MemCompile(tmp_path / "b", embeddings=embeddings, chroma_url=chroma_url).engine.vectors.ids("same")) == 1
     )
     assert "bicycle" not in reopened.compile("What was repaired?", user_id="same").text
 
