@@ -1,4 +1,5 @@
 """Where the tests find the shared data: ../shared beside the clone (as in CI), or $MEMCOMPILE_SHARED_DIR."""
+
 import os
 from pathlib import Path
 

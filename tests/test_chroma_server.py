@@ -58,7 +58,8 @@ def test_two_stores_share_one_server_without_meeting(tmp_path, chroma_url, embed
     assert reopened.engine.vectors.name("same") == a.engine.vectors.name("same")
     assert (
         len(reopened.engine.vectors.ids("same")) == 1
-        and len(MemCompile(tmp_path / "b", embeddings=embeddings, chroma_url=chroma_url).engine.vectors.ids("same")) == 1
+        and len(MemCompile(tmp_path / "b", embeddings=embeddings, chroma_url=chroma_url).engine.vectors.ids("same"))
+        == 1
     )
     assert "bicycle" not in reopened.compile("What was repaired?", user_id="same").text
 
