@@ -14,7 +14,6 @@ dies mid-write closes its connection and the server releases the lock with it.
 from __future__ import annotations
 
 import contextlib
-import json
 import re
 import threading
 import time
@@ -28,7 +27,7 @@ import psycopg_pool
 from ..locks import UserLocks
 from ..records import Descriptor, SourcePacket
 from .protocols import LoadedRecords, StoredTurn, StoreError
-from .records import _DESC_COLS, _PACKET_COLS, _embedding_key, descriptors_from_rows
+from .records import _DESC_COLS, _PACKET_COLS, _embedding_key, descriptor_row, descriptors_from_rows, packet_row
 
 SCHEMA_VERSION = 2  # numbered as the SQLite store's: 1 had no epochs and no created_at
 DEFAULT_SCHEMA = "memcompile"
@@ -296,49 +295,11 @@ class PgRecordStore:
             with conn.cursor() as cur:
                 cur.executemany(
                     f"INSERT INTO packets ({_PACKET_COLS}, created_at) VALUES ({','.join(['%s'] * 14)})",
-                    [
-                        (
-                            p.packet_id,
-                            p.user_id,
-                            p.dia_id,
-                            p.speaker,
-                            p.session,
-                            p.session_label,
-                            p.session_time,
-                            p.session_time_raw,
-                            p.text,
-                            p.seq,
-                            p.image_caption,
-                            p.image_query,
-                            p.content_hash,
-                            now,
-                        )
-                        for p in packets
-                    ],
+                    [packet_row(p, now) for p in packets],
                 )
                 cur.executemany(
                     f"INSERT INTO descriptors (user_id, {_DESC_COLS}) VALUES ({','.join(['%s'] * 16)})",
-                    [
-                        (
-                            user_id,
-                            d.descriptor_id,
-                            d.packet_id,
-                            d.claim,
-                            d.dia_id,
-                            d.speaker,
-                            d.session,
-                            d.session_time,
-                            json.dumps(d.people),
-                            json.dumps(d.keywords),
-                            d.event_time,
-                            d.interaction_time,
-                            d.n_tokens,
-                            d.seq,
-                            int(d.negated),
-                            cell,
-                        )
-                        for d, cell in placed
-                    ],
+                    [descriptor_row(user_id, d, cell) for d, cell in placed],
                 )
             self._count(conn, user_id, counts or {})
             return self._bump(conn, user_id, epoch=False)

@@ -245,49 +245,11 @@ class RecordStore:
                 self._bump(tx, user_id, epoch=True)  # a user made again after forget starts a new epoch
             tx.executemany(
                 f"INSERT INTO packets ({_PACKET_COLS}, created_at) VALUES ({','.join('?' * 14)})",
-                [
-                    (
-                        p.packet_id,
-                        p.user_id,
-                        p.dia_id,
-                        p.speaker,
-                        p.session,
-                        p.session_label,
-                        p.session_time,
-                        p.session_time_raw,
-                        p.text,
-                        p.seq,
-                        p.image_caption,
-                        p.image_query,
-                        p.content_hash,
-                        now,
-                    )
-                    for p in packets
-                ],
+                [packet_row(p, now) for p in packets],
             )
             tx.executemany(
                 f"INSERT INTO descriptors (user_id, {_DESC_COLS}) VALUES ({','.join('?' * 16)})",
-                [
-                    (
-                        user_id,
-                        d.descriptor_id,
-                        d.packet_id,
-                        d.claim,
-                        d.dia_id,
-                        d.speaker,
-                        d.session,
-                        d.session_time,
-                        json.dumps(d.people),
-                        json.dumps(d.keywords),
-                        d.event_time,
-                        d.interaction_time,
-                        d.n_tokens,
-                        d.seq,
-                        int(d.negated),
-                        cell,
-                    )
-                    for d, cell in placed
-                ],
+                [descriptor_row(user_id, d, cell) for d, cell in placed],
             )
             self._count(tx, user_id, counts or {})
             return self._bump(tx, user_id, epoch=False)
@@ -340,6 +302,23 @@ class RecordStore:
         if self.dir is not None:
             with self._mutex:
                 self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+
+def packet_row(p: SourcePacket, created_at: float) -> tuple:
+    """A packet as the values of _PACKET_COLS + created_at (shared by the SQL stores)."""
+    return (
+        p.packet_id, p.user_id, p.dia_id, p.speaker, p.session, p.session_label, p.session_time, p.session_time_raw,
+        p.text, p.seq, p.image_caption, p.image_query, p.content_hash, created_at,
+    )  # fmt: skip
+
+
+def descriptor_row(user_id: str, d: Descriptor, cell: str) -> tuple:
+    """A placed descriptor as the values of user_id + _DESC_COLS (shared by the SQL stores)."""
+    return (
+        user_id, d.descriptor_id, d.packet_id, d.claim, d.dia_id, d.speaker, d.session, d.session_time,
+        json.dumps(d.people), json.dumps(d.keywords), d.event_time, d.interaction_time, d.n_tokens, d.seq,
+        int(d.negated), cell,
+    )  # fmt: skip
 
 
 def descriptors_from_rows(rows: list[tuple]) -> list[tuple[Descriptor, str]]:
