@@ -28,7 +28,7 @@ def test_a_memory_on_servers_compiles_as_the_embedded_one_and_writes_nothing_loc
     url = schema_url(postgres_url)
     served = MemCompile(None, embeddings=embeddings, records_url=url, chroma_url=chroma_url)
     embedded = MemCompile(tmp_path / "embedded", embeddings=embeddings)
-    assert isinstance(served.records, PgRecordStore)
+    assert isinstance(served.engine.records, PgRecordStore)
     for mem in (served, embedded):
         assert mem.add_turns(demo_turns(), user_id="demo")["stored"] == len(demo_turns())
     for q in QUESTIONS:
@@ -136,7 +136,7 @@ def test_bench_measures_the_served_store_beside_the_embedded_one(tmp_path, postg
     served, embedded = report["served"]["sizes"][0], report["sizes"][0]
     assert report["served"]["records"] == "postgresql" and report["served"]["vectors"] == "chroma server"
     assert served["vectors"] == embedded["vectors"] == 63 and served["descriptors"] == embedded["descriptors"]
-    assert served["ingest_turns_per_s"] > 0 and served["query_ms_p50"] > 0 and served["open_s"] > 0
+    assert served["ingest_turns_per_s"] > 0 and served["query_ms_p50"] > 0 and served["first_query_s"] > 0
     assert PgRecordStore(url).counts("bench")["packets"] == 63
     with pytest.raises(ValueError, match="already holds a bench history"):
         run_bench(BenchOptions(sizes=(60,), queries=4, add_samples=3, peer=False, records_url=url))
