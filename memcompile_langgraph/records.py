@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from operator import attrgetter
 from typing import Any
 
 
@@ -16,6 +17,15 @@ def stable_hash(*parts: object, length: int = 20) -> str:
     return h.hexdigest()[:length]
 
 
+def pickled_by_fields(cls):
+    """Pickle a frozen slots dataclass as its constructor arguments: loads ~3x faster than dataclasses' per-field
+    __setstate__, and an index snapshot file holds ~3 records per turn."""
+    get = attrgetter(*(f.name for f in fields(cls)))
+    cls.__reduce__ = lambda self: (cls, get(self))
+    return cls
+
+
+@pickled_by_fields
 @dataclass(frozen=True, slots=True)
 class SourcePacket:
     """One immutable dialogue turn; the unit the evidence budget is spent on."""
@@ -43,6 +53,7 @@ class SourcePacket:
         return (self.session_time or "")[:10] or self.session_time_raw
 
 
+@pickled_by_fields
 @dataclass(frozen=True, slots=True)
 class Descriptor:
     """A source-linked atomic claim x_i = (f, d, s, j, t, Per, Key, tau, tau_bar, n, pi), Eq. 2."""

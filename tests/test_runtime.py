@@ -1,6 +1,7 @@
 """The runtime: immutable published snapshots, forks that never leak into them, persisted snapshot files,
 per-user load locks, a bounded cache, and graphs that take everything from their run's context."""
 
+import gc
 import logging
 import threading
 
@@ -14,6 +15,7 @@ from memcompile_langgraph.demo_data import demo_turns
 from memcompile_langgraph.growarray import GrowArray
 from memcompile_langgraph.query_graph import query_graph
 from memcompile_langgraph.runtime import cache as cache_module
+from memcompile_langgraph.runtime.gc_pause import gc_paused
 
 QUESTIONS = ["Where does Priya work now?", "What is the beagle called?", "Who is coming to Lisbon?", "pottery class"]
 
@@ -103,6 +105,8 @@ def test_cold_start_reads_the_persisted_snapshot_then_replays_newer_records(tmp_
     assert saved.is_file()
     first.add_turns(_turns(3, "after"), user_id="u")  # fewer than PERSIST_EVERY: only in the records
     expected = [first.compile(q, "u").text for q in QUESTIONS + ["after note 2"]]
+    held = first.index("u")
+    fingerprint, records = _fingerprint(held), (dict(held.packets), list(held.descriptors), dict(held.by_packet))
     first.close()
 
     second = MemCompile(path, embeddings=embeddings)
@@ -113,6 +117,9 @@ def test_cold_start_reads_the_persisted_snapshot_then_replays_newer_records(tmp_
     )
     assert [second.compile(q, "u").text for q in QUESTIONS + ["after note 2"]] == expected
     assert len(calls) == 1 and calls[0][0] >= 0  # one incremental read after the snapshot's last packet
+    loaded = second.index("u")
+    assert _fingerprint(loaded) == fingerprint
+    assert (dict(loaded.packets), list(loaded.descriptors), dict(loaded.by_packet)) == records
 
     # a damaged file is never trusted: rebuilt from the records, same answers
     saved.write_bytes(saved.read_bytes()[:-50] + b"x" * 50)
@@ -120,6 +127,27 @@ def test_cold_start_reads_the_persisted_snapshot_then_replays_newer_records(tmp_
     with caplog.at_level(logging.WARNING):
         assert [third.compile(q, "u").text for q in QUESTIONS + ["after note 2"]] == expected
     assert "damaged" in caplog.text
+
+
+def test_gc_pauses_nest_across_threads_and_always_resume():
+    assert gc.isenabled()
+    inside, release = threading.Event(), threading.Event()
+
+    def other_load():
+        with gc_paused():
+            inside.set()
+            release.wait(10)
+
+    loader = threading.Thread(target=other_load)
+    loader.start()
+    inside.wait(10)
+    with pytest.raises(RuntimeError), gc_paused():
+        assert not gc.isenabled()
+        raise RuntimeError("a failed load")
+    assert not gc.isenabled()  # the other load is still running
+    release.set()
+    loader.join()
+    assert gc.isenabled()
 
 
 def test_forget_and_delete_remove_the_snapshot_file(tmp_path, embeddings, monkeypatch):

@@ -93,12 +93,14 @@ class IndexCache:
 
     def _load(self, user_id: str, cached: UserIndex | None, head: tuple[int, int]) -> UserIndex:
         version, epoch = head
-        base = cached if cached is not None and cached.epoch == epoch and cached.version < version else None
-        if base is None and self.files is not None and version:
+        base = None
+        if cached is not None and cached.epoch == epoch and cached.version < version:
+            base = cached.fork()  # published: readers may be inside it
+        elif self.files is not None and version:
             base = self.files.read(user_id, version, epoch, UserIndex(user_id, self.engine.config))
             if base is not None:
                 self._persisted[user_id] = len(base.packets)
-        index = base.fork() if base is not None else UserIndex(user_id, self.engine.config)
+        index = base if base is not None else UserIndex(user_id, self.engine.config)
         loaded = self.engine.records.load(user_id, after=index.last_seqs)
         index.extend(loaded.packets, loaded.descriptors)
         index.version, index.epoch = loaded.version, epoch

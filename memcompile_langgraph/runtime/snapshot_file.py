@@ -22,6 +22,7 @@ from pathlib import Path
 
 from ..index import UserIndex
 from ..store.records import user_key
+from .gc_pause import gc_paused
 
 log = logging.getLogger(__name__)
 FORMAT = 1  # bump when UserIndex or anything it holds changes shape
@@ -62,12 +63,14 @@ class SnapshotFiles:
         except OSError as exc:
             log.warning("index snapshot %s unreadable (%s): rebuilding from the records", target, exc)
             return None
-        try:
-            mac, head_bytes, payload = data.split(b"\n", 2)
-            ok = hmac.compare_digest(
-                mac, hmac.new(self._key, head_bytes + b"\n" + payload, hashlib.sha256).hexdigest().encode()
-            )
-            head = json.loads(head_bytes)
+        try:  # views, not copies: the payload is tens of MB
+            end_mac = data.index(b"\n")
+            end_head = data.index(b"\n", end_mac + 1)
+            signed = memoryview(data)[end_mac + 1 :]
+            mac = hmac.new(self._key, signed, hashlib.sha256).hexdigest().encode()
+            ok = hmac.compare_digest(data[:end_mac], mac)
+            head = json.loads(data[end_mac + 1 : end_head])
+            payload = signed[end_head - end_mac :]
         except ValueError:
             ok, head = False, {}
         expected = json.loads(json.dumps(self._identity(template), sort_keys=True, default=str))
@@ -79,7 +82,8 @@ class SnapshotFiles:
             self.remove(user_id)  # records deleted, re-embedded or forgotten since: it may hold what is gone
             return None
         try:
-            index = pickle.loads(payload)
+            with gc_paused():
+                index = pickle.loads(payload)
         except Exception as exc:  # signed but unloadable (another library version): rebuilt
             log.warning("index snapshot %s could not be loaded (%s): rebuilding", target, exc)
             self.remove(user_id)

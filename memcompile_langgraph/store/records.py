@@ -38,6 +38,8 @@ CREATE TABLE IF NOT EXISTS descriptors (
     n_tokens INTEGER NOT NULL, negated INTEGER NOT NULL, cell_id TEXT NOT NULL,
     PRIMARY KEY (user_id, descriptor_id));
 CREATE INDEX IF NOT EXISTS descriptors_packet ON descriptors (user_id, packet_id);
+CREATE INDEX IF NOT EXISTS packets_seq ON packets (user_id, seq);
+CREATE INDEX IF NOT EXISTS descriptors_seq ON descriptors (user_id, seq);
 CREATE TABLE IF NOT EXISTS counters (user_id TEXT NOT NULL, name TEXT NOT NULL, value INTEGER NOT NULL,
     PRIMARY KEY (user_id, name));
 """
