@@ -17,21 +17,17 @@ from .extract.base import Extractor
 from .index import UserIndex
 from .ingest_graph import ingest_graph
 from .llm.store import LLMStore
-from .progress import IngestProgress
 from .query_graph import query_graph
 from .records import CompiledContext
 from .runtime import maintenance
 from .runtime.context import MemoryContext
 from .runtime.engine import build_engine
-from .runtime.unit_of_work import UnitOfWork
+from .runtime.ingest import ingest_turns
 from .store.layout import check_store_path
-from .store.protocols import StoredTurn, VectorStoreError
-from .store.stats import user_stats
+from .store.protocols import StoredTurn
 from .text import clean_query, normalize_id
 from .turn_input import place_turns
 from .users import validate_user_id
-
-INGEST_BATCH = 256  # turns per ingest-graph run (one records transaction each)
 
 
 class MemCompile:
@@ -87,26 +83,7 @@ class MemCompile:
     # --- build plane ---------------------------------------------------------------------------
     def add_turns(self, turns: Iterable[Any], user_id: str = "default", progress: bool = False) -> dict[str, int]:
         """Store turns (dicts or TurnInput); returns counts: stored, skipped_*, already_stored, descriptors."""
-        user_id = validate_user_id(user_id)
-        turns = place_turns(turns)
-        totals: dict[str, int] = {"stored": 0, "descriptors": 0}
-        bars = IngestProgress(len(turns), progress, self.engine.embeddings is not None)
-        if hasattr(self.engine.extractor, "progress"):
-            self.engine.extractor.progress = progress
-        try:
-            with UnitOfWork(self.engine, self.engine.cache, user_id, bars.embedded) as unit:
-                context = MemoryContext(user_id=user_id, engine=self.engine, writer=unit)
-                for start in range(0, len(turns), INGEST_BATCH):
-                    batch = turns[start : start + INGEST_BATCH]
-                    out = ingest_graph.invoke({"turns": batch}, context=context)
-                    totals["stored"] += len(out.get("packets", []))
-                    totals["descriptors"] += len(out.get("descriptors", []))
-                    for k, v in out.get("counts", {}).items():
-                        totals[k] = totals.get(k, 0) + v
-                    bars.extracted(len(batch), len(out.get("packets", [])))
-        finally:
-            bars.close()
-        return totals
+        return ingest_turns(self.engine, validate_user_id(user_id), place_turns(turns), progress)
 
     async def aadd_turns(
         self, turns: Iterable[Any], user_id: str = "default", progress: bool = False
@@ -151,20 +128,7 @@ class MemCompile:
 
     # --- records ---------------------------------------------------------------------------------
     def stats(self, user_id: str = "default") -> dict[str, Any]:
-        user_id = validate_user_id(user_id)
-        engine, problems = self.engine, []
-
-        def count(user: str) -> int | None:
-            try:
-                return len(engine.vectors.ids(user))
-            except VectorStoreError as exc:  # the records still answer: say what is wrong with the vectors
-                problems.append(str(exc))
-                return None
-
-        out = user_stats(engine.records, count, engine.llm_store, user_id, engine.embedding_id)
-        if problems:
-            out["vectors_error"] = problems[0]
-        return out
+        return self.engine.stats(validate_user_id(user_id))
 
     def usage(self, user_id: str = "default") -> dict[str, Any]:
         """LLM token ledger per stage and phase (construction / query / evaluation); empty without LLM stages."""
@@ -237,7 +201,4 @@ class MemCompile:
         return make_search_memory_tool(self, user_id=user_id, k=k, max_tokens=max_tokens)
 
     def close(self) -> None:
-        self.engine.cache.persist_all()
-        self.engine.records.close()
-        if self.engine.llm_store is not None:
-            self.engine.llm_store.close()
+        self.engine.close()

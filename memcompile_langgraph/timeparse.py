@@ -249,7 +249,7 @@ def _shift_month(year: int, month: int, delta: int) -> tuple[int, int]:
 
 def _count(word: str) -> int:
     word = word.lower().split()
-    return int(word[0]) if word[0].isdigit() else _COUNTS[word[1] if word[0] == "a" and len(word) > 1 else word[0]]
+    return int(word[0]) if word[0].isdecimal() else _COUNTS[word[1] if word[0] == "a" and len(word) > 1 else word[0]]
 
 
 def _resolve_iso(m, anchor):

@@ -1,10 +1,14 @@
+import argparse
 import json
 import subprocess
 import sys
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from memcompile_langgraph.cli import main
+from memcompile_langgraph.cli.core import positive_int
 
 
 def test_query_and_stats_never_create_a_store(tmp_path, capsys):
@@ -132,3 +136,13 @@ def test_stats_imports_no_graph_no_chroma_client_and_no_model(tmp_path):
     proc = subprocess.run([sys.executable, "-c", probe, str(store)], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines()[0].startswith("ann: 3 packets") and proc.stdout.splitlines()[-1] == "[]"
+
+
+@given(st.text(max_size=12))
+def test_any_max_tokens_argument_is_a_positive_integer_or_a_one_line_usage_error(text):
+    try:
+        value = positive_int(text)
+    except argparse.ArgumentTypeError as exc:
+        assert "\n" not in str(exc)
+        return
+    assert value >= 1 and str(value) == str(int(text))

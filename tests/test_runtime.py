@@ -185,6 +185,12 @@ def test_the_cache_holds_at_most_cache_size_users(tmp_path, embeddings):
         mem.compile("kayak", user)
     assert len(mem.engine.cache) == 2
     assert mem.compile("a note 1", "a").packets  # an evicted user is loaded again on demand
+    threads = [threading.Thread(target=mem.compile, args=("kayak", user)) for user in ["a", "b"] + list("uvwxyz")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(mem.engine.cache) == 2 and not mem.engine.cache._load_locks  # nothing kept for ids nobody stored
 
 
 def test_graphs_need_a_context_and_take_the_user_from_it(mem):

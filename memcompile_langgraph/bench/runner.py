@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..memory import INGEST_BATCH, MemCompile
+from ..memory import MemCompile
+from ..runtime.ingest import INGEST_BATCH
 from .peer import NAME as PEER_NAME
 from .peer import PeerStore
 from .synthetic import generate, questions

@@ -53,7 +53,7 @@ def add_store_args(p: argparse.ArgumentParser, create: bool = False, user: bool 
 
 
 def positive_int(value: str) -> int:
-    if not value.strip().isdigit() or int(value) < 1:
+    if not value.strip().isdecimal() or int(value) < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {value!r}")
     return int(value)
 

@@ -16,7 +16,7 @@ def parse_http(text: str) -> tuple[str, int]:
     """PORT or HOST:PORT ([v6]:PORT); without a host the server listens on loopback only."""
     host, sep, port = text.rpartition(":")
     host = host.strip("[]") if sep else DEFAULT_HOST
-    if not port.isdigit() or not 0 < int(port) < 65536:
+    if not port.isdecimal() or not 0 < int(port) < 65536:
         raise UsageError(f"--http takes PORT or HOST:PORT, got {text!r}")
     if not host:
         raise UsageError(f"--http has an empty host: {text!r}")

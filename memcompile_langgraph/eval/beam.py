@@ -99,7 +99,7 @@ def gold_ids(category: str, source: Any, key: str = UPDATED) -> list[int]:
     out = [
         int(x)
         for x in source
-        if (isinstance(x, int) and not isinstance(x, bool)) or (isinstance(x, str) and x.strip().isdigit())
+        if (isinstance(x, int) and not isinstance(x, bool)) or (isinstance(x, str) and x.strip().isdecimal())
     ]
     return list(dict.fromkeys(out))
 
@@ -143,7 +143,7 @@ def chat_folders(root: Path) -> list[Path]:
     found = [p for p in root.iterdir() if (p / "chat.json").is_file()]
     if not found:
         raise UnusableInput(f"{root}: no BEAM chat (a folder with chat.json) found")
-    return sorted(found, key=lambda p: (not p.name.isdigit(), int(p.name) if p.name.isdigit() else 0, p.name))
+    return sorted(found, key=lambda p: (not p.name.isdecimal(), int(p.name) if p.name.isdecimal() else 0, p.name))
 
 
 def load_chat(folder: Path, user_id: str, skipped: Counter) -> Dialogue:

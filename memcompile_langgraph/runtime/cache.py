@@ -11,6 +11,8 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from ..index import UserIndex
 from ..store.protocols import VectorStoreError
@@ -22,6 +24,12 @@ log = logging.getLogger(__name__)
 PERSIST_EVERY = 2048  # records a persisted snapshot may lag behind before a writer saves a new one
 
 
+class _LoadLock:
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.holders = 0  # threads holding or waiting for it (under the map lock)
+
+
 class IndexCache:
     def __init__(self, engine: Engine, files: SnapshotFiles | None, capacity: int = 64):
         self.engine = engine
@@ -30,7 +38,7 @@ class IndexCache:
         self._published: OrderedDict[str, UserIndex] = OrderedDict()
         self._persisted: dict[str, int] = {}  # packets in the newest snapshot file written or read, per user
         self._map_lock = threading.Lock()
-        self._load_locks: dict[str, threading.Lock] = {}
+        self._load_locks: dict[str, _LoadLock] = {}
         self.repair_pending: set[str] = set()  # users whose vectors a reader could not repair: their next writer does
         self._retry: set[str] = set()  # users whose repair met a busy writer: the next read tries again
 
@@ -50,9 +58,7 @@ class IndexCache:
         index = self._cached(user_id)
         if index is not None and (index.version, index.epoch) == head and user_id not in self._retry:
             return index
-        with self._map_lock:
-            load_lock = self._load_locks.setdefault(user_id, threading.Lock())
-        with load_lock:
+        with self._load_lock(user_id):
             head = self.engine.records.head(user_id)
             index = self._cached(user_id)  # another thread may have loaded it meanwhile
             if index is None or (index.version, index.epoch) != head:
@@ -65,6 +71,22 @@ class IndexCache:
             if index.packets or index.version:  # ids nobody stored anything for are not kept around
                 self.publish(index)
             return index
+
+    @contextmanager
+    def _load_lock(self, user_id: str) -> Iterator[None]:
+        """The user's load lock; an entry lives only while someone waits for or holds it (ids callers invent do not
+        accumulate)."""
+        with self._map_lock:
+            entry = self._load_locks.setdefault(user_id, _LoadLock())
+            entry.holders += 1
+        try:
+            with entry.lock:
+                yield
+        finally:
+            with self._map_lock:
+                entry.holders -= 1
+                if not entry.holders:
+                    del self._load_locks[user_id]
 
     def _repair(self, index: UserIndex) -> None:
         outcome = reconcile(self.engine, index, writer=False)

@@ -18,7 +18,8 @@ from ..extract.base import Extractor
 from ..index import UserIndex, packet_document
 from ..llm.store import LLMStore
 from ..records import Descriptor, Intent, SourcePacket
-from ..store.protocols import RecordsStore, VectorsStore
+from ..store.protocols import RecordsStore, VectorsStore, VectorStoreError
+from ..store.stats import user_stats
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +40,27 @@ class Engine:
 
     def __post_init__(self) -> None:
         self.embedding_id = embedding_identity(self.embeddings)
+
+    def close(self) -> None:
+        self.cache.persist_all()  # the next process starts from the snapshot files
+        self.records.close()
+        if self.llm_store is not None:
+            self.llm_store.close()
+
+    def stats(self, user_id: str) -> dict[str, Any]:
+        problems: list[str] = []
+
+        def count(user: str) -> int | None:
+            try:
+                return len(self.vectors.ids(user))
+            except VectorStoreError as exc:  # the records still answer: say what is wrong with the vectors
+                problems.append(str(exc))
+                return None
+
+        out = user_stats(self.records, count, self.llm_store, user_id, self.embedding_id)
+        if problems:
+            out["vectors_error"] = problems[0]
+        return out
 
     def intent(self, query: str, known_people: Sequence[str], user_id: str) -> Intent:
         if self.llm_intent is not None:

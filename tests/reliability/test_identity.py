@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from memcompile_langgraph import MemCompile
 from memcompile_langgraph.build import MAX_SPEAKER
-from memcompile_langgraph.memory import INGEST_BATCH
+from memcompile_langgraph.runtime.ingest import INGEST_BATCH
 
 from .strategies import examples
 

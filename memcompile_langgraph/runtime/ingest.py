@@ -1,0 +1,33 @@
+"""add_turns: the ingest graph run batch by batch inside one writer unit of work."""
+
+from __future__ import annotations
+
+from ..ingest_graph import ingest_graph
+from ..progress import IngestProgress
+from ..turn_input import Placed
+from .context import MemoryContext
+from .engine import Engine
+from .unit_of_work import UnitOfWork
+
+INGEST_BATCH = 256  # turns per ingest-graph run (one records transaction each)
+
+
+def ingest_turns(engine: Engine, user_id: str, turns: list[Placed], progress: bool = False) -> dict[str, int]:
+    totals: dict[str, int] = {"stored": 0, "descriptors": 0}
+    bars = IngestProgress(len(turns), progress, engine.embeddings is not None)
+    if hasattr(engine.extractor, "progress"):
+        engine.extractor.progress = progress
+    try:
+        with UnitOfWork(engine, engine.cache, user_id, bars.embedded) as unit:
+            context = MemoryContext(user_id=user_id, engine=engine, writer=unit)
+            for start in range(0, len(turns), INGEST_BATCH):
+                batch = turns[start : start + INGEST_BATCH]
+                out = ingest_graph.invoke({"turns": batch}, context=context)
+                totals["stored"] += len(out.get("packets", []))
+                totals["descriptors"] += len(out.get("descriptors", []))
+                for k, v in out.get("counts", {}).items():
+                    totals[k] = totals.get(k, 0) + v
+                bars.extracted(len(batch), len(out.get("packets", [])))
+    finally:
+        bars.close()
+    return totals
