@@ -164,6 +164,22 @@ def test_forget_and_delete_remove_the_snapshot_file(tmp_path, embeddings, monkey
     assert not saved.exists() and mem.compile("kayak", "u").packets == []
 
 
+def test_a_sweep_removes_the_files_of_users_forgotten_or_deleted_from_elsewhere(tmp_path, embeddings, monkeypatch):
+    # as on a shared PostgreSQL store: another machine's forget reaches the records, not this machine's files
+    monkeypatch.setattr(cache_module, "PERSIST_EVERY", 1)
+    mem = MemCompile(tmp_path / "store", embeddings=embeddings)
+    for user in ("kept", "forgotten", "deleted"):
+        mem.add_turns(demo_turns(), user_id=user)
+    files = mem.engine.cache.files
+    (files.folder / "junk.snapshot").write_bytes(b"not a snapshot")
+    mem.engine.records.forget("forgotten")
+    mem.engine.records.delete_packets("deleted", [mem.index("deleted").by_dia["D1:2"]])
+    assert files.sweep(mem.engine.records.head) == 3
+    assert sorted(p.name for p in files.folder.iterdir()) == [files.path("kept").name]
+    assert files.sweep(mem.engine.records.head) == 0
+    mem.close()
+
+
 def test_a_user_loading_cold_does_not_block_another_users_queries(mem):
     mem.add_turns(_turns(5, "b"), user_id="b")
     cache = mem.engine.cache

@@ -17,6 +17,7 @@ import json
 import logging
 import os
 import pickle
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 
@@ -90,6 +91,26 @@ class SnapshotFiles:
             return None
         index.cfg = template.cfg
         return index
+
+    def sweep(self, head: Callable[[str], tuple[int, int]]) -> int:
+        """Removes files the records no longer back (their user forgotten, deleted from or re-embedded since): on
+        a store shared by several machines a forget cannot reach the others' files, so each worker sweeps its own
+        folder when it opens the store. Reads only each file's header; returns how many files were removed."""
+        removed = 0
+        for file in self.folder.glob("*.snapshot") if self.folder.is_dir() else ():
+            try:
+                with open(file, "rb") as fh:
+                    fh.readline()
+                    header = json.loads(fh.readline())
+                user, epoch, version = header["user"], header["epoch"], header["version"]
+                stale = head(user)[1] != epoch or head(user)[0] < version
+            except (OSError, ValueError, KeyError, TypeError):
+                stale = True  # unreadable: it would be ignored and rebuilt anyway
+            if stale:
+                with contextlib.suppress(FileNotFoundError):
+                    os.remove(file)
+                removed += 1
+        return removed
 
     def remove(self, user_id: str) -> None:
         with contextlib.suppress(FileNotFoundError):
