@@ -15,6 +15,7 @@ from memcompile_langgraph.demo_data import demo_turns
 from memcompile_langgraph.growarray import GrowArray
 from memcompile_langgraph.query_graph import query_graph
 from memcompile_langgraph.runtime import cache as cache_module
+from memcompile_langgraph.runtime import ingest as ingest_module
 from memcompile_langgraph.runtime.gc_pause import gc_paused
 
 QUESTIONS = ["Where does Priya work now?", "What is the beagle called?", "Who is coming to Lisbon?", "pottery class"]
@@ -58,14 +59,19 @@ def mem(tmp_path, embeddings):
     m.close()
 
 
-def test_a_write_never_changes_a_published_snapshot(mem):
+@pytest.fixture()
+def small_batches(monkeypatch):
+    monkeypatch.setattr(ingest_module, "INGEST_BATCH", 40)  # several batches in one unit of work, at small cost
+
+
+def test_a_write_never_changes_a_published_snapshot(mem, small_batches):
     old = mem.index("u")
     before = _fingerprint(old)
     answers = [mem.compile(q, "u").text for q in QUESTIONS]
-    mem.add_turns(_turns(300, "later"), user_id="u")  # two batches: Cells, BM25 documents and vectors all extended
+    mem.add_turns(_turns(90, "later"), user_id="u")  # three batches: Cells, BM25 documents and vectors all extended
     assert _fingerprint(old) == before
     new = mem.index("u")
-    assert new is not old and len(new.packets) == len(old.packets) + 300 and new.version > old.version
+    assert new is not old and len(new.packets) == len(old.packets) + 90 and new.version > old.version
     # a run pinned to the old snapshot (as a query that started before the write) answers exactly as before
     for q, text in zip(QUESTIONS, answers):
         context = mem.context("u")
@@ -73,8 +79,8 @@ def test_a_write_never_changes_a_published_snapshot(mem):
         assert query_graph.invoke({"query": q}, context=context)["context"] == text
 
 
-def test_the_extended_snapshot_equals_a_fresh_load(mem, tmp_path, embeddings):
-    mem.add_turns(_turns(300, "later"), user_id="u")
+def test_the_extended_snapshot_equals_a_fresh_load(mem, tmp_path, embeddings, small_batches):
+    mem.add_turns(_turns(90, "later"), user_id="u")
     live = mem.index("u")
     again = MemCompile(tmp_path / "store", embeddings=embeddings)
     again.engine.cache.files = None  # rebuilt from the records, not from a snapshot file

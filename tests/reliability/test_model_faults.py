@@ -110,7 +110,9 @@ def _bound(call_type: str, items: int) -> int:
     return items * (CFG.llm_json_retries + 1) * per_request
 
 
-@pytest.mark.parametrize("kind", sorted(FAULTS))
+@pytest.mark.parametrize(
+    "kind", [pytest.param(k, marks=pytest.mark.slow) if k == "timeout" else k for k in sorted(FAULTS)]
+)  # timeouts wait out every attempt: ~8 s
 def test_every_fault_falls_back_per_item_and_the_run_finishes(kind, server, tmp_path, embeddings, offline):
     faults = FAULTS[kind]
     if kind == "connection_refused":
