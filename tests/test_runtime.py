@@ -186,6 +186,28 @@ def test_a_sweep_removes_the_files_of_users_forgotten_or_deleted_from_elsewhere(
     mem.close()
 
 
+def test_processes_of_other_builds_keep_their_own_snapshot_files(tmp_path, embeddings, monkeypatch):
+    monkeypatch.setattr(cache_module, "PERSIST_EVERY", 1)
+    dense = MemCompile(tmp_path / "store", embeddings=embeddings)
+    dense.add_turns(demo_turns(), user_id="u")
+    expected = dense.compile("Where does Priya work now?", "u").text
+    dense.close()
+    lexical = MemCompile(tmp_path / "store", dense=False)  # e.g. a process without the model
+    lexical.compile("Where does Priya work now?", "u")
+    lexical.close()
+    assert len(list((tmp_path / "store" / "snapshots").glob("*.snapshot"))) == 2
+    again = MemCompile(tmp_path / "store", embeddings=embeddings)
+    calls = []
+    real_load = again.engine.records.load
+    monkeypatch.setattr(
+        again.engine.records, "load", lambda user, after=(-1, -1): calls.append(after) or real_load(user, after)
+    )
+    assert again.compile("Where does Priya work now?", "u").text == expected
+    assert calls and calls[0] != (-1, -1)  # read from its own file, not rebuilt
+    again.forget("u")
+    assert not list((tmp_path / "store" / "snapshots").glob("*.snapshot"))  # a forget removes every build's file
+
+
 def test_a_user_loading_cold_does_not_block_another_users_queries(mem):
     mem.add_turns(_turns(5, "b"), user_id="b")
     cache = mem.engine.cache

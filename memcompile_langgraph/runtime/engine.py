@@ -169,7 +169,7 @@ def build_engine(
     )
     # snapshot files are signed with a key derived from the store's id and a secret kept with the records
     key = hashlib.sha256(f"{records.store_id()}:{records.secret()}".encode()).digest()
-    files = SnapshotFiles(snapshot_folder(path, records), key, engine.embedding_id)
+    files = SnapshotFiles(snapshot_folder(path, records), key, config, engine.embedding_id)
     if path is None:  # this machine's cache of a shared store: a forget on another machine left its files here
         files.sweep(records.head)
     engine.cache = IndexCache(engine, files, cache_size)

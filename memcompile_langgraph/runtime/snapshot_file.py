@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 
+from ..config import MemCompileConfig
 from ..index import UserIndex
 from ..store.records import user_key
 from .gc_pause import gc_paused
@@ -30,13 +31,17 @@ FORMAT = 1  # bump when UserIndex or anything it holds changes shape
 
 
 class SnapshotFiles:
-    def __init__(self, folder: Path, key: bytes, embedding_id: str | None):
+    def __init__(self, folder: Path, key: bytes, config: MemCompileConfig, embedding_id: str | None):
         self.folder = folder
         self._key = key
         self._embedding_id = embedding_id or ""
+        # one file per user and build: processes opening a store with another config or model (dense off, a
+        # profile) keep their own files instead of replacing each other's
+        build = json.dumps({"format": FORMAT, "config": asdict(config), "embedding": self._embedding_id}, default=str)
+        self._build = hashlib.sha256(build.encode()).hexdigest()[:12]
 
     def path(self, user_id: str) -> Path:
-        return self.folder / f"{user_key(user_id)}.snapshot"
+        return self.folder / f"{user_key(user_id)}.{self._build}.snapshot"
 
     def _identity(self, index: UserIndex) -> dict:
         return {"format": FORMAT, "user": index.user_id, "config": asdict(index.cfg), "embedding": self._embedding_id}
@@ -77,7 +82,7 @@ class SnapshotFiles:
         expected = json.loads(json.dumps(self._identity(template), sort_keys=True, default=str))
         if not ok or {k: head.get(k) for k in expected} != expected:
             log.warning("index snapshot %s is damaged or of another build: rebuilding from the records", target)
-            self.remove(user_id)
+            target.unlink(missing_ok=True)
             return None
         if head["epoch"] != epoch or head["version"] > version:
             self.remove(user_id)  # records deleted, re-embedded or forgotten since: it may hold what is gone
@@ -87,7 +92,7 @@ class SnapshotFiles:
                 index = pickle.loads(payload)
         except Exception as exc:  # signed but unloadable (another library version): rebuilt
             log.warning("index snapshot %s could not be loaded (%s): rebuilding", target, exc)
-            self.remove(user_id)
+            target.unlink(missing_ok=True)
             return None
         index.cfg = template.cfg
         return index
@@ -113,5 +118,7 @@ class SnapshotFiles:
         return removed
 
     def remove(self, user_id: str) -> None:
-        with contextlib.suppress(FileNotFoundError):
-            os.remove(self.path(user_id))
+        """Removes the user's files of every build (what they hold is gone from the records)."""
+        for file in self.folder.glob(f"{user_key(user_id)}.*snapshot") if self.folder.is_dir() else ():
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(file)
