@@ -69,6 +69,11 @@ class GrowArray:
         self.data[self.n] = value
         self.n += 1
 
+    def extend(self, values) -> None:
+        self.reserve(len(values))
+        self.data[self.n : self.n + len(values)] = values
+        self.n += len(values)
+
     def writable(self) -> np.ndarray:
         """The buffer, to change rows < n in place: copied first when another view may read them."""
         if self._mark.forked:

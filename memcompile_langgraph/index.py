@@ -15,9 +15,11 @@ from .records import Descriptor, SourcePacket
 from .text import terms
 
 
-def descriptor_document(d: Descriptor) -> list[str]:
-    """BM25 document: descriptor text + keywords + people (App. B.3)."""
-    return terms(" ".join([d.claim, *d.keywords, *d.people]))
+def descriptor_terms(d: Descriptor) -> tuple[list[str], list[str], list[str]]:
+    """(claim terms, keyword terms, BM25 document: descriptor text + keywords + people, App. B.3). Words never span
+    the spaces joining the fields, so the document is the three term lists in a row."""
+    claim, keys = terms(d.claim), terms(" ".join(d.keywords))
+    return claim, keys, claim + keys + terms(" ".join(d.people))
 
 
 def packet_document(p: SourcePacket, claims: list[Descriptor]) -> str:
@@ -111,7 +113,8 @@ class UserIndex:
         for p in packets:
             self.add_packet(p)
         for d, cell in placed:
-            self.add_descriptor(d, cell)
+            self.layout.place(d, cell)
+        self.register([d for d, _ in placed])
         self.index_packet_text([p.packet_id for p in packets])
 
     def vector_rows(self) -> np.ndarray:
@@ -147,6 +150,7 @@ class UserIndex:
         A packet whose successor comes in the same call is indexed with its final document at once, so only the
         packet before the call is re-indexed (not one replace per packet: a store reload is one call)."""
         positions = [self.packet_position[pid] for pid in packet_ids]
+        documents = []
         for i, pos in enumerate(positions):
             packet = self.packets[self.packet_order[pos]]
             chained = i > 0 and positions[i - 1] == pos - 1  # the previous document already has this turn
@@ -160,8 +164,9 @@ class UserIndex:
                 if nxt == pos + 1 and self.packet_sessions[nxt] == packet.session
                 else None
             )
-            self.packet_bm25.add(self._lexical_document(pos, following))
+            documents.append(self._lexical_document(pos, following))
             self.packet_timed[pos] = any(d.event_time for d in self.by_packet[packet.packet_id])
+        self.packet_bm25.add_many(documents)  # replace() above only touches documents from before this call
 
     def add_packet(self, p: SourcePacket) -> None:
         self.packets[p.packet_id] = p
@@ -178,23 +183,21 @@ class UserIndex:
         self.session_packets[p.session] = self.session_packets.get(p.session, 0) + 1
         self.last_session = p.session if self.last_session is None else max(self.last_session, p.session)
 
-    def add_descriptor(self, d: Descriptor, cell_id: str | None = None) -> str:
-        """Place one descriptor by Algorithm 2 (or replay its stored Cell) and index it."""
-        cell = self.layout.place(d, cell_id)
-        self.register(d)
-        return cell
-
-    def register(self, d: Descriptor) -> None:
-        """Make an already placed descriptor addressable: BM25 document, term sets, packet bundle."""
-        self.position[d.descriptor_id] = len(self.descriptors)
-        self.descriptors.append(d)
-        self.by_packet.setdefault(d.packet_id, []).append(d)
-        self.claim_packets.append(self.packet_position[d.packet_id])
-        self.claim_terms.append(frozenset(terms(d.claim)))
-        self.key_terms.append(frozenset(t for k in d.keywords for t in terms(k)))
-        self.bm25.add(descriptor_document(d))
-        for name in d.people:
-            self.people.setdefault(name, None)
+    def register(self, descriptors: list[Descriptor]) -> None:
+        """Make placed descriptors addressable: BM25 documents, term sets, packet bundles."""
+        documents = []
+        for d in descriptors:
+            self.position[d.descriptor_id] = len(self.descriptors)
+            self.descriptors.append(d)
+            self.by_packet.setdefault(d.packet_id, []).append(d)
+            self.claim_packets.append(self.packet_position[d.packet_id])
+            claim, keys, document = descriptor_terms(d)
+            self.claim_terms.append(frozenset(claim))
+            self.key_terms.append(frozenset(keys))
+            documents.append(document)
+            for name in d.people:
+                self.people.setdefault(name, None)
+        self.bm25.add_many(documents)
 
 
 # what fork() copies shallowly (every dict and list a writer extends)

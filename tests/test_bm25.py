@@ -1,9 +1,14 @@
 import random
 
 import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
 from rank_bm25 import BM25Okapi
 
 from memcompile_langgraph.address.bm25 import BM25Index
+from memcompile_langgraph.index import descriptor_terms
+from memcompile_langgraph.records import Descriptor
+from memcompile_langgraph.text import terms
 
 
 def _corpus(n, seed=0):
@@ -104,7 +109,8 @@ def test_packet_documents_indexed_in_one_call_equal_one_call_per_packet():
     for pid in built.packet_order:
         one_by_one.add_packet(built.packets[pid])
     for d in built.descriptors:
-        one_by_one.add_descriptor(d, built.layout.of_descriptor[d.descriptor_id])
+        one_by_one.layout.place(d, built.layout.of_descriptor[d.descriptor_id])
+        one_by_one.register([d])
     for pid in built.packet_order:
         one_by_one.index_packet_text([pid])
     mem.engine.cache.invalidate("u")
@@ -116,3 +122,11 @@ def test_packet_documents_indexed_in_one_call_equal_one_call_per_packet():
         assert np.array_equal(loaded.packet_bm25.scores(q), one_by_one.packet_bm25.scores(q))
         assert np.array_equal(built.packet_bm25.scores(q), one_by_one.packet_bm25.scores(q))
     assert loaded.packet_timed == one_by_one.packet_timed == built.packet_timed
+
+
+@given(st.text(max_size=60), st.lists(st.text(max_size=15), max_size=5), st.lists(st.text(max_size=15), max_size=3))
+def test_descriptor_terms_split_the_document_of_the_joined_fields(claim, keywords, people):
+    d = Descriptor("d", "p", claim, "D1:1", "Ann", 1, None, tuple(people), tuple(keywords), "", "", 1, 0)
+    claim_terms, key_terms, document = descriptor_terms(d)
+    assert document == terms(" ".join([claim, *keywords, *people]))  # App. B.3: one document of all fields
+    assert claim_terms == terms(claim) and set(key_terms) == {t for k in keywords for t in terms(k)}

@@ -72,7 +72,9 @@ def _index(packets):
     index = UserIndex("u", MemCompileConfig())
     for p in packets:
         index.add_packet(p)
-        index.add_descriptor(claim_of(p))
+        d = claim_of(p)
+        index.layout.place(d)
+        index.register([d])
         index.index_packet_text([p.packet_id])
     return index
 

@@ -169,7 +169,8 @@ def hand_index(same_cell: bool) -> tuple[UserIndex, list[PacketScore]]:
             )
         )
         descriptor = Descriptor(f"{pid}:000", pid, claim, dia, "Tom", 1, None, (), (), "", "", 6, seq)
-        index.add_descriptor(descriptor, cells[pid])
+        index.layout.place(descriptor, cells[pid])
+        index.register([descriptor])
     # U_q in Eq. 10 order (score, support): A (1.0, 1.0), B (0.95, 1.9), C (0.6, 0.6)
     pool = [
         PacketScore("A", 1.0, "A:000", 0, 1.0, ("c1",)),

@@ -56,18 +56,32 @@ class BM25Index:
 
     def add(self, tokens: list[str]) -> int:
         doc = len(self._doc_len)
-        self._doc_len.append(len(tokens))
-        self._total_len += len(tokens)
-        for term, tf in Counter(tokens).items():
-            tid = self._term_ids.get(term)
-            if tid is None:
-                tid = self._new_term(term)
-            self._df[tid] += 1
-            docs, tfs = self._postings(tid)
-            docs.append(doc)
-            tfs.append(tf)
-        self._avg_idf = None
+        self.add_many([tokens])
         return doc
+
+    def add_many(self, documents: list[list[str]]) -> None:
+        """Appends documents in order; each posting array grows once per call (a cold load adds ~60k documents)."""
+        start = len(self._doc_len)
+        lengths = [len(tokens) for tokens in documents]
+        self._doc_len.extend(lengths)
+        self._total_len += sum(lengths)
+        grouped: dict[int, tuple[list[int], list[int]]] = {}
+        for doc, tokens in enumerate(documents, start):
+            for term, tf in Counter(tokens).items():
+                tid = self._term_ids.get(term)
+                if tid is None:
+                    tid = self._new_term(term)
+                entry = grouped.get(tid)
+                if entry is None:
+                    entry = grouped[tid] = ([], [])
+                entry[0].append(doc)
+                entry[1].append(tf)
+        for tid, (docs, tfs) in grouped.items():
+            self._df[tid] += len(docs)
+            post_docs, post_tfs = self._postings(tid)
+            post_docs.extend(docs)
+            post_tfs.extend(tfs)
+        self._avg_idf = None
 
     def replace(self, doc: int, old_tokens: list[str], tokens: list[str]) -> None:
         """Give document `doc` new tokens (it was added with old_tokens); scores equal a rebuild."""

@@ -64,8 +64,7 @@ class UnitOfWork:
         index.version, index.epoch = self.engine.records.head(self.user_id)  # a new user's first commit sets its epoch
         for p in packets:
             index.add_packet(p)
-        for d, _ in placed:
-            index.register(d)
+        index.register([d for d, _ in placed])
         index.index_packet_text([p.packet_id for p in packets])
         if self.engine.embeddings is not None and packets:
             self._submit([(p, index.by_packet[p.packet_id]) for p in packets])
