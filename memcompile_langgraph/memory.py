@@ -15,7 +15,6 @@ from .evidence.budget import validate_max_tokens
 from .evidence.scheduler import Scheduler
 from .extract.base import Extractor
 from .index import UserIndex
-from .ingest_graph import ingest_graph
 from .llm.store import LLMStore
 from .progress import IngestProgress
 from .query_graph import query_graph
@@ -38,7 +37,13 @@ class MemCompile:
     """Long-term memory for one store (a directory, or memory when path is None); users are separate namespaces."""
 
     query_graph = query_graph
-    ingest_graph = ingest_graph
+
+    @property
+    def ingest_graph(self):
+        """The build plane's graph, imported on first use: a process that only queries never builds it."""
+        from .ingest_graph import ingest_graph
+
+        return ingest_graph
 
     def __init__(
         self,
@@ -98,7 +103,7 @@ class MemCompile:
                 context = MemoryContext(user_id=user_id, engine=self.engine, writer=unit)
                 for start in range(0, len(turns), INGEST_BATCH):
                     batch = turns[start : start + INGEST_BATCH]
-                    out = ingest_graph.invoke({"turns": batch}, context=context)
+                    out = self.ingest_graph.invoke({"turns": batch}, context=context)
                     totals["stored"] += len(out.get("packets", []))
                     totals["descriptors"] += len(out.get("descriptors", []))
                     for k, v in out.get("counts", {}).items():
