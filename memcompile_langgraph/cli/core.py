@@ -8,6 +8,7 @@ import json
 import sys
 import tempfile
 import time
+from typing import Any
 
 from .llm_args import add_llm_args, build_answer_llm, build_llm
 from .profile_args import add_profile_arg, profile_config
@@ -78,17 +79,25 @@ def require_store(path: str) -> None:
         raise UsageError(f"no store at {path} (create one with `memcompile ingest FILE --store {path}`)")
 
 
-def import_memory():
-    """The MemCompile class, imported with the cyclic collector paused: LangGraph, LangChain and LangSmith make
-    ~10^6 long-lived objects as they load, which it would otherwise walk ~250 times (~0.4 CPU-s of ~3 here)."""
+def import_memory(dense: bool = False) -> tuple[type, Any]:
+    """The MemCompile class and, with dense, the default embedder (None without a model), imported with the cyclic
+    collector paused: LangGraph, LangChain and LangSmith make ~10^6 long-lived objects as they load, which it would
+    otherwise walk ~250 times (~0.4 CPU-s of ~3 here). The embedder's model loads meanwhile, on the other core."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
+        embeddings = None
+        if dense:
+            from ..store.embeddings import default_embeddings
+
+            embeddings = default_embeddings()
+            if embeddings is not None:
+                embeddings.preload()
         from ..memory import MemCompile
     finally:
         if was_enabled:
             gc.enable()
-    return MemCompile
+    return MemCompile, embeddings
 
 
 def open_memory(args: argparse.Namespace, store: str | None = None, create: bool = False, dense: bool = True):
@@ -111,14 +120,16 @@ def open_memory(args: argparse.Namespace, store: str | None = None, create: bool
             open_records(None, records_url, create=False).close()
         except StoreError as exc:
             raise UsageError(f"{exc} (create one with `memcompile ingest FILE --records-url URL`)") from None
-    return import_memory()(
+    memory, embeddings = import_memory(dense)
+    return memory(
         path,
+        embeddings=embeddings,
         llm=build_llm(args),
         answer_llm=build_answer_llm(args),
         config=profile_config(args),
         chroma_url=chroma_url,
         records_url=records_url,
-        dense=dense,
+        dense=embeddings is not None,  # None: no model was found (and said so), so no second search
     )
 
 
