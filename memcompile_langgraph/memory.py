@@ -15,14 +15,12 @@ from .evidence.budget import validate_max_tokens
 from .evidence.scheduler import Scheduler
 from .extract.base import Extractor
 from .index import UserIndex
-from .ingest_graph import ingest_graph
 from .llm.store import LLMStore
 from .query_graph import query_graph
 from .records import CompiledContext
 from .runtime import maintenance
 from .runtime.context import MemoryContext
 from .runtime.engine import build_engine
-from .runtime.ingest import ingest_turns
 from .store.layout import check_store_path
 from .store.protocols import StoredTurn
 from .text import clean_query, normalize_id
@@ -34,7 +32,13 @@ class MemCompile:
     """Long-term memory for one store (a directory, or memory when path is None); users are separate namespaces."""
 
     query_graph = query_graph
-    ingest_graph = ingest_graph
+
+    @property
+    def ingest_graph(self):
+        """The build plane's graph, imported on first use: a process that only queries never builds it."""
+        from .ingest_graph import ingest_graph
+
+        return ingest_graph
 
     def __init__(
         self,
@@ -83,6 +87,8 @@ class MemCompile:
     # --- build plane ---------------------------------------------------------------------------
     def add_turns(self, turns: Iterable[Any], user_id: str = "default", progress: bool = False) -> dict[str, int]:
         """Store turns (dicts or TurnInput); returns counts: stored, skipped_*, already_stored, descriptors."""
+        from .runtime.ingest import ingest_turns  # imports the ingest graph: a process that only queries never does
+
         return ingest_turns(self.engine, validate_user_id(user_id), place_turns(turns), progress)
 
     async def aadd_turns(

@@ -145,4 +145,8 @@ def test_startup_bench_times_each_command_as_a_fresh_process(capsys):
         assert 0 < c["wall_s_min"] <= c["wall_s_median"] and c["cpu_s_median"] > 0
         assert c["met"] == (c["wall_s_median"] <= c["target_s"])
     assert report["commands"]["--help"]["target_s"] == 1.0 and report["commands"]["query"]["target_s"] == 2.0
+    assert (
+        list(report["floor"]) == ["import langgraph.graph"]
+        and report["floor"]["import langgraph.graph"]["cpu_s_median"] > 0
+    )
     assert main(["bench", "--startup", "--runs", "0"]) == 2  # a usage error, one line

@@ -7,6 +7,7 @@ import json
 import sys
 import tempfile
 import time
+from typing import Any
 
 from .llm_args import add_llm_args, build_answer_llm, build_llm
 from .profile_args import add_profile_arg, profile_config
@@ -77,9 +78,26 @@ def require_store(path: str) -> None:
         raise UsageError(f"no store at {path} (create one with `memcompile ingest FILE --store {path}`)")
 
 
+def import_memory(dense: bool = False) -> tuple[type, Any]:
+    """The MemCompile class and, with dense, the default embedder (None without a model), imported with the cyclic
+    collector paused: LangGraph, LangChain and LangSmith make ~10^5 long-lived objects as they load, which it would
+    otherwise walk ~250 times (~0.4 CPU-s of ~3 here). The embedder's model loads meanwhile, on the other core."""
+    from ..runtime.gc_pause import gc_paused
+
+    with gc_paused():
+        embeddings = None
+        if dense:
+            from ..store.embeddings import default_embeddings
+
+            embeddings = default_embeddings()
+            if embeddings is not None:
+                embeddings.preload()
+        from ..memory import MemCompile
+    return MemCompile, embeddings
+
+
 def open_memory(args: argparse.Namespace, store: str | None = None, create: bool = False, dense: bool = True):
     """The store of the command; only commands that write (ingest) may create it."""
-    from ..memory import MemCompile
     from ..store.layout import check_store_path
     from ..store.open import open_records, records_url_from
     from ..store.protocols import StoreError
@@ -98,14 +116,16 @@ def open_memory(args: argparse.Namespace, store: str | None = None, create: bool
             open_records(None, records_url, create=False).close()
         except StoreError as exc:
             raise UsageError(f"{exc} (create one with `memcompile ingest FILE --records-url URL`)") from None
-    return MemCompile(
+    memory, embeddings = import_memory(dense)
+    return memory(
         path,
+        embeddings=embeddings,
         llm=build_llm(args),
         answer_llm=build_answer_llm(args),
         config=profile_config(args),
         chroma_url=chroma_url,
         records_url=records_url,
-        dense=dense,
+        dense=embeddings is not None,  # None: no model was found (and said so), so no second search
     )
 
 

@@ -132,14 +132,12 @@ def build_engine(
     offline stages, and the paper's LLM stages through `llm` where one is given."""
     from ..evidence.schedule import DeterministicScheduler
     from ..extract.heuristic import HeuristicExtractor
-    from ..store.open import open_records
-    from ..store.vectors import VectorStore
+    from ..store.open import open_records, open_vectors
     from .cache import IndexCache
     from .snapshot_file import SnapshotFiles
 
     records = open_records(path, records_url)  # PostgreSQL by URL or $MEMCOMPILE_RECORDS_URL, else SQLite
-    # on a shared Chroma server, collections are named per store so two stores never meet
-    vectors = VectorStore(path, url=chroma_url, namespace=f"mc{records.store_id()[:12]}" if chroma_url else None)
+    vectors = open_vectors(path, records, chroma_url)  # opened at its first use: writes, repairs, reads of vectors
     if dense and embeddings is None:
         from ..store.embeddings import default_embeddings
 

@@ -5,6 +5,7 @@ Chroma's own ONNX function pads every input to 256 tokens (~20 sentences/s on 2 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
@@ -66,6 +67,17 @@ class MiniLMEmbeddings(Embeddings):
                     session = ort.InferenceSession(str(self._model_file), opts, providers=["CPUExecutionProvider"])
                     self._loaded = (tokenizer, session, {i.name for i in session.get_inputs()})
         return self._loaded
+
+    def preload(self) -> None:
+        """Starts loading the tokenizer and the session in a thread: onnxruntime builds the session with the GIL
+        released, so a command overlaps it with its own imports (the first embedding waits for it). A failure is
+        left to that first embedding to raise."""
+
+        def load() -> None:
+            with contextlib.suppress(Exception):
+                self._runtime()
+
+        threading.Thread(target=load, name="memcompile-model-load").start()
 
     @property
     def tokenizer(self):

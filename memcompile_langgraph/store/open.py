@@ -1,11 +1,15 @@
-"""Which records store a memory uses: SQLite in the store directory (the default) or PostgreSQL by URL."""
+"""Which stores a memory uses: records in SQLite in the store directory (the default) or PostgreSQL by URL; vectors
+in Chroma (the directory's own, or a server), opened at their first use."""
 
 from __future__ import annotations
 
 import os
+import threading
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-from .protocols import RecordsStore
+from .protocols import RecordsStore, VectorsStore
 
 RECORDS_URL_ENV = "MEMCOMPILE_RECORDS_URL"
 
@@ -27,3 +31,42 @@ def open_records(path: str | Path | None, records_url: str | None = None, create
     from .records import RecordStore
 
     return RecordStore(path, create=create)
+
+
+def open_vectors(path: str | Path | None, records: RecordsStore, chroma_url: str | None = None) -> LazyVectors:
+    """The store's vectors; on a shared Chroma server, collections are named per store so two stores never meet."""
+    namespace = f"mc{records.store_id()[:12]}" if chroma_url else None
+
+    def connect() -> VectorsStore:
+        from .vectors import VectorStore
+
+        return VectorStore(path, url=chroma_url, namespace=namespace)
+
+    return LazyVectors(connect)
+
+
+class LazyVectors:
+    """A VectorStore opened at its first use, once, whichever thread asks first: importing chromadb and opening
+    its client cost ~1.5 s here, which a query answered from a current snapshot file (vectors included) never
+    needs. A failed open (a server that does not answer) raises to that caller and is tried again by the next."""
+
+    def __init__(self, connect: Callable[[], VectorsStore]):
+        self._connect = connect
+        self._store: VectorsStore | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def opened(self) -> bool:
+        return self._store is not None
+
+    def store(self) -> VectorsStore:
+        if self._store is None:
+            with self._lock:
+                if self._store is None:
+                    self._store = self._connect()
+        return self._store
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or name in ("_connect", "_store", "_lock"):  # copy/pickle probes, half-made
+            raise AttributeError(name)
+        return getattr(self.store(), name)

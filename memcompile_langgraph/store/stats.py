@@ -13,14 +13,6 @@ from .records import user_key
 NO_USAGE: dict[str, Any] = {"stages": {}, "total_tokens": 0}
 
 
-def open_vectors(path: str | Path | None, records: Any, chroma_url: str | None = None):
-    """The store's VectorStore; on a shared Chroma server, collections are named per store so two stores never meet."""
-    from .vectors import VectorStore
-
-    namespace = f"mc{records.store_id()[:12]}" if chroma_url else None
-    return VectorStore(path, url=chroma_url, namespace=namespace)
-
-
 class Unreadable(Exception):
     """Chroma's file does not answer the fast count exactly: ask Chroma itself."""
 
@@ -64,6 +56,8 @@ def vector_count(path: str | Path | None, chroma_url: str | None, records: Any, 
             return local_vector_count(path, user_id)
         except Unreadable:
             pass
+    from .open import open_vectors
+
     return len(open_vectors(path, records, chroma_url).ids(user_id))
 
 

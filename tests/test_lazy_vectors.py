@@ -1,0 +1,101 @@
+"""The vector store opens at its first real use: a query answered from a current snapshot file never opens it, one
+whose snapshot lags the records does (for the newer packets' vectors), and a writer does; the open happens once
+however many threads ask at the same moment."""
+
+import threading
+
+import pytest
+
+from memcompile_langgraph import MemCompile
+from memcompile_langgraph.demo_data import demo_turns
+from memcompile_langgraph.runtime import cache as cache_module
+from memcompile_langgraph.store.open import LazyVectors
+from memcompile_langgraph.store.protocols import VectorStoreError
+
+QUESTIONS = ["Where does Priya work now?", "Who is coming to Lisbon?", "What is the beagle called?"]
+LATER = [{"speaker": "Ann", "text": "My new canoe is moored at the old harbour in Porto.", "time": "2024-07-01"}]
+
+
+def test_a_query_from_a_current_snapshot_file_never_opens_the_vector_store(tmp_path, embeddings):
+    path = tmp_path / "store"
+    writer = MemCompile(path, embeddings=embeddings)
+    assert not writer.engine.vectors.opened  # opening a store opens no Chroma client
+    writer.add_turns(demo_turns(), user_id="u")
+    assert writer.engine.vectors.opened  # a writer stores vectors
+    expected = [writer.compile(q, "u") for q in QUESTIONS]
+    writer.close()
+
+    reader = MemCompile(path, embeddings=embeddings)
+    got = [reader.compile(q, "u") for q in QUESTIONS]
+    assert not reader.engine.vectors.opened
+    assert [c.text for c in got] == [c.text for c in expected]
+    assert all(c.trace["dense"]["hits"] > 0 for c in got)  # the dense channel answered, from the snapshot's vectors
+    assert reader.stats("u")["vectors"] == len(demo_turns())  # stats asks the vector store itself: opened now
+    assert reader.engine.vectors.opened
+    reader.close()
+
+
+def test_a_snapshot_file_behind_the_records_opens_the_vector_store_for_the_newer_packets(
+    tmp_path, embeddings, monkeypatch
+):
+    monkeypatch.setattr(cache_module, "PERSIST_EVERY", 8)
+    path = tmp_path / "store"
+    writer = MemCompile(path, embeddings=embeddings)
+    writer.add_turns(demo_turns(), user_id="u")
+    writer.add_turns(LATER, user_id="u")  # fewer than PERSIST_EVERY and no close: only the records have it
+    expected = writer.compile("Where is the canoe moored?", "u")
+
+    reader = MemCompile(path, embeddings=embeddings)
+    got = reader.compile("Where is the canoe moored?", "u")
+    assert reader.engine.vectors.opened
+    assert len(reader.index("u").vectors) == len(demo_turns()) + 1  # the newer packet's vector came from Chroma
+    assert got.text == expected.text and "Porto" in got.text
+    assert [p["dia_id"] for p in got.packets] == [p["dia_id"] for p in expected.packets]
+    writer.close()
+    reader.close()
+
+
+def test_the_store_opens_once_whichever_threads_ask_first():
+    opened, gate = [], threading.Barrier(8)
+
+    class Store:
+        def ids(self, user_id):
+            return {user_id}
+
+    def connect():
+        opened.append(1)
+        return Store()
+
+    lazy = LazyVectors(connect)
+    results = []
+
+    def ask():
+        gate.wait()
+        results.append(lazy.ids("u"))
+
+    threads = [threading.Thread(target=ask) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(opened) == 1 and results == [{"u"}] * 8
+
+
+def test_a_failed_open_raises_to_its_caller_and_the_next_use_tries_again():
+    attempts = []
+
+    class Store:
+        def ids(self, user_id):
+            return set()
+
+    def connect():
+        attempts.append(1)
+        if len(attempts) == 1:
+            raise VectorStoreError("vector store http://127.0.0.1:9 cannot be opened: connection refused")
+        return Store()
+
+    lazy = LazyVectors(connect)
+    with pytest.raises(VectorStoreError, match="cannot be opened"):
+        lazy.ids("u")
+    assert not lazy.opened
+    assert lazy.ids("u") == set() and lazy.opened and len(attempts) == 2
