@@ -53,7 +53,7 @@ def test_a_restated_value_is_found_and_unrelated_or_unchanged_statements_are_not
     )
     assert restated(old, new, q, flat_idf) == (frozenset({"400"}), frozenset({"250"}))
     assert restated(old, old, q, flat_idf) is None  # same value: nothing changed
-    assert restated(old, statement("My cat eats 2 cans a day.", q), q, flat_idf) is None  # another topic
+    assert restated(old, statement("My cat weighs 4kg.", q), q, flat_idf) is None  # another topic
     assert statement("The dashboard API is fast.", q) is None  # no value stated
     assert statement("My cat eats 2 cans a day.", frozenset({"api"})) is None  # not what the question is about
     assert restated(old, new, q, lambda t: 0.1) is None  # shared terms too common to name one fact
@@ -93,3 +93,39 @@ def test_session_round_robin_takes_one_per_session_per_round():
     assert session_round_robin(ranked, sessions, 5, 6) == ["a1", "b1", "c1", "a2", "b2"]
     assert session_round_robin(ranked, sessions[:2], 4, 2) == ["a1", "a2", "a3", "b1"]  # beyond the depth: score order
     assert session_round_robin(ranked, sessions, 20, 6) == ["a1", "b1", "c1", "a2", "b2", "a3", "x"]
+
+
+def test_a_date_or_a_time_is_one_value_so_dated_statements_are_not_lists():
+    from memcompile_langgraph.evidence.updates import value_count
+
+    assert value_count("I secured 3 interviews between April 25 and May 1, 2024.") == 3
+    assert value_count("The call moved to April 22 at 11 AM, then to 4:30 pm on the 3rd of May 2024.") == 4
+    assert value_count("Steps 1, 2, 3 and 4.") == 4
+    q = frozenset({"interview", "secur"})
+    old = statement("I only secured 3 interviews for producer roles between April 25 and May 1, 2024.", q)
+    new = statement("I secured 5 interviews for producer roles between April 25 and May 1, 2024.", q)
+    assert restated(old, new, q, flat_idf) == (frozenset({"3"}), frozenset({"5"}))
+
+
+def test_only_values_of_what_the_question_names_or_dates_times_and_shares_count():
+    q = frozenset({"card", "galleri"})
+    old = statement("My gallery shows 8 cards; project 1 uses step 2.", q)
+    assert set(old.quantities) == {"card"}  # "project 1", "step 2": numbering the question does not ask about
+    changed = statement("My gallery shows 8 cards; project 3 uses step 4.", q)
+    assert restated(old, changed, q, flat_idf) is None  # the cards did not change
+    assert restated(old, statement("My gallery now shows 10 cards.", q), q, flat_idf) == (
+        frozenset({"8"}),
+        frozenset({"10"}),
+    )
+    dated = statement("The gallery deadline is April 1, 2024.", q)
+    assert set(dated.quantities) == {"april"}  # a date counts though the question does not name the month
+    assert set(statement("Gallery coverage reached 65%.", q).quantities) == {"%"}
+
+
+@given(st.text(max_size=200), st.text(max_size=60))
+def test_any_claim_and_question_give_a_statement_or_none(claim, query):
+    from memcompile_langgraph.evidence.updates import topic_terms, value_count
+
+    s = statement(claim, topic_terms(query))
+    assert s is None or (s.quantities and value_count(claim) <= 3)
+    assert value_count(claim) >= 0
