@@ -36,6 +36,10 @@ def test_pronouns_point_at_the_asker_and_the_assistant():
     assert addressed_speakers("What did you tell me about I/O?", "User", "Assistant") == ("User", "Assistant")
     assert addressed_speakers("When did Caroline go to the support group?", "User", "Assistant") == ()
     assert addressed_speakers("Is this mine?", "User", "Assistant") == ("User",)
+    # a request to the assistant is not a question about what it said
+    assert addressed_speakers("Can you list the order in which I brought it up?", "User", "Assistant") == ("User",)
+    assert addressed_speakers("Do you remember what my goal was?", "User", "Assistant") == ("User",)
+    assert addressed_speakers("Could you remind me what you suggested?", "User", "Assistant") == ("User", "Assistant")
 
 
 def flat_idf(term):
@@ -119,7 +123,7 @@ def test_only_values_of_what_the_question_names_or_dates_times_and_shares_count(
     )
     dated = statement("The gallery deadline is April 1, 2024.", q)
     assert set(dated.quantities) == {"april"}  # a date counts though the question does not name the month
-    assert set(statement("Gallery coverage reached 65%.", q).quantities) == {"%"}
+    assert set(statement("Gallery coverage is 65%.", q).quantities) == {"%"}
 
 
 @given(st.text(max_size=200), st.text(max_size=60))
@@ -129,3 +133,43 @@ def test_any_claim_and_question_give_a_statement_or_none(claim, query):
     s = statement(claim, topic_terms(query))
     assert s is None or (s.quantities and value_count(claim) <= 3)
     assert value_count(claim) >= 0
+
+
+def test_a_history_question_addressing_one_speaker_spreads_over_that_speakers_turns_first():
+    from memcompile_langgraph.evidence.spread import speaker_first
+
+    ranked, speakers = ["a1", "u1", "a2", "u2"], ["Assistant", "User", "Assistant", "User"]
+    assert speaker_first(ranked, speakers, ("User",)) == ["u1", "u2", "a1", "a2"]
+    assert speaker_first(ranked, speakers, ("User", "Assistant")) == ranked
+    assert speaker_first(ranked, speakers, ()) == ranked
+
+
+def test_one_changed_value_belongs_to_the_claims_question_topics():
+    q = frozenset({"commit", "merg"})
+    old = statement("I pushed release v1.0.0 on April 20 with 150 commits and 12 branches merged.", q)
+    new = statement("The commits merged into the main branch have now reached 165.", q)
+    assert restated(old, new, q, flat_idf) == (frozenset({"150"}), frozenset({"165"}))
+    unchanged = statement("The commits merged into the main branch are 165.", q)  # no change word: no attribute
+    assert unchanged is None
+
+
+def test_the_assistants_examples_are_never_marked_superseded(tmp_path):
+    from memcompile_langgraph import MemCompile
+    from memcompile_langgraph.evidence.render import update_marks
+
+    mem = MemCompile(tmp_path / "m", embeddings=None)
+    turns = [
+        {"speaker": "User", "text": "My weekly writing target is 1,200 words for the novel draft.", "session": 1},
+        {"speaker": "Assistant", "text": "For example, aim for 300 words per day on the novel draft.", "session": 1},
+        {"speaker": "Assistant", "text": "Now aim for 500 words per day on the novel draft instead.", "session": 2},
+        {"speaker": "User", "text": "My weekly writing target for the novel draft is now 1,500 words.", "session": 2},
+    ]
+    other = ["hiking trip to the lake", "new espresso machine", "sister's wedding plans", "garden tomatoes"]
+    fillers = [{"speaker": "User", "text": f"Let me tell you about my {x}.", "session": 1} for x in other * 2]
+    mem.add_turns(fillers + turns, user_id="u")
+    index = mem.index("u")
+    marks = update_marks(
+        index, list(index.packet_order), "How many words is my weekly writing target for the novel draft?"
+    )
+    assert [index.packets[p].speaker for p in marks] == ["User"]
+    mem.close()
