@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import math
 
+from ..address.intent import addressed_speakers
 from ..config import MemCompileConfig
 from ..text import jaccard
 from .frontier import complement_order, fusion_order
 from .scheduler import ScheduleInput
-from ..address.intent import addressed_speakers
 from .spread import session_round_robin, spans_history, speaker_first
 
 
