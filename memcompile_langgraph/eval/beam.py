@@ -99,7 +99,7 @@ def gold_ids(category: str, source: Any, key: str = UPDATED) -> list[int]:
     out = [
         int(x)
         for x in source
-        if (isinstance(x, int) and not isinstance(x, bool)) or (isinstance(x, str) and x.strip().isdigit())
+        if (isinstance(x, int) and not isinstance(x, bool)) or (isinstance(x, str) and x.strip().isdecimal())
     ]
     return list(dict.fromkeys(out))
 
