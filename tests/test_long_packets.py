@@ -36,6 +36,10 @@ def test_pronouns_point_at_the_asker_and_the_assistant():
     assert addressed_speakers("What did you tell me about I/O?", "User", "Assistant") == ("User", "Assistant")
     assert addressed_speakers("When did Caroline go to the support group?", "User", "Assistant") == ()
     assert addressed_speakers("Is this mine?", "User", "Assistant") == ("User",)
+    # a request to the assistant is not a question about what it said
+    assert addressed_speakers("Can you list the order in which I brought it up?", "User", "Assistant") == ("User",)
+    assert addressed_speakers("Do you remember what my goal was?", "User", "Assistant") == ("User",)
+    assert addressed_speakers("Could you remind me what you suggested?", "User", "Assistant") == ("User", "Assistant")
 
 
 def flat_idf(term):
@@ -53,7 +57,7 @@ def test_a_restated_value_is_found_and_unrelated_or_unchanged_statements_are_not
     )
     assert restated(old, new, q, flat_idf) == (frozenset({"400"}), frozenset({"250"}))
     assert restated(old, old, q, flat_idf) is None  # same value: nothing changed
-    assert restated(old, statement("My cat eats 2 cans a day.", q), q, flat_idf) is None  # another topic
+    assert restated(old, statement("My cat weighs 4kg.", q), q, flat_idf) is None  # another topic
     assert statement("The dashboard API is fast.", q) is None  # no value stated
     assert statement("My cat eats 2 cans a day.", frozenset({"api"})) is None  # not what the question is about
     assert restated(old, new, q, lambda t: 0.1) is None  # shared terms too common to name one fact
@@ -93,3 +97,79 @@ def test_session_round_robin_takes_one_per_session_per_round():
     assert session_round_robin(ranked, sessions, 5, 6) == ["a1", "b1", "c1", "a2", "b2"]
     assert session_round_robin(ranked, sessions[:2], 4, 2) == ["a1", "a2", "a3", "b1"]  # beyond the depth: score order
     assert session_round_robin(ranked, sessions, 20, 6) == ["a1", "b1", "c1", "a2", "b2", "a3", "x"]
+
+
+def test_a_date_or_a_time_is_one_value_so_dated_statements_are_not_lists():
+    from memcompile_langgraph.evidence.updates import value_count
+
+    assert value_count("I secured 3 interviews between April 25 and May 1, 2024.") == 3
+    assert value_count("The call moved to April 22 at 11 AM, then to 4:30 pm on the 3rd of May 2024.") == 4
+    assert value_count("Steps 1, 2, 3 and 4.") == 4
+    q = frozenset({"interview", "secur"})
+    old = statement("I only secured 3 interviews for producer roles between April 25 and May 1, 2024.", q)
+    new = statement("I secured 5 interviews for producer roles between April 25 and May 1, 2024.", q)
+    assert restated(old, new, q, flat_idf) == (frozenset({"3"}), frozenset({"5"}))
+
+
+def test_only_values_of_what_the_question_names_or_dates_times_and_shares_count():
+    q = frozenset({"card", "galleri"})
+    old = statement("My gallery shows 8 cards; project 1 uses step 2.", q)
+    assert set(old.quantities) == {"card"}  # "project 1", "step 2": numbering the question does not ask about
+    changed = statement("My gallery shows 8 cards; project 3 uses step 4.", q)
+    assert restated(old, changed, q, flat_idf) is None  # the cards did not change
+    assert restated(old, statement("My gallery now shows 10 cards.", q), q, flat_idf) == (
+        frozenset({"8"}),
+        frozenset({"10"}),
+    )
+    dated = statement("The gallery deadline is April 1, 2024.", q)
+    assert set(dated.quantities) == {"april"}  # a date counts though the question does not name the month
+    assert set(statement("Gallery coverage is 65%.", q).quantities) == {"%"}
+
+
+@given(st.text(max_size=200), st.text(max_size=60))
+def test_any_claim_and_question_give_a_statement_or_none(claim, query):
+    from memcompile_langgraph.evidence.updates import topic_terms, value_count
+
+    s = statement(claim, topic_terms(query))
+    assert s is None or (s.quantities and value_count(claim) <= 3)
+    assert value_count(claim) >= 0
+
+
+def test_a_history_question_addressing_one_speaker_spreads_over_that_speakers_turns_first():
+    from memcompile_langgraph.evidence.spread import speaker_first
+
+    ranked, speakers = ["a1", "u1", "a2", "u2"], ["Assistant", "User", "Assistant", "User"]
+    assert speaker_first(ranked, speakers, ("User",)) == ["u1", "u2", "a1", "a2"]
+    assert speaker_first(ranked, speakers, ("User", "Assistant")) == ranked
+    assert speaker_first(ranked, speakers, ()) == ranked
+
+
+def test_one_changed_value_belongs_to_the_claims_question_topics():
+    q = frozenset({"commit", "merg"})
+    old = statement("I pushed release v1.0.0 on April 20 with 150 commits and 12 branches merged.", q)
+    new = statement("The commits merged into the main branch have now reached 165.", q)
+    assert restated(old, new, q, flat_idf) == (frozenset({"150"}), frozenset({"165"}))
+    unchanged = statement("The commits merged into the main branch are 165.", q)  # no change word: no attribute
+    assert unchanged is None
+
+
+def test_the_assistants_examples_are_never_marked_superseded(tmp_path):
+    from memcompile_langgraph import MemCompile
+    from memcompile_langgraph.evidence.render import update_marks
+
+    mem = MemCompile(tmp_path / "m", embeddings=None)
+    turns = [
+        {"speaker": "User", "text": "My weekly writing target is 1,200 words for the novel draft.", "session": 1},
+        {"speaker": "Assistant", "text": "For example, aim for 300 words per day on the novel draft.", "session": 1},
+        {"speaker": "Assistant", "text": "Now aim for 500 words per day on the novel draft instead.", "session": 2},
+        {"speaker": "User", "text": "My weekly writing target for the novel draft is now 1,500 words.", "session": 2},
+    ]
+    other = ["hiking trip to the lake", "new espresso machine", "sister's wedding plans", "garden tomatoes"]
+    fillers = [{"speaker": "User", "text": f"Let me tell you about my {x}.", "session": 1} for x in other * 2]
+    mem.add_turns(fillers + turns, user_id="u")
+    index = mem.index("u")
+    marks = update_marks(
+        index, list(index.packet_order), "How many words is my weekly writing target for the novel draft?"
+    )
+    assert [index.packets[p].speaker for p in marks] == ["User"]
+    mem.close()

@@ -23,6 +23,8 @@ _ATTRIBUTE = re.compile(
 )
 _FIRST_PERSON = re.compile(r"\b(?:i|me|my|mine|myself)\b", re.I)
 _SECOND_PERSON = re.compile(r"\b(?:you|your|yours|yourself)\b", re.I)
+# a request to the assistant ("can you list ...", "do you remember ...") asks it to act, not about what it said
+_REQUEST = re.compile(r"\b(?:(?:can|could|would|will) you|do you (?:remember|recall|know))\b", re.I)
 _QUESTION_WORDS = frozenset(
     "what when where which who whom whose why how did does do is are was were would could should".split()
 )
@@ -77,8 +79,8 @@ def offline_intent(query: str, known_people: Sequence[str], max_keywords: int = 
 def addressed_speakers(query: str, self_speaker: str, assistant_speaker: str) -> tuple[str, ...]:
     """The speakers a user's question points at by pronoun: "I/my" is the asker, "you" the assistant."""
     text = query.replace("\u2019", "'")
-    pairs = ((self_speaker, _FIRST_PERSON), (assistant_speaker, _SECOND_PERSON))
-    return tuple(name for name, pattern in pairs if pattern.search(text))
+    pairs = ((self_speaker, _FIRST_PERSON, text), (assistant_speaker, _SECOND_PERSON, _REQUEST.sub(" ", text)))
+    return tuple(name for name, pattern, said in pairs if pattern.search(said))
 
 
 def enriched_query(intent: Intent) -> str:

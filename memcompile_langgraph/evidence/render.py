@@ -52,7 +52,9 @@ def update_marks(index: UserIndex, packet_ids: list[str], query: str) -> dict[st
     def claims(pid: str) -> list[str]:
         return [d.claim for d in index.by_packet[pid]] or [index.packets[pid].text]
 
-    found = supersessions([index.packets[p] for p in packet_ids], claims, query, lambda t: index.bm25.idf(t) / rarest)
+    # the assistant's statements (examples, suggestions) are not facts of the user's that a later one updates
+    said = [index.packets[p] for p in packet_ids if index.packets[p].speaker != index.cfg.assistant_speaker]
+    found = supersessions(said, claims, query, lambda t: index.bm25.idf(t) / rarest)
     return {pid: one_line(superseded_note(s, index.packets[s.old], index.packets[s.new])) for pid, s in found.items()}
 
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import math
 
+from ..address.intent import addressed_speakers
 from ..config import MemCompileConfig
 from ..text import jaccard
 from .frontier import complement_order, fusion_order
 from .scheduler import ScheduleInput
-from .spread import session_round_robin, spans_history
+from .spread import session_round_robin, spans_history, speaker_first
 
 
 def mmr_select(inp: ScheduleInput, k: int, cfg: MemCompileConfig) -> list[str]:
@@ -40,7 +41,11 @@ def offline_anchors(inp: ScheduleInput, k: int, cfg: MemCompileConfig) -> list[s
     if cfg.fusion:
         ranked = [p.packet_id for p in inp.pool]
         if cfg.spread_depth and spans_history(inp.query):
-            sessions = [inp.index.packets[p].session for p in ranked[: cfg.spread_depth]]
+            packets = inp.index.packets
+            if cfg.spread_speaker:
+                who = addressed_speakers(inp.query, cfg.self_speaker, cfg.assistant_speaker)
+                ranked = speaker_first(ranked, [packets[p].speaker for p in ranked], who)
+            sessions = [packets[p].session for p in ranked[: cfg.spread_depth]]
             return session_round_robin(ranked, sessions, k, cfg.spread_depth)
         return ranked[:k]
     return mmr_select(inp, k, cfg)

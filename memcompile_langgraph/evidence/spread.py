@@ -3,7 +3,8 @@
 A question asking how something developed, in what order things came up or what was said across conversations
 needs evidence from many sessions, while the fused score tends to fill the budget from the one session that
 matches best. For such questions the anchors are taken round-robin over the sessions of the pool's best packets
-(each session's packets in score order); other questions keep the score order.
+(each session's packets in score order; a question addressing one speaker takes that speaker's packets first);
+other questions keep the score order.
 """
 
 from __future__ import annotations
@@ -37,3 +38,12 @@ def session_round_robin(ranked: Sequence[str], sessions: Sequence[int], k: int, 
                 out.append(q.pop(0))
     out += [p for p in ranked if p not in set(out)][: k - len(out)]
     return out
+
+
+def speaker_first(ranked: Sequence[str], speakers: Sequence[str], addressed: Sequence[str]) -> list[str]:
+    """A question addressing one speaker ("in what order did I bring up ...") asks about that speaker's turns:
+    theirs first, each part in score order; with none or both addressed the order stays."""
+    if len(addressed) != 1:
+        return list(ranked)
+    mine = [p for p, s in zip(ranked, speakers) if s == addressed[0]]
+    return mine + [p for p, s in zip(ranked, speakers) if s != addressed[0]]
