@@ -128,10 +128,10 @@ def test_only_values_of_what_the_question_names_or_dates_times_and_shares_count(
 
 @given(st.text(max_size=200), st.text(max_size=60))
 def test_any_claim_and_question_give_a_statement_or_none(claim, query):
-    from memcompile_langgraph.evidence.updates import topic_terms, value_count
+    from memcompile_langgraph.evidence.updates import UPDATE_MAX_VALUES, topic_terms, value_count
 
     s = statement(claim, topic_terms(query))
-    assert s is None or (s.quantities and value_count(claim) <= 3)
+    assert s is None or (s.quantities and value_count(claim) <= UPDATE_MAX_VALUES)
     assert value_count(claim) >= 0
 
 
