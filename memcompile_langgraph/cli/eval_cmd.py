@@ -111,6 +111,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if not bench.questions:
         raise UsageError(f"{args.file}: no question to evaluate (left out: {dict(bench.skipped) or 'none'})")
     opts = eval_options(args)
+    if opts.records_url:  # a bad URL or an unreachable server: one line before any work or report file
+        from ..store.open import open_records
+
+        open_records(None, opts.records_url).close()
     embeddings = default_embeddings()
     if embeddings is None:
         print(
