@@ -57,7 +57,8 @@ class Where:
 
             schema = split_url(self.url)[1]
             names = [
-                r[0] for r in self.rows("SELECT table_name FROM information_schema.tables WHERE table_schema=?", (schema,))
+                r[0]
+                for r in self.rows("SELECT table_name FROM information_schema.tables WHERE table_schema=?", (schema,))
             ]
         return {t: self.rows(f'SELECT * FROM "{t}"') for t in names}
 

@@ -11,8 +11,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from memcompile_langgraph.store.vectors import VectorStore
 from record_backends import Where
+
+from memcompile_langgraph.store.vectors import VectorStore
 
 CLI = [sys.executable, "-c", "import sys; from memcompile_langgraph.cli import main; sys.exit(main())"]
 
