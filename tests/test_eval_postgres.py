@@ -24,6 +24,7 @@ def test_one_conversation_selects_the_same_packets_on_postgres_as_on_sqlite(
         run.run()
         runs[name] = {r["qid"]: r for r in run.records(run.main)}
     sqlite, postgres = runs["sqlite"], runs["postgres"]
+    assert not list((tmp_path / "postgres").rglob("memcompile.sqlite3"))  # the records were in PostgreSQL
     assert len(sqlite) == len(bench.dialogues[0].questions) > 50 and sqlite.keys() == postgres.keys()
     differ = [q for q in sqlite if sqlite[q]["selected"] != postgres[q]["selected"]]
     assert differ == [], f"{len(differ)} of {len(sqlite)} questions select differently, e.g. {differ[:3]}"
