@@ -48,6 +48,17 @@ def postgres_url():
         yield url
 
 
+@pytest.fixture(params=["sqlite", "postgres"])
+def backend(request, tmp_path):
+    """Where the test's records live (record_backends.py): SQLite in tmp_path, then PostgreSQL (skipped with the
+    reason where its binaries are missing)."""
+    from record_backends import PostgresBackend, SqliteBackend
+
+    if request.param == "sqlite":
+        return SqliteBackend(tmp_path / "store")
+    return PostgresBackend(request.getfixturevalue("postgres_url"))
+
+
 @pytest.fixture(scope="session")
 def chroma_url(tmp_path_factory):
     """A real `chroma run` server on a free loopback port for the session."""

@@ -191,12 +191,15 @@ def test_flags_select_settings_and_reuse_stores(locomo_run, tmp_path):
         (["locomo", LOCOMO_MINI, "--ablations", "A9"], "unknown --ablations A9"),
         (["locomo", LOCOMO_MINI, "--judge-model", "gpt-x"], "needs an answer model"),
         (["longmemeval", LOCOMO_MINI], "LongMemEval"),
+        (["locomo", LOCOMO_MINI, "--records-url", "mysql://h/db"], "postgresql://"),
+        (["locomo", LOCOMO_MINI, "--records-url", "postgresql://memcompile@127.0.0.1:1/postgres"], "127.0.0.1:1"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(args, message, tmp_path, capsys):
     assert run_eval(*args, "--out", str(tmp_path / "o")) == 2
     err = capsys.readouterr().err.strip()
     assert message in err and len(err.splitlines()) == 1 and "Traceback" not in err
+    assert not (tmp_path / "o" / "report.json").exists()
 
 
 def test_longmemeval_file_runs_end_to_end(tmp_path, embeddings):

@@ -31,6 +31,7 @@ def _csv(value: str | None) -> list[str]:
 def eval_options(args: argparse.Namespace) -> Any:
     from ..eval.paper import ABLATIONS
     from ..eval.runner import EvalOptions
+    from ..store.open import records_url_from
 
     if args.cells_only and args.bm25_only:
         raise UsageError("--cells-only and --bm25-only exclude each other (Table 2 runs A4 and A5 separately)")
@@ -63,6 +64,8 @@ def eval_options(args: argparse.Namespace) -> Any:
         answer_llm=answer,
         judge_llm=judge,
         progress=not args.quiet,
+        records_url=records_url_from(args.records_url),
+        chroma_url=args.chroma_url,
     )
 
 
@@ -108,6 +111,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if not bench.questions:
         raise UsageError(f"{args.file}: no question to evaluate (left out: {dict(bench.skipped) or 'none'})")
     opts = eval_options(args)
+    if opts.records_url:  # a bad URL or an unreachable server: one line before any work or report file
+        from ..store.open import open_records
+
+        open_records(None, opts.records_url).close()
     embeddings = default_embeddings()
     if embeddings is None:
         print(
@@ -161,6 +168,13 @@ def register(sub: argparse._SubParsersAction) -> None:
             default=None,
             help="one store per dialogue under this folder, reused when present (default: OUT/stores)",
         )
+        b.add_argument(
+            "--records-url",
+            default=None,
+            help="records in PostgreSQL, e.g. postgresql://user@host/db?schema=name: one schema holds every "
+            "dialogue (default: $MEMCOMPILE_RECORDS_URL, else SQLite in each dialogue's store)",
+        )
+        b.add_argument("--chroma-url", default=None, help="vectors in a Chroma server, e.g. http://127.0.0.1:8000")
         b.add_argument(
             "--view", choices=("bundle", "raw", "claim"), default="bundle", help="reader view answered from (Table 4)"
         )

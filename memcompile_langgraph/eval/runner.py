@@ -36,6 +36,8 @@ class EvalOptions:
     answer_llm: Any = None  # chat model answering (None: no answers, retrieval metrics only)
     judge_llm: Any = None
     progress: bool = True
+    records_url: str | None = None  # records in PostgreSQL (None: $MEMCOMPILE_RECORDS_URL, else SQLite per dialogue)
+    chroma_url: str | None = None  # vectors in a Chroma server (None: Chroma in each dialogue's directory)
 
 
 @dataclass
@@ -141,7 +143,13 @@ class EvalRun:
             if i and not todo[v.name]:
                 continue
             mem = MemCompile(
-                path, embeddings=self.embeddings, config=v.config, llm=self.opts.llm, answer_llm=self.opts.answer_llm
+                path,
+                embeddings=self.embeddings,
+                config=v.config,
+                llm=self.opts.llm,
+                answer_llm=self.opts.answer_llm,
+                records_url=self.opts.records_url,
+                chroma_url=self.opts.chroma_url,
             )
             try:
                 if i == 0:

@@ -1,15 +1,17 @@
-"""Helpers of the reliability suite: the real CLI in a subprocess, and raw views of a store directory
-that bypass MemCompile (opening it would reconcile, and so hide the damage a test looks for)."""
+"""Helpers of the reliability suite: the real CLI in a subprocess, and raw views of a store (its records in SQLite
+or PostgreSQL, its Chroma directory) that bypass MemCompile (opening it would reconcile, and so hide the damage a test
+looks for)."""
 
 from __future__ import annotations
 
 import json
 import os
-import sqlite3
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+
+from record_backends import Where
 
 from memcompile_langgraph.store.vectors import VectorStore
 
@@ -44,37 +46,43 @@ def spawn(*args: str, log: Path) -> subprocess.Popen:
         )
 
 
-def rows(store: Path, sql: str, args: tuple = ()) -> list[tuple]:
-    conn = sqlite3.connect(f"file:{store / 'memcompile.sqlite3'}?mode=ro", uri=True)
-    try:
-        return conn.execute(sql, args).fetchall()
-    finally:
-        conn.close()
+def rows(store: Path | Where, sql: str, args: tuple = ()) -> list[tuple]:
+    return where_of(store).rows(sql, args)
 
 
-def snapshot(store: Path, user: str) -> dict:
+def where_of(store: Path | Where) -> Where:
+    """A bare directory is a store with SQLite records."""
+    return store if isinstance(store, Where) else Where(Path(store))
+
+
+def snapshot(store: Path | Where, user: str) -> dict:
     """Everything a clean run determines: packets, descriptors with their Cell, and the vectors."""
-    packets = rows(
-        store, "SELECT packet_id, dia_id, content_hash, session FROM packets WHERE user_id=? ORDER BY dia_id", (user,)
+    # sorted here, not by SQL: PostgreSQL's collation may not be SQLite's byte order
+    packets = sorted(
+        rows(store, "SELECT packet_id, dia_id, content_hash, session FROM packets WHERE user_id=?", (user,)),
+        key=lambda r: r[1],
     )
-    descriptors = rows(
-        store,
-        "SELECT descriptor_id, packet_id, claim, people, keywords, event_time, cell_id FROM descriptors WHERE user_id=? ORDER BY descriptor_id",
-        (user,),
+    descriptors = sorted(
+        rows(
+            store,
+            "SELECT descriptor_id, packet_id, claim, people, keywords, event_time, cell_id FROM descriptors "
+            "WHERE user_id=?",
+            (user,),
+        )
     )
     return {"packets": packets, "descriptors": descriptors, **vector_view(store, user)}
 
 
-def vector_view(store: Path, user: str) -> dict:
+def vector_view(store: Path | Where, user: str) -> dict:
     """Ids Chroma lists, and ids its index can actually return (a lost HNSW entry shows only in the second)."""
-    vs = VectorStore(store)
+    vs = VectorStore(where_of(store).path)
     listed = vs.ids(user)
     probe = [1.0] + [0.0] * 383
     searchable = {pid for pid, _ in vs.query(user, probe, max(len(listed), 1))}
     return {"vector_ids": listed, "searchable_ids": searchable}
 
 
-def packet_ids(store: Path, user: str) -> set[str]:
+def packet_ids(store: Path | Where, user: str) -> set[str]:
     return {r[0] for r in rows(store, "SELECT packet_id FROM packets WHERE user_id=?", (user,))}
 
 

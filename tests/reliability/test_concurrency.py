@@ -1,5 +1,6 @@
 """Concurrent writers and readers on one store, with real processes: no corruption, no duplicates, no vector
-lost or stale in Chroma, and a reader never undoes a live writer's work."""
+lost or stale in Chroma, and a reader never undoes a live writer's work. Tests that concern records run with them in
+SQLite, then in PostgreSQL (`backend`)."""
 
 from __future__ import annotations
 
@@ -28,6 +29,16 @@ rng = random.Random(tag)
 for i in range(batches):
     ids = [f"{tag}-{i}-{j}" for j in range(20)]
     vs.upsert(user, ids, [[rng.gauss(0, 1) for _ in range(384)] for _ in ids], ids)
+"""
+
+# Adds turns to one user in batches of 5 from a separate process: argv store, records URL ("": SQLite), user, turns.
+ADD_SCRIPT = """
+import json, sys
+from memcompile_langgraph import MemCompile
+path, url, user, turns = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
+mem = MemCompile(path, records_url=url)
+stored = sum(mem.add_turns(turns[i : i + 5], user_id=user)["stored"] for i in range(0, len(turns), 5))
+assert stored == len(turns), stored
 """
 
 pytestmark = pytest.mark.slow  # every test here runs CLI or writer subprocesses
@@ -67,14 +78,14 @@ def test_a_long_lived_reader_sees_another_process_writes(tmp_path):
     assert len(reader.query("user0", probe, 1000)) == 40  # and sees the other process's 20 as well
 
 
-def test_two_ingests_of_one_file_into_one_store(tmp_path):
+def test_two_ingests_of_one_file_into_one_store(tmp_path, backend):
     """Same file, same users, two CLI processes at once: every turn stored exactly once."""
     samples = [
         {"sample_id": f"conc{i}", "conversation": _locomo(synthetic_turns(f"conc{i}", 40, seed=i))} for i in range(3)
     ]
     path = write_json(tmp_path / "three.json", samples)
-    store = tmp_path / "store"
-    procs = [spawn("ingest", path, "--store", store, "--quiet", log=tmp_path / f"p{i}.log") for i in range(2)]
+    store = backend.where(tmp_path / "store")
+    procs = [spawn("ingest", path, *store.cli, "--quiet", log=tmp_path / f"p{i}.log") for i in range(2)]
     for p in procs:
         assert p.wait(timeout=600) == 0
     logs = [(tmp_path / f"p{i}.log").read_text() for i in range(2)]
@@ -87,12 +98,36 @@ def test_two_ingests_of_one_file_into_one_store(tmp_path):
         assert len(dias) == len(set(dias)) == 40
         view = vector_view(store, user)
         assert view["vector_ids"] == view["searchable_ids"] == packet_ids(store, user)
-    assert rows(store, "PRAGMA integrity_check") == [("ok",)]
+    if backend.name == "sqlite":
+        assert rows(store, "PRAGMA integrity_check") == [("ok",)]
 
 
-def test_two_processes_ingesting_different_users_at_once(tmp_path):
+def test_two_processes_adding_different_turns_to_one_user(tmp_path, backend):
+    """Two writers of one user at once, each adding its own turns a few at a time (so the writer lock changes hands
+    many times): no turn lost, none stored twice, records and vectors agree."""
+    store = backend.where(tmp_path / "store")
+    sides = {
+        side: [{**t, "dia_id": f"{side}:{i}"} for i, t in enumerate(synthetic_turns(f"two{side}", 40, seed=n))]
+        for n, side in enumerate("AB")
+    }
+    procs = [_python(ADD_SCRIPT, store.path, store.url or "", "shared", json.dumps(turns)) for turns in sides.values()]
+    for p in procs:
+        _, err = p.communicate(timeout=600)
+        assert p.returncode == 0, err
+    dias = [r[0] for r in rows(store, "SELECT dia_id FROM packets WHERE user_id=?", ("shared",))]
+    assert len(dias) == len(set(dias)) and set(dias) == {t["dia_id"] for turns in sides.values() for t in turns}
+    view = vector_view(store, "shared")
+    assert view["vector_ids"] == view["searchable_ids"] == packet_ids(store, "shared")
+    mem = store.memory()
+    assert mem.stats("shared")["packets"] == 80 == mem.stats("shared")["vectors"]
+    ctx = mem.compile("twoa note 3 trip", user_id="shared")
+    assert ctx.packets
+    mem.close()
+
+
+def test_two_processes_ingesting_different_users_at_once(tmp_path, backend):
     """Interleaved Chroma writes from two processes; every user's vectors complete and searchable."""
-    store = tmp_path / "store"
+    store = backend.where(tmp_path / "store")
     files = []
     for side in ("left", "right"):
         samples = [
@@ -100,7 +135,7 @@ def test_two_processes_ingesting_different_users_at_once(tmp_path):
             for i in range(4)
         ]
         files.append(write_json(tmp_path / f"{side}.json", samples))
-    procs = [spawn("ingest", f, "--store", store, "--quiet", log=tmp_path / f"{f.stem}.log") for f in files]
+    procs = [spawn("ingest", f, *store.cli, "--quiet", log=tmp_path / f"{f.stem}.log") for f in files]
     for p in procs:
         assert p.wait(timeout=600) == 0
     for side in ("left", "right"):
@@ -111,16 +146,16 @@ def test_two_processes_ingesting_different_users_at_once(tmp_path):
             assert view["vector_ids"] == view["searchable_ids"] == packet_ids(store, user), user
 
 
-def test_reader_reconcile_never_removes_a_live_writer_vectors(tmp_path, embeddings):
+def test_reader_reconcile_never_removes_a_live_writer_vectors(tmp_path, embeddings, backend):
     """The old race: a reader loads records, a writer commits and embeds more, the reader's reconcile then took
     the writer's new vectors for orphans. Now reconcile only runs against the records it loaded."""
-    store = tmp_path / "store"
-    reader = MemCompile(store, embeddings=embeddings)
+    store = backend.where(tmp_path / "store")
+    reader = store.memory(embeddings=embeddings)
     reader.add_turns(synthetic_turns("race", 10), user_id="race")
     stale = reader.index("race")  # loaded at this version
-    turns = json.dumps(synthetic_turns("race", 20)[10:])
-    script = "import json,sys; from memcompile_langgraph import MemCompile; MemCompile(sys.argv[1]).add_turns(json.loads(sys.argv[2]), user_id='race')"
-    assert subprocess.run([sys.executable, "-c", script, str(store), turns], env=cli_env(), timeout=300).returncode == 0
+    writer = _python(ADD_SCRIPT, store.path, store.url or "", "race", json.dumps(synthetic_turns("race", 20)[10:]))
+    _, err = writer.communicate(timeout=300)
+    assert writer.returncode == 0, err
     assert reconcile(reader.engine, stale, writer=False) == STALE  # the records moved on: nothing is touched
     assert len(vector_view(store, "race")["vector_ids"]) == 20
 
@@ -152,8 +187,8 @@ def test_reconcile_skips_while_another_process_writes_then_repairs(tmp_path, emb
     assert vector_view(store, "held")["vector_ids"] == packet_ids(store, "held")
 
 
-def test_threads_writing_and_reading_one_user(tmp_path, embeddings):
-    mem = MemCompile(tmp_path / "store", embeddings=embeddings)
+def test_threads_writing_and_reading_one_user(tmp_path, embeddings, backend):
+    mem = backend.where(tmp_path / "store").memory(embeddings=embeddings)
     turns = synthetic_turns("thr", 60)
     errors: list[BaseException] = []
 

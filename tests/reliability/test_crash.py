@@ -1,5 +1,6 @@
 """Crash safety: `memcompile ingest` SIGKILLed at several moments, then run again to completion, leaves the
-store exactly as one clean run does (offline extraction is deterministic), with Chroma and SQLite agreeing."""
+store exactly as one clean run does (offline extraction is deterministic), with Chroma and the records agreeing;
+records in SQLite, then in PostgreSQL (where the killed writer's advisory lock goes with its connection)."""
 
 from __future__ import annotations
 
@@ -19,11 +20,9 @@ TARGETED_KILLS = 2  # right after a batch committed its records, before its vect
 
 
 def _stored(store, user) -> int:
-    if not (store / "memcompile.sqlite3").exists():
-        return 0
     try:
         return rows(store, "SELECT COUNT(*) FROM packets WHERE user_id=?", (user,))[0][0]
-    except Exception:  # noqa: BLE001 - the schema may not exist yet at the very start
+    except Exception:  # noqa: BLE001 - the database or its schema may not exist yet at the very start
         return 0
 
 
@@ -46,13 +45,13 @@ def _kill_after_commit(proc, store, user, before: int, timeout: float = 300) -> 
     return _kill(proc)
 
 
-def test_sigkill_at_any_moment_then_rerun_equals_a_clean_run(conversation_file, tmp_path):
+def test_sigkill_at_any_moment_then_rerun_equals_a_clean_run(conversation_file, tmp_path, backend):
     path, sample = conversation_file
     user = sample["sample_id"]
-    clean, crashed = tmp_path / "clean", tmp_path / "crashed"
+    clean, crashed = backend.where(tmp_path / "clean"), backend.where(tmp_path / "crashed")
 
     started = time.monotonic()
-    run = memcompile("ingest", path, "--store", clean, "--quiet")
+    run = memcompile("ingest", path, *clean.cli, "--quiet")
     clean_seconds = time.monotonic() - started
     assert run.code == 0, run.err
     expected = snapshot(clean, user)
@@ -66,7 +65,7 @@ def test_sigkill_at_any_moment_then_rerun_equals_a_clean_run(conversation_file, 
         before = _stored(crashed, user)
         if before == len(expected["packets"]):
             break  # a run got to the end: later kills would only hit the reconcile-and-skip path
-        proc = spawn("ingest", path, "--store", crashed, "--quiet", log=tmp_path / f"kill{i}.log")
+        proc = spawn("ingest", path, *crashed.cli, "--quiet", log=tmp_path / f"kill{i}.log")
         if how == "random":
             time.sleep(rng.uniform(0.05, 0.35) * clean_seconds)  # start-up, reconcile, extraction or embedding
             killed = _kill(proc)
@@ -79,7 +78,7 @@ def test_sigkill_at_any_moment_then_rerun_equals_a_clean_run(conversation_file, 
     # the targeted kills must have caught records without their vectors, the case reconcile repairs
     assert any(how == "after_commit" and vectors < packets for how, packets, vectors in states), states
 
-    run = memcompile("ingest", path, "--store", crashed, "--quiet")
+    run = memcompile("ingest", path, *crashed.cli, "--quiet")
     assert run.code == 0, run.err
     got = snapshot(crashed, user)
     assert got["packets"] == expected["packets"]  # every turn exactly once, same ids
@@ -89,7 +88,7 @@ def test_sigkill_at_any_moment_then_rerun_equals_a_clean_run(conversation_file, 
     assert expected["vector_ids"] == ids == expected["searchable_ids"]
 
     # a further run stores nothing and changes nothing
-    run = memcompile("ingest", path, "--store", crashed, "--quiet")
+    run = memcompile("ingest", path, *crashed.cli, "--quiet")
     assert run.code == 0 and "stored 0 turns" in run.out, run.out
     assert snapshot(crashed, user) == got
     print(f"kills survived: {kills}; states after each kill (how, packets, vectors): {states}")

@@ -1,20 +1,22 @@
 """Forgetting: `forget(user)` and `memcompile forget` remove every record, vector, counter and LLM cache or
 ledger entry of a user; `delete_turns` removes single turns with their descriptors and Cell memberships.
-Proof: no table of the SQLite files, no byte of any file in the store, and no Chroma collection holds them."""
+Proof: no table of the records (SQLite, then PostgreSQL) or of the LLM file, no byte of any file in the store
+directory, and no Chroma collection holds them; and no reader, however long-lived, serves them again."""
 
 from __future__ import annotations
 
 import json
 import sqlite3
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 
-from memcompile_langgraph import MemCompile
 from memcompile_langgraph.llm.store import LLMStore
 from memcompile_langgraph.store.records import user_key
 
-from .harness import memcompile, packet_ids, synthetic_turns, vector_view, write_json
+from .harness import cli_env, memcompile, packet_ids, synthetic_turns, vector_view, write_json
 
 MARK = "zqxwvmarker"  # in every turn of the forgotten user, nowhere else
 
@@ -25,24 +27,30 @@ def _marked_turns(n: int) -> list[dict]:
     ]  # no marker prefixes another
 
 
-def _table_hits(db, needles: list[str]) -> list[tuple[str, str]]:
+def _table_hits(tables: dict[str, list[tuple]], needles: list[str]) -> list[tuple[str, str]]:
     """(table, needle) for every needle found in any column of any row of any table."""
-    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    hits = []
+    for name, table_rows in tables.items():
+        blob = json.dumps(table_rows, default=repr)
+        hits += [(name, n) for n in needles if n in blob]
+    return hits
+
+
+def _llm_tables(store) -> dict[str, list[tuple]]:
+    """Every row of the LLM file (cache and ledger), which stays SQLite in the store directory."""
+    conn = sqlite3.connect(f"file:{store.path / 'llm.sqlite3'}?mode=ro", uri=True)
     try:
-        tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
-        hits = []
-        for t in tables:
-            blob = json.dumps(conn.execute(f'SELECT * FROM "{t}"').fetchall(), default=repr)
-            hits += [(t, n) for n in needles if n in blob]
-        return hits
+        names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+        return {t: conn.execute(f'SELECT * FROM "{t}"').fetchall() for t in names}
     finally:
         conn.close()
 
 
 def _byte_hits(store, *needles: str | bytes) -> list[str]:
     raw = [n.encode() if isinstance(n, str) else n for n in needles]
+    root = store.path
     return sorted(
-        {str(p.relative_to(store)) for p in store.rglob("*") if p.is_file() for n in raw if n in p.read_bytes()}
+        {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file() for n in raw if n in p.read_bytes()}
     )
 
 
@@ -53,9 +61,9 @@ def _vector_bytes(mem, user: str, ids: set[str]) -> list[bytes]:
 
 
 @pytest.fixture
-def two_users(tmp_path, embeddings):
-    store = tmp_path / "store"
-    mem = MemCompile(store, embeddings=embeddings)
+def two_users(tmp_path, embeddings, backend):
+    store = backend.where(tmp_path / "store")
+    mem = store.memory(embeddings=embeddings)
     mem.add_turns(_marked_turns(24), user_id="gone")
     mem.add_turns(synthetic_turns("kept", 24), user_id="kept")
     return store, mem
@@ -67,13 +75,15 @@ def test_forget_removes_every_trace_of_the_user(two_users, embeddings):
     gone_vectors = _vector_bytes(mem, "gone", gone_ids)
     assert len(gone_vectors) == 24 and _byte_hits(store, *gone_vectors)
     kept_before = mem.stats("kept")
-    llm = LLMStore(store)  # the LLM side of the store: cache and ledger rows of both users
+    llm = LLMStore(store.path)  # the LLM side of the store: cache and ledger rows of both users
     for user in ("gone", "kept"):
         llm.cache.put(user, f"key-{user}", "fact", f'["{MARK if user == "gone" else "other"} reply"]', 10, 5)
         llm.ledger.add(user, "fact", calls=1, prompt_tokens=10)
     llm.close()
     mem.close()
-    mem = MemCompile(store, embeddings=embeddings)  # the store as reopened later, with its LLM file
+    mem = store.memory(embeddings=embeddings)  # the store as reopened later, with its LLM file
+    reader = store.memory(embeddings=embeddings)  # another reader with the user's index cached
+    assert reader.compile(f"{MARK}003x kayak trip", user_id="gone").packets
     assert mem.engine.llm_store is not None
 
     mem.forget("gone")
@@ -90,18 +100,21 @@ def test_forget_removes_every_trace_of_the_user(two_users, embeddings):
     assert stats["usage"]["stages"] == {}
     assert mem.compile(f"{MARK}003x kayak trip", user_id="gone").packets == []
     needles = [MARK, "gone", *gone_ids]
-    assert _table_hits(store / "memcompile.sqlite3", needles) == []
-    assert _table_hits(store / "llm.sqlite3", needles) == []
+    assert _table_hits(store.tables(), needles) == []
+    assert _table_hits(_llm_tables(store), needles) == []
     assert _byte_hits(store, MARK, *gone_ids, *gone_vectors) == []  # nor in free pages, the WAL or index files
     assert mem.engine.vectors.name("gone") not in {c.name for c in mem.engine.vectors.client.list_collections()}
     view = vector_view(store, "gone")
     assert view["vector_ids"] == view["searchable_ids"] == set()
+    assert reader.compile(f"{MARK}003x kayak trip", user_id="gone").packets == []  # gone for every reader
+    assert "gone" not in reader.users() and reader.stats("gone")["packets"] == 0
+    reader.close()
     # the other user is untouched
     assert mem.stats("kept")["packets"] == kept_before["packets"] == mem.stats("kept")["vectors"]
     assert mem.engine.llm_store.cache.size("kept") == 1
     # and nothing comes back when the store is opened again (reconcile must not resurrect)
     mem.close()
-    again = MemCompile(store, embeddings=embeddings)
+    again = store.memory(embeddings=embeddings)
     assert again.compile("kayak trip", user_id="gone").packets == [] and again.stats("gone")["vectors"] == 0
 
 
@@ -121,7 +134,7 @@ def test_delete_turns_removes_turns_descriptors_cells_and_vectors(two_users, emb
     after = mem.stats("gone")
     assert after["packets"] == before["packets"] - 2 == after["vectors"]
     assert after["descriptors"] == before["descriptors"] - len(victim_dids)
-    for reopened in (mem, MemCompile(store, embeddings=embeddings)):
+    for reopened in (mem, store.memory(embeddings=embeddings)):
         idx = reopened.index("gone")
         assert not victim_pids & set(idx.packets) and not set(victims) & set(idx.by_dia)
         members = {did for cell in idx.layout.cells.values() for did in cell.descriptor_ids}
@@ -129,7 +142,7 @@ def test_delete_turns_removes_turns_descriptors_cells_and_vectors(two_users, emb
         for word in texts:
             ctx = reopened.compile(f"{word} trip", user_id="gone")
             assert word not in ctx.text and not victim_pids & {p["packet_id"] for p in ctx.packets}
-    assert _table_hits(store / "memcompile.sqlite3", [*texts, *victim_pids]) == []
+    assert _table_hits(store.tables(), [*texts, *victim_pids]) == []
     assert _byte_hits(store, *texts, *victim_pids, *victim_vectors) == []
     view = vector_view(store, "gone")
     assert not victim_pids & (view["vector_ids"] | view["searchable_ids"])
@@ -144,39 +157,41 @@ def test_forget_interrupted_between_records_and_vectors_is_finished(two_users, e
     assert vector_view(store, "gone")["vector_ids"] == set()
     mem.add_turns(_marked_turns(3), user_id="gone2")
     mem.engine.records.forget("gone2")
-    MemCompile(store, embeddings=embeddings).compile("kayak", user_id="gone2")  # or the next open of the user does
+    store.memory(embeddings=embeddings).compile("kayak", user_id="gone2")  # or the next open of the user does
     assert vector_view(store, "gone2")["vector_ids"] == set()
 
 
 @pytest.mark.slow  # a subprocess or a whole store build per case
-def test_cli_forget(tmp_path):
+def test_cli_forget(tmp_path, backend):
     path = write_json(tmp_path / "t.json", _marked_turns(6))
-    store = tmp_path / "store"
-    assert memcompile("ingest", path, "--store", store, "--user", "gone", "--quiet").code == 0
-    assert memcompile("ingest", path, "--store", store, "--user", "kept", "--quiet").code == 0
+    store = backend.where(tmp_path / "store")
+    assert memcompile("ingest", path, *store.cli, "--user", "gone", "--quiet").code == 0
+    assert memcompile("ingest", path, *store.cli, "--user", "kept", "--quiet").code == 0
 
-    run = memcompile("forget", "--store", store, "--user", "gone", "--turn", "D1:1", "--turn", "D7:7")
+    run = memcompile("forget", *store.cli, "--user", "gone", "--turn", "D1:1", "--turn", "D7:7")
     assert run.code == 0 and "removed 1 turns" in run.out and "not stored: D7:7" in run.out, run.out + run.err
-    run = memcompile("forget", "--store", store, "--user", "gone")
+    run = memcompile("forget", *store.cli, "--user", "gone")
     assert run.code == 0 and "gone: forgot 5 turns" in run.out and "5 vectors" in run.out, run.out + run.err
-    assert "nothing stored" in memcompile("forget", "--store", store, "--user", "gone").out
+    assert "nothing stored" in memcompile("forget", *store.cli, "--user", "gone").out
 
-    stats = json.loads(memcompile("stats", "--store", store, "--json").out)
+    stats = json.loads(memcompile("stats", *store.cli, "--json").out)
     assert set(stats) == {"kept"} and stats["kept"]["packets"] == 6 == stats["kept"]["vectors"]
-    assert _byte_hits(store, f"{MARK}000x") != []  # the kept user has the same texts
-    assert _table_hits(store / "memcompile.sqlite3", ['"gone"']) == []
-    assert (store / "locks" / f"{user_key('gone')}.lock").exists()  # a lock file stays: it holds no data
+    assert _table_hits(store.tables(), [f"{MARK}000x"]) != []  # the kept user has the same texts
+    assert _table_hits(store.tables(), ['"gone"']) == []
+    if backend.name == "sqlite":
+        assert (store.path / "locks" / f"{user_key('gone')}.lock").exists()  # a lock file stays: it holds no data
 
-    run = memcompile("forget", "--store", tmp_path / "nowhere", "--user", "gone")
-    assert run.code == 2 and len(run.err_lines) == 1 and not (tmp_path / "nowhere").exists()
-    run = memcompile("forget", "--store", store, "--user", "")
+    nowhere = backend.where(tmp_path / "nowhere")
+    run = memcompile("forget", *nowhere.cli, "--user", "gone")
+    assert run.code == 2 and len(run.err_lines) == 1 and not nowhere.path.exists()
+    run = memcompile("forget", *store.cli, "--user", "")
     assert run.code == 2 and len(run.err_lines) == 1
 
 
 FORGET_AND_ADD = """
 import json, sys
 from memcompile_langgraph import MemCompile
-mem = MemCompile(sys.argv[1], embeddings=None, dense=False)
+mem = MemCompile(sys.argv[1], embeddings=None, dense=False, records_url=sys.argv[3])
 mem.forget("bank")
 for turn in json.loads(sys.argv[2]):  # one batch per turn: the user's writes reach the old process's version count
     mem.add_turns([turn], user_id="bank")
@@ -184,15 +199,10 @@ for turn in json.loads(sys.argv[2]):  # one batch per turn: the user's writes re
 
 
 @pytest.mark.slow
-def test_a_long_lived_process_never_serves_what_another_process_forgot(tmp_path, embeddings):
+def test_a_long_lived_process_never_serves_what_another_process_forgot(tmp_path, embeddings, backend):
     """Versions never repeat for a user, forget included: a cache keyed by version cannot outlive a forget."""
-    import subprocess
-    import sys
-
-    from .harness import cli_env
-
-    store = tmp_path / "store"
-    server = MemCompile(store, embeddings=embeddings)  # an agent server that keeps its cached index
+    store = backend.where(tmp_path / "store")
+    server = store.memory(embeddings=embeddings)  # an agent server that keeps its cached index
     secret = [
         {
             "speaker": "Ann",
@@ -214,7 +224,9 @@ def test_a_long_lived_process_never_serves_what_another_process_forgot(tmp_path,
         for i in range(4)
     ]
     done = subprocess.run(
-        [sys.executable, "-c", FORGET_AND_ADD, str(store), json.dumps(fresh)], env=cli_env(), timeout=300
+        [sys.executable, "-c", FORGET_AND_ADD, str(store.path), json.dumps(fresh), store.url or ""],
+        env=cli_env(),
+        timeout=300,
     )
     assert done.returncode == 0
     ctx = server.compile("What is my bank PIN?", "bank")

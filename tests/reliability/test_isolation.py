@@ -1,5 +1,6 @@
 """User isolation: hostile user ids never reach outside the store or into another user's rows, collections or
-lock files; a randomized run of 1,000 cross-user queries finds no packet of another user."""
+lock files; a randomized run of 1,000 cross-user queries finds no packet of another user. Records in SQLite, then
+in PostgreSQL (`backend`)."""
 
 from __future__ import annotations
 
@@ -43,10 +44,11 @@ def _tree(root) -> set[str]:
     return {str(p.relative_to(root)) for p in root.rglob("*")}
 
 
-def test_hostile_user_ids_stay_inside_the_store(tmp_path, embeddings):
+def test_hostile_user_ids_stay_inside_the_store(tmp_path, embeddings, backend):
     outside_before = _tree(tmp_path)
-    store = tmp_path / "store"
-    mem = MemCompile(store, embeddings=embeddings)
+    where = backend.where(tmp_path / "store")
+    store = where.path
+    mem = where.memory(embeddings=embeddings)
     for i, uid in enumerate(HOSTILE_IDS):
         counts = mem.add_turns([{"speaker": "Eve", "text": f"hostile number {i} owns a red kayak"}], user_id=uid)
         assert counts["stored"] == 1
@@ -60,9 +62,13 @@ def test_hostile_user_ids_stay_inside_the_store(tmp_path, embeddings):
     mem.close()
 
     assert _tree(tmp_path) - {p for p in _tree(tmp_path) if p.startswith("store")} == outside_before
-    names = {p.name for p in (store / "locks").iterdir()}
+    names = {p.name for p in (store / "locks").iterdir()} if (store / "locks").is_dir() else set()
     hashed = {f"{user_key(u)}.lock" for u in HOSTILE_IDS}
-    assert hashed <= names and names - hashed <= {"chroma.lock", "chroma.generation", "setup.lock"}
+    if backend.name == "sqlite":
+        assert hashed <= names
+    else:  # the writer lock is PostgreSQL's advisory lock: no file per user
+        assert not names & hashed
+    assert names - hashed <= {"chroma.lock", "chroma.generation", "setup.lock"}
     assert {p.name for p in store.iterdir()} <= {
         "memcompile.sqlite3",
         "memcompile.sqlite3-wal",
@@ -77,18 +83,19 @@ def test_hostile_user_ids_stay_inside_the_store(tmp_path, embeddings):
     collections = {c.name for c in VectorStore(store).client.list_collections()}
     assert collections == {f"mc_{user_key(u)}" for u in HOSTILE_IDS}
     assert all(re.fullmatch(r"mc_[0-9a-f]{40}", c) for c in collections)
-    assert rows(store, "SELECT COUNT(*) FROM packets")[0][0] == len(HOSTILE_IDS)  # the DROP TABLE id did nothing
+    assert rows(where, "SELECT COUNT(*) FROM packets")[0][0] == len(HOSTILE_IDS)  # the DROP TABLE id did nothing
+    assert sorted(r[0] for r in rows(where, "SELECT DISTINCT user_id FROM packets")) == sorted(HOSTILE_IDS)
 
 
 @pytest.mark.slow  # a subprocess or a whole store build per case
-def test_hostile_user_ids_through_the_cli(tmp_path):
+def test_hostile_user_ids_through_the_cli(tmp_path, backend):
     path = write_json(tmp_path / "t.json", [{"speaker": "Eve", "text": "I keep bees on the roof."}])
-    store = tmp_path / "store"
+    store = backend.where(tmp_path / "store")
     hostile = ("../../escape", "/abs/../../b")
     for uid in hostile:
-        run = memcompile("ingest", path, "--store", store, "--user", uid, "--quiet")
+        run = memcompile("ingest", path, *store.cli, "--user", uid, "--quiet")
         assert run.code == 0, run.err
-    stats = json.loads(memcompile("stats", "--store", store, "--json").out)
+    stats = json.loads(memcompile("stats", *store.cli, "--json").out)
     assert {u: (s["packets"], s["vectors"]) for u, s in stats.items()} == {u: (1, 1) for u in hostile}
     assert {p.name for p in tmp_path.iterdir()} == {"t.json", "store"}
 
@@ -109,9 +116,9 @@ def test_invalid_user_ids_are_refused_everywhere(bad, tmp_path):
 
 
 @pytest.mark.slow
-def test_randomized_cross_user_queries_never_leak(embeddings):
+def test_randomized_cross_user_queries_never_leak(embeddings, backend, tmp_path):
     """10 users on overlapping vocabulary; 1,000 queries, many built from another user's own words."""
-    mem = MemCompile(None, embeddings=embeddings)
+    mem = backend.where(tmp_path / "store").memory(embeddings=embeddings)
     users = [f"user{i}" for i in range(10)]
     own: dict[str, set[str]] = {}
     texts: dict[str, list[str]] = {}
