@@ -132,6 +132,7 @@ def test_any_claim_and_question_give_a_statement_or_none(claim, query):
 
     s = statement(claim, topic_terms(query))
     assert s is None or (s.quantities and value_count(claim) <= UPDATE_MAX_VALUES)
+    assert s is None or any(c.isdigit() for c in claim)  # every value is a number
     assert value_count(claim) >= 0
 
 

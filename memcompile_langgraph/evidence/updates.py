@@ -100,6 +100,8 @@ class Statement:
 def statement(claim: str, query: frozenset[str]) -> Statement | None:
     """A claim that can state a value about what the query asks: it names one of the query's topics and a value
     for an attribute the query names (or a unit written on the number, a date or a time)."""
+    if not _NUMBER.search(claim):  # every value is a number (dates and times too): most claims end here, cheaply
+        return None
     topics = topic_terms(claim)
     if len(topics) > UPDATE_MAX_CLAIM_TERMS or not topics & query or value_count(claim) > UPDATE_MAX_VALUES:
         return None
