@@ -146,3 +146,14 @@ def test_any_max_tokens_argument_is_a_positive_integer_or_a_one_line_usage_error
         assert "\n" not in str(exc)
         return
     assert value >= 1 and str(value) == str(int(text))
+
+
+@pytest.mark.slow  # a subprocess
+def test_python_dash_m_runs_the_cli(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "-m", "memcompile_langgraph", "stats", "--store", str(tmp_path / "none")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2 and "no store at" in proc.stderr and "Traceback" not in proc.stderr
