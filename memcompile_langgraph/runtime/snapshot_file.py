@@ -84,7 +84,7 @@ class SnapshotFiles:
             log.warning("index snapshot %s is damaged or of another build: rebuilding from the records", target)
             target.unlink(missing_ok=True)
             return None
-        if head["epoch"] != epoch or head["version"] > version:
+        if not _backed(head, (version, epoch)):
             self.remove(user_id)  # records deleted, re-embedded or forgotten since: it may hold what is gone
             return None
         try:
@@ -107,8 +107,7 @@ class SnapshotFiles:
                 with open(file, "rb") as fh:
                     fh.readline()
                     header = json.loads(fh.readline())
-                user, epoch, version = header["user"], header["epoch"], header["version"]
-                stale = head(user)[1] != epoch or head(user)[0] < version
+                stale = not _backed(header, head(header["user"]))
             except (OSError, ValueError, KeyError, TypeError):
                 stale = True  # unreadable: it would be ignored and rebuilt anyway
             if stale:
@@ -122,3 +121,10 @@ class SnapshotFiles:
         for file in self.folder.glob(f"{user_key(user_id)}.*snapshot") if self.folder.is_dir() else ():
             with contextlib.suppress(FileNotFoundError):
                 os.remove(file)
+
+
+def _backed(header: dict, records_head: tuple[int, int]) -> bool:
+    """The records can bring a file up to date: same epoch (nothing deleted, re-embedded or forgotten since) and a
+    version not newer than theirs."""
+    version, epoch = records_head
+    return header["epoch"] == epoch and header["version"] <= version
