@@ -62,7 +62,7 @@ def test_incremental_writes_on_the_synthetic_history_equal_a_reload():
     mem.engine.cache.invalidate("u")
     reloaded = mem.index("u")
     assert reloaded is not live
-    assert reloaded.layout.of_descriptor == live.layout.of_descriptor
+    assert dict(reloaded.layout.of_descriptor) == dict(live.layout.of_descriptor)
     assert [d.descriptor_id for d in reloaded.descriptors] == [d.descriptor_id for d in live.descriptors]
     question = questions(generate(400, seed=2), 1, upto=400)[0]
     first = [p["dia_id"] for p in mem.compile(question, user_id="u").packets]
