@@ -27,7 +27,7 @@ from ..store.records import user_key
 from .gc_pause import gc_paused
 
 log = logging.getLogger(__name__)
-FORMAT = 2  # bump when UserIndex or anything it holds changes shape
+FORMAT = 1  # bump when UserIndex or anything it holds changes shape
 
 
 class SnapshotFiles:
