@@ -80,7 +80,8 @@ class UserIndex:
     packet_bm25: BM25Index = None  # type: ignore[assignment]
     vectors: PacketVectors = None  # type: ignore[assignment]
     _sessions: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64), repr=False)
-    _speakers: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=object), repr=False)
+    _speakers: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32), repr=False)  # speaker codes
+    _speaker_codes: dict[str, int] = field(default_factory=dict, repr=False)
     _rows: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64), repr=False)
     _rows_key: tuple[int, int] = (-1, -1)
 
@@ -139,10 +140,15 @@ class UserIndex:
         return self._sessions
 
     def speaker_mask(self, names) -> np.ndarray:
-        """1.0 for packets spoken by one of the names."""
+        """1.0 for packets spoken by one of the names (compared as integer codes: isin over 20k strings took ~2 ms)."""
         if len(self._speakers) != len(self.packet_speakers):
-            self._speakers = np.asarray(list(self.packet_speakers), dtype=object)
-        return np.isin(self._speakers, list(names)).astype(np.float64)
+            codes: dict[str, int] = {}
+            self._speakers = np.fromiter(
+                (codes.setdefault(s, len(codes)) for s in self.packet_speakers), np.int32, len(self.packet_speakers)
+            )
+            self._speaker_codes = codes
+        wanted = [self._speaker_codes[n] for n in names if n in self._speaker_codes]
+        return np.isin(self._speakers, wanted).astype(np.float64)
 
     def _lexical_document(self, pos: int, following: SourcePacket | None) -> list[str]:
         pid = self.packet_order[pos]

@@ -1,8 +1,10 @@
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from memcompile_langgraph.address.dense import PacketVectors
-from memcompile_langgraph.config import MemCompileConfig
+from memcompile_langgraph.config import DEFAULT_CONFIG, MemCompileConfig
 from memcompile_langgraph.evidence.frontier import admit, complement_order
 from memcompile_langgraph.evidence.fusion import fused_pool, neighbor_support, zscore
 from memcompile_langgraph.index import UserIndex, packet_lexical_document
@@ -119,3 +121,15 @@ def test_top_positions_equals_a_stable_full_sort():
     for n, k in [(1000, 60), (50, 60), (10, 0), (200, 200)]:
         x = rng.integers(0, 20, n).astype(float)  # many ties
         assert top_positions(x, k).tolist() == np.argsort(-x, kind="stable")[:k].tolist()
+
+
+@given(
+    st.lists(st.sampled_from(["Ann", "Bo", "assistant", "Zoë"]), max_size=30),
+    st.lists(st.sampled_from(["Ann", "Bo", "Zed", "Zoë"]), max_size=3),
+)
+def test_speaker_mask_marks_exactly_the_packets_of_the_named_speakers(speakers, names):
+    index = UserIndex("u", DEFAULT_CONFIG)
+    index.packet_speakers = list(speakers)
+    assert index.speaker_mask(names).tolist() == [float(s in names) for s in speakers]
+    index.packet_speakers.append("Zed")  # the codes follow new packets
+    assert index.speaker_mask(names)[-1] == float("Zed" in names)
