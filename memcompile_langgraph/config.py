@@ -147,6 +147,11 @@ class MemCompileConfig:
     llm_max_facts: int = 32  # engineering: claims kept from one fact-extraction reply
     llm_max_people: int = 12  # engineering: names kept from one metadata or intent reply
     llm_max_item_chars: int = 2000  # engineering: a longer claim, name or keyword is cut
+    # engineering: knowledge-update marks through the model (evidence/llm_updates.py): candidate pairs per query
+    # (one request), characters of each statement sent, and the longest value it may copy out of one
+    llm_update_max_pairs: int = 8
+    llm_update_max_chars: int = 600
+    llm_update_max_value_chars: int = 80
 
     # --- Engineering limits (not from the paper) ---
     embed_max_chars: int = 4000  # packet document trimmed before embedding

@@ -156,6 +156,55 @@ def supersessions(
     return out
 
 
+@dataclass(frozen=True)
+class Candidate:
+    """Two claims of one speaker about the same rare query topic, the older first: what a model is asked to decide."""
+
+    old: str  # packet ids
+    new: str
+    old_claim: str
+    new_claim: str
+    shared: float  # summed relative idf of their shared topic terms
+
+
+def candidates(
+    packets: Sequence[SourcePacket],
+    claims: Callable[[str], Sequence[str]],
+    query: str,
+    idf: Callable[[str], float],
+    limit: int,
+) -> list[Candidate]:
+    """At most `limit` (older, newer) packet pairs of one speaker whose claims share topic terms rare in the memory,
+    one of them a query term, best pair of claims per packet pair, most shared first. No value rule: a model decides
+    whether the newer claim changes the older one's value (a name, a place, a plan as well as a number)."""
+    q = topic_terms(query)
+    ordered = sorted(packets, key=lambda p: p.seq)
+    said = {
+        p.packet_id: [
+            (c, t) for c in claims(p.packet_id) if (t := topic_terms(c)) & q and len(t) <= UPDATE_MAX_CLAIM_TERMS
+        ]
+        for p in ordered
+    }
+    out = []
+    for i, old in enumerate(ordered):
+        for new in ordered[i + 1 :]:
+            if new.speaker != old.speaker:
+                continue
+            best = max(
+                (
+                    (sum(idf(t) for t in ta & tb), a, b)
+                    for a, ta in said[old.packet_id]
+                    for b, tb in said[new.packet_id]
+                    if ta & tb & q and a != b
+                ),
+                default=None,
+                key=lambda x: x[0],
+            )
+            if best is not None and best[0] >= UPDATE_MIN_SHARED_IDF:
+                out.append(Candidate(old.packet_id, new.packet_id, best[1], best[2], best[0]))
+    return sorted(out, key=lambda c: -c.shared)[:limit]
+
+
 def superseded_note(s: Supersession, old: SourcePacket, new: SourcePacket) -> str:
     return (
         f"- [superseded on {new.date} by [{new.dia_id}]: {', '.join(s.new_values)} replaces "
