@@ -6,7 +6,14 @@ from hypothesis import strategies as st
 
 from memcompile_langgraph.address.intent import addressed_speakers
 from memcompile_langgraph.evidence.fusion import best_claim_scores
-from memcompile_langgraph.evidence.updates import restated, statement, superseded_note, supersessions, values
+from memcompile_langgraph.evidence.updates import (
+    quantities,
+    restated,
+    statement,
+    superseded_note,
+    supersessions,
+    values,
+)
 from memcompile_langgraph.records import SourcePacket
 
 
@@ -61,7 +68,9 @@ def test_a_restated_value_is_found_and_unrelated_or_unchanged_statements_are_not
     assert statement("The dashboard API is fast.", q) is None  # no value stated
     assert statement("My cat eats 2 cans a day.", frozenset({"api"})) is None  # not what the question is about
     assert restated(old, new, q, lambda t: 0.1) is None  # shared terms too common to name one fact
-    assert values("It went from 1,200 calls to 4:30 pm and 78% in v1.0.0") == {"1200", "4:30", "78", "1.0.0"}
+    assert values("It went from 1,200 calls to 4:30 pm and 78% in v1.0.0") == {"1200", "4:30", "78"}  # v: a label
+    # a number right after a word names which one ("sprint 2"), it is no value of it; a month's day is one
+    assert quantities("Sprint 2 is due on April 20 and has 12 tasks") == {"april": {"20"}, "task": {"12"}}
     assert statement("Steps 1, 2, 3 and 4 of the 5 steps.", frozenset({"step"})) is None  # a list, not one value
 
 
@@ -174,3 +183,19 @@ def test_the_assistants_examples_are_never_marked_superseded(tmp_path):
     )
     assert [index.packets[p].speaker for p in marks] == ["User"]
     mem.close()
+
+
+def test_the_thing_a_question_counts_is_one_subject_even_when_its_terms_are_common():
+    from memcompile_langgraph.evidence.updates import counted
+
+    question = "How many project cards are in my gallery?"
+    assert counted(question) == {"card"} and counted("How many new columns did I add?") == {"column"}
+    assert counted("How many days passed between the two?") == {"pass"} and counted("What did I add?") == frozenset()
+    q = frozenset({"project", "card", "galleri"})
+    old = statement("User is building the project gallery with 8 cards and modal popups.", q)
+    new = statement("User has added two new projects, so now User has a total of 10 cards.", q)
+    common = lambda t: 0.3  # noqa: E731  (the question's own topic runs through the whole chat)
+    assert restated(old, new, q, common, counted(question)) == (frozenset({"8"}), frozenset({"10"}))
+    assert restated(old, new, q, common) is None  # counted nothing: the shared terms are too common
+    unchanged = statement("User has a total of 10 cards for the project gallery.", q)  # no change word
+    assert restated(old, unchanged, q, common, counted(question)) is None
