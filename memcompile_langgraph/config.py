@@ -92,6 +92,7 @@ class MemCompileConfig:
     # z(best single claim's BM25 per packet): passage-level lexical evidence. Off: BEAM dev +1.3 points at 1.0 but
     # LoCoMo dev -1.1 at 0.5 and -1.5 at 1.0 (and +0.5 on BEAM beside the addressed-speaker bonus)
     fusion_passage: float = 0.0
+    fusion_passage_min_claims: int = 0  # the passage score only for packets of at least this many claims (0: all)
     fusion_address: float = 0.0  # z(s(p,q)) of Eq. 10; measured at 0.1: -0.3 points on dev, so off offline
     fusion_previous: float = 0.2  # support from the preceding turn of the session
     fusion_next: float = 0.2  # support from the following turn of the session
@@ -109,6 +110,10 @@ class MemCompileConfig:
     # a history question addressing one speaker ("the order in which I brought up ...") spreads over that speaker's
     # packets first; BEAM dev event ordering 0.292 -> 0.302, LoCoMo dev unchanged (no such question there)
     spread_speaker: bool = True
+    # a history question's spread also takes this many of the frontier's K_Delta slots (the frontier would fill them
+    # from the one best-matching session): BEAM dev 0.751 -> 0.759 (event ordering 0.302 -> 0.354; 2 slots: 0.750,
+    # the multi-session questions lose their frontier); no LoCoMo dev question is a history question
+    spread_frontier_slots: int = 1
     pool_proposals: int = 60  # best fused packets joining the closed pool beside D_q
     pool_budget: int = 60  # closed pool U_q cut after fusion
     # deviation (paper: False): without a model the frontier still runs, ordering W_q by fused score (fusion off:

@@ -151,7 +151,9 @@ def frontier_node(state: QueryState, runtime: Runtime[MemoryContext]) -> dict[st
         order = ctx.engine.scheduler.frontier(inp, anchors, window)
     else:
         order = list(anchors)
-    selected = admit(anchors, order, cfg.frontier_rank_cutoff, cfg.frontier_append_cap)
+    # E_q holds at most K0 + K_Delta packets (anchors past K0 took the frontier's slots: evidence/schedule.py)
+    cap = min(cfg.frontier_append_cap, max(0, cfg.k0 + cfg.frontier_append_cap - len(anchors)))
+    selected = admit(anchors, order, cfg.frontier_rank_cutoff, cap)
     return {
         "frontier_order": order,
         "selected": selected,

@@ -199,3 +199,26 @@ def test_the_thing_a_question_counts_is_one_subject_even_when_its_terms_are_comm
     assert restated(old, new, q, common) is None  # counted nothing: the shared terms are too common
     unchanged = statement("User has a total of 10 cards for the project gallery.", q)  # no change word
     assert restated(old, unchanged, q, common, counted(question)) is None
+
+
+def test_a_history_question_spreads_over_one_frontier_slot_and_the_selection_stays_k0_plus_k_delta(
+    tmp_path, embeddings
+):
+    from memcompile_langgraph import MemCompile, MemCompileConfig
+
+    cfg = MemCompileConfig(k0=3, frontier_append_cap=2, spread_frontier_slots=1)
+    mem = MemCompile(tmp_path / "m", embeddings=embeddings, config=cfg)
+    topics = ["budget tracker", "expense categories", "savings goal", "monthly report", "bank import"]
+    turns = [
+        {"speaker": "User", "text": f"Today I worked on the {t} of my budget app, part {n}.", "session": s + 1}
+        for s, t in enumerate(topics)
+        for n in range(3)
+    ]
+    mem.add_turns(turns, user_id="u")
+    history = mem.compile("In what order did I bring up the parts of my budget app?", user_id="u", max_tokens=None)
+    anchors = [p for p in history.packets if p["source"] == "anchor"]
+    assert len(anchors) == 4 and len({p["session"] for p in anchors}) == 4  # K0 + 1, one per session
+    assert len(history.packets) <= 5  # never more than K0 + K_Delta
+    plain = mem.compile("What did I do on the savings goal of my budget app?", user_id="u", max_tokens=None)
+    assert len([p for p in plain.packets if p["source"] == "anchor"]) == 3 and len(plain.packets) <= 5
+    mem.close()
