@@ -73,7 +73,10 @@ class MemCompileConfig:
 
     # --- Evidence plane (Sec. 3.4, App. B.3, C.2, Table 6) ---
     k0: int = 10  # K_0 scheduled packets, Eq. 11
-    dense_top: int = 40  # K_D, Sec. 3.2.4
+    # deviation (paper: K_D = 40, Sec. 3.2.4): a wider dense channel D_q joins the closed pool and the frontier window
+    # W_q; offline LoCoMo dev 0.797 -> 0.800, BEAM dev 0.759 -> 0.766 (30: 0.798 / 0.762, 45: - / 0.764, 60: 0.799 /
+    # 0.767). With a model the frontier request lists up to ten more candidates
+    dense_top: int = 50
     frontier_rank_cutoff: int = 5  # K_R, Eq. 13; the frontier request asks for the first K_R labels of sigma_q
     frontier_append_cap: int = 2  # K_Delta, Eq. 13
     mmr_support: float = 0.10  # descriptor support weight, App. B.3
@@ -192,6 +195,7 @@ PAPER_CHOICES: dict[str, Any] = {
     "factless_claims": False,
     "fusion": False,
     "offline_frontier": False,
+    "dense_top": 40,
     "llm_table6_settings": True,
 }
 PROFILES = ("default", "paper")
