@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -11,6 +10,7 @@ from .address.bm25 import BM25Index
 from .address.cells import CellLayout
 from .address.dense import PacketVectors
 from .config import MemCompileConfig
+from .persistent import persistent, plain, push, push_all, put
 from .records import Descriptor, SourcePacket
 from .text import terms
 
@@ -51,7 +51,7 @@ def packet_lexical_document(
 @dataclass
 class UserIndex:
     """A snapshot of one user's records at `version`. Published snapshots are never changed: a writer extends a
-    fork() (copy-on-write: containers copied shallowly, big arrays shared until written)."""
+    fork(), which shares every container with this one (persistent maps and vectors, big arrays copy-on-write)."""
 
     user_id: str
     cfg: MemCompileConfig
@@ -91,9 +91,12 @@ class UserIndex:
         self.vectors = PacketVectors()
 
     def fork(self) -> UserIndex:
-        out = copy.copy(self)
-        for name in _CONTAINERS:
-            setattr(out, name, copy.copy(getattr(self, name)))
+        out = object.__new__(UserIndex)
+        out.__dict__.update(self.__dict__)
+        for name in _PERSISTENT:
+            setattr(out, name, persistent(getattr(self, name)))
+        for name in _SMALL:
+            setattr(out, name, dict(getattr(self, name)))
         out.layout, out.bm25, out.packet_bm25, out.vectors = (
             self.layout.fork(),
             self.bm25.fork(),
@@ -101,6 +104,9 @@ class UserIndex:
             self.vectors.fork(),
         )
         return out
+
+    def __getstate__(self) -> dict:
+        return {k: plain(v) if k in _PERSISTENT else v for k, v in self.__dict__.items()}
 
     @property
     def last_seqs(self) -> tuple[int, int]:
@@ -129,13 +135,13 @@ class UserIndex:
 
     def session_array(self) -> np.ndarray:
         if len(self._sessions) != len(self.packet_sessions):  # cached until packets are added
-            self._sessions = np.asarray(self.packet_sessions, dtype=np.int64)
+            self._sessions = np.fromiter(self.packet_sessions, dtype=np.int64, count=len(self.packet_sessions))
         return self._sessions
 
     def speaker_mask(self, names) -> np.ndarray:
         """1.0 for packets spoken by one of the names."""
         if len(self._speakers) != len(self.packet_speakers):
-            self._speakers = np.asarray(self.packet_speakers, dtype=object)
+            self._speakers = np.asarray(list(self.packet_speakers), dtype=object)
         return np.isin(self._speakers, list(names)).astype(np.float64)
 
     def _lexical_document(self, pos: int, following: SourcePacket | None) -> list[str]:
@@ -165,19 +171,21 @@ class UserIndex:
                 else None
             )
             documents.append(self._lexical_document(pos, following))
-            self.packet_timed[pos] = any(d.event_time for d in self.by_packet[packet.packet_id])
+            self.packet_timed = put(self.packet_timed, pos, any(d.event_time for d in self.by_packet[packet.packet_id]))
         self.packet_bm25.add_many(documents)  # replace() above only touches documents from before this call
 
     def add_packet(self, p: SourcePacket) -> None:
-        self.packets[p.packet_id] = p
-        self.packet_position[p.packet_id] = len(self.packet_order)
-        self.packet_order.append(p.packet_id)
-        self.packet_sessions.append(p.session)
-        self.packet_speakers.append(p.speaker)
-        self.packet_timed.append(False)
-        self.by_dia[p.dia_id] = p.packet_id
-        self.hashes[p.content_hash] = p.packet_id
-        self.by_packet.setdefault(p.packet_id, [])
+        pid = p.packet_id
+        self.packets = put(self.packets, pid, p)
+        self.packet_position = put(self.packet_position, pid, len(self.packet_order))
+        self.packet_order = push(self.packet_order, pid)
+        self.packet_sessions = push(self.packet_sessions, p.session)
+        self.packet_speakers = push(self.packet_speakers, p.speaker)
+        self.packet_timed = push(self.packet_timed, False)
+        self.by_dia = put(self.by_dia, p.dia_id, pid)
+        self.hashes = put(self.hashes, p.content_hash, pid)
+        if pid not in self.by_packet:
+            self.by_packet = put(self.by_packet, pid, [])
         self.people.setdefault(p.speaker, None)
         self.sessions.setdefault(p.session, (p.session_label, p.session_time))
         self.session_packets[p.session] = self.session_packets.get(p.session, 0) + 1
@@ -185,23 +193,26 @@ class UserIndex:
 
     def register(self, descriptors: list[Descriptor]) -> None:
         """Make placed descriptors addressable: BM25 documents, term sets, packet bundles."""
-        documents = []
+        documents, claim_terms, key_terms = [], [], []
         for d in descriptors:
-            self.position[d.descriptor_id] = len(self.descriptors)
-            self.descriptors.append(d)
-            self.by_packet.setdefault(d.packet_id, []).append(d)
-            self.claim_packets.append(self.packet_position[d.packet_id])
+            self.position = put(self.position, d.descriptor_id, len(self.descriptors) + len(documents))
+            # a new list: the bundle of a published snapshot is never appended to
+            self.by_packet = put(self.by_packet, d.packet_id, [*self.by_packet.get(d.packet_id, ()), d])
             claim, keys, document = descriptor_terms(d)
-            self.claim_terms.append(frozenset(claim))
-            self.key_terms.append(frozenset(keys))
+            claim_terms.append(frozenset(claim))
+            key_terms.append(frozenset(keys))
             documents.append(document)
             for name in d.people:
                 self.people.setdefault(name, None)
+        self.descriptors = push_all(self.descriptors, descriptors)
+        self.claim_packets = push_all(self.claim_packets, [self.packet_position[d.packet_id] for d in descriptors])
+        self.claim_terms = push_all(self.claim_terms, claim_terms)
+        self.key_terms = push_all(self.key_terms, key_terms)
         self.bm25.add_many(documents)
 
 
-# what fork() copies shallowly (every dict and list a writer extends)
-_CONTAINERS = (
+# containers a writer extends, one entry or more per turn: shared with the fork (see persistent.py)
+_PERSISTENT = (
     "packets",
     "packet_order",
     "by_dia",
@@ -212,11 +223,10 @@ _CONTAINERS = (
     "claim_packets",
     "claim_terms",
     "key_terms",
-    "people",
-    "sessions",
-    "session_packets",
     "packet_position",
     "packet_sessions",
     "packet_speakers",
     "packet_timed",
 )
+# insertion-ordered and small (names, sessions): copied by fork()
+_SMALL = ("people", "sessions", "session_packets")

@@ -15,7 +15,6 @@ from .evidence.budget import validate_max_tokens
 from .evidence.scheduler import Scheduler
 from .extract.base import Extractor
 from .index import UserIndex
-from .llm.store import LLMStore
 from .query_graph import query_graph
 from .records import CompiledContext
 from .runtime import maintenance
@@ -23,7 +22,7 @@ from .runtime.context import MemoryContext
 from .runtime.engine import build_engine
 from .store.layout import check_store_path
 from .store.protocols import StoredTurn
-from .text import clean_query, normalize_id
+from .text import clean_query, normalize_ids
 from .turn_input import place_turns
 from .users import validate_user_id
 
@@ -128,9 +127,7 @@ class MemCompile:
         model = chat_model if chat_model is not None else self.answer_llm
         if model is None:
             raise ValueError("no LLM given: pass llm= or answer_llm= to MemCompile")
-        if self.engine.llm_store is None:
-            self.engine.llm_store = LLMStore(self.path)
-        return self.engine.llm_store.client(model, self.config, user_id)
+        return self.engine.llm_client(model, user_id)
 
     # --- records ---------------------------------------------------------------------------------
     def stats(self, user_id: str = "default") -> dict[str, Any]:
@@ -138,9 +135,7 @@ class MemCompile:
 
     def usage(self, user_id: str = "default") -> dict[str, Any]:
         """LLM token ledger per stage and phase (construction / query / evaluation); empty without LLM stages."""
-        user_id = validate_user_id(user_id)
-        store = self.engine.llm_store
-        return store.usage(user_id) if store is not None else {"stages": {}, "total_tokens": 0}
+        return self.engine.usage(validate_user_id(user_id))
 
     def users(self) -> list[str]:
         return self.engine.records.users()
@@ -149,9 +144,7 @@ class MemCompile:
         self, user_id: str = "default", dia_ids: Iterable[str] | None = None, limit: int | None = None, offset: int = 0
     ) -> list[StoredTurn]:
         """Stored turns in dialogue order (all, or those with the given dia_ids), with when they were stored."""
-        ids = (
-            None if dia_ids is None else [normalize_id(d) for d in ([dia_ids] if isinstance(dia_ids, str) else dia_ids)]
-        )
+        ids = None if dia_ids is None else normalize_ids(dia_ids)
         return self.engine.records.turns(validate_user_id(user_id), ids, limit, offset)
 
     def count(self, user_id: str, counts: dict[str, int]) -> None:
@@ -165,8 +158,7 @@ class MemCompile:
 
     def delete_turns(self, user_id: str, dia_ids: Iterable[str]) -> int:
         """Remove single turns with their descriptors and Cell memberships; returns how many were removed."""
-        ids = [dia_ids] if isinstance(dia_ids, str) else list(dia_ids)  # one id, not its characters
-        return maintenance.delete_turns(self.engine, validate_user_id(user_id), [normalize_id(d) for d in ids])
+        return maintenance.delete_turns(self.engine, validate_user_id(user_id), normalize_ids(dia_ids))
 
     def reembed(self, user_id: str = "default") -> int:
         """Embed every packet of the user again with this memory's model (what the next add_turns does anyway when

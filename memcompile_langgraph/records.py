@@ -18,11 +18,24 @@ def stable_hash(*parts: object, length: int = 20) -> str:
 
 
 def pickled_by_fields(cls):
-    """Pickle a frozen slots dataclass as its constructor arguments: loads ~3x faster than dataclasses' per-field
-    __setstate__, and an index snapshot file holds ~3 records per turn."""
-    get = attrgetter(*(f.name for f in fields(cls)))
-    cls.__reduce__ = lambda self: (cls, get(self))
+    """Pickle a frozen slots dataclass as its field values, set straight into the slots when loaded: ~2.5x faster
+    than calling the frozen __init__ (one object.__setattr__ per field), ~6x faster than dataclasses' per-field
+    __setstate__; an index snapshot file holds ~3 records per turn."""
+    names = tuple(f.name for f in fields(cls))
+    get = attrgetter(*names)
+    _SLOT_SETTERS[cls] = tuple(getattr(cls, n).__set__ for n in names)
+    cls.__reduce__ = lambda self: (_from_fields, (cls, get(self)))
     return cls
+
+
+_SLOT_SETTERS: dict[type, tuple] = {}
+
+
+def _from_fields(cls: type, values: tuple) -> Any:
+    out = object.__new__(cls)
+    for set_slot, value in zip(_SLOT_SETTERS[cls], values):
+        set_slot(out, value)
+    return out
 
 
 @pickled_by_fields

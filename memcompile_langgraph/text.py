@@ -82,6 +82,11 @@ def normalize_id(value: object) -> str:
     return one_line(scrub(value).text)
 
 
+def normalize_ids(ids: object) -> list[str]:
+    """normalize_id of each id; one string is one id, not its characters."""
+    return [normalize_id(i) for i in ([ids] if isinstance(ids, str) else ids)]
+
+
 def clean_query(query: object) -> str:
     """A query as the address plane reads it; ValueError (one line) when there is nothing to search for."""
     if not isinstance(query, str):

@@ -45,7 +45,7 @@ def test_index_replayed_from_store_equals_the_built_one(store, embeddings):
     built = fresh.index("demo")
     loaded = MemCompile(store, embeddings=embeddings).index("demo")
     assert [d.claim for d in built.descriptors] == [d.claim for d in loaded.descriptors]
-    assert built.layout.of_descriptor == loaded.layout.of_descriptor
+    assert dict(built.layout.of_descriptor) == dict(loaded.layout.of_descriptor)
     assert {c: x.title for c, x in built.layout.cells.items()} == {c: x.title for c, x in loaded.layout.cells.items()}
 
 
@@ -70,7 +70,7 @@ def test_assigned_dia_ids_and_sessions_follow_dates(embeddings):
         user_id="u",
     )
     index = mem.index("u")
-    assert [p.dia_id for p in index.packets.values()] == ["D1:1", "D1:2", "D2:1"]
+    assert [index.packets[p].dia_id for p in index.packet_order] == ["D1:1", "D1:2", "D2:1"]
     assert index.packets[index.by_dia["D2:1"]].session_time == "2024-02-09T18:00:00"
 
 
@@ -90,7 +90,7 @@ def test_resent_history_does_not_shift_the_sessions_of_new_turns():
     )  # the file re-sent with two more turns
     at_once = MemCompile(None, dense=False)
     at_once.add_turns(history + later, "u")
-    sessions = lambda mem: [(p.dia_id, p.session) for p in mem.index("u").packets.values()]  # noqa: E731
+    sessions = lambda mem: sorted((p.dia_id, p.session) for p in mem.index("u").packets.values())  # noqa: E731
     assert sessions(grown) == sessions(at_once) and sessions(grown)[-2:] == [("D4:1", 4), ("D4:2", 4)]
 
 

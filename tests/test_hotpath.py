@@ -13,6 +13,7 @@ from memcompile_langgraph.build import packetize
 from memcompile_langgraph.demo_data import QUESTIONS, demo_turns
 from memcompile_langgraph.evidence.fusion import fused_scores
 from memcompile_langgraph.evidence.normalize import normalize
+from memcompile_langgraph.persistent import plain
 
 LATER = [
     {"speaker": "Ann", "text": "late line about kayaks", "time": "9 March 2024"},  # continues session 3
@@ -50,10 +51,10 @@ def built(path) -> MemCompile:
 
 def index_fields(index) -> dict:
     return {
-        "packets": index.packets,
-        "order": index.packet_order,
-        "by_dia": index.by_dia,
-        "hashes": index.hashes,
+        "packets": plain(index.packets),
+        "order": plain(index.packet_order),
+        "by_dia": plain(index.by_dia),
+        "hashes": plain(index.hashes),
         "sessions": index.sessions,
         "session_packets": index.session_packets,
         "last_session": index.last_session,

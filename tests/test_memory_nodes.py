@@ -42,7 +42,8 @@ def say(agent, text, thread, **context):
 
 
 def stored(mem, user):
-    return list(mem.index(user).packets.values())
+    index = mem.index(user)
+    return [index.packets[p] for p in index.packet_order]
 
 
 def test_next_recall_finds_the_stored_exchange(mem):

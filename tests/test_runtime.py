@@ -156,6 +156,23 @@ def test_gc_pauses_nest_across_threads_and_always_resume():
     assert gc.isenabled()
 
 
+def test_what_a_load_made_goes_to_the_oldest_generation_unless_the_host_freezes():
+    def made_while_paused():
+        with gc_paused():
+            return [[i] for i in range(1000)]  # tracked containers, like the records of an index
+
+    loaded = made_while_paused()
+    oldest = {id(o) for o in gc.get_objects(generation=2)}
+    assert all(id(o) in oldest for o in loaded) and gc.get_freeze_count() == 0
+    gc.freeze()  # a host that keeps its own objects frozen (a pre-fork server) is left as it is
+    try:
+        again = made_while_paused()
+        oldest = {id(o) for o in gc.get_objects(generation=2)}
+        assert gc.get_freeze_count() > 0 and not any(id(o) in oldest for o in again)  # still frozen, not moved
+    finally:
+        gc.unfreeze()
+
+
 def test_forget_and_delete_remove_the_snapshot_file(tmp_path, embeddings, monkeypatch):
     monkeypatch.setattr(cache_module, "PERSIST_EVERY", 1)
     mem = MemCompile(tmp_path / "store", embeddings=embeddings)

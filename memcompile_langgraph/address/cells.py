@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from ..config import MemCompileConfig
+from ..persistent import persistent, plain, put
 from ..records import Cell, Descriptor
 from ..text import jaccard
 from .routing import RouteIndex
@@ -147,44 +148,50 @@ class CellLayout:
         return len(self.cells)
 
     def fork(self) -> CellLayout:
-        """An equal layout that can be extended without changing this one: containers are copied shallowly here,
-        and a Cell, its member list or an index set the first time the fork changes it."""
+        """An equal layout that can be extended without changing this one: the tables are shared (persistent
+        maps), a Cell, its member list or an index set is copied the first time the fork changes it."""
         out = object.__new__(CellLayout)
-        out.cfg, out._next, out._owned = self.cfg, self._next, set()
-        out.cells, out.members, out.of_descriptor = dict(self.cells), dict(self.members), dict(self.of_descriptor)
-        out._by_key, out._by_person = dict(self._by_key), dict(self._by_person)
-        out.route = self.route.fork()
+        out.__dict__.update(self.__dict__)
+        for name in _TABLES:
+            setattr(out, name, persistent(getattr(self, name)))
+        out._owned, out.route = set(), self.route.fork()
         return out
+
+    def __getstate__(self) -> dict:
+        return {k: plain(v) if k in _TABLES else v for k, v in self.__dict__.items()}
 
     def _own_cell(self, cell: Cell) -> Cell:
         if self._owned is None or cell.cell_id in self._owned:
             return cell
         self._owned.add(cell.cell_id)
-        copy = self.cells[cell.cell_id] = replace(
+        copy = replace(
             cell,
             descriptor_ids=list(cell.descriptor_ids),
             keyword_counts=Counter(cell.keyword_counts),
             person_counts=Counter(cell.person_counts),
             dia_counts=Counter(cell.dia_counts),
         )
-        self.members[cell.cell_id] = list(self.members[cell.cell_id])
+        self.cells = put(self.cells, cell.cell_id, copy)
+        self.members = put(self.members, cell.cell_id, list(self.members[cell.cell_id]))
         return copy
 
-    def _own_set(self, table: dict[str, set[str]], key: str) -> set[str]:
+    def _own_set(self, name: str, key: str) -> set[str]:
+        """The index set of `key` in table `name` (_by_key or _by_person), this layout's own to change."""
+        table = getattr(self, name)
         if self._owned is None:
             return table.setdefault(key, set())
-        tag = ("keyword" if table is self._by_key else "person", key)
-        if tag not in self._owned:
-            self._owned.add(tag)
-            table[key] = set(table.get(key, ()))
+        if (name, key) not in self._owned:
+            self._owned.add((name, key))
+            table = put(table, key, set(table.get(key, ())))
+            setattr(self, name, table)
         return table[key]
 
     def _index(self, cell: Cell, d: Descriptor) -> None:
         cid = cell.cell_id
         for k in d.keywords:
-            self._own_set(self._by_key, k).add(cid)
+            self._own_set("_by_key", k).add(cid)
         for p in d.people:
-            self._own_set(self._by_person, p).add(cid)
+            self._own_set("_by_person", p).add(cid)
         self.route.add(cell, d)
 
     def _unindex_if_full(self, cell: Cell) -> None:
@@ -192,10 +199,10 @@ class CellLayout:
         if len(cell) >= self.cfg.cell_item_capacity:
             for k in cell.keyword_counts:
                 if k in self._by_key:
-                    self._own_set(self._by_key, k).discard(cell.cell_id)
+                    self._own_set("_by_key", k).discard(cell.cell_id)
             for p in cell.person_counts:
                 if p in self._by_person:
-                    self._own_set(self._by_person, p).discard(cell.cell_id)
+                    self._own_set("_by_person", p).discard(cell.cell_id)
 
     def candidates(self, d: Descriptor) -> list[Cell]:
         ids: set[str] = set()
@@ -229,15 +236,20 @@ class CellLayout:
                 self._next += 1
             if cell_id[1:].isdigit():
                 self._next = max(self._next, int(cell_id[1:]) + 1)
-            cell = self.cells[cell_id] = Cell(cell_id=cell_id, seq=len(self.cells))
-            self.members[cell_id] = []
+            cell = Cell(cell_id=cell_id, seq=len(self.cells))
+            self.cells = put(self.cells, cell_id, cell)
+            self.members = put(self.members, cell_id, [])
             if self._owned is not None:
                 self._owned.add(cell_id)
         else:
             cell = self._own_cell(cell)
         add_to_cell(cell, d, self.cfg)
         self.members[cell.cell_id].append(d)
-        self.of_descriptor[d.descriptor_id] = cell.cell_id
+        self.of_descriptor = put(self.of_descriptor, d.descriptor_id, cell.cell_id)
         self._index(cell, d)
         self._unindex_if_full(cell)
         return cell.cell_id
+
+
+# what a writer extends per placed descriptor: shared with a fork (see persistent.py)
+_TABLES = ("cells", "members", "of_descriptor", "_by_key", "_by_person")

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from ..growarray import GrowArray
+from ..persistent import persistent, plain, push_all, put
 from ..records import DenseHit
 
 _STAMPS = itertools.count()  # process-wide: a stamp names one matrix content across PacketVectors objects
@@ -62,11 +63,14 @@ class PacketVectors:
         out.dim, out._m, out.ids, out.row, out.stamp = (
             self.dim,
             self._m.fork(),
-            list(self.ids),
-            dict(self.row),
+            persistent(self.ids),
+            persistent(self.row),
             self.stamp,
         )
         return out
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "ids": plain(self.ids), "row": plain(self.row)}
 
     def set(self, ids: list[str], vectors) -> None:
         if not len(ids):
@@ -81,9 +85,9 @@ class PacketVectors:
         if new:
             start = len(self.ids)
             self._m.reserve(len(new))
-            for pid in new:
-                self.row[pid] = len(self.ids)
-                self.ids.append(pid)
+            for k, pid in enumerate(new):
+                self.row = put(self.row, pid, start + k)
+            self.ids = push_all(self.ids, new)
             last = {i: k for k, i in enumerate(ids)}  # the last vector given for an id wins, as before
             self._m.data[start : start + len(new)] = arr[[last[i] for i in new]]
             self._m.n = len(self.ids)

@@ -12,12 +12,13 @@ import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 
 from ..index import UserIndex
 from ..store.protocols import VectorStoreError
 from .consistency import BUSY, FOR_WRITER, reconcile
 from .engine import Engine
+from .gc_pause import gc_paused
 from .snapshot_file import SnapshotFiles
 
 log = logging.getLogger(__name__)
@@ -123,8 +124,9 @@ class IndexCache:
             if base is not None:
                 self._persisted[user_id] = len(base.packets)
         index = base if base is not None else UserIndex(user_id, self.engine.config)
-        loaded = self.engine.records.load(user_id, after=index.last_seqs)
-        index.extend(loaded.packets, loaded.descriptors)
+        with gc_paused() if base is None else nullcontext():  # a rebuild: ~50 objects per turn
+            loaded = self.engine.records.load(user_id, after=index.last_seqs)
+            index.extend(loaded.packets, loaded.descriptors)
         index.version, index.epoch = loaded.version, epoch
         try:
             self._read_vectors(index, [p.packet_id for p in loaded.packets])

@@ -34,6 +34,7 @@ class Engine:
     scheduler: Scheduler
     llm_intent: Any = None  # address/llm_intent.LLMIntent when a model runs the intent stage
     llm_store: LLMStore | None = None
+    path: Path | None = None  # the store directory (None: in memory, or records in PostgreSQL)
     llm_updates: Any = None  # evidence/llm_updates.LLMUpdates when a model decides knowledge-update marks
     embedding_id: str | None = field(init=False)
     cache: Any = field(default=None, init=False)  # runtime/cache.IndexCache, attached by MemCompile
@@ -62,6 +63,15 @@ class Engine:
         if problems:
             out["vectors_error"] = problems[0]
         return out
+
+    def usage(self, user_id: str) -> dict[str, Any]:
+        store = self.llm_store
+        return store.usage(user_id) if store is not None else {"stages": {}, "total_tokens": 0}
+
+    def llm_client(self, model: Any, user_id: str):
+        if self.llm_store is None:
+            self.llm_store = LLMStore(self.path)
+        return self.llm_store.client(model, self.config, user_id)
 
     def intent(self, query: str, known_people: Sequence[str], user_id: str) -> Intent:
         if self.llm_intent is not None:
@@ -167,6 +177,7 @@ def build_engine(
         scheduler or offline_scheduler,
         llm_intent,
         llm_store,
+        path,
         llm_updates,
     )
     # snapshot files are signed with a key derived from the store's id and a secret kept with the records

@@ -29,7 +29,8 @@ from ..records import Descriptor, SourcePacket
 from .protocols import LoadedRecords, StoredTurn, StoreError
 from .records import _DESC_COLS, _PACKET_COLS, _embedding_key, descriptor_row, descriptors_from_rows, packet_row
 
-SCHEMA_VERSION = 2  # numbered as the SQLite store's: 1 had no epochs and no created_at
+# numbered as the SQLite store's: 1 had no epochs and no created_at, 2 no (user_id, seq) indexes
+SCHEMA_VERSION = 3
 DEFAULT_SCHEMA = "memcompile"
 _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 

@@ -18,7 +18,8 @@ from ..records import Descriptor, SourcePacket
 from .layout import check_store_path
 from .protocols import LoadedRecords, StoredTurn, StoreError
 
-SCHEMA_VERSION = 2  # 1: no epochs, no created_at (stores of 2026-11 and before); migrated on open
+# 1: no epochs, no created_at (stores of 2026-11 and before); 2: no (user_id, seq) indexes. Migrated on open.
+SCHEMA_VERSION = 3
 FILE = "memcompile.sqlite3"
 
 SCHEMA = """

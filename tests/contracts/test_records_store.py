@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from memcompile_langgraph.records import Descriptor, SourcePacket
 from memcompile_langgraph.store.protocols import RecordsStore, StoredTurn, StoreError
+from memcompile_langgraph.store.records import SCHEMA_VERSION
 from memcompile_langgraph.text import clean_text
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -286,8 +287,21 @@ def test_a_newer_schema_is_refused_with_one_line_and_left_as_it_is(backend):
         backend.open()
     msg = str(err.value)
     assert "schema 99" in msg and "upgrade" in msg and "\n" not in msg
-    backend.sql("UPDATE meta SET value = '2' WHERE key = 'schema_version'")  # untouched: usable again
+    backend.sql(f"UPDATE meta SET value = '{SCHEMA_VERSION}' WHERE key = 'schema_version'")  # untouched: usable
     backend.open(create=False).close()
+
+
+def test_a_schema_2_store_gains_the_indexes_incremental_loads_read(backend):
+    fill(backend.open(), "u", range(3))
+    backend.sql(
+        "DROP INDEX packets_seq",
+        "DROP INDEX descriptors_seq",
+        "UPDATE meta SET value = '2' WHERE key = 'schema_version'",
+    )
+    store = backend.open(create=False)
+    assert len(store.load("u", after=(0, -1)).packets) == 2
+    store.close()
+    backend.sql("DROP INDEX packets_seq", "DROP INDEX descriptors_seq")  # fails unless the open made them again
 
 
 def test_write_lock_is_reentrant_in_a_thread_and_exclusive_across_threads(store):

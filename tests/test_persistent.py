@@ -1,0 +1,70 @@
+"""Persistent containers: a fork's writes never reach the snapshot it came from, and both forms hold the same."""
+
+import pickle
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from memcompile_langgraph import MemCompile
+from memcompile_langgraph.bench.synthetic import generate
+from memcompile_langgraph.index import _PERSISTENT
+from memcompile_langgraph.persistent import persistent, plain, push, push_all, put
+
+keys = st.text(min_size=1, max_size=4)
+ops = st.lists(
+    st.one_of(
+        st.tuples(st.just("put"), keys, st.integers()),
+        st.tuples(st.just("push"), st.integers()),
+        st.tuples(st.just("push_all"), st.lists(st.integers(), max_size=4)),
+        st.tuples(st.just("set"), st.integers(min_value=0), st.integers()),
+    ),
+    max_size=40,
+)
+
+
+def apply(d, seq, op):
+    if op[0] == "put":
+        return put(d, op[1], op[2]), seq
+    if op[0] == "push":
+        return d, push(seq, op[1])
+    if op[0] == "push_all":
+        return d, push_all(seq, op[1])
+    return d, put(seq, op[1] % len(seq), op[2]) if len(seq) else seq
+
+
+@given(st.dictionaries(keys, st.integers(), max_size=20), st.lists(st.integers(), max_size=20), ops)
+def test_plain_and_persistent_agree_and_the_original_is_untouched(d, seq, script):
+    frozen_d, frozen_seq = persistent(dict(d)), persistent(list(seq))
+    before = (dict(frozen_d.items()), list(frozen_seq))
+    a, b = dict(d), list(seq)
+    x, y = frozen_d, frozen_seq
+    for op in script:
+        a, b = apply(a, b, op)
+        x, y = apply(x, y, op)
+    assert plain(x) == a and plain(y) == b
+    assert (dict(frozen_d.items()), list(frozen_seq)) == before  # shared, never changed
+
+
+def contents(index) -> dict:
+    out = {name: plain(getattr(index, name)) for name in _PERSISTENT}
+    out["of_descriptor"] = plain(index.layout.of_descriptor)
+    out["members"] = {c: [d.descriptor_id for d in m] for c, m in index.layout.members.items()}
+    out["cells"] = {c: (list(x.descriptor_ids), x.tokens) for c, x in index.layout.cells.items()}
+    out["vector_ids"] = plain(index.vectors.ids)
+    return out
+
+
+def test_writes_after_a_snapshot_never_change_it_and_the_file_form_is_plain():
+    turns = generate(160, seed=5).turns
+    mem = MemCompile(None, dense=False)
+    mem.add_turns(turns[:120], user_id="u")
+    published = mem.index("u")
+    seen = contents(published)
+    for t in turns[120:]:  # each write forks the last snapshot (the first one converts it to persistent form)
+        mem.add_turns([t], user_id="u")
+    assert contents(published) == seen
+    latest = mem.index("u")
+    assert len(latest.packets) == 160 and len(latest.descriptors) > len(published.descriptors)
+    copied = pickle.loads(pickle.dumps(latest))
+    assert all(type(getattr(copied, name)) in (dict, list) for name in _PERSISTENT)
+    assert contents(copied) == contents(latest)
