@@ -229,4 +229,8 @@ def test_a_garbage_update_decision_falls_back_to_the_heuristic_and_is_counted(se
     assert marked == {"D1:10": "D2:2"}  # the offline heuristic's mark: the number changed
     assert "1500 replaces 1200" in block_of(ctx.text, "D1:10") and "Atlantis" not in ctx.text
     assert mem.stats("u")["counters"]["llm_update_fallback"] == 1
+    server.script("update", Status(400))  # a model that refuses the request: the same fallback
+    ctx = mem.compile("How many words is my weekly writing target for the novel draft?", user_id="u")
+    assert "1500 replaces 1200" in block_of(ctx.text, "D1:10")
+    assert mem.stats("u")["counters"]["llm_update_fallback"] == 2
     mem.close()
