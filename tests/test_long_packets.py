@@ -222,3 +222,21 @@ def test_a_history_question_spreads_over_one_frontier_slot_and_the_selection_sta
     plain = mem.compile("What did I do on the savings goal of my budget app?", user_id="u", max_tokens=None)
     assert len([p for p in plain.packets if p["source"] == "anchor"]) == 3 and len(plain.packets) <= 5
     mem.close()
+
+
+def test_a_model_is_offered_every_pair_the_heuristic_marks():
+    from memcompile_langgraph.evidence.updates import candidates
+
+    ps = [
+        packet("a", "User", 2, "User is building the project gallery with 8 cards and modal popups."),
+        packet("b", "Assistant", 3, "The project gallery could hold 12 cards."),
+        packet("c", "User", 8, "User has added two new projects, so now User has a total of 10 cards."),
+        packet("d", "User", 9, "User likes hiking on weekends."),
+    ]
+    claims = {p.packet_id: [p.text] for p in ps}
+    question = "How many project cards are in my gallery?"
+    common = lambda t: 0.3  # noqa: E731
+    marked = supersessions(ps, claims.__getitem__, question, common)
+    offered = candidates(ps, claims.__getitem__, question, common, 8)
+    assert set(marked) == {"a"} and [(c.old, c.new) for c in offered] == [("a", "c")]  # one speaker, one subject
+    assert candidates(ps, claims.__getitem__, question, common, 0) == []

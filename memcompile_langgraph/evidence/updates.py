@@ -202,9 +202,10 @@ def candidates(
     idf: Callable[[str], float],
     limit: int,
 ) -> list[Candidate]:
-    """At most `limit` (older, newer) packet pairs of one speaker whose claims share topic terms rare in the memory,
-    one of them a query term, best pair of claims per packet pair, most shared first. No value rule: a model decides
-    whether the newer claim changes the older one's value (a name, a place, a plan as well as a number)."""
+    """At most `limit` (older, newer) packet pairs of one speaker whose claims name one subject as restated() tells
+    it (shared topic terms rare in the memory, or two of the question's terms), best pair of claims per packet pair,
+    most shared first. No value rule: a model decides whether the newer claim changes the older one's value (a name,
+    a place, a plan as well as a number)."""
     q = topic_terms(query)
     ordered = sorted(packets, key=lambda p: p.seq)
     said = {
@@ -218,18 +219,16 @@ def candidates(
         for new in ordered[i + 1 :]:
             if new.speaker != old.speaker:
                 continue
-            best = max(
-                (
-                    (sum(idf(t) for t in ta & tb), a, b)
-                    for a, ta in said[old.packet_id]
-                    for b, tb in said[new.packet_id]
-                    if ta & tb & q and a != b
-                ),
-                default=None,
-                key=lambda x: x[0],
-            )
-            if best is not None and best[0] >= UPDATE_MIN_SHARED_IDF:
-                out.append(Candidate(old.packet_id, new.packet_id, best[1], best[2], best[0]))
+            pairs = [
+                (sum(idf(t) for t in ta & tb), len(ta & tb & q), a, b)
+                for a, ta in said[old.packet_id]
+                for b, tb in said[new.packet_id]
+                if ta & tb & q and a != b
+            ]
+            one = [x for x in pairs if x[0] >= UPDATE_MIN_SHARED_IDF or x[1] >= 2]
+            if one:
+                shared, _, a, b = max(one, key=lambda x: x[0])
+                out.append(Candidate(old.packet_id, new.packet_id, a, b, shared))
     return sorted(out, key=lambda c: -c.shared)[:limit]
 
 
