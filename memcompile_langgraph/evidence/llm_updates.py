@@ -19,7 +19,7 @@ log = logging.getLogger(__name__)
 
 class LLMUpdates:
     """__call__(packets, claims, query, idf, user_id) -> earlier packet id -> Supersession, like supersessions().
-    The heuristic's own pairs are always among those sent, so the model can confirm or reject each of them; an older
+    The heuristic's own pairs are sent first, so the model can confirm or reject each of them; an older
     packet is superseded by the nearest newer one the model confirms."""
 
     def __init__(
