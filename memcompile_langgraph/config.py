@@ -73,7 +73,10 @@ class MemCompileConfig:
 
     # --- Evidence plane (Sec. 3.4, App. B.3, C.2, Table 6) ---
     k0: int = 10  # K_0 scheduled packets, Eq. 11
-    dense_top: int = 40  # K_D, Sec. 3.2.4
+    # deviation (paper: K_D = 40, Sec. 3.2.4): a wider dense channel D_q joins the closed pool and the frontier window
+    # W_q; offline LoCoMo dev 0.797 -> 0.800, BEAM dev 0.759 -> 0.766 (30: 0.798 / 0.762, 45: - / 0.764, 60: 0.799 /
+    # 0.767). With a model the frontier request lists up to ten more candidates
+    dense_top: int = 50
     frontier_rank_cutoff: int = 5  # K_R, Eq. 13; the frontier request asks for the first K_R labels of sigma_q
     frontier_append_cap: int = 2  # K_Delta, Eq. 13
     mmr_support: float = 0.10  # descriptor support weight, App. B.3
@@ -92,6 +95,7 @@ class MemCompileConfig:
     # z(best single claim's BM25 per packet): passage-level lexical evidence. Off: BEAM dev +1.3 points at 1.0 but
     # LoCoMo dev -1.1 at 0.5 and -1.5 at 1.0 (and +0.5 on BEAM beside the addressed-speaker bonus)
     fusion_passage: float = 0.0
+    fusion_passage_min_claims: int = 0  # the passage score only for packets of at least this many claims (0: all)
     fusion_address: float = 0.0  # z(s(p,q)) of Eq. 10; measured at 0.1: -0.3 points on dev, so off offline
     fusion_previous: float = 0.2  # support from the preceding turn of the session
     fusion_next: float = 0.2  # support from the following turn of the session
@@ -109,6 +113,10 @@ class MemCompileConfig:
     # a history question addressing one speaker ("the order in which I brought up ...") spreads over that speaker's
     # packets first; BEAM dev event ordering 0.292 -> 0.302, LoCoMo dev unchanged (no such question there)
     spread_speaker: bool = True
+    # a history question's spread also takes this many of the frontier's K_Delta slots (the frontier would fill them
+    # from the one best-matching session): BEAM dev 0.751 -> 0.759 (event ordering 0.302 -> 0.354; 2 slots: 0.750,
+    # the multi-session questions lose their frontier); no LoCoMo dev question is a history question
+    spread_frontier_slots: int = 1
     pool_proposals: int = 60  # best fused packets joining the closed pool beside D_q
     pool_budget: int = 60  # closed pool U_q cut after fusion
     # deviation (paper: False): without a model the frontier still runs, ordering W_q by fused score (fusion off:
@@ -147,6 +155,11 @@ class MemCompileConfig:
     llm_max_facts: int = 32  # engineering: claims kept from one fact-extraction reply
     llm_max_people: int = 12  # engineering: names kept from one metadata or intent reply
     llm_max_item_chars: int = 2000  # engineering: a longer claim, name or keyword is cut
+    # engineering: knowledge-update marks through the model (evidence/llm_updates.py): candidate pairs per query
+    # (one request), characters of each statement sent, and the longest value it may copy out of one
+    llm_update_max_pairs: int = 8
+    llm_update_max_chars: int = 600
+    llm_update_max_value_chars: int = 80
 
     # --- Engineering limits (not from the paper) ---
     embed_max_chars: int = 4000  # packet document trimmed before embedding
@@ -182,6 +195,7 @@ PAPER_CHOICES: dict[str, Any] = {
     "factless_claims": False,
     "fusion": False,
     "offline_frontier": False,
+    "dense_top": 40,
     "llm_table6_settings": True,
 }
 PROFILES = ("default", "paper")

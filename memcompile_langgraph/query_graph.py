@@ -17,7 +17,7 @@ from .address.intent import enriched_query
 from .address.routing import Routing, route
 from .evidence.frontier import admit, frontier_window
 from .evidence.pool import closed_pool
-from .evidence.render import render_context
+from .evidence.render import mark_notes, render_context, superseded
 from .evidence.schedule import offline_anchors
 from .evidence.scheduler import ScheduleInput
 from .records import DenseHit, Intent
@@ -151,7 +151,9 @@ def frontier_node(state: QueryState, runtime: Runtime[MemoryContext]) -> dict[st
         order = ctx.engine.scheduler.frontier(inp, anchors, window)
     else:
         order = list(anchors)
-    selected = admit(anchors, order, cfg.frontier_rank_cutoff, cfg.frontier_append_cap)
+    # E_q holds at most K0 + K_Delta packets (anchors past K0 took the frontier's slots: evidence/schedule.py)
+    cap = min(cfg.frontier_append_cap, max(0, cfg.k0 + cfg.frontier_append_cap - len(anchors)))
+    selected = admit(anchors, order, cfg.frontier_rank_cutoff, cap)
     return {
         "frontier_order": order,
         "selected": selected,
@@ -168,7 +170,9 @@ def render_node(state: QueryState, runtime: Runtime[MemoryContext]) -> dict[str,
     anchors = set(state.get("anchors", []))
     reps = {pid: p.representative for pid, p in pool.items()}
     budget = state.get("max_tokens") or ctx.engine.config.context_max_tokens
-    text = render_context(index, selected, state.get("view") or "bundle", reps, state["query"], budget)
+    found = superseded(index, selected, state["query"], ctx.engine.llm_updates)  # knowledge-update marks
+    view = state.get("view") or "bundle"
+    text = render_context(index, selected, view, reps, state["query"], budget, mark_notes(index, found))
     packets = []
     for rank, pid in enumerate(selected, 1):
         p = index.packets[pid]
@@ -185,7 +189,10 @@ def render_node(state: QueryState, runtime: Runtime[MemoryContext]) -> dict[str,
                 "source": "anchor" if pid in anchors else "frontier",
             }
         )
-    return {"context": text, "packets": packets, "_trace": {"packets": len(packets), "chars": len(text)}}
+        if pid in found:
+            packets[-1]["superseded_by"] = index.packets[found[pid].new].dia_id
+    trace = {"packets": len(packets), "chars": len(text), "superseded": len(found)}
+    return {"context": text, "packets": packets, "_trace": trace}
 
 
 NODES = {

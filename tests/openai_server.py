@@ -79,6 +79,9 @@ def default_reply(call_type: str, body: dict) -> str:
         labels = re.findall(r"^\[(C\d+)\]", user, re.M)
         k = int(re.search(r"Return exactly (\d+) distinct labels", user).group(1))
         return json.dumps({"ranked_candidate_ids": labels[:k]})
+    if call_type == "update":  # every pair decided, none an update
+        pairs = re.findall(r"^\[(U\d+)\]$", user, re.M)
+        return json.dumps({"updates": [{"pair": p, "update": False} for p in pairs]})
     if call_type == "judge":
         return json.dumps({"label": "CORRECT"})
     return "Biscuit"

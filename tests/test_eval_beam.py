@@ -115,6 +115,9 @@ def test_eval_beam_writes_report_with_beam_categories_and_baselines(tmp_path, em
     assert report["benchmark"] == "beam" and report["overall"]["questions"] == 9
     assert list(report["by_category"]) == list(CATEGORIES)
     assert report["by_category"]["knowledge_update"]["questions"] == 2
+    # both replaced statements are in their contexts and marked superseded (as the query graph's packets say)
+    updates = report["overall"]["updates"]
+    assert updates["update_questions"] == 2 and updates["old_also_in_context"] == updates["old_marked"] == 2
     assert {"bm25_top12", "dense_top12"} <= set(report["baselines"])
     assert set(report["baselines"]["dense_top12"]["by_category"]) == set(CATEGORIES)
     assert report["overall"]["gold_recall"] > 0 and (out / "report.md").read_text().startswith(

@@ -144,3 +144,93 @@ def test_cli_errors_are_one_line(server, tmp_path, capsys):
     assert main(["query", "q?", "--store", str(tmp_path), "--llm-model", MODEL]) == 2
     err = capsys.readouterr().err
     assert "OPENAI_API_KEY" in err and len(err.strip().splitlines()) == 1
+
+
+UPDATE_QUESTION = "Where is my novel draft set, and how many words is my weekly writing target for it?"
+UPDATE_TURNS = [
+    *[
+        {"speaker": "User", "text": f"Let me tell you about my {x}.", "time": "10:00 am on 1 March, 2024", "session": 1}
+        for x in ("hiking trip to the lake", "new espresso machine", "sister's wedding plans", "garden tomatoes") * 2
+    ],
+    {
+        "speaker": "User",
+        "text": "My novel draft is set in Lisbon's harbour district.",
+        "time": "10:05 am on 1 March, 2024",
+    },
+    {
+        "speaker": "User",
+        "text": "My weekly writing target is 1,200 words for the novel draft.",
+        "time": "10:06 am on 1 March, 2024",
+    },
+    {
+        "speaker": "User",
+        "text": "I moved my novel draft's setting to Porto's riverside.",
+        "time": "9:00 am on 5 April, 2024",
+    },
+    {
+        "speaker": "User",
+        "text": "My weekly writing target for the novel draft is now 1,500 words.",
+        "time": "9:01 am on 5 April, 2024",
+    },
+]
+
+
+def block_of(text, dia_id):
+    return next(b for b in text.split("\n\n") if b.startswith(f"[{dia_id}]"))
+
+
+def test_the_model_decides_knowledge_update_marks(server, tmp_path):
+    mem = MemCompile(tmp_path, llm=chat_model(MODEL, server.base_url), config=FAST, dense=False)
+    mem.add_turns(UPDATE_TURNS, user_id="u")
+
+    def decide(body):  # confirms the setting (no number: the heuristic cannot see it), rejects everything else
+        user = body["messages"][1]["content"]
+        pairs = re.findall(r"^\[(U\d+)\]\nolder.*?: (\".*\")\nnewer.*?: (\".*\")$", user, re.M)
+        setting = lambda old, new: "Lisbon" in old and "Porto" in new  # noqa: E731
+        return json.dumps(
+            {
+                "updates": [
+                    {
+                        "pair": u,
+                        "update": True,
+                        "old_value": "Lisbon's harbour district",
+                        "new_value": "porto's riverside",
+                    }
+                    if setting(old, new)
+                    else {"pair": u, "update": False}
+                    for u, old, new in pairs
+                ]
+            }
+        )
+
+    server.script("update", decide)
+    ctx = mem.compile(UPDATE_QUESTION, user_id="u")
+    assert server.count("update") == 1
+    sent = server.of("update")[0]["messages"][1]["content"]
+    assert "Lisbon" in sent and "1,200 words" in sent  # the heuristic's pair is offered too, and rejected here
+    marked = {p["dia_id"]: p["superseded_by"] for p in ctx.packets if "superseded_by" in p}
+    assert marked == {"D1:9": "D2:1"}
+    assert block_of(ctx.text, "D1:9").endswith(
+        "- [superseded on 2024-04-05 by [D2:1]: Porto's riverside replaces Lisbon's harbour district stated here on "
+        "2024-03-01]"
+    )  # the values as the statements write them
+    assert "superseded" not in block_of(ctx.text, "D1:10")
+    assert "llm_update_fallback" not in mem.stats("u")["counters"]
+    mem.close()
+
+
+def test_a_garbage_update_decision_falls_back_to_the_heuristic_and_is_counted(server, tmp_path):
+    mem = MemCompile(tmp_path, llm=chat_model(MODEL, server.base_url), config=FAST, dense=False)
+    mem.add_turns(UPDATE_TURNS, user_id="u")
+    server.script("update", '{"updates": [{"pair": "U1", "update": true, "old_value": "Atlantis", "new_value": "Mars"}')
+    ctx = mem.compile(UPDATE_QUESTION, user_id="u")
+    assert server.count("update") == 1  # one bounded request, no correction round
+    marked = {p["dia_id"]: p["superseded_by"] for p in ctx.packets if "superseded_by" in p}
+    assert marked == {"D1:10": "D2:2"}  # the offline heuristic's mark: the number changed
+    assert "1500 replaces 1200" in block_of(ctx.text, "D1:10") and "Atlantis" not in ctx.text
+    assert mem.stats("u")["counters"]["llm_update_fallback"] == 1
+    server.script("update", Status(400))  # a model that refuses the request: the same fallback
+    ctx = mem.compile("How many words is my weekly writing target for the novel draft?", user_id="u")
+    assert "1500 replaces 1200" in block_of(ctx.text, "D1:10")
+    assert mem.stats("u")["counters"]["llm_update_fallback"] == 2
+    mem.close()

@@ -4,6 +4,8 @@ import json
 import re
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from memcompile_langgraph.config import DEFAULT_CONFIG as CFG
 from memcompile_langgraph.extract.base import TurnContext
@@ -16,6 +18,7 @@ from memcompile_langgraph.llm.validation import (
     parse_judge,
     parse_labels,
     parse_metadata,
+    parse_updates,
     unwrap_list,
 )
 from memcompile_langgraph.records import SourcePacket
@@ -252,3 +255,62 @@ def test_extraction_requests_carry_the_preceding_turn_and_image_fields():
     assert '"Morning Tom!"' in user and 'image caption: "a beagle puppy"' in user and "dia_id: D1:2" in user
     meta = metadata_request("Tom adopted a beagle.", ctx)
     assert meta.user.startswith('Fact: "Tom adopted a beagle."') and "Session time:" in meta.user
+
+
+UPDATE_CLAIMS = [
+    ("My novel draft is set in Lisbon.", "I moved the novel draft's setting to Porto."),
+    ("My target is 1,200 words.", "My target is now 1,500  words."),
+]
+
+
+def test_update_decisions_copy_their_values_from_their_statements():
+    reply = json.dumps(
+        {
+            "updates": [
+                {"pair": "U2", "update": True, "old_value": "1,200 WORDS", "new_value": "1,500 words"},
+                {"pair": "[U1]", "update": False},
+            ]
+        }
+    )
+    assert parse_updates(reply, UPDATE_CLAIMS, CFG) == {0: None, 1: ("1,200 words", "1,500  words")}
+
+
+@pytest.mark.parametrize(
+    "items, reason",
+    [
+        ([{"pair": "U1", "update": False}], "1 of 2 pairs"),
+        ([{"pair": "U1", "update": False}, {"pair": "U1", "update": False}], "more than once"),
+        ([{"pair": "U3", "update": False}, {"pair": "U1", "update": False}], "not a listed pair"),
+        ([{"pair": "U1", "update": "yes"}, {"pair": "U2", "update": False}], "true or false"),
+        ([{"pair": "U1", "update": True, "old_value": "Lisbon", "new_value": "Madrid"}], "not written"),
+        ([{"pair": "U1", "update": True, "old_value": "Lisbon"}], "non-empty string"),
+        ([{"pair": "U2", "update": True, "old_value": "target is", "new_value": "target is"}], "different"),
+        (["U1", "U2"], "must be an object"),
+    ],
+)
+def test_invalid_update_decisions(items, reason):
+    with pytest.raises(InvalidReply, match=reason):
+        parse_updates(json.dumps({"updates": items}), UPDATE_CLAIMS, CFG)
+
+
+_VALUE = st.sampled_from(["Lisbon", "Porto", "1,200 words", "1,500 words", "", "Mars", "target is"]) | st.text(
+    max_size=12
+)
+_DECISION = st.fixed_dictionaries(
+    {
+        "pair": st.sampled_from(["U1", "U2", "[U2]", "u1", "U3", "U0", "C001"]) | st.integers(),
+        "update": st.booleans() | st.none() | st.text(max_size=5),
+    },
+    optional={"old_value": _VALUE | st.none(), "new_value": _VALUE},
+)
+
+
+@given(st.text(max_size=200) | st.lists(_DECISION, max_size=4).map(lambda d: json.dumps({"updates": d})))
+def test_any_update_reply_is_decided_with_values_from_the_statements_or_invalid(reply):
+    try:
+        out = parse_updates(reply, UPDATE_CLAIMS, CFG)
+    except InvalidReply:
+        return
+    assert set(out) == {0, 1}
+    for i, values in out.items():
+        assert values is None or (values[0] in UPDATE_CLAIMS[i][0] and values[1] in UPDATE_CLAIMS[i][1])

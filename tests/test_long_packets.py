@@ -6,7 +6,14 @@ from hypothesis import strategies as st
 
 from memcompile_langgraph.address.intent import addressed_speakers
 from memcompile_langgraph.evidence.fusion import best_claim_scores
-from memcompile_langgraph.evidence.updates import restated, statement, superseded_note, supersessions, values
+from memcompile_langgraph.evidence.updates import (
+    quantities,
+    restated,
+    statement,
+    superseded_note,
+    supersessions,
+    values,
+)
 from memcompile_langgraph.records import SourcePacket
 
 
@@ -61,7 +68,9 @@ def test_a_restated_value_is_found_and_unrelated_or_unchanged_statements_are_not
     assert statement("The dashboard API is fast.", q) is None  # no value stated
     assert statement("My cat eats 2 cans a day.", frozenset({"api"})) is None  # not what the question is about
     assert restated(old, new, q, lambda t: 0.1) is None  # shared terms too common to name one fact
-    assert values("It went from 1,200 calls to 4:30 pm and 78% in v1.0.0") == {"1200", "4:30", "78", "1.0.0"}
+    assert values("It went from 1,200 calls to 4:30 pm and 78% in v1.0.0") == {"1200", "4:30", "78"}  # v: a label
+    # a number right after a word names which one ("sprint 2"), it is no value of it; a month's day is one
+    assert quantities("Sprint 2 is due on April 20 and has 12 tasks") == {"april": {"20"}, "task": {"12"}}
     assert statement("Steps 1, 2, 3 and 4 of the 5 steps.", frozenset({"step"})) is None  # a list, not one value
 
 
@@ -174,3 +183,60 @@ def test_the_assistants_examples_are_never_marked_superseded(tmp_path):
     )
     assert [index.packets[p].speaker for p in marks] == ["User"]
     mem.close()
+
+
+def test_the_thing_a_question_counts_is_one_subject_even_when_its_terms_are_common():
+    from memcompile_langgraph.evidence.updates import counted
+
+    question = "How many project cards are in my gallery?"
+    assert counted(question) == {"card"} and counted("How many new columns did I add?") == {"column"}
+    assert counted("How many days passed between the two?") == {"pass"} and counted("What did I add?") == frozenset()
+    q = frozenset({"project", "card", "galleri"})
+    old = statement("User is building the project gallery with 8 cards and modal popups.", q)
+    new = statement("User has added two new projects, so now User has a total of 10 cards.", q)
+    common = lambda t: 0.3  # noqa: E731  (the question's own topic runs through the whole chat)
+    assert restated(old, new, q, common, counted(question)) == (frozenset({"8"}), frozenset({"10"}))
+    assert restated(old, new, q, common) is None  # counted nothing: the shared terms are too common
+    unchanged = statement("User has a total of 10 cards for the project gallery.", q)  # no change word
+    assert restated(old, unchanged, q, common, counted(question)) is None
+
+
+def test_a_history_question_spreads_over_one_frontier_slot_and_the_selection_stays_k0_plus_k_delta(
+    tmp_path, embeddings
+):
+    from memcompile_langgraph import MemCompile, MemCompileConfig
+
+    cfg = MemCompileConfig(k0=3, frontier_append_cap=2, spread_frontier_slots=1)
+    mem = MemCompile(tmp_path / "m", embeddings=embeddings, config=cfg)
+    topics = ["budget tracker", "expense categories", "savings goal", "monthly report", "bank import"]
+    turns = [
+        {"speaker": "User", "text": f"Today I worked on the {t} of my budget app, part {n}.", "session": s + 1}
+        for s, t in enumerate(topics)
+        for n in range(3)
+    ]
+    mem.add_turns(turns, user_id="u")
+    history = mem.compile("In what order did I bring up the parts of my budget app?", user_id="u", max_tokens=None)
+    anchors = [p for p in history.packets if p["source"] == "anchor"]
+    assert len(anchors) == 4 and len({p["session"] for p in anchors}) == 4  # K0 + 1, one per session
+    assert len(history.packets) <= 5  # never more than K0 + K_Delta
+    plain = mem.compile("What did I do on the savings goal of my budget app?", user_id="u", max_tokens=None)
+    assert len([p for p in plain.packets if p["source"] == "anchor"]) == 3 and len(plain.packets) <= 5
+    mem.close()
+
+
+def test_a_model_is_offered_every_pair_the_heuristic_marks():
+    from memcompile_langgraph.evidence.updates import candidates
+
+    ps = [
+        packet("a", "User", 2, "User is building the project gallery with 8 cards and modal popups."),
+        packet("b", "Assistant", 3, "The project gallery could hold 12 cards."),
+        packet("c", "User", 8, "User has added two new projects, so now User has a total of 10 cards."),
+        packet("d", "User", 9, "User likes hiking on weekends."),
+    ]
+    claims = {p.packet_id: [p.text] for p in ps}
+    question = "How many project cards are in my gallery?"
+    common = lambda t: 0.3  # noqa: E731
+    marked = supersessions(ps, claims.__getitem__, question, common)
+    offered = candidates(ps, claims.__getitem__, question, common, 8)
+    assert set(marked) == {"a"} and [(c.old, c.new) for c in offered] == [("a", "c")]  # one speaker, one subject
+    assert candidates(ps, claims.__getitem__, question, common, 0) == []

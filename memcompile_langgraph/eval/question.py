@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..evidence.normalize import normalize
-from ..evidence.render import VIEWS, render_context, update_marks
+from ..evidence.render import VIEWS, render_context
 from .baselines import BASELINE_KS
 from .dataset import Question
 from .metrics import answer_coverage, budget_duplication
@@ -89,7 +89,8 @@ def evaluate_question(
         "tokens": {v: count_tokens(render_context(index, selected, v, reps)) for v in VIEWS},
         # the same packets whole and as the budget cut them (the context the reader gets)
         "replaced": list(q.replaced),
-        "marked": sorted(index.packets[p].dia_id for p in update_marks(index, selected, q.question)),  # superseded
+        # superseded packets as the run marked them (the model's decision when the memory has one)
+        "marked": sorted(p["dia_id"] for p in state.get("packets", []) if "superseded_by" in p),
         "budget": {
             "max_tokens": mem.config.context_max_tokens,
             "tokens": count_tokens(context),

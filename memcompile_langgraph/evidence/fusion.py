@@ -63,7 +63,10 @@ def fused_scores(
     signal = cfg.fusion_lexical * zscore(index.packet_bm25.scores(query))
     if cfg.fusion_passage:
         claims = np.asarray(index.claim_packets, dtype=np.int64)
-        signal = signal + cfg.fusion_passage * zscore(best_claim_scores(index.bm25.scores(query), claims, n))
+        best = best_claim_scores(index.bm25.scores(query), claims, n)
+        if cfg.fusion_passage_min_claims:  # long packets only: a short one's best claim is its bundle
+            best = np.where(np.bincount(claims, minlength=n)[:n] >= cfg.fusion_passage_min_claims, best, 0.0)
+        signal = signal + cfg.fusion_passage * zscore(best)
     if address and cfg.fusion_address:
         s_pq = np.zeros(n)
         for p in address:

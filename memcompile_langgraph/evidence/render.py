@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from typing import Any
 
 from ..index import UserIndex
 from ..records import SourcePacket
 from ..text import bounded, count_tokens, header_field, one_line
 from .budget import Block, fit_blocks
-from .updates import superseded_note, supersessions
+from .updates import Supersession, superseded_note, supersessions
 
 VIEWS = ("bundle", "raw", "claim")
 
@@ -45,8 +46,9 @@ def render_block(index: UserIndex, packet_id: str, view: str = "bundle", represe
     return packet_block(index, packet_id, view, representative).text()
 
 
-def update_marks(index: UserIndex, packet_ids: list[str], query: str) -> dict[str, str]:
-    """Packet id -> the note marking it superseded by a later selected packet (evidence/updates.py)."""
+def superseded(index: UserIndex, packet_ids: list[str], query: str, decide: Any = None) -> dict[str, Supersession]:
+    """Selected packet id -> the later selected packet superseding it: by the offline heuristic (evidence/updates.py),
+    or by `decide` (evidence/llm_updates.LLMUpdates) when the memory has a model."""
     rarest = math.log((len(index.bm25) - 0.5) / 1.5) if len(index.bm25) > 2 else 1.0  # idf of a term one claim holds
 
     def claims(pid: str) -> list[str]:
@@ -54,8 +56,17 @@ def update_marks(index: UserIndex, packet_ids: list[str], query: str) -> dict[st
 
     # the assistant's statements (examples, suggestions) are not facts of the user's that a later one updates
     said = [index.packets[p] for p in packet_ids if index.packets[p].speaker != index.cfg.assistant_speaker]
-    found = supersessions(said, claims, query, lambda t: index.bm25.idf(t) / rarest)
+    idf = lambda t: index.bm25.idf(t) / rarest  # noqa: E731
+    return decide(said, claims, query, idf, index.user_id) if decide else supersessions(said, claims, query, idf)
+
+
+def mark_notes(index: UserIndex, found: dict[str, Supersession]) -> dict[str, str]:
     return {pid: one_line(superseded_note(s, index.packets[s.old], index.packets[s.new])) for pid, s in found.items()}
+
+
+def update_marks(index: UserIndex, packet_ids: list[str], query: str, decide: Any = None) -> dict[str, str]:
+    """Packet id -> the note marking it superseded by a later selected packet."""
+    return mark_notes(index, superseded(index, packet_ids, query, decide))
 
 
 def render_context(
@@ -65,11 +76,14 @@ def render_context(
     representatives: dict[str, str] | None = None,
     query: str = "",
     max_tokens: int | None = None,
+    marks: dict[str, str] | None = None,
 ) -> str:
     """X_q = Render(p_1, B_p1) || ... || Render(p_L, B_pL), Eq. 16; over max_tokens (text.count_tokens), long
-    packets keep their header and the lines that best answer the query (evidence/budget.py)."""
+    packets keep their header and the lines that best answer the query (evidence/budget.py). `marks`: update notes
+    already decided (update_marks), else the offline ones for the query."""
     reps = representatives or {}
     blocks = [packet_block(index, pid, view, reps.get(pid)) for pid in packet_ids]
-    marks = update_marks(index, packet_ids, query) if query else {}
+    if marks is None:
+        marks = update_marks(index, packet_ids, query) if query else {}
     blocks = [replace(b, notes=(marks[pid],)) if pid in marks else b for pid, b in zip(packet_ids, blocks)]
     return "\n\n".join(fit_blocks(blocks, query, max_tokens, count_tokens))

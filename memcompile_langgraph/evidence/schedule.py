@@ -46,7 +46,9 @@ def offline_anchors(inp: ScheduleInput, k: int, cfg: MemCompileConfig) -> list[s
                 who = addressed_speakers(inp.query, cfg.self_speaker, cfg.assistant_speaker)
                 ranked = speaker_first(ranked, [packets[p].speaker for p in ranked], who)
             sessions = [packets[p].session for p in ranked[: cfg.spread_depth]]
-            return session_round_robin(ranked, sessions, k, cfg.spread_depth)
+            # some of the frontier's K_Delta slots go to the spread (its order would fill them from one session)
+            spread_k = k + min(cfg.spread_frontier_slots, cfg.frontier_append_cap)
+            return session_round_robin(ranked, sessions, spread_k, cfg.spread_depth)
         return ranked[:k]
     return mmr_select(inp, k, cfg)
 

@@ -8,6 +8,9 @@ attribute. A value's attribute is the word glued to or next to the number ("8 ca
 "250ms"); only attributes the question names, units written on the number, months and clock times count, so list
 numbering, versions and codes next to words the question does not ask about are never a changed value. A date
 ("April 25, 2024") or a clock time ("4:30 PM") counts as one value, so a dated statement is not taken for a list.
+A number right after a word labels it ("sprint 2") and is no value of it. What a "how many" question counts is one
+subject even when its terms are common in the chat (the question's own topic), when the newer statement says it
+changed and the two share two of the question's terms.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import takewhile
 
 from ..records import SourcePacket
 from ..text import term_set
@@ -27,6 +31,7 @@ _MONTH = (
     r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sept?(?:ember)?|"
     r"oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
 )
+_MONTH_WORD = re.compile(rf"{_MONTH}$")
 _DAY = r"\d{1,2}(?:st|nd|rd|th)?"
 _DATE_OR_TIME = re.compile(
     rf"\b{_MONTH}\.?\s+{_DAY}(?:,?\s+\d{{4}})?\b|\b{_DAY}\s+(?:of\s+)?{_MONTH}\b(?:,?\s+\d{{4}})?"
@@ -45,6 +50,7 @@ _CHANGE = re.compile(
     r"revised|instead|no longer|anymore)\b",
     re.I,
 )
+_COUNTED = re.compile(r"\bhow (?:many|much)\s+((?:[a-z-]+\s+){0,2}[a-z-]+)", re.I)
 UPDATE_MIN_SHARED_IDF = 1.5  # summed relative idf (idf / the idf of a term one claim holds) of the shared topic
 # terms: two or three terms rare in this user's memory; relative, so it means the same in a small and a large memory
 UPDATE_MAX_CLAIM_TERMS = 60  # longer claims (code, lists) are not statements of one fact
@@ -70,6 +76,8 @@ def quantities(text: str) -> dict[str, frozenset[str]]:
         if not _NUMBER.match(tok):
             continue
         around = [tokens[j] for j in (i - 1, i + 1) if 0 <= j < len(tokens) and not _NUMBER.match(tokens[j])]
+        if i and around and around[0] == tokens[i - 1] and not _MONTH_WORD.match(around[0]) and term_set(around[0]):
+            around = around[1:]  # a number right after a word labels it ("sprint 2", "chapter 3"), unless a month
         for unit in {u for w in around for u in term_set(w)} | ({"%"} if "%" in around else set()):
             out.setdefault(unit, set()).add(tok)
     return {u: frozenset(v) for u, v in out.items()}
@@ -79,11 +87,13 @@ def values(text: str) -> frozenset[str]:
     return frozenset(n for v in quantities(text).values() for n in v)
 
 
+def numbers(text: str) -> list[str]:
+    return [t for t in _TOKEN.findall(text.lower().replace(",", "")) if _NUMBER.match(t)]
+
+
 def value_count(text: str) -> int:
     """Numbers stated, a date or a clock time counted once."""
-    numbers = lambda s: sum(1 for t in _TOKEN.findall(s.replace(",", "")) if _NUMBER.match(t))  # noqa: E731
-    dates = _DATE_OR_TIME.findall(text)
-    return numbers(_DATE_OR_TIME.sub(" ", text)) + len(dates)
+    return len(numbers(_DATE_OR_TIME.sub(" ", text))) + len(_DATE_OR_TIME.findall(text))
 
 
 def topic_terms(text: str) -> frozenset[str]:
@@ -108,22 +118,40 @@ def statement(claim: str, query: frozenset[str]) -> Statement | None:
     glued = {u.lower() for u in _GLUED.findall(claim)} - _ORDINAL
     found = {u: v for u, v in quantities(claim).items() if u in query or u in _ALWAYS or u in glued}
     changed = bool(_CHANGE.search(claim))
-    if changed and value_count(claim) == 1 and (number := next(iter(values(claim)), None)):
+    if changed and value_count(claim) == 1 and (number := next(iter(numbers(claim)), None)):
         # "... commits merged into main, which has now reached 165": the one changed value is the claim's own
         # query topics' value, wherever the words stand
         found = {**found, **{u: frozenset({number}) for u in query & topics}}
     return Statement(topics, found, changed) if found else None
 
 
+def counted(query: str) -> frozenset[str]:
+    """What a "how many / how much" question counts: the last word before the first function word after it ("how
+    many project cards are ...": card; "how many new columns did ...": column)."""
+    m = _COUNTED.search(query)
+    words = list(takewhile(term_set, m.group(1).split())) if m else []
+    return topic_terms(words[-1]) if words else frozenset()
+
+
 def restated(
-    old: Statement, new: Statement, query: frozenset[str], idf: Callable[[str], float]
+    old: Statement,
+    new: Statement,
+    query: frozenset[str],
+    idf: Callable[[str], float],
+    count: frozenset[str] = frozenset(),
 ) -> tuple[frozenset, frozenset] | None:
-    """(old-only values, new-only values) when `new` restates `old`'s fact with another value, else None."""
+    """(old-only values, new-only values) when `new` restates `old`'s fact with another value, else None. The
+    subject is one when the shared topic terms are rare in the memory, or, for the very thing the question counts
+    (`count`, when the newer statement says it changed), when they hold two of the question's terms: a question's
+    main topic is common in its own chat."""
     shared = old.topics & new.topics
-    if not shared & query or sum(idf(t) for t in shared) < UPDATE_MIN_SHARED_IDF:
+    if not shared & query:
+        return None
+    rare = sum(idf(t) for t in shared) >= UPDATE_MIN_SHARED_IDF
+    if not rare and not (new.changed and len(shared & query) >= 2):
         return None
     for unit in sorted(old.quantities.keys() & new.quantities.keys()):
-        if not new.changed and unit not in query:
+        if not new.changed and unit not in query or not rare and unit not in count:
             continue
         gone, came = old.quantities[unit] - new.quantities[unit], new.quantities[unit] - old.quantities[unit]
         if gone and came:
@@ -138,7 +166,7 @@ def supersessions(
     idf: Callable[[str], float],
 ) -> dict[str, Supersession]:
     """Earlier packet id -> the latest later packet of the same speaker restating one of its facts."""
-    q = topic_terms(query)
+    q, count = topic_terms(query), counted(query)
     ordered = sorted(packets, key=lambda p: p.seq)
     said = {p.packet_id: [s for c in claims(p.packet_id) if (s := statement(c, q))] for p in ordered}
     out: dict[str, Supersession] = {}
@@ -147,13 +175,61 @@ def supersessions(
             if new.speaker != old.speaker or old.packet_id in out:
                 continue
             for a in said[old.packet_id]:
-                found = next((r for b in said[new.packet_id] if (r := restated(a, b, q, idf))), None)
+                found = next((r for b in said[new.packet_id] if (r := restated(a, b, q, idf, count))), None)
                 if found:
                     out[old.packet_id] = Supersession(
                         old.packet_id, new.packet_id, tuple(sorted(found[0])), tuple(sorted(found[1]))
                     )
                     break
     return out
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """Two claims of one speaker about the same rare query topic, the older first: what a model is asked to decide."""
+
+    old: str  # packet ids
+    new: str
+    old_claim: str
+    new_claim: str
+    shared: float  # summed relative idf of their shared topic terms
+
+
+def candidates(
+    packets: Sequence[SourcePacket],
+    claims: Callable[[str], Sequence[str]],
+    query: str,
+    idf: Callable[[str], float],
+    limit: int,
+) -> list[Candidate]:
+    """At most `limit` (older, newer) packet pairs of one speaker whose claims name one subject as restated() tells
+    it (shared topic terms rare in the memory, or two of the question's terms), best pair of claims per packet pair,
+    most shared first. No value rule: a model decides whether the newer claim changes the older one's value (a name,
+    a place, a plan as well as a number)."""
+    q = topic_terms(query)
+    ordered = sorted(packets, key=lambda p: p.seq)
+    said = {
+        p.packet_id: [
+            (c, t) for c in claims(p.packet_id) if (t := topic_terms(c)) & q and len(t) <= UPDATE_MAX_CLAIM_TERMS
+        ]
+        for p in ordered
+    }
+    out = []
+    for i, old in enumerate(ordered):
+        for new in ordered[i + 1 :]:
+            if new.speaker != old.speaker:
+                continue
+            pairs = [
+                (sum(idf(t) for t in ta & tb), len(ta & tb & q), a, b)
+                for a, ta in said[old.packet_id]
+                for b, tb in said[new.packet_id]
+                if ta & tb & q and a != b
+            ]
+            one = [x for x in pairs if x[0] >= UPDATE_MIN_SHARED_IDF or x[1] >= 2]
+            if one:
+                shared, _, a, b = max(one, key=lambda x: x[0])
+                out.append(Candidate(old.packet_id, new.packet_id, a, b, shared))
+    return sorted(out, key=lambda c: -c.shared)[:limit]
 
 
 def superseded_note(s: Supersession, old: SourcePacket, new: SourcePacket) -> str:

@@ -129,6 +129,18 @@ JUDGE_SYSTEM = (
     'Reply with JSON only: {"label": "CORRECT"} or {"label": "WRONG"}.'
 )
 
+UPDATE_SYSTEM = (  # engineering, not in the paper: knowledge-update marks (evidence/llm_updates.py)
+    "You check whether a later statement updates an earlier one. You get a question and numbered pairs of "
+    "statements by the same speaker, each with the date it was recorded, the older one first. A pair is an update "
+    "when both are about the same subject and the same attribute of it (an amount, a date, a time, a name, a place, "
+    "a choice, a status) and the newer one gives that attribute a different current value, so the older value no "
+    "longer holds. Two different things that share a topic (two tests, two deadlines of different tasks, a goal "
+    "and a result, an example and a fact) are not an update, and neither is a restatement of the same value. For "
+    "an update, copy the old value exactly as written in the older statement and the new value exactly as written "
+    "in the newer one, a few words each. Decide every pair, do not answer the question, and reply with JSON only."
+)
+UPDATE_SHAPE = '{"updates": [{"pair": "U1", "update": true, "old_value": "...", "new_value": "..."}]}'
+
 SYSTEMS = {
     "fact": FACT_SYSTEM,
     "metadata": METADATA_SYSTEM,
@@ -138,6 +150,7 @@ SYSTEMS = {
     "answer": ANSWER_SYSTEM,
     "answer_temporal": ANSWER_TEMPORAL_SYSTEM,
     "judge": JUDGE_SYSTEM,
+    "update": UPDATE_SYSTEM,
 }
 
 _PLAIN = re.compile(r"^[\w .,'’:()-]{1,120}$")
@@ -256,3 +269,19 @@ def answer_request(question: str, context: str, temporal: bool) -> Request:
 def judge_request(question: str, gold: str, generated: str) -> Request:
     user = f"Question: {question}\nGold answer: {gold}\nGenerated answer: {generated}"
     return Request("judge", JUDGE_SYSTEM, user, "json_object")
+
+
+def update_request(query: str, pairs: list[tuple[SourcePacket, str, SourcePacket, str]]) -> Request:
+    """Pairs U1, U2, ... of (older packet, its claim, newer packet, its claim); statements are quoted content."""
+    lines = []
+    for i, (old, old_claim, new, new_claim) in enumerate(pairs, 1):
+        lines.append(
+            f"[U{i}]\nolder, recorded {field(old.date or 'unknown')}: {quoted(old_claim)}\n"
+            f"newer, recorded {field(new.date or 'unknown')}: {quoted(new_claim)}"
+        )
+    user = (
+        f"Question: {quoted(query)}\n\nPairs ({len(pairs)}):\n" + "\n\n".join(lines) + "\n\nDecide every pair and "
+        f"reply with JSON only, in this shape: {UPDATE_SHAPE} (old_value and new_value only when update is true)."
+    )
+    bound = tuple(f"{p.packet_id}:{p.content_hash}" for old, _, new, _ in pairs for p in (old, new))
+    return Request("update", UPDATE_SYSTEM, user, "json_object", bound)

@@ -214,3 +214,56 @@ def parse_judge(text: str) -> bool:
         if len(found) == 1:
             return found.pop() == "CORRECT"
     raise InvalidReply('the label must be exactly "CORRECT" or "WRONG"')
+
+
+UPDATE_ALIASES = ("updates", "pairs", "decisions", "results", "items")
+_PAIR = re.compile(r"^\[?\s*U(\d{1,4})\s*\]?$", re.I)
+
+
+def _found_in(value: Any, claim: str, field: str, cfg: MemCompileConfig) -> str:
+    """A value copied from its claim: a short string the claim holds (case and spacing aside), as the claim writes
+    it; anything else is a value the model made up."""
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidReply(f"{field} must be a non-empty string for an update")
+    words = value.split()
+    if len(" ".join(words)) > cfg.llm_update_max_value_chars:
+        raise InvalidReply(f"{field} is longer than {cfg.llm_update_max_value_chars} characters")
+    m = re.search(r"\s+".join(map(re.escape, words)), claim, re.I)
+    if m is None:
+        raise InvalidReply(f"{field} {value[:40]!r} is not written in its statement")
+    return m.group(0)
+
+
+def parse_updates(
+    text: str, claims: Sequence[tuple[str, str]], cfg: MemCompileConfig
+) -> dict[int, tuple[str, str] | None]:
+    """Pair index -> (old value, new value) for an update, None for none; every pair decided exactly once, values
+    found in their own statements (claims: the (older, newer) statement of each pair, in request order)."""
+    items = unwrap_list(parse_json(text), UPDATE_ALIASES)
+    out: dict[int, tuple[str, str] | None] = {}
+    for item in items:
+        if not isinstance(item, dict):
+            raise InvalidReply("every decision must be an object")
+        m = _PAIR.match(item.get("pair", "")) if isinstance(item.get("pair"), str) else None
+        i = int(m.group(1)) - 1 if m else -1
+        if not 0 <= i < len(claims):
+            raise InvalidReply(f"{str(item.get('pair'))[:20]!r} is not a listed pair")
+        if i in out:
+            raise InvalidReply(f"U{i + 1} is decided more than once")
+        update = item.get("update")
+        if not isinstance(update, bool):
+            raise InvalidReply("update must be true or false")
+        old, new = claims[i]
+        out[i] = (
+            (
+                _found_in(item.get("old_value"), old, "old_value", cfg),
+                _found_in(item.get("new_value"), new, "new_value", cfg),
+            )
+            if update
+            else None
+        )
+        if out[i] is not None and out[i][0].lower() == out[i][1].lower():
+            raise InvalidReply(f"U{i + 1}: an update needs a new value different from the old one")
+    if len(out) != len(claims):
+        raise InvalidReply(f"{len(out)} of {len(claims)} pairs were decided; decide every pair")
+    return out

@@ -35,6 +35,7 @@ class Engine:
     llm_intent: Any = None  # address/llm_intent.LLMIntent when a model runs the intent stage
     llm_store: LLMStore | None = None
     path: Path | None = None  # the store directory (None: in memory, or records in PostgreSQL)
+    llm_updates: Any = None  # evidence/llm_updates.LLMUpdates when a model decides knowledge-update marks
     embedding_id: str | None = field(init=False)
     cache: Any = field(default=None, init=False)  # runtime/cache.IndexCache, attached by MemCompile
     _warned: set[str] = field(default_factory=set, init=False, repr=False)
@@ -155,16 +156,18 @@ def build_engine(
     # cache and usage ledger of the LLM stages (llm.sqlite3 in the store dir), kept when a model is given or exists
     llm_store = LLMStore.open(path, create=answer_llm is not None)
     offline_extractor, offline_scheduler = HeuristicExtractor(config.max_keywords), DeterministicScheduler(config)
-    llm_intent = None
+    llm_intent = llm_updates = None
     if llm is not None:
         from ..address.llm_intent import LLMIntent
         from ..evidence.llm_scheduler import LLMScheduler
+        from ..evidence.llm_updates import LLMUpdates
         from ..extract.llm import LLMExtractor
 
         client, count = llm_store.client(llm, config), records.add_counts
         extractor = extractor or LLMExtractor(client, config, offline_extractor, count)
         scheduler = scheduler or LLMScheduler(client, config, offline_scheduler, count)
         llm_intent = LLMIntent(client, config, count)
+        llm_updates = LLMUpdates(client, config, count)
     engine = Engine(
         config,
         records,
@@ -175,6 +178,7 @@ def build_engine(
         llm_intent,
         llm_store,
         path,
+        llm_updates,
     )
     # snapshot files are signed with a key derived from the store's id and a secret kept with the records
     key = hashlib.sha256(f"{records.store_id()}:{records.secret()}".encode()).digest()
