@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -84,6 +85,8 @@ class UserIndex:
     _speaker_codes: dict[str, int] = field(default_factory=dict, repr=False)
     _rows: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64), repr=False)
     _rows_key: tuple[int, int] = (-1, -1)
+    _claim_rows: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64), repr=False)
+    _timed: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
 
     def __post_init__(self) -> None:
         self.layout = CellLayout(self.cfg)
@@ -96,8 +99,8 @@ class UserIndex:
         out.__dict__.update(self.__dict__)
         for name in _PERSISTENT:
             setattr(out, name, persistent(getattr(self, name)))
-        for name in _SMALL:
-            setattr(out, name, dict(getattr(self, name)))
+        for name in _COPIED:
+            setattr(out, name, copy.copy(getattr(self, name)))
         out.layout, out.bm25, out.packet_bm25, out.vectors = (
             self.layout.fork(),
             self.bm25.fork(),
@@ -138,6 +141,18 @@ class UserIndex:
         if len(self._sessions) != len(self.packet_sessions):  # cached until packets are added
             self._sessions = np.fromiter(self.packet_sessions, dtype=np.int64, count=len(self.packet_sessions))
         return self._sessions
+
+    def claim_packet_array(self) -> np.ndarray:
+        """claim_packets as an array; cached until descriptors are added (a published snapshot never changes)."""
+        if len(self._claim_rows) != len(self.claim_packets):
+            self._claim_rows = np.fromiter(self.claim_packets, np.int64, len(self.claim_packets))
+        return self._claim_rows
+
+    def timed_array(self) -> np.ndarray:
+        """packet_timed as 1.0 / 0.0; cached until packets are added."""
+        if len(self._timed) != len(self.packet_timed):
+            self._timed = np.fromiter(self.packet_timed, np.float64, len(self.packet_timed))
+        return self._timed
 
     def speaker_mask(self, names) -> np.ndarray:
         """1.0 for packets spoken by one of the names (compared as integer codes: isin over 20k strings took ~2 ms)."""
@@ -235,4 +250,4 @@ _PERSISTENT = (
     "packet_timed",
 )
 # insertion-ordered and small (names, sessions): copied by fork()
-_SMALL = ("people", "sessions", "session_packets")
+_COPIED = ("people", "sessions", "session_packets")

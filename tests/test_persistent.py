@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from memcompile_langgraph import MemCompile
 from memcompile_langgraph.bench.synthetic import generate
 from memcompile_langgraph.index import _PERSISTENT
-from memcompile_langgraph.persistent import persistent, plain, push, push_all, put
+from memcompile_langgraph.persistent import Column, persistent, plain, push, push_all, put
 
 keys = st.text(min_size=1, max_size=4)
 ops = st.lists(
@@ -43,6 +43,20 @@ def test_plain_and_persistent_agree_and_the_original_is_untouched(d, seq, script
         x, y = apply(x, y, op)
     assert plain(x) == a and plain(y) == b
     assert (dict(frozen_d.items()), list(frozen_seq)) == before  # shared, never changed
+
+
+@given(st.lists(st.integers(), max_size=700), st.lists(st.integers(), max_size=600), st.data())
+def test_a_column_reads_like_the_list_it_was_made_from(start, more, data):
+    column, expected = Column(start), list(start)
+    grown = column.extend(more)
+    assert list(column) == expected and len(column) == len(expected)  # extend gave a new version
+    expected += more
+    assert list(grown) == expected == grown and len(grown) == len(expected)
+    if expected:
+        i = data.draw(st.integers(min_value=-len(expected), max_value=len(expected) - 1))
+        assert grown[i] == expected[i]
+        changed = grown.set(i % len(expected), "x")
+        assert changed[i] == "x" and grown[i] == expected[i]
 
 
 def contents(index) -> dict:

@@ -62,7 +62,7 @@ def fused_scores(
     query = lexical_query(intent)
     signal = cfg.fusion_lexical * zscore(index.packet_bm25.scores(query))
     if cfg.fusion_passage:
-        claims = np.asarray(index.claim_packets, dtype=np.int64)
+        claims = index.claim_packet_array()
         best = best_claim_scores(index.bm25.scores(query), claims, n)
         if cfg.fusion_passage_min_claims:  # long packets only: a short one's best claim is its bundle
             best = np.where(np.bincount(claims, minlength=n)[:n] >= cfg.fusion_passage_min_claims, best, 0.0)
@@ -79,7 +79,7 @@ def fused_scores(
             signal = signal + weight * zscore(sims[rows].astype(np.float64))
     signal = neighbor_support(signal, index.session_array(), cfg.fusion_previous, cfg.fusion_next)
     if intent.temporal:
-        signal = signal + cfg.fusion_temporal * np.asarray(index.packet_timed, dtype=np.float64)
+        signal = signal + cfg.fusion_temporal * index.timed_array()
     if intent.people:
         named = index.speaker_mask(intent.people)
         signal = signal + cfg.fusion_speaker * named / len(intent.people)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import threading
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,11 +41,23 @@ class Engine:
     embedding_id: str | None = field(init=False)
     cache: Any = field(default=None, init=False)  # runtime/cache.IndexCache, attached by MemCompile
     _warned: set[str] = field(default_factory=set, init=False, repr=False)
+    _background: ThreadPoolExecutor | None = field(default=None, init=False, repr=False)
+    _background_lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.embedding_id = embedding_identity(self.embeddings)
 
+    def background(self) -> ThreadPoolExecutor:
+        """Threads the writers embed on while they extract the next batch (one batch in flight per writer): kept
+        for the engine's life, so a one-turn add does not start and join a thread."""
+        with self._background_lock:
+            if self._background is None:
+                self._background = ThreadPoolExecutor(4, thread_name_prefix="memcompile-ingest-embed")
+            return self._background
+
     def close(self) -> None:
+        if self._background is not None:
+            self._background.shutdown(wait=True)
         self.cache.persist_all()  # the next process starts from the snapshot files
         self.records.close()
         if self.llm_store is not None:

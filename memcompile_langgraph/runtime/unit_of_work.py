@@ -12,7 +12,7 @@ writer's reconcile re-embeds.
 from __future__ import annotations
 
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from contextlib import ExitStack
 
 from ..index import UserIndex
@@ -33,7 +33,6 @@ class UnitOfWork:
         self.base_version = -1
         self._on_embedded = on_embedded
         self._stack = ExitStack()
-        self._worker: ThreadPoolExecutor | None = None
         self._pending: Future | None = None
 
     def __enter__(self) -> UnitOfWork:
@@ -72,9 +71,7 @@ class UnitOfWork:
 
     def _submit(self, items: list[tuple[SourcePacket, list[Descriptor]]]) -> None:
         self.wait()
-        if self._worker is None:
-            self._worker = ThreadPoolExecutor(1, thread_name_prefix="memcompile-ingest-embed")
-        self._pending = self._worker.submit(self._embed, items)
+        self._pending = self.engine.background().submit(self._embed, items)
 
     def _embed(self, items: list[tuple[SourcePacket, list[Descriptor]]]) -> None:
         self.engine.embed_packets(self.user_id, items, self.index)
@@ -98,6 +95,4 @@ class UnitOfWork:
                 self.cache.publish(self.index)
                 self.cache.persist(self.index)
         finally:
-            if self._worker is not None:
-                self._worker.shutdown(wait=True)
             self._stack.close()
