@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field, fields
 
 import numpy as np
 
@@ -110,7 +110,15 @@ class UserIndex:
         return out
 
     def __getstate__(self) -> dict:
-        return {k: plain(v) if k in _PERSISTENT else v for k, v in self.__dict__.items()}
+        # derived arrays are not saved: made again on first use, so a file of another release never brings stale
+        # or missing ones
+        return {k: plain(v) if k in _PERSISTENT else v for k, v in self.__dict__.items() if k not in _CACHES}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        for f in fields(self):
+            if f.name in _CACHES:
+                setattr(self, f.name, f.default if f.default_factory is MISSING else f.default_factory())
 
     @property
     def last_seqs(self) -> tuple[int, int]:
@@ -249,5 +257,7 @@ _PERSISTENT = (
     "packet_speakers",
     "packet_timed",
 )
+# arrays derived from the lists above, each cached until the list grows
+_CACHES = ("_sessions", "_speakers", "_speaker_codes", "_rows", "_rows_key", "_claim_rows", "_timed")
 # insertion-ordered and small (names, sessions): copied by fork()
 _COPIED = ("people", "sessions", "session_packets")

@@ -2,12 +2,13 @@
 
 import pickle
 
+import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
 from memcompile_langgraph import MemCompile
 from memcompile_langgraph.bench.synthetic import generate
-from memcompile_langgraph.index import _PERSISTENT
+from memcompile_langgraph.index import _PERSISTENT, UserIndex
 from memcompile_langgraph.persistent import Column, persistent, plain, push, push_all, put
 
 keys = st.text(min_size=1, max_size=4)
@@ -82,3 +83,22 @@ def test_writes_after_a_snapshot_never_change_it_and_the_file_form_is_plain():
     copied = pickle.loads(pickle.dumps(latest))
     assert all(type(getattr(copied, name)) in (dict, list) for name in _PERSISTENT)
     assert contents(copied) == contents(latest)
+
+
+def test_a_snapshot_loads_without_its_derived_arrays_and_answers_alike():
+    mem = MemCompile(None, dense=False)
+    mem.add_turns(generate(120, seed=3).turns, user_id="u")
+    index = mem.index("u")
+    who = [index.packet_speakers[0]]
+    expected = (index.session_array().tolist(), index.timed_array().tolist(), index.speaker_mask(who).tolist())
+    assert 0 < sum(expected[2]) < len(expected[2])
+    state = pickle.loads(pickle.dumps(index)).__dict__
+    assert "_timed" not in pickle.loads(pickle.dumps(index.__getstate__()))
+    old = {k: v for k, v in index.__getstate__().items()}  # a file of an earlier release: other caches, or none
+    old["_speakers"] = np.asarray(list(index.packet_speakers), dtype=object)
+    again = UserIndex.__new__(UserIndex)
+    again.__setstate__(old)
+    for loaded in (again, pickle.loads(pickle.dumps(index))):
+        got = (loaded.session_array().tolist(), loaded.timed_array().tolist(), loaded.speaker_mask(who).tolist())
+        assert got == expected
+    assert state["_rows_key"] == (-1, -1)
