@@ -12,11 +12,11 @@ from hypothesis import strategies as st
 
 from memcompile_langgraph import MemCompile
 from memcompile_langgraph.demo_data import demo_turns
+from memcompile_langgraph.gc_pause import gc_paused
 from memcompile_langgraph.growarray import GrowArray
 from memcompile_langgraph.query_graph import query_graph
 from memcompile_langgraph.runtime import cache as cache_module
 from memcompile_langgraph.runtime import ingest as ingest_module
-from memcompile_langgraph.runtime.gc_pause import gc_paused
 
 QUESTIONS = ["Where does Priya work now?", "What is the beagle called?", "Who is coming to Lisbon?", "pottery class"]
 

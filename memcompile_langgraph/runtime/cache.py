@@ -14,11 +14,11 @@ from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 
+from ..gc_pause import gc_paused
 from ..index import UserIndex
 from ..store.protocols import VectorStoreError
 from .consistency import BUSY, FOR_WRITER, reconcile
 from .engine import Engine
-from .gc_pause import gc_paused
 from .snapshot_file import SnapshotFiles
 
 log = logging.getLogger(__name__)

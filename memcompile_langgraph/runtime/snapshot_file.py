@@ -22,9 +22,9 @@ from dataclasses import asdict
 from pathlib import Path
 
 from ..config import MemCompileConfig
+from ..gc_pause import gc_paused
 from ..index import UserIndex
 from ..store.records import user_key
-from .gc_pause import gc_paused
 
 log = logging.getLogger(__name__)
 FORMAT = 1  # bump when UserIndex or anything it holds changes shape
