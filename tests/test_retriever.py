@@ -77,3 +77,18 @@ def test_bad_k_at_invoke_and_wrong_memory_type(mem):
         mem.as_retriever(user_id="demo").invoke(QUESTION, k=0)
     with pytest.raises(ValidationError):
         MemCompileRetriever(memory="not a MemCompile")
+
+
+def test_a_superseded_statement_says_which_turn_replaced_it(tmp_path):
+    mem = MemCompile(tmp_path / "m", dense=False)
+    turns = [{"speaker": "User", "text": f"Let me tell you about my {x}.", "session": 1} for x in ("lake", "garden")]
+    turns += [
+        {"speaker": "User", "text": "My weekly writing target is 1,200 words for the novel draft.", "session": 1},
+        {"speaker": "User", "text": "My weekly writing target for the novel draft is now 1,500 words.", "session": 2},
+    ]
+    mem.add_turns(turns, user_id="u")
+    docs = mem.as_retriever(user_id="u").invoke("How many words is my weekly writing target for the novel draft?")
+    marks = {d.metadata["dia_id"]: d.metadata.get("superseded_by") for d in docs}
+    assert marks["D1:3"] == "D2:1" and marks["D2:1"] is None
+    assert all(set(d.metadata) <= {*METADATA_KEYS, "superseded_by"} for d in docs)
+    mem.close()

@@ -15,6 +15,7 @@ from ..text import clean_text
 from ..users import validate_user_id
 
 METADATA_KEYS = ("dia_id", "speaker", "session", "time", "packet_id", "score", "rank", "source")
+OPTIONAL_KEYS = ("superseded_by",)  # a knowledge-update mark: the dia_id of the newer statement
 
 
 def packet_documents(mem: MemCompile, user_id: str, ctx: CompiledContext) -> list[Document]:
@@ -25,7 +26,11 @@ def packet_documents(mem: MemCompile, user_id: str, ctx: CompiledContext) -> lis
     if len(blocks) != len(ctx.packets):
         blocks = [render_block(index, p["packet_id"]) if p["packet_id"] in index.packets else "" for p in ctx.packets]
     return [
-        Document(id=p["packet_id"], page_content=block, metadata={k: p[k] for k in METADATA_KEYS})
+        Document(
+            id=p["packet_id"],
+            page_content=block,
+            metadata={k: p[k] for k in METADATA_KEYS} | {k: p[k] for k in OPTIONAL_KEYS if k in p},
+        )
         for p, block in zip(ctx.packets, blocks)
         if p["packet_id"] in index.packets
     ]
