@@ -298,3 +298,21 @@ def test_growarray_views_behave_like_independent_lists(ops):
             model[at] = value
         for v, m in zip(views, models):
             assert v.view().tolist() == m
+
+
+def test_close_rewrites_the_snapshot_file_only_when_it_lags_by_a_64th(tmp_path):
+    path = tmp_path / "store"
+    mem = MemCompile(path, dense=False)
+    mem.add_turns(_turns(200, "base"), user_id="u")
+    mem.close()  # no file yet: written
+    saved = MemCompile(path, dense=False).engine.cache.files.path("u")
+    first = saved.read_bytes()
+    mem = MemCompile(path, dense=False)
+    mem.add_turns(_turns(2, "late"), user_id="u")  # 2 < 202 // 64: left to the next process's incremental read
+    mem.close()
+    assert saved.read_bytes() == first
+    again = MemCompile(path, dense=False)
+    assert "late note 1" in again.compile("late note 1", "u").text.lower() and len(again.index("u").packets) == 202
+    again.add_turns(_turns(3, "more"), user_id="u")  # 5 behind the file now: written
+    again.close()
+    assert saved.read_bytes() != first

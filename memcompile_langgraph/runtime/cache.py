@@ -148,11 +148,13 @@ class IndexCache:
         index.vectors.set([i for i, _ in known], [v for _, v in known])
 
     def persist_all(self) -> None:
-        """Saves every cached snapshot that its file lags behind (at close: the next process starts warm)."""
+        """Saves every cached snapshot whose file lags behind by 1/64 of its packets or more (at close: the next
+        process starts warm). A smaller lag is left to the next process's incremental read instead of writing the
+        whole file again for it (one turn added to 100k: a 350 MB file, ~20 s at exit)."""
         with self._map_lock:
             cached = list(self._published.values())
         for index in cached:
-            if len(index.packets) != self._persisted.get(index.user_id, 0):
+            if len(index.packets) - self._persisted.get(index.user_id, 0) >= max(1, len(index.packets) // 64):
                 self.persist(index, force=True)
 
     def persist(self, index: UserIndex, force: bool = False) -> None:
