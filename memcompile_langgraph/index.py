@@ -53,7 +53,7 @@ def packet_lexical_document(
 @dataclass
 class UserIndex:
     """A snapshot of one user's records at `version`. Published snapshots are never changed: a writer extends a
-    fork(), which shares every container with this one (persistent maps and vectors, big arrays copy-on-write)."""
+    fork(), which shares every container with this one (persistent maps and columns, big arrays copy-on-write)."""
 
     user_id: str
     cfg: MemCompileConfig
@@ -152,22 +152,22 @@ class UserIndex:
             self._rows_key = key
         return self._rows
 
+    def _array(self, cache: str, column: str, dtype: type) -> np.ndarray:
+        """`column` as an array, kept in `cache` until the column grows (a published snapshot never changes)."""
+        values = getattr(self, column)
+        if len(getattr(self, cache)) != len(values):
+            setattr(self, cache, np.fromiter(values, dtype, len(values)))
+        return getattr(self, cache)
+
     def session_array(self) -> np.ndarray:
-        if len(self._sessions) != len(self.packet_sessions):  # cached until packets are added
-            self._sessions = np.fromiter(self.packet_sessions, dtype=np.int64, count=len(self.packet_sessions))
-        return self._sessions
+        return self._array("_sessions", "packet_sessions", np.int64)
 
     def claim_packet_array(self) -> np.ndarray:
-        """claim_packets as an array; cached until descriptors are added (a published snapshot never changes)."""
-        if len(self._claim_rows) != len(self.claim_packets):
-            self._claim_rows = np.fromiter(self.claim_packets, np.int64, len(self.claim_packets))
-        return self._claim_rows
+        return self._array("_claim_rows", "claim_packets", np.int64)
 
     def timed_array(self) -> np.ndarray:
-        """packet_timed as 1.0 / 0.0; cached until packets are added."""
-        if len(self._timed) != len(self.packet_timed):
-            self._timed = np.fromiter(self.packet_timed, np.float64, len(self.packet_timed))
-        return self._timed
+        """packet_timed as 1.0 / 0.0."""
+        return self._array("_timed", "packet_timed", np.float64)
 
     def speaker_mask(self, names) -> np.ndarray:
         """1.0 for packets spoken by one of the names (compared as integer codes: isin over 20k strings took ~2 ms)."""
