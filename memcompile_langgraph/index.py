@@ -197,9 +197,7 @@ class UserIndex:
             packet = self.packets[self.packet_order[pos]]
             chained = i > 0 and positions[i - 1] == pos - 1  # the previous document already has this turn
             if pos and not chained and self.packet_sessions[pos - 1] == packet.session:
-                self.packet_bm25.replace(
-                    pos - 1, self._lexical_document(pos - 1, None), self._lexical_document(pos - 1, packet)
-                )
+                self.packet_bm25.replace_last(self._lexical_document(pos - 1, packet))  # pos - 1: its newest
             nxt = positions[i + 1] if i + 1 < len(positions) else -1
             following = (
                 self.packets[self.packet_order[nxt]]
@@ -208,7 +206,7 @@ class UserIndex:
             )
             documents.append(self._lexical_document(pos, following))
             self.packet_timed = put(self.packet_timed, pos, any(d.event_time for d in self.by_packet[packet.packet_id]))
-        self.packet_bm25.add_many(documents)  # replace() above only touches documents from before this call
+        self.packet_bm25.add_many(documents)
 
     def add_packet(self, p: SourcePacket) -> None:
         pid = p.packet_id

@@ -1,6 +1,7 @@
 import random
 
 import numpy as np
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from rank_bm25 import BM25Okapi
@@ -58,42 +59,47 @@ def test_top_orders_by_score_then_corpus_order_and_skips_zero():
     assert len(idx.top(["a"], 2)) == 2
 
 
-def test_replace_equals_a_rebuild_with_the_new_documents():
-    corpus = _corpus(200, seed=7)
-    idx = BM25Index()
-    for doc in corpus:
-        idx.add(doc)
-    rng = random.Random(9)
-    final = list(corpus)
-    for _ in range(120):
-        d = rng.randrange(len(final))
-        new = (
-            final[d] + [f"w{rng.randint(0, 90)}" for _ in range(rng.randint(0, 5))]
-            if rng.random() < 0.7
-            else final[d][: rng.randint(0, 3)]
-        )
-        idx.replace(d, final[d], new)
-        final[d] = new
-    ref = BM25Okapi(final)
-    for q in (["w1"], ["w5", "w80", "w80"], ["w89", "w3"]):
-        assert np.allclose(idx.scores(q), ref.get_scores(q))
-
-
-def test_queries_between_adds_and_replaces_see_every_change():
-    """The growable posting columns are read as views: each query reflects all edits so far (rank-bm25 reference)."""
+def test_replacing_the_newest_document_equals_a_rebuild_at_every_step():
+    """The newest document is open (kept beside the postings): queries between adds and replaces see every
+    change, and scores equal rank-bm25 over the current corpus."""
     corpus = _corpus(150, seed=12)
     idx, current = BM25Index(), []
     rng = random.Random(4)
     for doc in corpus:
-        idx.add(doc)
-        current.append(doc)
-        if rng.random() < 0.3:
-            d = rng.randrange(len(current))
-            new = current[d][1:] + [f"w{rng.randint(0, 70)}"]
-            idx.replace(d, current[d], new)
-            current[d] = new
-        q = [f"w{rng.randint(0, 70)}" for _ in range(3)]
-        assert np.allclose(idx.scores(q), BM25Okapi(current).get_scores(q), rtol=1e-12, atol=1e-12)
+        if rng.random() < 0.2:
+            idx.add_many([doc, doc[::-1]])
+            current += [doc, doc[::-1]]
+        else:
+            idx.add(doc)
+            current.append(doc)
+        for _ in range(rng.randint(0, 2)):
+            new = current[-1][1:] + [f"w{rng.randint(0, 90)}" for _ in range(rng.randint(0, 4))]
+            idx.replace_last(new)
+            current[-1] = new
+        q = [f"w{rng.randint(0, 90)}" for _ in range(3)]
+        ref = BM25Okapi(current)
+        assert len(idx) == len(current)
+        assert np.allclose(idx.scores(q), ref.get_scores(q), rtol=1e-12, atol=1e-12)
+
+
+def test_a_fork_replacing_its_newest_document_leaves_the_published_one_unchanged():
+    corpus = _corpus(80, seed=5)
+    published = BM25Index()
+    published.add_many(corpus)
+    before = {t: published.scores([t]) for t in ("w1", "w7", "w40")}
+    fork = published.fork()
+    fork.replace_last(corpus[-1] + ["w1", "w7"])
+    fork.add_many([["w40", "w1"], ["w7"]])
+    for t, scores in before.items():
+        assert np.array_equal(published.scores([t]), scores)
+    assert len(published) == 80 and len(fork) == 82
+    final = corpus[:-1] + [corpus[-1] + ["w1", "w7"], ["w40", "w1"], ["w7"]]
+    assert np.allclose(fork.scores(["w1", "w7"]), BM25Okapi(final).get_scores(["w1", "w7"]))
+
+
+def test_replace_last_on_an_empty_index_is_refused():
+    with pytest.raises(IndexError):
+        BM25Index().replace_last(["a"])
 
 
 def test_packet_documents_indexed_in_one_call_equal_one_call_per_packet():

@@ -16,13 +16,19 @@ from ..growarray import GrowArray
 
 
 class BM25Index:
+    """The newest document stays open: its term counts are kept beside the posting arrays, so replace_last (a
+    packet's document gains the next turn of its session) changes no row a published snapshot reads. The next
+    add_many closes it by appending its postings (its id is the highest, so postings stay sorted)."""
+
     def __init__(self, k1: float = 1.5, b: float = 0.75, epsilon: float = 0.25):
         self.k1, self.b, self.epsilon = k1, b, epsilon
         self._term_ids: dict[str, int] = {}
-        self._df: list[int] = []
-        self._post_docs: list[GrowArray] = []  # ascending document ids per term
+        self._df: list[int] = []  # the open document's terms included
+        self._post_docs: list[GrowArray] = []  # ascending document ids per term (closed documents)
         self._post_tfs: list[GrowArray] = []
-        self._doc_len = GrowArray(np.float64, 1024)
+        self._doc_len = GrowArray(np.float64, 1024)  # closed documents
+        self._open: dict[str, int] | None = None  # term counts of the newest document
+        self._open_len = 0
         self._total_len = 0
         self._avg_idf: float | None = None
         self._owned: set[int] | None = None  # in a fork: the terms whose posting arrays are its own
@@ -43,70 +49,63 @@ class BM25Index:
         return self._post_docs[tid], self._post_tfs[tid]
 
     def __len__(self) -> int:
-        return len(self._doc_len)
+        return len(self._doc_len) + (self._open is not None)
 
-    def _new_term(self, term: str) -> int:
-        tid = self._term_ids[term] = len(self._df)
-        self._df.append(0)
-        self._post_docs.append(GrowArray(np.int64))
-        self._post_tfs.append(GrowArray(np.float64))
-        if self._owned is not None:
-            self._owned.add(tid)
+    def _tid(self, term: str) -> int:
+        tid = self._term_ids.get(term)
+        if tid is None:
+            tid = self._term_ids[term] = len(self._df)
+            self._df.append(0)
+            self._post_docs.append(GrowArray(np.int64))
+            self._post_tfs.append(GrowArray(np.float64))
+            if self._owned is not None:
+                self._owned.add(tid)
         return tid
 
     def add(self, tokens: list[str]) -> int:
-        doc = len(self._doc_len)
+        doc = len(self)
         self.add_many([tokens])
         return doc
 
     def add_many(self, documents: list[list[str]]) -> None:
         """Appends documents in order; each posting array grows once per call (a cold load adds ~60k documents)."""
+        if not documents:
+            return
+        closed = [] if self._open is None else [self._open]
+        closed += [self._count(tokens) for tokens in documents[:-1]]
         start = len(self._doc_len)
-        lengths = [len(tokens) for tokens in documents]
-        self._doc_len.extend(lengths)
-        self._total_len += sum(lengths)
+        self._doc_len.extend([sum(c.values()) for c in closed])
         grouped: dict[int, tuple[list[int], list[int]]] = {}
-        for doc, tokens in enumerate(documents, start):
-            for term, tf in Counter(tokens).items():
-                tid = self._term_ids.get(term)
-                if tid is None:
-                    tid = self._new_term(term)
-                entry = grouped.get(tid)
+        for doc, counts in enumerate(closed, start):
+            for term, tf in counts.items():
+                entry = grouped.get(self._term_ids[term])
                 if entry is None:
-                    entry = grouped[tid] = ([], [])
+                    entry = grouped[self._term_ids[term]] = ([], [])
                 entry[0].append(doc)
                 entry[1].append(tf)
         for tid, (docs, tfs) in grouped.items():
-            self._df[tid] += len(docs)
             post_docs, post_tfs = self._postings(tid)
             post_docs.extend(docs)
             post_tfs.extend(tfs)
+        self._open, self._open_len = self._count(documents[-1]), len(documents[-1])
         self._avg_idf = None
 
-    def replace(self, doc: int, old_tokens: list[str], tokens: list[str]) -> None:
-        """Give document `doc` new tokens (it was added with old_tokens); scores equal a rebuild."""
-        old, new = Counter(old_tokens), Counter(tokens)
-        for term in old.keys() | new.keys():
-            if old[term] == new[term]:
-                continue
-            tid = self._term_ids.get(term)
-            if tid is None:  # a term new to the whole index
-                tid = self._new_term(term)
-            docs, tfs = self._postings(tid)
-            i = int(np.searchsorted(docs.view(), doc))  # postings stay sorted by document id
-            present = i < len(docs) and docs.data[i] == doc
-            if new[term] and present:
-                tfs.writable()[i] = new[term]
-            elif new[term]:
-                docs.insert(i, doc)
-                tfs.insert(i, new[term])
-                self._df[tid] += 1
-            elif present:
-                docs.delete(i)
-                tfs.delete(i)
-                self._df[tid] -= 1
-        self._total_len += len(tokens) - int(self._doc_len.data[doc])
-        self._doc_len.writable()[doc] = len(tokens)
+    def _count(self, tokens: list[str]) -> dict[str, int]:
+        """Term counts of a new document, added to the totals and document frequencies."""
+        counts = Counter(tokens)
+        for term in counts:
+            self._df[self._tid(term)] += 1
+        self._total_len += len(tokens)
+        return counts
+
+    def replace_last(self, tokens: list[str]) -> None:
+        """Give the newest document new tokens; scores equal a rebuild."""
+        if self._open is None:
+            raise IndexError("replace_last on an empty index")
+        for term in self._open:
+            self._df[self._term_ids[term]] -= 1
+        self._total_len -= self._open_len
+        self._open, self._open_len = self._count(tokens), len(tokens)
         self._avg_idf = None
 
     def idf(self, term: str) -> float:
@@ -115,7 +114,7 @@ class BM25Index:
         return self._idf(self._df[tid]) if tid is not None and self._df[tid] else 0.0
 
     def _idf(self, df: int) -> float:
-        n = len(self._doc_len)
+        n = len(self)
         idf = math.log(n - df + 0.5) - math.log(df + 0.5)
         if idf < 0:  # BM25Okapi floors negative idf at epsilon * mean idf
             return self.epsilon * self._average_idf()
@@ -125,12 +124,12 @@ class BM25Index:
         if self._avg_idf is None:
             df = np.asarray(self._df, dtype=np.float64)
             df = np.sort(df[df > 0])  # a term replaced away is no longer in the vocabulary; sorted, the mean does
-            n = len(self._doc_len)  # not depend on the order terms arrived in (a bulk load equals one add at a time)
+            n = len(self)  # not depend on the order terms arrived in (a bulk load equals one add at a time)
             self._avg_idf = float(np.sum(np.log(n - df + 0.5) - np.log(df + 0.5)) / len(df)) if len(df) else 0.0
         return self._avg_idf
 
     def scores(self, query: list[str]) -> np.ndarray:
-        n = len(self._doc_len)
+        n = len(self)
         out = np.zeros(n)
         if not n:
             return out
@@ -142,9 +141,11 @@ class BM25Index:
                 continue
             docs, tfs = self._post_docs[tid].view(), self._post_tfs[tid].view()
             dl = doc_len[docs]
-            out[docs] += self._idf(self._df[tid]) * (
-                tfs * (self.k1 + 1) / (tfs + self.k1 * (1 - self.b + self.b * dl / avgdl))
-            )
+            idf = self._idf(self._df[tid])
+            out[docs] += idf * (tfs * (self.k1 + 1) / (tfs + self.k1 * (1 - self.b + self.b * dl / avgdl)))
+            tf = self._open.get(term, 0) if self._open is not None else 0
+            if tf:
+                out[-1] += idf * (tf * (self.k1 + 1) / (tf + self.k1 * (1 - self.b + self.b * self._open_len / avgdl)))
         return out
 
     def top(self, query: list[str], k: int) -> list[tuple[int, float]]:

@@ -27,7 +27,7 @@ from ..index import UserIndex
 from ..store.records import user_key
 
 log = logging.getLogger(__name__)
-FORMAT = 1  # bump when UserIndex or anything it holds changes shape
+FORMAT = 2  # bump when UserIndex or anything it holds changes shape
 
 
 class SnapshotFiles:
