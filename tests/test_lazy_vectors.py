@@ -1,6 +1,6 @@
 """The vector store opens at its first real use: a query answered from a current snapshot file never opens it, one
-whose snapshot lags the records does (for the newer packets' vectors), and a writer does; the open happens once
-however many threads ask at the same moment."""
+whose snapshot lags the records does (for the newer packets' vectors) unless close() left the lag's vectors in the
+tail file, and a writer does; the open happens once however many threads ask at the same moment."""
 
 import threading
 
@@ -52,6 +52,54 @@ def test_a_snapshot_file_behind_the_records_opens_the_vector_store_for_the_newer
     assert got.text == expected.text and "Porto" in got.text
     assert [p["dia_id"] for p in got.packets] == [p["dia_id"] for p in expected.packets]
     writer.close()
+    reader.close()
+
+
+def test_a_small_lag_left_at_close_is_read_from_the_tail_file_without_opening_the_vector_store(tmp_path, embeddings):
+    path = tmp_path / "store"
+    many = [
+        {"speaker": "Bo", "text": f"note {i}: the kayak trip to lake {i}", "time": "2024-05-01"} for i in range(130)
+    ]
+    first = MemCompile(path, embeddings=embeddings)
+    first.add_turns(many, user_id="u")
+    first.close()  # no file yet: the whole snapshot is written
+    files = first.engine.cache.files
+    snapshot = files.path("u").read_bytes()
+
+    writer = MemCompile(path, embeddings=embeddings)
+    writer.add_turns(LATER, user_id="u")  # 1 < 131 // 64: the snapshot stays, the new vector goes to the tail
+    expected = writer.compile("Where is the canoe moored?", "u")
+    writer.close()
+    assert files.path("u").read_bytes() == snapshot and files.path("u", ".tail").exists()
+
+    reader = MemCompile(path, embeddings=embeddings)
+    got = reader.compile("Where is the canoe moored?", "u")
+    assert not reader.engine.vectors.opened
+    assert len(reader.index("u").vectors) == 131 and "Porto" in got.text
+    assert [p["dia_id"] for p in got.packets] == [p["dia_id"] for p in expected.packets]
+    reader.add_turns([{**LATER[0], "text": "The canoe has a red sail now."}] * 2, user_id="u")
+    reader.close()  # 2 more: the snapshot is rewritten and the tail goes
+    assert files.path("u").read_bytes() != snapshot and not files.path("u", ".tail").exists()
+
+
+def test_a_damaged_tail_file_is_ignored_and_the_vector_store_answers(tmp_path, embeddings):
+    path = tmp_path / "store"
+    many = [
+        {"speaker": "Bo", "text": f"note {i}: the kayak trip to lake {i}", "time": "2024-05-01"} for i in range(130)
+    ]
+    writer = MemCompile(path, embeddings=embeddings)
+    writer.add_turns(many, user_id="u")
+    writer.close()
+    writer = MemCompile(path, embeddings=embeddings)
+    writer.add_turns(LATER, user_id="u")
+    writer.close()
+    tail = writer.engine.cache.files.path("u", ".tail")
+    tail.write_bytes(tail.read_bytes()[:-40] + b"x" * 40)
+
+    reader = MemCompile(path, embeddings=embeddings)
+    assert "Porto" in reader.compile("Where is the canoe moored?", "u").text
+    assert reader.engine.vectors.opened and len(reader.index("u").vectors) == 131
+    assert not tail.exists()  # removed: it can never be used
     reader.close()
 
 

@@ -93,6 +93,10 @@ class PacketVectors:
             self._m.n = len(self.ids)
         self.stamp = next(_STAMPS)
 
+    def matrix(self) -> np.ndarray:
+        """The vectors in row order (a view: read only)."""
+        return self._m.view()
+
     def similarities(self, query: Any) -> np.ndarray:
         """Cosine of the query with every stored packet, in row order."""
         return self._m.view() @ np.asarray(query, dtype=np.float32)

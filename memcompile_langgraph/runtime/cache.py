@@ -116,20 +116,23 @@ class IndexCache:
 
     def _load(self, user_id: str, cached: UserIndex | None, head: tuple[int, int]) -> UserIndex:
         version, epoch = head
-        base = None
+        base, tail = None, {}
         if cached is not None and cached.epoch == epoch and cached.version < version:
             base = cached.fork()  # published: readers may be inside it
         elif self.files is not None and version:
-            base = self.files.read(user_id, version, epoch, UserIndex(user_id, self.engine.config))
+            template = UserIndex(user_id, self.engine.config)
+            base = self.files.read(user_id, version, epoch, template)
             if base is not None:
                 self._persisted[user_id] = len(base.packets)
+                if base.version < version:
+                    tail = self.files.read_tail(user_id, version, epoch, template)
         index = base if base is not None else UserIndex(user_id, self.engine.config)
         with gc_paused() if base is None else nullcontext():  # a rebuild: ~50 objects per turn
             loaded = self.engine.records.load(user_id, after=index.last_seqs)
             index.extend(loaded.packets, loaded.descriptors)
         index.version, index.epoch = loaded.version, epoch
         try:
-            self._read_vectors(index, [p.packet_id for p in loaded.packets])
+            self._read_vectors(index, [p.packet_id for p in loaded.packets], tail)
             if base is None:  # a full load checks the vectors (also of a user with no records: a forget interrupted)
                 self._repair(index)
         except VectorStoreError as exc:  # the lexical channels still answer; the dense one sits out (dense_node)
@@ -139,10 +142,17 @@ class IndexCache:
             self.persist(index)
         return index
 
-    def _read_vectors(self, index: UserIndex, packet_ids: list[str]) -> None:
+    def _read_vectors(self, index: UserIndex, packet_ids: list[str], tail: dict | None = None) -> None:
+        """Vectors of newly loaded packets: from the snapshot's tail file where it has them, else the vector store."""
         engine = self.engine
         if engine.embeddings is None or not packet_ids or engine.foreign_vectors(index.user_id):
             return
+        if tail:
+            found = [p for p in packet_ids if p in tail]
+            index.vectors.set(found, [tail[p] for p in found])
+            packet_ids = [p for p in packet_ids if p not in tail]
+            if not packet_ids:
+                return
         ids, vectors = engine.vectors.vectors(index.user_id, packet_ids if index.vectors else None)
         known = [(i, v) for i, v in zip(ids, vectors) if i in index.packets]
         index.vectors.set([i for i, _ in known], [v for _, v in known])
@@ -154,12 +164,16 @@ class IndexCache:
         with self._map_lock:
             cached = list(self._published.values())
         for index in cached:
-            if len(index.packets) - self._persisted.get(index.user_id, 0) >= max(1, len(index.packets) // 64):
+            saved = self._persisted.get(index.user_id, 0)
+            if len(index.packets) - saved >= max(1, len(index.packets) // 64):
                 self.persist(index, force=True)
+            elif len(index.packets) > saved:
+                self.persist(index, force=True, tail=index.packet_order[saved:])
 
-    def persist(self, index: UserIndex, force: bool = False) -> None:
-        """Saves the snapshot file when it lags by PERSIST_EVERY records (or with force). Best effort: a failure is
-        logged, the next cold start rebuilds from the records."""
+    def persist(self, index: UserIndex, force: bool = False, tail: list[str] | None = None) -> None:
+        """Saves the snapshot file when it lags by PERSIST_EVERY records (or with force), or with `tail` only the
+        vectors of those packets beside it. Best effort: a failure is logged, the next cold start rebuilds from the
+        records (or reads the vectors from the vector store)."""
         if self.files is None or not index.packets:
             return
         if not force and len(index.packets) - self._persisted.get(index.user_id, 0) < PERSIST_EVERY:
@@ -171,6 +185,10 @@ class IndexCache:
             if not held or records.head(index.user_id) != (index.version, index.epoch):
                 return
             try:
+                if tail is not None:
+                    if self.engine.embeddings is not None:
+                        self.files.write_tail(index, tail)
+                    return
                 self.files.write(index)
                 self._persisted[index.user_id] = len(index.packets)
             except OSError as exc:

@@ -20,6 +20,9 @@ import pickle
 from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
+
+import numpy as np
 
 from ..config import MemCompileConfig
 from ..gc_pause import gc_paused
@@ -28,6 +31,7 @@ from ..store.records import user_key
 
 log = logging.getLogger(__name__)
 FORMAT = 2  # bump when UserIndex or anything it holds changes shape
+TAIL = ".tail"  # the vectors-only file beside a snapshot
 
 
 class SnapshotFiles:
@@ -40,28 +44,39 @@ class SnapshotFiles:
         build = json.dumps({"format": FORMAT, "config": asdict(config), "embedding": self._embedding_id}, default=str)
         self._build = hashlib.sha256(build.encode()).hexdigest()[:12]
 
-    def path(self, user_id: str) -> Path:
-        return self.folder / f"{user_key(user_id)}.{self._build}.snapshot"
+    def path(self, user_id: str, kind: str = "") -> Path:
+        return self.folder / f"{user_key(user_id)}.{self._build}{kind}.snapshot"
 
     def _identity(self, index: UserIndex) -> dict:
         return {"format": FORMAT, "user": index.user_id, "config": asdict(index.cfg), "embedding": self._embedding_id}
 
-    def write(self, index: UserIndex) -> None:
-        payload = pickle.dumps(index, protocol=pickle.HIGHEST_PROTOCOL)
+    def _write(self, target: Path, index: UserIndex, payload: bytes) -> None:
         head = {**self._identity(index), "version": index.version, "epoch": index.epoch}
         head_bytes = json.dumps(head, sort_keys=True, default=str).encode()
         mac = hmac.new(self._key, head_bytes + b"\n" + payload, hashlib.sha256).hexdigest().encode()
         self.folder.mkdir(parents=True, exist_ok=True)
-        target = self.path(index.user_id)
         tmp = target.with_name(f"{target.name}.{os.getpid()}.tmp")
         with open(tmp, "wb") as fh:
             fh.write(mac + b"\n" + head_bytes + b"\n" + payload)
         os.replace(tmp, target)
 
-    def read(self, user_id: str, version: int, epoch: int, template: UserIndex) -> UserIndex | None:
-        """The user's snapshot when it can be brought up to date from the records, else None (and the file is
-        removed when it can never be used again)."""
-        target = self.path(user_id)
+    def write(self, index: UserIndex) -> None:
+        self._write(self.path(index.user_id), index, pickle.dumps(index, protocol=pickle.HIGHEST_PROTOCOL))
+        self.path(index.user_id, TAIL).unlink(missing_ok=True)  # the file holds what the tail held
+
+    def write_tail(self, index: UserIndex, packet_ids: list[str]) -> None:
+        """The vectors of packets newer than the snapshot file, so that the next process reads them from here
+        instead of opening the vector store (importing and opening Chroma: ~2 s)."""
+        rows = [index.vectors.row[p] for p in packet_ids if p in index.vectors.row]
+        matrix = index.vectors.matrix()[rows]
+        ids = [index.vectors.ids[r] for r in rows]
+        self._write(
+            self.path(index.user_id, TAIL), index, pickle.dumps((ids, matrix), protocol=pickle.HIGHEST_PROTOCOL)
+        )
+
+    def _read(self, target: Path, version: int, epoch: int, template: UserIndex) -> Any:
+        """The unpickled payload of a signed file of this build that the records back, else None (a file that
+        can never be used again is removed)."""
         try:
             data = target.read_bytes()
         except FileNotFoundError:
@@ -85,17 +100,27 @@ class SnapshotFiles:
             target.unlink(missing_ok=True)
             return None
         if not _backed(head, (version, epoch)):
-            self.remove(user_id)  # records deleted, re-embedded or forgotten since: it may hold what is gone
+            self.remove(template.user_id)  # records deleted, re-embedded or forgotten since: it may hold what is gone
             return None
         try:
             with gc_paused():
-                index = pickle.loads(payload)
+                return pickle.loads(payload)
         except Exception as exc:  # signed but unloadable (another library version): rebuilt
             log.warning("index snapshot %s could not be loaded (%s): rebuilding", target, exc)
             target.unlink(missing_ok=True)
             return None
-        index.cfg = template.cfg
+
+    def read(self, user_id: str, version: int, epoch: int, template: UserIndex) -> UserIndex | None:
+        """The user's snapshot when it can be brought up to date from the records, else None."""
+        index = self._read(self.path(user_id), version, epoch, template)
+        if index is not None:
+            index.cfg = template.cfg
         return index
+
+    def read_tail(self, user_id: str, version: int, epoch: int, template: UserIndex) -> dict[str, np.ndarray]:
+        """Vectors of packets newer than the snapshot file (write_tail), by packet id."""
+        tail = self._read(self.path(user_id, TAIL), version, epoch, template)
+        return {} if tail is None else dict(zip(tail[0], tail[1]))
 
     def sweep(self, head: Callable[[str], tuple[int, int]]) -> int:
         """Removes files the records no longer back (their user forgotten, deleted from or re-embedded since): on
