@@ -13,7 +13,7 @@ from .address.dense import PacketVectors
 from .config import MemCompileConfig
 from .gc_pause import gc_paused
 from .persistent import persistent, plain, push, push_all, put
-from .records import Descriptor, SourcePacket
+from .records import Descriptor, SourcePacket, from_columns, to_columns
 from .text import terms
 
 
@@ -118,11 +118,23 @@ class UserIndex:
 
     def __getstate__(self) -> dict:
         # derived arrays are not saved: made again on first use, so a file of another release never brings stale
-        # or missing ones
-        return {k: plain(v) if k in _PERSISTENT else v for k, v in self.__dict__.items() if k not in _CACHES}
+        # or missing ones; records are saved as columns, and the maps that only regroup them are made again
+        state = {k: plain(v) for k, v in self.__dict__.items() if k not in _CACHES and k not in _REGROUPED}
+        state["packets"] = to_columns(SourcePacket, [self.packets[p] for p in self.packet_order])
+        state["descriptors"] = to_columns(Descriptor, list(self.descriptors))
+        return state
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
+        order, descriptors = self.packet_order, from_columns(Descriptor, state["descriptors"])
+        self.packets = dict(zip(order, from_columns(SourcePacket, state["packets"])))
+        self.descriptors = descriptors
+        self.position = dict(zip([d.descriptor_id for d in descriptors], range(len(descriptors))))
+        self.packet_position = dict(zip(order, range(len(order))))
+        self.by_packet = {pid: [] for pid in order}
+        for d in descriptors:
+            self.by_packet[d.packet_id].append(d)
+        self.layout.restore_members(descriptors)
         for f in fields(self):
             if f.name in _CACHES:
                 setattr(self, f.name, f.default if f.default_factory is MISSING else f.default_factory())
@@ -262,6 +274,8 @@ _PERSISTENT = (
     "packet_speakers",
     "packet_timed",
 )
+# maps a snapshot file leaves out: __setstate__ makes them from the records
+_REGROUPED = ("by_packet", "position", "packet_position")
 # arrays derived from the lists above, each cached until the list grows
 _CACHES = ("_sessions", "_speakers", "_speaker_codes", "_rows", "_rows_key", "_claim_rows", "_timed")
 # insertion-ordered and small (names, sessions): copied by fork()

@@ -1,6 +1,7 @@
 """Persistent containers: a fork's writes never reach the snapshot it came from, and both forms hold the same."""
 
 import pickle
+from collections import Counter
 
 import numpy as np
 from hypothesis import given
@@ -102,3 +103,24 @@ def test_a_snapshot_loads_without_its_derived_arrays_and_answers_alike():
         got = (loaded.session_array().tolist(), loaded.timed_array().tolist(), loaded.speaker_mask(who).tolist())
         assert got == expected
     assert state["_rows_key"] == (-1, -1)
+
+
+def test_a_snapshot_file_form_rebuilds_records_cells_and_their_maps_equal_and_shared():
+    mem = MemCompile(None, dense=False)
+    mem.add_turns(generate(150, seed=11).turns, user_id="u")
+    index = mem.index("u")
+    loaded = pickle.loads(pickle.dumps(index))
+    assert dict(loaded.packets.items()) == dict(index.packets.items())
+    assert list(loaded.descriptors) == list(index.descriptors)
+    for name in ("by_packet", "position", "packet_position"):
+        assert dict(getattr(loaded, name).items()) == dict(getattr(index, name).items())
+    for cid, cell in index.layout.cells.items():
+        again = loaded.layout.cells[cid]
+        assert again == cell and type(again.keyword_counts) is Counter and again.keyword_counts == cell.keyword_counts
+        assert [d.descriptor_id for d in loaded.layout.members[cid]] == [
+            d.descriptor_id for d in index.layout.members[cid]
+        ]
+    # one object per record, as in the index it was saved from
+    first = {id(d) for d in loaded.descriptors}
+    assert {id(d) for ds in loaded.by_packet.values() for d in ds} == first
+    assert {id(d) for ds in loaded.layout.members.values() for d in ds} == first
