@@ -134,7 +134,7 @@ class UserIndex:
         self.by_packet = {pid: [] for pid in order}
         for d in descriptors:
             self.by_packet[d.packet_id].append(d)
-        self.layout.restore_members(descriptors)
+        self.layout.restore_members(descriptors, self.position)
         for f in fields(self):
             if f.name in _CACHES:
                 setattr(self, f.name, f.default if f.default_factory is MISSING else f.default_factory())

@@ -173,13 +173,12 @@ class CellLayout:
         cells = from_columns(Cell, columns)
         self.cells = {c.cell_id: c for c in cells}
 
-    def restore_members(self, descriptors: list[Descriptor]) -> None:
-        """The member lists after a load: every placed descriptor in placement (= descriptor) order."""
-        self.members = {cid: [] for cid in self.cells}
-        for d in descriptors:
-            cid = self.of_descriptor.get(d.descriptor_id)
-            if cid is not None:
-                self.members[cid].append(d)
+    def restore_members(self, descriptors: list[Descriptor], position: dict[str, int]) -> None:
+        """The member lists after a load, from each Cell's descriptor ids (mapped in C: ~190k at 100k turns)."""
+        self.members = {
+            cid: list(map(descriptors.__getitem__, map(position.__getitem__, cell.descriptor_ids)))
+            for cid, cell in self.cells.items()
+        }
 
     def _own_cell(self, cell: Cell) -> Cell:
         if self._owned is None or cell.cell_id in self._owned:
