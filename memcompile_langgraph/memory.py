@@ -22,12 +22,13 @@ from .runtime.context import MemoryContext
 from .runtime.engine import build_engine
 from .store.layout import check_store_path
 from .store.protocols import StoredTurn
+from .surfaces import Surfaces
 from .text import clean_query, normalize_ids
 from .turn_input import place_turns
 from .users import validate_user_id
 
 
-class MemCompile:
+class MemCompile(Surfaces):
     """Long-term memory for one store (a directory, or memory when path is None); users are separate namespaces."""
 
     query_graph = query_graph
@@ -170,33 +171,6 @@ class MemCompile:
         """Rebuild vectors from the records: a damaged local vector store is moved aside and every user re-embedded;
         else the user (or every user) gets missing vectors made and orphans removed, or is re-embedded whole."""
         return maintenance.repair(self.engine, None if user_id is None else validate_user_id(user_id))
-
-    # --- LangChain / LangGraph integrations (memcompile_langgraph.integrations) ----------------------
-    def as_retriever(self, user_id: str = "default", k: int = 12, max_tokens: int | None = None):
-        """A LangChain retriever: one Document per selected packet, in schedule order."""
-        from .integrations.retriever import MemCompileRetriever
-
-        return MemCompileRetriever(memory=self, user_id=user_id, k=k, max_tokens=max_tokens)
-
-    @property
-    def recall_node(self):
-        """MessagesState node: a system message with the memory compiled for the last human message."""
-        from .integrations.memory_nodes import make_recall_node
-
-        return make_recall_node(self)
-
-    @property
-    def remember_node(self):
-        """MessagesState node: stores the exchange since the last remember as turns (make_remember_node for names)."""
-        from .integrations.memory_nodes import make_remember_node
-
-        return make_remember_node(self)
-
-    def as_tool(self, user_id: str | None = None, k: int | None = None, max_tokens: int | None = None):
-        """A `search_memory` tool; without user_id the user comes from each run's config or context."""
-        from .integrations.tool import make_search_memory_tool
-
-        return make_search_memory_tool(self, user_id=user_id, k=k, max_tokens=max_tokens)
 
     def close(self) -> None:
         self.engine.close()
