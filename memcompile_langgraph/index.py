@@ -67,8 +67,8 @@ class UserIndex:
     position: dict[str, int] = field(default_factory=dict)
     by_packet: dict[str, list[Descriptor]] = field(default_factory=dict)
     claim_packets: list[int] = field(default_factory=list)  # packet row of each descriptor (append-only)
-    claim_terms: list[frozenset[str]] = field(default_factory=list)
-    key_terms: list[frozenset[str]] = field(default_factory=list)
+    claim_terms: list[tuple[str, ...]] = field(default_factory=list)  # distinct terms of each descriptor
+    key_terms: list[tuple[str, ...]] = field(default_factory=list)
     people: dict[str, None] = field(default_factory=dict)  # known names, insertion-ordered
     sessions: dict[int, tuple[str, str | None]] = field(default_factory=dict)  # index -> (label, time)
     session_packets: dict[int, int] = field(default_factory=dict)  # packets per session, kept as packets are added
@@ -245,8 +245,8 @@ class UserIndex:
             # a new list: the bundle of a published snapshot is never appended to
             self.by_packet = put(self.by_packet, d.packet_id, [*self.by_packet.get(d.packet_id, ()), d])
             claim, keys, document = descriptor_terms(d)
-            claim_terms.append(frozenset(claim))
-            key_terms.append(frozenset(keys))
+            claim_terms.append(tuple(dict.fromkeys(claim)))  # distinct terms: tuples load ~3x faster than sets
+            key_terms.append(tuple(dict.fromkeys(keys)))
             documents.append(document)
             for name in d.people:
                 self.people.setdefault(name, None)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Collection
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -126,10 +127,11 @@ def count_tokens(text: str) -> int:
     return len(_TOKEN.findall(text))
 
 
-def jaccard(a: set | frozenset, b: set | frozenset) -> float:
+def jaccard(a: set | frozenset, b: Collection[str]) -> float:
+    """|a & b| / |a | b|; b may be any collection of distinct items (a tuple of distinct terms)."""
     if not a or not b:
         return 0.0
-    inter = len(a & b)
+    inter = len(a.intersection(b))
     return inter / (len(a) + len(b) - inter) if inter else 0.0
 
 

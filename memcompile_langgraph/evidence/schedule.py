@@ -19,7 +19,8 @@ def mmr_select(inp: ScheduleInput, k: int, cfg: MemCompileConfig) -> list[str]:
     for p in inp.pool:
         pos = index.position[p.representative]
         rel = p.score + cfg.mmr_support * math.log1p(p.support)
-        items.append((p.packet_id, rel, index.claim_terms[pos], index.layout.of_descriptor.get(p.representative)))
+        terms = frozenset(index.claim_terms[pos])
+        items.append((p.packet_id, rel, terms, index.layout.of_descriptor.get(p.representative)))
     chosen: list[tuple[str, float, frozenset, str | None]] = []
     remaining = items
     while remaining and len(chosen) < k:

@@ -30,7 +30,7 @@ from ..index import UserIndex
 from ..store.records import user_key
 
 log = logging.getLogger(__name__)
-FORMAT = 3  # bump when UserIndex or anything it holds changes shape
+FORMAT = 4  # bump when UserIndex or anything it holds changes shape
 TAIL = ".tail"  # the vectors-only file beside a snapshot
 
 
