@@ -9,6 +9,8 @@ from memcompile_langgraph.cli import main
 from memcompile_langgraph.memory import MemCompile
 from memcompile_langgraph.text import count_tokens
 
+TURNS = 800  # the bench smoke's history: above the other user's 200 turns, enough Cells and a cold load to time
+
 
 def test_synthetic_history_is_deterministic_and_locomo_shaped():
     a, b = generate(3000, seed=5), generate(3000, seed=5)
@@ -80,7 +82,7 @@ def test_bench_smoke_json_shape_and_sane_values(tmp_path, capsys, embeddings):
             [
                 "bench",
                 "--turns",
-                "2000",
+                str(TURNS),
                 "--queries",
                 "10",
                 "--json",
@@ -94,7 +96,7 @@ def test_bench_smoke_json_shape_and_sane_values(tmp_path, capsys, embeddings):
         == 0
     )
     report = json.loads(capsys.readouterr().out)
-    assert report["turns"] == 2000 and report["dense"] is True
+    assert report["turns"] == TURNS and report["dense"] is True
     assert report["ingest_turns_per_s"] > 0 and report["ingest_s"] > 0
     assert 0 < report["add_turn_ms_p50"] <= report["add_turn_ms_p95"]
     assert 0 < report["query_ms_p50"] <= report["query_ms_p95"]
@@ -111,15 +113,15 @@ def test_bench_smoke_json_shape_and_sane_values(tmp_path, capsys, embeddings):
     } <= set(report["stages_ms_p50"])
     assert sum(report["stages_ms_p50"].values()) > 0
     assert report["rss_mb"] >= report["rss_mb_before_store"] > 0
-    assert report["descriptors"] >= 2000 and 0 < report["cells"] < report["descriptors"]
-    assert report["vectors"] == 2000 + report["add_samples"]  # every stored turn, the single adds included
+    assert report["descriptors"] >= TURNS and 0 < report["cells"] < report["descriptors"]
+    assert report["vectors"] == TURNS + report["add_samples"]  # every stored turn, the single adds included
     assert report["first_query_s"] > 0 and report["first_query_rebuild_s"] > 0 and report["first_add_after_open_ms"] > 0
     assert report["other_user_queries_during_cold_load"] >= 1 and report["other_user_query_ms_p50_alone"] > 0
     peer = report["peer"]
-    assert peer["name"] == "langgraph.store.memory.InMemoryStore" and peer["turns"] == 2000
+    assert peer["name"] == "langgraph.store.memory.InMemoryStore" and peer["turns"] == TURNS
     assert peer["ingest_turns_per_s"] > 0 and peer["query_ms_p50"] > 0
     assert report["machine"]["cores"] >= 1 and report["machine"]["cpu"]
-    assert [p["turns"] for p in report["sizes"]] == [2000]
+    assert [p["turns"] for p in report["sizes"]] == [TURNS]
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     with pytest.raises(ValueError, match="already holds a bench history"):
         run_bench(BenchOptions(sizes=(100,), store=tmp_path / "s", peer=False))

@@ -26,6 +26,7 @@ LOCOMO = Path(os.environ.get("MEMCOMPILE_LOCOMO") or ROOT.parent / "shared" / "d
 pytestmark = pytest.mark.slow
 
 USERS, CHUNK, QUESTIONS, WRITERS, READERS = 4, 64, 12, 4, 2
+TURNS = 192  # of each conversation: three chunks per user still interleave every worker with every other
 
 COMMON = """
 import json, random, sys, time
@@ -34,8 +35,10 @@ from memcompile_langgraph import MemCompile
 from memcompile_langgraph.loaders import load_file
 
 records_url, chroma_url, locomo, run = sys.argv[1], sys.argv[2], sys.argv[3], Path(sys.argv[4])
-me, USERS, CHUNK, QUESTIONS, WRITERS = map(int, sys.argv[5:10])
+me, USERS, CHUNK, QUESTIONS, WRITERS, TURNS = map(int, sys.argv[5:11])
 convs = load_file(locomo)[:USERS]
+for c in convs:
+    c.turns = c.turns[:TURNS]
 questions = {c.user_id: [q["question"] for q in c.qa if q.get("category") != 5][:QUESTIONS] for c in convs}
 mem = MemCompile(None, records_url=records_url, chroma_url=chroma_url)
 
@@ -88,7 +91,7 @@ while not (run / "stop").exists():
 
 def _spawn(script: str, *args) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "ANONYMIZED_TELEMETRY": "False", "MEMCOMPILE_RECORDS_URL": ""}
-    args = (*args, USERS, CHUNK, QUESTIONS, WRITERS)
+    args = (*args, USERS, CHUNK, QUESTIONS, WRITERS, TURNS)
     return subprocess.Popen([sys.executable, "-c", script, *map(str, args)], env=env, stderr=subprocess.PIPE, text=True)
 
 
@@ -112,6 +115,8 @@ def test_four_workers_and_two_readers_share_one_memory(tmp_path, postgres_url, c
     run = tmp_path / "run"
     run.mkdir()
     convs = load_file(LOCOMO)[:USERS]
+    for c in convs:
+        c.turns = c.turns[:TURNS]
     started = time.monotonic()
     procs = [_spawn(WRITER, url, chroma_url, LOCOMO, run, w) for w in range(WRITERS)]
     readers = [_spawn(READER, url, chroma_url, LOCOMO, run, r) for r in range(READERS)]
