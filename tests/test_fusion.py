@@ -191,3 +191,18 @@ def test_feedback_raises_a_packet_that_holds_the_shared_term_but_not_the_query()
         fused_scores(index, none, [], [], cfg).tolist()
         == fused_scores(index, none, [], [], cfg.with_overrides(fusion_feedback=0.0)).tolist()
     )
+
+
+def test_feedback_terms_of_equal_weight_come_in_term_order():
+    from memcompile_langgraph.evidence.fusion import feedback_terms
+
+    index = UserIndex("u", MemCompileConfig())
+    for seq, text in enumerate(["camping with a tent and a stove", "camping: stove and tent packed", "other words"]):
+        p = make_packet(text, speaker="A", dia_id=f"D{seq}:1", session=seq, packet_id=f"p{seq}", seq=seq)
+        index.add_packet(p)
+        d = claim_of(p)
+        index.layout.place(d)
+        index.register([d])
+        index.index_packet_text([p.packet_id])
+    got = feedback_terms(index, np.array([0, 1, 2]), set(terms("camping")), 5)
+    assert got == sorted(terms("tent stove"))  # same packets, same idf: the order cannot depend on set iteration
