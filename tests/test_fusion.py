@@ -1,3 +1,5 @@
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -8,7 +10,7 @@ from memcompile_langgraph.config import DEFAULT_CONFIG, MemCompileConfig
 from memcompile_langgraph.evidence.frontier import admit, complement_order
 from memcompile_langgraph.evidence.fusion import fused_pool, neighbor_support, zscore
 from memcompile_langgraph.index import UserIndex, packet_lexical_document
-from memcompile_langgraph.records import DenseHit, Descriptor, PacketScore, SourcePacket
+from memcompile_langgraph.records import DenseHit, Descriptor, Intent, PacketScore, SourcePacket
 from memcompile_langgraph.text import terms
 
 
@@ -133,3 +135,74 @@ def test_speaker_mask_marks_exactly_the_packets_of_the_named_speakers(speakers, 
     assert index.speaker_mask(names).tolist() == [float(s in names) for s in speakers]
     index.packet_speakers.append("Zed")  # the codes follow new packets
     assert index.speaker_mask(names)[-1] == float("Zed" in names)
+
+
+def _claim(p, k, text):
+    return replace(claim_of(p), descriptor_id=f"{p.packet_id}:{k}", claim=text)
+
+
+def _feedback_index():
+    texts = [
+        ("c1", ["We went camping by the lake and sat at the campfire.", "My python script needs a decorator."]),
+        ("c2", ["Camping again this summer, marshmallows over the campfire.", "The decorator pattern in python."]),
+        ("c3", ["Nothing beats a campfire on a cold night."]),  # holds the term but no query term: no evidence
+        ("c4", ["Our camping gear is in the garage."]),
+    ] + [(f"f{i}", [f"filler talk number {i} about the weather."]) for i in range(8)]
+    index = UserIndex("u", MemCompileConfig())
+    for seq, (pid, claims) in enumerate(texts):
+        p = make_packet(" ".join(claims), speaker="A", dia_id=f"D{seq}:1", session=seq, packet_id=pid, seq=seq)
+        index.add_packet(p)
+        ds = [_claim(p, k, c) for k, c in enumerate(claims)]
+        for d in ds:
+            index.layout.place(d)
+        index.register(ds)
+        index.index_packet_text([pid])
+    return index
+
+
+def test_feedback_terms_come_from_query_matching_claims_shared_by_two_best_packets():
+    from memcompile_langgraph.evidence.fusion import feedback_terms
+
+    index = _feedback_index()
+    top = np.array([index.packet_position[p] for p in ("c1", "c2", "c3")])
+    got = feedback_terms(index, top, set(terms("camping")), 5)
+    assert got[0] == terms("campfire")[0]  # in the matching claims of c1 and c2
+    assert not set(got) & set(terms("python decorator"))  # the packets' other claims bring nothing
+    assert terms("lake")[0] not in got and terms("camping")[0] not in got  # one packet only; the query's own term
+    assert feedback_terms(index, top, set(terms("camping")), 0) == []
+    assert feedback_terms(index, top[:1], set(terms("camping")), 5) == []  # one packet shares nothing
+
+
+def test_feedback_raises_a_packet_that_holds_the_shared_term_but_not_the_query():
+    from memcompile_langgraph.evidence.fusion import fused_scores
+
+    index = _feedback_index()
+    intent = Intent(query="camping", terms=tuple(terms("camping")))
+    cfg = MemCompileConfig()
+    with_fb = fused_scores(index, intent, [], [], cfg)
+    without = fused_scores(index, intent, [], [], cfg.with_overrides(fusion_feedback=0.0))
+    c3, c4 = index.packet_position["c3"], index.packet_position["c4"]
+    assert with_fb[c3] > without[c3] and with_fb[c3] - without[c3] > with_fb[c4] - without[c4]
+    assert with_fb[c3] == pytest.approx(
+        without[c3] + cfg.fusion_feedback * zscore(index.packet_bm25.scores(terms("campfire")))[c3]
+    )
+    none = Intent(query="marshmallows", terms=tuple(terms("marshmallows")))  # one packet matches: nothing shared
+    assert (
+        fused_scores(index, none, [], [], cfg).tolist()
+        == fused_scores(index, none, [], [], cfg.with_overrides(fusion_feedback=0.0)).tolist()
+    )
+
+
+def test_feedback_terms_of_equal_weight_come_in_term_order():
+    from memcompile_langgraph.evidence.fusion import feedback_terms
+
+    index = UserIndex("u", MemCompileConfig())
+    for seq, text in enumerate(["camping with a tent and a stove", "camping: stove and tent packed", "other words"]):
+        p = make_packet(text, speaker="A", dia_id=f"D{seq}:1", session=seq, packet_id=f"p{seq}", seq=seq)
+        index.add_packet(p)
+        d = claim_of(p)
+        index.layout.place(d)
+        index.register([d])
+        index.index_packet_text([p.packet_id])
+    got = feedback_terms(index, np.array([0, 1, 2]), set(terms("camping")), 5)
+    assert got == sorted(terms("tent stove"))  # same packets, same idf: the order cannot depend on set iteration

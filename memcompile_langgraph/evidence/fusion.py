@@ -5,7 +5,9 @@ by a z-score sum of packet-level signals — BM25 over each packet's claim bundl
 cosine of the enriched query (and of the bare question) with the packet document, and the address plane's
 normalized score s(p,q) of Eq. 10 — plus support from the adjacent turns of
 the same session, a bonus for turns spoken by a person the query names, and one for dated claims when the
-query asks about time. The closed pool is the
+query asks about time; last, a second lexical pass with terms the best packets share (pseudo-relevance
+feedback: what the question leaves unsaid, e.g. the activity a "camping" question's answer calls "campfire"). The
+closed pool is the
 normalization of the address candidates (Eq. 9) joined by D_q and the best packets by this score, ordered by
 it and cut to a budget.
 """
@@ -44,6 +46,24 @@ def best_claim_scores(claim_scores: np.ndarray, claim_packets: np.ndarray, n: in
     if len(claim_scores):
         np.maximum.at(out, claim_packets[: len(claim_scores)], claim_scores)
     return out
+
+
+def feedback_terms(index: UserIndex, top: np.ndarray, query: set[str], k: int) -> list[str]:
+    """Pseudo-relevance feedback: terms not in the query that the query-matching claims of at least two of the `top`
+    packets hold, by (packets holding them) x idf, at most k. Only claims sharing a query term count, so a long
+    reply's other topics (code, lists) bring no terms."""
+    count: dict[str, int] = {}
+    for i in top:
+        found: set[str] = set()
+        for d in index.by_packet[index.packet_order[int(i)]]:
+            claim = index.claim_terms[index.position[d.descriptor_id]]
+            if claim & query:
+                found |= claim
+        for t in found - query:
+            count[t] = count.get(t, 0) + 1
+    shared = [t for t, c in count.items() if c >= 2]
+    shared.sort(key=lambda t: (-count[t] * index.packet_bm25.idf(t), t))  # by term on ties: sets have no order
+    return shared[:k]
 
 
 def fused_scores(
@@ -88,6 +108,11 @@ def fused_scores(
         addressed = ()
     if addressed:
         signal = signal + cfg.fusion_addressed * index.speaker_mask(addressed) / len(addressed)
+    if cfg.fusion_feedback:  # from the final ranking: on a user-assistant chat, the addressed speaker's turns
+        top = top_positions(signal, cfg.feedback_packets)
+        expansion = feedback_terms(index, top, set(query), cfg.feedback_terms)
+        if expansion:
+            signal = signal + cfg.fusion_feedback * zscore(index.packet_bm25.scores(expansion))
     return signal
 
 
