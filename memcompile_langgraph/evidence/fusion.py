@@ -57,8 +57,8 @@ def feedback_terms(index: UserIndex, top: np.ndarray, query: set[str], k: int) -
         found: set[str] = set()
         for d in index.by_packet[index.packet_order[int(i)]]:
             claim = index.claim_terms[index.position[d.descriptor_id]]
-            if claim & query:
-                found |= claim
+            if not query.isdisjoint(claim):
+                found.update(claim)
         for t in found - query:
             count[t] = count.get(t, 0) + 1
     shared = [t for t, c in count.items() if c >= 2]
