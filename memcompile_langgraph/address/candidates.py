@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 from ..config import MemCompileConfig
 from ..index import UserIndex
@@ -30,18 +31,22 @@ def normalized_bm25(hits: list[tuple[int, float]]) -> dict[int, float]:
     return {pos: (2 * math.log1p(s) / top if top > 0 else 0.0) for pos, s in hits}
 
 
-def candidate_score(index: UserIndex, pos: int, intent: Intent, b: float, cfg: MemCompileConfig) -> float:
-    """r_i, Eq. 7."""
-    d = index.descriptors[pos]
-    q_terms = set(intent.terms)
-    temporal = 1.0 if intent.temporal and d.event_time else 0.0
-    return (
-        cfg.alpha_f * jaccard(q_terms, index.claim_terms[pos])
-        + cfg.alpha_k * jaccard(q_terms, index.key_terms[pos])
-        + cfg.alpha_p * jaccard(set(intent.people), set(d.people))
-        + cfg.alpha_t * temporal
-        + cfg.alpha_b * b
-    )
+def candidate_scorer(index: UserIndex, intent: Intent, cfg: MemCompileConfig) -> Callable[[int, float], float]:
+    """r_i, Eq. 7, as a function of (descriptor position, b_i); the query's term and people sets are made once."""
+    q_terms, q_people = set(intent.terms), set(intent.people)
+
+    def score(pos: int, b: float) -> float:
+        d = index.descriptors[pos]
+        temporal = 1.0 if intent.temporal and d.event_time else 0.0
+        return (
+            cfg.alpha_f * jaccard(q_terms, index.claim_terms[pos])
+            + cfg.alpha_k * jaccard(q_terms, index.key_terms[pos])
+            + cfg.alpha_p * (jaccard(q_people, set(d.people)) if q_people else 0.0)
+            + cfg.alpha_t * temporal
+            + cfg.alpha_b * b
+        )
+
+    return score
 
 
 def candidate_union(
@@ -55,14 +60,10 @@ def candidate_union(
     for rc in routing.opened:
         for did in index.layout.cells[rc.cell_id].descriptor_ids:
             channels.setdefault(index.position[did], []).append(f"cell:{rc.cell_id}")
-    out = []
+    out, score = [], candidate_scorer(index, intent, cfg)
     for position, (pos, chans) in enumerate(channels.items()):
         d = index.descriptors[pos]
         bi = b.get(pos, 0.0)
-        out.append(
-            Candidate(
-                d.descriptor_id, d.packet_id, candidate_score(index, pos, intent, bi, cfg), bi, tuple(chans), position
-            )
-        )
+        out.append(Candidate(d.descriptor_id, d.packet_id, score(pos, bi), bi, tuple(chans), position))
     out.sort(key=lambda c: (-c.score, c.position))
     return out

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 
 from ..records import Intent
 from ..text import STOPWORDS, name_key, terms, words
@@ -33,16 +34,22 @@ _QUESTION_WORDS = frozenset(
 def match_people(text: str, known_people: Sequence[str]) -> tuple[str, ...]:
     """Known names mentioned in the text (full name or its first word), canonical, in order of mention."""
     tokens = words(text)
+    present = set(tokens)
     found: list[tuple[int, str]] = []
     for name in known_people:
-        parts = name_key(name).split()
-        if not parts:
+        parts = _name_parts(name)
+        if not parts or parts[0] not in present:  # every match below starts with the first word
             continue
         for i in range(len(tokens)):
             if tokens[i : i + len(parts)] == parts or (len(parts) > 1 and tokens[i] == parts[0]):
                 found.append((i, name))
                 break
     return tuple(dict.fromkeys(n for _, n in sorted(found)))
+
+
+@lru_cache(maxsize=4096)
+def _name_parts(name: str) -> list[str]:
+    return name_key(name).split()
 
 
 def query_keywords(query: str, people: Sequence[str], limit: int = 5) -> tuple[str, ...]:
