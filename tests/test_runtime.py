@@ -2,6 +2,7 @@
 per-user load locks, a bounded cache, and graphs that take everything from their run's context."""
 
 import gc
+import json
 import logging
 import threading
 
@@ -195,9 +196,13 @@ def test_a_sweep_removes_the_files_of_users_forgotten_or_deleted_from_elsewhere(
         mem.add_turns(demo_turns(), user_id=user)
     files = mem.engine.cache.files
     (files.folder / "junk.snapshot").write_bytes(b"not a snapshot")
+    kept = files.path("kept").read_bytes()
+    mac, head, payload = kept.split(b"\n", 2)
+    earlier = json.dumps({**json.loads(head), "format": 1}).encode()  # an earlier release's file of a user it holds
+    (files.folder / "kept.earlier.snapshot").write_bytes(mac + b"\n" + earlier + b"\n" + payload)
     mem.engine.records.forget("forgotten")
     mem.engine.records.delete_packets("deleted", [mem.index("deleted").by_dia["D1:2"]])
-    assert files.sweep(mem.engine.records.head) == 3
+    assert files.sweep(mem.engine.records.head) == 4
     assert sorted(p.name for p in files.folder.iterdir()) == [files.path("kept").name]
     assert files.sweep(mem.engine.records.head) == 0
     mem.close()
