@@ -178,7 +178,7 @@ def test_feedback_raises_a_packet_that_holds_the_shared_term_but_not_the_query()
 
     index = _feedback_index()
     intent = Intent(query="camping", terms=tuple(terms("camping")))
-    cfg = MemCompileConfig()
+    cfg = MemCompileConfig(feedback_min_packets=1)
     with_fb = fused_scores(index, intent, [], [], cfg)
     without = fused_scores(index, intent, [], [], cfg.with_overrides(fusion_feedback=0.0))
     c3, c4 = index.packet_position["c3"], index.packet_position["c4"]
@@ -190,6 +190,21 @@ def test_feedback_raises_a_packet_that_holds_the_shared_term_but_not_the_query()
     assert (
         fused_scores(index, none, [], [], cfg).tolist()
         == fused_scores(index, none, [], [], cfg.with_overrides(fusion_feedback=0.0)).tolist()
+    )
+
+
+def test_a_memory_smaller_than_feedback_min_packets_gets_no_feedback():
+    from memcompile_langgraph.evidence.fusion import fused_scores
+
+    index = _feedback_index()
+    intent = Intent(query="camping", terms=tuple(terms("camping")))
+    small = MemCompileConfig(feedback_min_packets=len(index.packet_order) + 1)
+    assert (
+        fused_scores(index, intent, [], [], small).tolist()
+        == fused_scores(index, intent, [], [], small.with_overrides(fusion_feedback=0.0)).tolist()
+        != fused_scores(
+            index, intent, [], [], small.with_overrides(feedback_min_packets=len(index.packet_order))
+        ).tolist()
     )
 
 

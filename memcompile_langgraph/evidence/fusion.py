@@ -108,7 +108,7 @@ def fused_scores(
         addressed = ()
     if addressed:
         signal = signal + cfg.fusion_addressed * index.speaker_mask(addressed) / len(addressed)
-    if cfg.fusion_feedback:  # from the final ranking: on a user-assistant chat, the addressed speaker's turns
+    if cfg.fusion_feedback and n >= cfg.feedback_min_packets:  # from the final ranking (the addressed speaker's)
         top = top_positions(signal, cfg.feedback_packets)
         expansion = feedback_terms(index, top, set(query), cfg.feedback_terms)
         if expansion:
