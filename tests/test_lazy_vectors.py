@@ -55,8 +55,9 @@ def test_a_snapshot_file_behind_the_records_opens_the_vector_store_for_the_newer
     reader.close()
 
 
-def test_a_small_lag_left_at_close_is_read_from_the_tail_file_without_opening_the_vector_store(tmp_path, embeddings):
-    path = tmp_path / "store"
+def _store_with_a_tail(path, embeddings):
+    """A store whose snapshot file holds 130 turns and whose tail file the one turn added after it: (the snapshot
+    files, the snapshot's bytes, what the writer compiled for the canoe question)."""
     many = [
         {"speaker": "Bo", "text": f"note {i}: the kayak trip to lake {i}", "time": "2024-05-01"} for i in range(130)
     ]
@@ -65,11 +66,16 @@ def test_a_small_lag_left_at_close_is_read_from_the_tail_file_without_opening_th
     first.close()  # no file yet: the whole snapshot is written
     files = first.engine.cache.files
     snapshot = files.path("u").read_bytes()
-
     writer = MemCompile(path, embeddings=embeddings)
     writer.add_turns(LATER, user_id="u")  # 1 < 131 // 64: the snapshot stays, the new vector goes to the tail
     expected = writer.compile("Where is the canoe moored?", "u")
     writer.close()
+    return files, snapshot, expected
+
+
+def test_a_small_lag_left_at_close_is_read_from_the_tail_file_without_opening_the_vector_store(tmp_path, embeddings):
+    path = tmp_path / "store"
+    files, snapshot, expected = _store_with_a_tail(path, embeddings)
     assert files.path("u").read_bytes() == snapshot and files.path("u", ".tail").exists()
 
     reader = MemCompile(path, embeddings=embeddings)
@@ -84,16 +90,8 @@ def test_a_small_lag_left_at_close_is_read_from_the_tail_file_without_opening_th
 
 def test_a_damaged_tail_file_is_ignored_and_the_vector_store_answers(tmp_path, embeddings):
     path = tmp_path / "store"
-    many = [
-        {"speaker": "Bo", "text": f"note {i}: the kayak trip to lake {i}", "time": "2024-05-01"} for i in range(130)
-    ]
-    writer = MemCompile(path, embeddings=embeddings)
-    writer.add_turns(many, user_id="u")
-    writer.close()
-    writer = MemCompile(path, embeddings=embeddings)
-    writer.add_turns(LATER, user_id="u")
-    writer.close()
-    tail = writer.engine.cache.files.path("u", ".tail")
+    files, _, _ = _store_with_a_tail(path, embeddings)
+    tail = files.path("u", ".tail")
     tail.write_bytes(tail.read_bytes()[:-40] + b"x" * 40)
 
     reader = MemCompile(path, embeddings=embeddings)

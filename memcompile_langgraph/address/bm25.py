@@ -78,9 +78,10 @@ class BM25Index:
         grouped: dict[int, tuple[list[int], list[int]]] = {}
         for doc, counts in enumerate(closed, start):
             for term, tf in counts.items():
-                entry = grouped.get(self._term_ids[term])
+                tid = self._term_ids[term]
+                entry = grouped.get(tid)
                 if entry is None:
-                    entry = grouped[self._term_ids[term]] = ([], [])
+                    entry = grouped[tid] = ([], [])
                 entry[0].append(doc)
                 entry[1].append(tf)
         for tid, (docs, tfs) in grouped.items():
@@ -142,11 +143,15 @@ class BM25Index:
             docs, tfs = self._post_docs[tid].view(), self._post_tfs[tid].view()
             dl = doc_len[docs]
             idf = self._idf(self._df[tid])
-            out[docs] += idf * (tfs * (self.k1 + 1) / (tfs + self.k1 * (1 - self.b + self.b * dl / avgdl)))
+            out[docs] += idf * self._tf_weight(tfs, dl, avgdl)
             tf = self._open.get(term, 0) if self._open is not None else 0
             if tf:
-                out[-1] += idf * (tf * (self.k1 + 1) / (tf + self.k1 * (1 - self.b + self.b * self._open_len / avgdl)))
+                out[-1] += idf * self._tf_weight(tf, self._open_len, avgdl)
         return out
+
+    def _tf_weight(self, tf, dl, avgdl: float):
+        """BM25's saturated term frequency, for posting arrays and for the open document alike."""
+        return tf * (self.k1 + 1) / (tf + self.k1 * (1 - self.b + self.b * dl / avgdl))
 
     def top(self, query: list[str], k: int) -> list[tuple[int, float]]:
         """Positive-scoring documents, best first; ties keep corpus order."""

@@ -67,9 +67,8 @@ class SnapshotFiles:
     def write_tail(self, index: UserIndex, packet_ids: list[str]) -> None:
         """The vectors of packets newer than the snapshot file, so that the next process reads them from here
         instead of opening the vector store (importing and opening Chroma: ~2 s)."""
-        rows = [index.vectors.row[p] for p in packet_ids if p in index.vectors.row]
-        matrix = index.vectors.matrix()[rows]
-        ids = [index.vectors.ids[r] for r in rows]
+        ids = [p for p in packet_ids if p in index.vectors.row]
+        matrix = index.vectors.matrix()[[index.vectors.row[p] for p in ids]]
         self._write(
             self.path(index.user_id, TAIL), index, pickle.dumps((ids, matrix), protocol=pickle.HIGHEST_PROTOCOL)
         )
@@ -124,9 +123,9 @@ class SnapshotFiles:
 
     def sweep(self, head: Callable[[str], tuple[int, int]]) -> int:
         """Removes files of an earlier format and files the records no longer back (their user forgotten, deleted
-        from or re-embedded since): on
-        a store shared by several machines a forget cannot reach the others' files, so each worker sweeps its own
-        folder when it opens the store. Reads only each file's header; returns how many files were removed."""
+        from or re-embedded since): on a store shared by several machines a forget cannot reach the others' files,
+        so each worker sweeps its own folder when it opens the store. Reads only each file's header; returns how
+        many files were removed."""
         removed = 0
         for file in self.folder.glob("*.snapshot") if self.folder.is_dir() else ():
             try:
