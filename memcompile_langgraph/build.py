@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import ChainMap, Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from itertools import chain
 from typing import Any
 
 from .config import MemCompileConfig
@@ -57,6 +58,14 @@ def _session_for(
     return last + 1
 
 
+def _first_sessions(sessions: ChainMap) -> dict[str, int]:
+    """Each session label's first session, over the stored sessions and then this batch's (in the order opened)."""
+    out: dict[str, int] = {}
+    for n, (label, _) in chain(sessions.maps[1].items(), sessions.maps[0].items()):
+        out.setdefault(label, n)
+    return out
+
+
 def packetize(turns: Iterable[Any], index: UserIndex, user_id: str) -> Packetized:
     """Register one immutable packet per new turn (Algorithm 1 line 3); bad and known turns are counted, not stored."""
     out = Packetized()
@@ -66,7 +75,7 @@ def packetize(turns: Iterable[Any], index: UserIndex, user_id: str) -> Packetize
     sessions = ChainMap({}, index.sessions)
     per_session = ChainMap({}, index.session_packets)
     last = index.last_session
-    by_label = {label: n for n, (label, _) in reversed(index.sessions.items())}  # a label's first session
+    by_label: dict[str, int] | None = None  # a label's first session: made when a turn names a label
     seq = len(index.packet_order) and index.packets[index.packet_order[-1]].seq + 1
     for placed in place_turns(turns):  # turns add_turns placed keep their place in the whole call
         try:
@@ -95,11 +104,14 @@ def packetize(turns: Iterable[Any], index: UserIndex, user_id: str) -> Packetize
             continue
         # sessions follow the stored turns only: re-sent known turns must not open sessions for the new ones
         parsed = parse_session_time(turn.time) if turn.time else None
-        session = _session_for(turn, parsed, sessions, last, by_label)
+        if turn.session_label and by_label is None:
+            by_label = _first_sessions(sessions)
+        session = _session_for(turn, parsed, sessions, last, by_label or {})
         label = turn.session_label or f"session_{session}"
         if session not in sessions:
             sessions[session] = (label, parsed)
-            by_label.setdefault(label, session)
+            if by_label is not None:
+                by_label.setdefault(label, session)
             last = session if last is None else max(last, session)
         number = per_session.get(session, 0) + 1  # the turn's number in its session
         if not dia_id:

@@ -47,11 +47,12 @@ def extract_facts_node(state: IngestWork, runtime: Runtime[MemoryContext]) -> di
 
 
 def extract_metadata_node(state: IngestWork, runtime: Runtime[MemoryContext]) -> dict[str, Any]:
+    ctx = run_context(runtime)
     index = state["work_index"]
     start = index.descriptors[-1].seq + 1 if index.descriptors else 0
-    descriptors = metadata_all(
-        state.get("contexts", []), state.get("facts", []), run_context(runtime).engine.extractor, start
-    )
+    descriptors = metadata_all(state.get("contexts", []), state.get("facts", []), ctx.engine.extractor, start)
+    if ctx.writer is not None:  # add_turns: the packet documents are complete, the model embeds them meanwhile
+        ctx.writer.embed_ahead(state.get("packets", []), descriptors)
     return {"descriptors": descriptors, "_trace": {"descriptors": len(descriptors)}}
 
 

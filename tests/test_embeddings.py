@@ -174,19 +174,24 @@ class _FailsOnCall(DeterministicFakeEmbedding):
         return super().embed_documents(texts)
 
 
-def test_background_embedding_failure_surfaces_and_the_next_writer_repairs(tmp_path):
+def test_background_embedding_failure_surfaces_and_the_next_writer_repairs(tmp_path, monkeypatch):
     from memcompile_langgraph.bench.synthetic import generate
+    from memcompile_langgraph.runtime import consistency
+
+    monkeypatch.setattr(consistency, "READER_REPAIR_LIMIT", 200)  # below the one batch left without vectors
 
     turns = generate(700).turns  # three ingest batches: the second batch's embedding fails
     flaky = _FailsOnCall(size=16)  # same identity as the repairing one below: only missing vectors are re-made
     with pytest.raises(RuntimeError, match="embedding service unavailable"):
         MemCompile(tmp_path, embeddings=flaky).add_turns(turns, "ann")
     mem = MemCompile(tmp_path, embeddings=_FailsOnCall(size=16, fail_on=0))
-    assert mem.engine.records.counts("ann")["packets"] == 700  # every batch was committed before its vectors
+    # the second batch was committed before its vectors; the failure stopped the run before the third committed
+    assert mem.engine.records.counts("ann")["packets"] == 512
     assert len(mem.engine.vectors.ids("ann")) == 256  # only the first batch's vectors got stored
-    mem.index("ann")  # a read repairs up to READER_REPAIR_LIMIT missing vectors, not 444
+    mem.index("ann")  # a read repairs up to READER_REPAIR_LIMIT missing vectors, not 256
     assert len(mem.engine.vectors.ids("ann")) == 256
-    assert mem.add_turns(turns, "ann")["already_stored"] == 700  # the next writer does
+    added = mem.add_turns(turns, "ann")  # the next writer repairs them and stores the rest
+    assert added["already_stored"] == 512 and added["stored"] == 188
     index = mem.index("ann")
     assert set(mem.engine.vectors.ids("ann")) == set(index.packets) and len(index.vectors) == 700
 

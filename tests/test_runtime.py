@@ -103,6 +103,32 @@ def test_a_failed_write_publishes_nothing(mem, monkeypatch):
     assert mem.index("u") is old and mem.stats("u")["packets"] == len(demo_turns())
 
 
+def test_a_batch_is_embedded_while_it_commits_and_its_vectors_stored_only_once_committed(
+    mem, monkeypatch, small_batches
+):
+    embed, commit = mem.engine.embeddings.embed_documents, mem.engine.records.commit
+    embedding, seen = threading.Event(), []
+
+    def embed_documents(texts):
+        embedding.set()
+        return embed(texts)
+
+    def commit_second_fails(user, packets, placed, counts):
+        seen.append(embedding.wait(timeout=10))  # the model already runs on this batch's packet documents
+        embedding.clear()
+        if len(seen) == 2:
+            raise RuntimeError("disk full")
+        return commit(user, packets, placed, counts)
+
+    monkeypatch.setattr(mem.engine.embeddings, "embed_documents", embed_documents)
+    monkeypatch.setattr(mem.engine.records, "commit", commit_second_fails)
+    with pytest.raises(RuntimeError, match="disk full"):
+        mem.add_turns(_turns(90, "half"), user_id="u")  # batches of 40: the second one never commits
+    assert seen == [True, True]
+    stored = mem.engine.vectors.ids("u")
+    assert len(stored) == len(demo_turns()) + 40 and stored == set(mem.index("u").packets)
+
+
 def test_cold_start_reads_the_persisted_snapshot_then_replays_newer_records(tmp_path, embeddings, monkeypatch, caplog):
     monkeypatch.setattr(cache_module, "PERSIST_EVERY", 8)
     path = tmp_path / "store"

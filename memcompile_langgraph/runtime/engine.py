@@ -98,13 +98,24 @@ class Engine:
         """Embeds packet documents z(p) and stores them; with index, its matrix gains them too."""
         if self.embeddings is None or not items:
             return 0
+        self.store_vectors(user_id, items, self.packet_vectors(items), index)
+        return len(items)
+
+    def packet_vectors(self, items: list[tuple[SourcePacket, list[Descriptor]]]) -> list[list[float]]:
         docs = [packet_document(p, claims)[: self.config.embed_max_chars] for p, claims in items]
-        vectors = self.embeddings.embed_documents(docs)
+        return self.embeddings.embed_documents(docs)
+
+    def store_vectors(
+        self,
+        user_id: str,
+        items: list[tuple[SourcePacket, list[Descriptor]]],
+        vectors: list[list[float]],
+        index: UserIndex | None = None,
+    ) -> None:
         ids = [p.packet_id for p, _ in items]
         self.vectors.upsert(user_id, ids, vectors, [p.dia_id for p, _ in items])
         if index is not None:
             index.vectors.set(ids, vectors)
-        return len(items)
 
     def foreign_vectors(self, user_id: str) -> bool:
         """The user's stored vectors were not made by this memory's model (or their maker is not recorded yet, or a

@@ -3,14 +3,16 @@
 snapshot published only when everything succeeded. A failure publishes nothing: the records committed so far are
 the truth, and the next reader loads them.
 
-Embedding overlaps extraction: one batch's packet documents are embedded on a background thread while the next
-batch is packetized, extracted, placed and committed. At most one batch is in flight (memory stays bounded,
-vectors are written in batch order); a crash between records and vectors leaves vectors missing, which the next
-writer's reconcile re-embeds.
+Embedding overlaps the rest of the work: a batch's packet documents are complete once its metadata is extracted,
+so `embed_ahead` starts the model on a background thread while the batch is placed in Cells and committed (and
+the next batch extracted); its vectors are stored only after `commit` of the same packets. At most one batch is
+in flight (memory stays bounded, vectors are written in batch order). A batch that is never committed stores no
+vector; a crash between records and vectors leaves vectors missing, which the next writer's reconcile re-embeds.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from concurrent.futures import Future
 from contextlib import ExitStack
@@ -26,6 +28,22 @@ class WriteConflict(StoreError):
     """The snapshot an ingest run started from is no longer the newest (another writer went first)."""
 
 
+class _Ahead:
+    """A batch being embedded before its records are committed: its vectors wait for the decision to store them."""
+
+    def __init__(self, packet_ids: list[str]):
+        self.packet_ids = packet_ids
+        self.store = False
+        self.decided = threading.Event()
+
+    def decide(self, store: bool) -> None:
+        self.store = store
+        self.decided.set()
+
+
+Items = list[tuple[SourcePacket, list[Descriptor]]]
+
+
 class UnitOfWork:
     def __init__(self, engine: Engine, cache, user_id: str, on_embedded: Callable[[int], None] | None = None):
         self.engine, self.cache, self.user_id = engine, cache, user_id
@@ -34,6 +52,7 @@ class UnitOfWork:
         self._on_embedded = on_embedded
         self._stack = ExitStack()
         self._pending: Future | None = None
+        self._ahead: _Ahead | None = None
 
     def __enter__(self) -> UnitOfWork:
         self._stack.enter_context(self.engine.records.write_lock(self.user_id))
@@ -55,9 +74,20 @@ class UnitOfWork:
             raise WriteConflict(f"user {self.user_id!r} changed since this ingest run started")
         self.index = index
 
+    def embed_ahead(self, packets: list[SourcePacket], descriptors: list[Descriptor]) -> None:
+        """Starts embedding the packet documents of a batch whose records are not committed yet."""
+        if self.engine.embeddings is None or not packets:
+            return
+        claims: dict[str, list[Descriptor]] = {p.packet_id: [] for p in packets}
+        for d in descriptors:
+            claims[d.packet_id].append(d)
+        ahead = _Ahead(list(claims))
+        self._submit([(p, claims[p.packet_id]) for p in packets], ahead)
+        self._ahead = ahead
+
     def commit(self, packets: list[SourcePacket], placed: list[tuple[Descriptor, str]], counts: dict[str, int]) -> int:
         """Records of one batch (descriptors already placed in self.index's Cells) in one transaction; then they are
-        made searchable in the private index and their embedding is queued."""
+        made searchable in the private index and their vectors stored (embedded ahead, or queued now)."""
         index = self.index
         self.engine.records.commit(self.user_id, packets, placed, counts)
         index.version, index.epoch = self.engine.records.head(self.user_id)  # a new user's first commit sets its epoch
@@ -66,20 +96,34 @@ class UnitOfWork:
         index.register([d for d, _ in placed])
         index.index_packet_text([p.packet_id for p in packets])
         if self.engine.embeddings is not None and packets:
-            self._submit([(p, index.by_packet[p.packet_id]) for p in packets])
+            ahead = self._ahead
+            if ahead is not None and ahead.packet_ids == [p.packet_id for p in packets]:
+                self._ahead = None
+                ahead.decide(True)
+            else:
+                self._submit([(p, index.by_packet[p.packet_id]) for p in packets])
         return index.version
 
-    def _submit(self, items: list[tuple[SourcePacket, list[Descriptor]]]) -> None:
+    def _submit(self, items: Items, ahead: _Ahead | None = None) -> None:
         self.wait()
-        self._pending = self.engine.background().submit(self._embed, items)
+        self._pending = self.engine.background().submit(self._embed, items, ahead)
 
-    def _embed(self, items: list[tuple[SourcePacket, list[Descriptor]]]) -> None:
-        self.engine.embed_packets(self.user_id, items, self.index)
+    def _embed(self, items: Items, ahead: _Ahead | None) -> None:
+        vectors = self.engine.packet_vectors(items)
+        if ahead is not None:
+            ahead.decided.wait()
+            if not ahead.store:
+                return
+        self.engine.store_vectors(self.user_id, items, vectors, self.index)
         if self._on_embedded is not None:
             self._on_embedded(len(items))
 
     def wait(self) -> None:
-        """Blocks until the batch in flight is stored; its error, if any, is raised here."""
+        """Blocks until the batch in flight is stored (or dropped, when it was never committed); its error, if any,
+        is raised here."""
+        ahead, self._ahead = self._ahead, None
+        if ahead is not None:
+            ahead.decide(False)
         pending, self._pending = self._pending, None
         if pending is not None:
             pending.result()
