@@ -1,5 +1,6 @@
 """MemCompile: the public API. Runs go through the module-level graphs (query_graph, ingest_graph) with a
-MemoryContext; the runtime (runtime/) holds the engine, the snapshot cache and the writers."""
+MemoryContext; the runtime (runtime/) holds the engine, the snapshot cache and the writers. Reading the records
+back and maintaining them: upkeep.py; the LangChain / LangGraph surfaces: surfaces.py."""
 
 from __future__ import annotations
 
@@ -17,18 +18,17 @@ from .extract.base import Extractor
 from .index import UserIndex
 from .query_graph import query_graph
 from .records import CompiledContext
-from .runtime import maintenance
 from .runtime.context import MemoryContext
 from .runtime.engine import build_engine
 from .store.layout import check_store_path
-from .store.protocols import StoredTurn
 from .surfaces import Surfaces
-from .text import clean_query, normalize_ids
+from .text import clean_query
 from .turn_input import place_turns
+from .upkeep import Upkeep
 from .users import validate_user_id
 
 
-class MemCompile(Surfaces):
+class MemCompile(Upkeep, Surfaces):
     """Long-term memory for one store (a directory, or memory when path is None); users are separate namespaces."""
 
     query_graph = query_graph
@@ -129,48 +129,6 @@ class MemCompile(Surfaces):
         if model is None:
             raise ValueError("no LLM given: pass llm= or answer_llm= to MemCompile")
         return self.engine.llm_client(model, user_id)
-
-    # --- records ---------------------------------------------------------------------------------
-    def stats(self, user_id: str = "default") -> dict[str, Any]:
-        return self.engine.stats(validate_user_id(user_id))
-
-    def usage(self, user_id: str = "default") -> dict[str, Any]:
-        """LLM token ledger per stage and phase (construction / query / evaluation); empty without LLM stages."""
-        return self.engine.usage(validate_user_id(user_id))
-
-    def users(self) -> list[str]:
-        return self.engine.records.users()
-
-    def turns(
-        self, user_id: str = "default", dia_ids: Iterable[str] | None = None, limit: int | None = None, offset: int = 0
-    ) -> list[StoredTurn]:
-        """Stored turns in dialogue order (all, or those with the given dia_ids), with when they were stored."""
-        ids = None if dia_ids is None else normalize_ids(dia_ids)
-        return self.engine.records.turns(validate_user_id(user_id), ids, limit, offset)
-
-    def count(self, user_id: str, counts: dict[str, int]) -> None:
-        """Adds to the user's counters (what `stats` shows), e.g. input lines a loader skipped."""
-        self.engine.records.add_counts(validate_user_id(user_id), counts)
-
-    def forget(self, user_id: str) -> None:
-        """Remove every record, vector, snapshot file, cached LLM reply and ledger row of the user (idempotent:
-        re-run after a crash)."""
-        maintenance.forget(self.engine, validate_user_id(user_id))
-
-    def delete_turns(self, user_id: str, dia_ids: Iterable[str]) -> int:
-        """Remove single turns with their descriptors and Cell memberships; returns how many were removed."""
-        return maintenance.delete_turns(self.engine, validate_user_id(user_id), normalize_ids(dia_ids))
-
-    def reembed(self, user_id: str = "default") -> int:
-        """Embed every packet of the user again with this memory's model (what the next add_turns does anyway when
-        the store's vectors came from another model); returns how many packets were embedded."""
-        user_id = validate_user_id(user_id)
-        return maintenance.reembed_user(self.engine, user_id) if self.engine.embeddings is not None else 0
-
-    def repair(self, user_id: str | None = None) -> dict[str, Any]:
-        """Rebuild vectors from the records: a damaged local vector store is moved aside and every user re-embedded;
-        else the user (or every user) gets missing vectors made and orphans removed, or is re-embedded whole."""
-        return maintenance.repair(self.engine, None if user_id is None else validate_user_id(user_id))
 
     def close(self) -> None:
         self.engine.close()
