@@ -159,8 +159,8 @@ class IndexCache:
 
     def persist_all(self) -> None:
         """Saves every cached snapshot whose file lags behind by 1/64 of its packets or more (at close: the next
-        process starts warm). A smaller lag is left to the next process's incremental read instead of writing the
-        whole file again for it (one turn added to 100k: a 350 MB file, ~20 s at exit)."""
+        process starts warm). For a smaller lag only its vectors are saved, beside the file: the next process replays its
+        records instead of this one writing the whole file again (one turn added to 100k: a 350 MB file, ~20 s)."""
         with self._map_lock:
             cached = list(self._published.values())
         for index in cached:
@@ -168,28 +168,33 @@ class IndexCache:
             if len(index.packets) - saved >= max(1, len(index.packets) // 64):
                 self.persist(index, force=True)
             elif len(index.packets) > saved:
-                self.persist(index, force=True, tail=index.packet_order[saved:])
+                self.persist_tail(index, index.packet_order[saved:])
 
-    def persist(self, index: UserIndex, force: bool = False, tail: list[str] | None = None) -> None:
-        """Saves the snapshot file when it lags by PERSIST_EVERY records (or with force), or with `tail` only the
-        vectors of those packets beside it. Best effort: a failure is logged, the next cold start rebuilds from the
-        records (or reads the vectors from the vector store)."""
+    def persist(self, index: UserIndex, force: bool = False) -> None:
+        """Saves the snapshot file when it lags by PERSIST_EVERY records (or with force)."""
         if self.files is None or not index.packets:
             return
-        if not force and len(index.packets) - self._persisted.get(index.user_id, 0) < PERSIST_EVERY:
-            return
+        if force or len(index.packets) - self._persisted.get(index.user_id, 0) >= PERSIST_EVERY:
+            if self._while_current(index, self.files.write):
+                self._persisted[index.user_id] = len(index.packets)
+
+    def persist_tail(self, index: UserIndex, packet_ids: list[str]) -> None:
+        """Saves the vectors of those packets beside the snapshot file (the ones it lacks)."""
+        if self.files is not None and self.engine.embeddings is not None:
+            self._while_current(index, lambda current: self.files.write_tail(current, packet_ids))
+
+    def _while_current(self, index: UserIndex, write) -> bool:
+        """write(index) under the user's writer lock (tried, never waited for: see locks.py) and only while the
+        records are still the ones the snapshot shows, so no file can outlive a forget or a delete that ran
+        meanwhile. Best effort: a failure is logged, and the next cold start rebuilds from the records (or reads the
+        vectors from the vector store)."""
         records = self.engine.records
-        # under the writer lock (tried, never waited for: see locks.py) and only while the records are still the
-        # ones the snapshot shows, so no file can outlive a forget or a delete that ran meanwhile
         with records.write_lock(index.user_id, blocking=False) as held:
             if not held or records.head(index.user_id) != (index.version, index.epoch):
-                return
+                return False
             try:
-                if tail is not None:
-                    if self.engine.embeddings is not None:
-                        self.files.write_tail(index, tail)
-                    return
-                self.files.write(index)
-                self._persisted[index.user_id] = len(index.packets)
+                write(index)
+                return True
             except OSError as exc:
                 log.warning("could not save the index snapshot of %r: %s", index.user_id, exc)
+                return False

@@ -23,6 +23,8 @@ from ..store.protocols import StoreError
 from .consistency import prepare_writer
 from .engine import Engine
 
+JOB_START_WAIT = 0.05  # seconds a writer waits for its embedding job to start
+
 
 class WriteConflict(StoreError):
     """The snapshot an ingest run started from is no longer the newest (another writer went first)."""
@@ -106,9 +108,15 @@ class UnitOfWork:
 
     def _submit(self, items: Items, ahead: _Ahead | None = None) -> None:
         self.wait()
-        self._pending = self.engine.background().submit(self._embed, items, ahead)
+        started = threading.Event()
+        self._pending = self.engine.background().submit(self._embed, items, ahead, started)
+        # a job needs the interpreter to start: waiting hands it over now (else the job may wait out the switch
+        # interval, ~2.7 ms of a one-turn add, while this thread places Cells); bounded, as other writers' jobs
+        # may hold every worker
+        started.wait(JOB_START_WAIT)
 
-    def _embed(self, items: Items, ahead: _Ahead | None) -> None:
+    def _embed(self, items: Items, ahead: _Ahead | None, started: threading.Event) -> None:
+        started.set()
         vectors = self.engine.packet_vectors(items)
         if ahead is not None:
             ahead.decided.wait()
