@@ -116,6 +116,14 @@ def put(c: Any, key: Any, value: Any) -> Any:
     return c.set(key, value)
 
 
+def drop(c: Any, key: Any) -> Any:
+    """c without c[key] (which must be there): in place for a dict."""
+    if type(c) is dict:
+        del c[key]
+        return c
+    return c.delete(key)
+
+
 def push(c: Any, value: Any) -> Any:
     """c with value appended (in place for a list)."""
     if type(c) is list:

@@ -10,12 +10,13 @@ from hypothesis import strategies as st
 from memcompile_langgraph import MemCompile
 from memcompile_langgraph.bench.synthetic import generate
 from memcompile_langgraph.index import _PERSISTENT, UserIndex
-from memcompile_langgraph.persistent import Column, persistent, plain, push, push_all, put
+from memcompile_langgraph.persistent import Column, drop, persistent, plain, push, push_all, put
 
 keys = st.text(min_size=1, max_size=4)
 ops = st.lists(
     st.one_of(
         st.tuples(st.just("put"), keys, st.integers()),
+        st.tuples(st.just("drop"), keys),
         st.tuples(st.just("push"), st.integers()),
         st.tuples(st.just("push_all"), st.lists(st.integers(), max_size=4)),
         st.tuples(st.just("set"), st.integers(min_value=0), st.integers()),
@@ -27,6 +28,8 @@ ops = st.lists(
 def apply(d, seq, op):
     if op[0] == "put":
         return put(d, op[1], op[2]), seq
+    if op[0] == "drop":
+        return (drop(d, op[1]) if op[1] in d else d), seq
     if op[0] == "push":
         return d, push(seq, op[1])
     if op[0] == "push_all":

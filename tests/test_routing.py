@@ -96,23 +96,9 @@ def direct_pool(layout, intent, seeds, cfg):
     return scored[: cfg.route_pool_size]
 
 
-@pytest.mark.parametrize("cfg", [CFG, CFG.with_overrides(route_admission=0.0, route_w_title=1.3, cell_item_capacity=5)])
-def test_vectorized_pool_equals_direct_scan(cfg):
-    rng = random.Random(3)
-    layout = CellLayout(cfg)
-    vocab = [f"word{i}" for i in range(60)] + ["pottery class", "mugs", "mug"]
-    names = ["Ann", "Bob", "Cy", "Dee", "Eve", "Fay"]
-    for i in range(900):
-        d = desc(
-            i,
-            rng.sample(vocab, rng.randint(0, 4)),
-            rng.sample(names, rng.randint(0, 2)),
-            session=1 + i // 40,
-            n=rng.randint(3, 50),
-        )
-        layout.place(replace(d, event_time="2024-01-02" if rng.random() < 0.2 else ""))
+def _pools_equal_direct_scan(layout, cfg, vocab, names, rng, queries=200):
     cells = list(layout.cells)
-    for _ in range(200):
+    for _ in range(queries):
         words = rng.sample(vocab, rng.randint(0, 4))
         q = Intent(
             query="q",
@@ -123,3 +109,30 @@ def test_vectorized_pool_equals_direct_scan(cfg):
         seeds = rng.sample(cells, rng.randint(0, 8))
         fast = [(u, c.cell_id) for u, c in admitted_pool(layout, q, seeds, cfg)]
         assert fast == direct_pool(layout, q, seeds, cfg)  # same Cells, same order, bit-identical u
+
+
+@pytest.mark.parametrize("fork_at", [None, 300])
+@pytest.mark.parametrize("cfg", [CFG, CFG.with_overrides(route_admission=0.0, route_w_title=1.3, cell_item_capacity=5)])
+def test_vectorized_pool_equals_direct_scan(cfg, fork_at):
+    """Also across a fork: the fork extends shared posting maps and cached arrays copy-on-write, and the layout it
+    was forked from (read before and after) keeps answering for its own Cells."""
+    rng, queries = random.Random(3), random.Random(4)
+    layout, parent = CellLayout(cfg), None
+    vocab = [f"word{i}" for i in range(60)] + ["pottery class", "mugs", "mug"]
+    names = ["Ann", "Bob", "Cy", "Dee", "Eve", "Fay"]
+    for i in range(900):
+        if i == fork_at:
+            _pools_equal_direct_scan(layout, cfg, vocab, names, queries, 50)  # fills the caches the fork shares
+            parent, layout = layout, layout.fork()
+        d = desc(
+            i,
+            rng.sample(vocab, rng.randint(0, 4)),
+            rng.sample(names, rng.randint(0, 2)),
+            session=1 + i // 40,
+            n=rng.randint(3, 50),
+        )
+        layout.place(replace(d, event_time="2024-01-02" if rng.random() < 0.2 else ""))
+    _pools_equal_direct_scan(layout, cfg, vocab, names, queries)
+    if parent is not None:
+        assert len(parent.route) == len(parent.cells) < len(layout.cells)
+        _pools_equal_direct_scan(parent, cfg, vocab, names, queries, 50)

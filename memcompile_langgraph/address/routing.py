@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..config import MemCompileConfig
+from ..persistent import drop, persistent, plain, push, put
 from ..records import Cell, Descriptor, Intent
 from ..text import jaccard, terms
 
@@ -49,41 +50,50 @@ class Routing:
 
 
 class _Postings:
-    """key -> Cell numbers holding it; appended in place, read as a cached array."""
+    """key -> Cell numbers holding it; appended in place, read as a cached array. A fork shares both maps
+    (persistent after the first fork, see persistent.py) and copies a key's set the first time it changes it."""
 
     def __init__(self) -> None:
         self._cells: dict[str, set[int]] = {}
-        self._arrays: dict[str, np.ndarray] = {}
+        self._arrays: dict[str, np.ndarray] = {}  # a cache: each version keeps its own binding
         self._owned: set[str] | None = None  # in a fork: the keys whose sets are its own
 
     def fork(self) -> _Postings:
         out = _Postings()
-        out._cells, out._arrays, out._owned = dict(self._cells), dict(self._arrays), set()
+        out._cells, out._arrays, out._owned = persistent(self._cells), persistent(self._arrays), set()
         return out
+
+    def __getstate__(self) -> dict:
+        return {k: plain(v) for k, v in self.__dict__.items()}
 
     def _own(self, key: str) -> set[int]:
         cells = self._cells.get(key)
         if cells is None or (self._owned is not None and key not in self._owned):
-            cells = self._cells[key] = set(cells or ())
+            cells = set(cells or ())
+            self._cells = put(self._cells, key, cells)
             if self._owned is not None:
                 self._owned.add(key)
         return cells
 
+    def _stale(self, key: str) -> None:
+        if key in self._arrays:
+            self._arrays = drop(self._arrays, key)
+
     def add(self, key: str, cell_no: int) -> None:
         self._own(key).add(cell_no)
-        self._arrays.pop(key, None)
+        self._stale(key)
 
     def discard(self, key: str, cell_no: int) -> None:
         if key in self._cells:
             self._own(key).discard(cell_no)
-            self._arrays.pop(key, None)
+            self._stale(key)
 
     def get(self, key: str) -> np.ndarray:
         arr = self._arrays.get(key)
         if arr is None:
             cells = self._cells.get(key)
             arr = np.fromiter(cells, dtype=np.int64, count=len(cells)) if cells else _EMPTY
-            self._arrays[key] = arr
+            self._arrays = put(self._arrays, key, arr)
         return arr
 
     def count(self, keys: Iterable[str], n: int) -> np.ndarray:
@@ -110,10 +120,11 @@ class RouteIndex:
         return len(self.ids)
 
     def fork(self) -> RouteIndex:
-        """An equal RouteIndex that can be extended without changing this one (copy-on-write)."""
+        """An equal RouteIndex that can be extended without changing this one (copy-on-write; the per-Cell lists
+        are persistent after the first fork)."""
         out = object.__new__(RouteIndex)
-        out.ids, out._cols = list(self.ids), self._cols.copy()  # 5 integers per Cell
-        out._key_terms, out._title_terms = list(self._key_terms), list(self._title_terms)
+        out.ids, out._cols = persistent(self.ids), self._cols.copy()  # 5 integers per Cell
+        out._key_terms, out._title_terms = persistent(self._key_terms), persistent(self._title_terms)
         out.key_post, out.people_post, out.title_post = (
             self.key_post.fork(),
             self.people_post.fork(),
@@ -122,18 +133,21 @@ class RouteIndex:
         out._density, out._own_keys = self._density, set()
         return out
 
+    def __getstate__(self) -> dict:
+        return {k: plain(v) for k, v in self.__dict__.items()}
+
     def add(self, cell: Cell, d: Descriptor) -> None:
         """Record d's features after add_to_cell(cell, d)."""
         no = cell.seq
         if no == len(self.ids):
-            self.ids.append(cell.cell_id)
-            self._key_terms.append(set())
-            self._title_terms.append(frozenset())
+            self.ids = push(self.ids, cell.cell_id)
+            self._key_terms = push(self._key_terms, set())
+            self._title_terms = push(self._title_terms, frozenset())
             self._own_keys.add(no)
             if no == self._cols.shape[1]:
                 self._cols = np.concatenate([self._cols, np.zeros_like(self._cols)], axis=1)
         elif no not in self._own_keys:  # a Cell of the snapshot this was forked from: its term set is copied once
-            self._key_terms[no] = set(self._key_terms[no])
+            self._key_terms = put(self._key_terms, no, set(self._key_terms[no]))
             self._own_keys.add(no)
         cols, keys = self._cols, self._key_terms[no]
         for t in (t for k in d.keywords for t in _term_set(k)):
@@ -148,7 +162,7 @@ class RouteIndex:
                 self.title_post.discard(t, no)
             for t in title - self._title_terms[no]:
                 self.title_post.add(t, no)
-            self._title_terms[no] = title
+            self._title_terms = put(self._title_terms, no, title)
         cols[0, no], cols[1, no], cols[2, no], cols[3, no] = len(keys), len(cell.person_counts), len(title), len(cell)
         cols[4, no] |= bool(d.event_time)
 
