@@ -13,6 +13,9 @@ Lock order: a thread holding a lock may only take locks listed below it, never o
    once while a store is created.
 A lock may be *tried* out of order (blocking=False, giving up when busy): a reader holding a load lock tries the
 writer lock to repair vectors or save a snapshot file; a try never waits, so it cannot deadlock.
+Waits between threads: a writer's embedding job (runtime/unit_of_work.py, on the engine's background threads) waits
+for its writer to decide whether its batch was committed; the writer always decides before it waits for the job,
+and takes no lock the job holds (the job takes only store-internal locks).
 """
 
 from __future__ import annotations
