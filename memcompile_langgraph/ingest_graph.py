@@ -64,14 +64,15 @@ def place_cells_node(state: IngestWork, runtime: Runtime[MemoryContext]) -> dict
 
 
 def index_node(state: IngestWork, runtime: Runtime[MemoryContext]) -> dict[str, Any]:
-    """Commit records (one transaction), make them searchable, then embed packet documents."""
+    """Commit records (one transaction), make them searchable, and store their packet vectors (add_turns: embedded
+    since extract_metadata, stored by its unit in the background)."""
     ctx = run_context(runtime)
     packets = state.get("packets", [])
     placed = list(zip(state.get("descriptors", []), state.get("cells", [])))
     counts = dict(state.get("pending_counts", {}))
     if ctx.writer is not None:  # add_turns: its unit embeds in the background and publishes at the end
         ctx.writer.commit(packets, placed, counts)
-        return {"counts": counts, "_trace": {"committed": len(packets), "embedding_queued": len(packets)}}
+        return {"counts": counts, "_trace": {"committed": len(packets), "embedding": len(packets)}}
     attempt = state.get("attempt", 0) + 1
     try:
         with UnitOfWork(ctx.engine, ctx.cache, ctx.user_id) as unit:

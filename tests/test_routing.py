@@ -111,19 +111,20 @@ def _pools_equal_direct_scan(layout, cfg, vocab, names, rng, queries=200):
         assert fast == direct_pool(layout, q, seeds, cfg)  # same Cells, same order, bit-identical u
 
 
-@pytest.mark.parametrize("fork_at", [None, 300])
+@pytest.mark.parametrize("forks", [(), (300,), (300, 600)])
 @pytest.mark.parametrize("cfg", [CFG, CFG.with_overrides(route_admission=0.0, route_w_title=1.3, cell_item_capacity=5)])
-def test_vectorized_pool_equals_direct_scan(cfg, fork_at):
-    """Also across a fork: the fork extends shared posting maps and cached arrays copy-on-write, and the layout it
-    was forked from (read before and after) keeps answering for its own Cells."""
+def test_vectorized_pool_equals_direct_scan(cfg, forks):
+    """Also across forks (and a fork of a fork): a fork extends shared posting maps and cached arrays copy-on-write,
+    and every layout forked from (read before and after) keeps answering for its own Cells."""
     rng, queries = random.Random(3), random.Random(4)
-    layout, parent = CellLayout(cfg), None
+    layout, parents = CellLayout(cfg), []
     vocab = [f"word{i}" for i in range(60)] + ["pottery class", "mugs", "mug"]
     names = ["Ann", "Bob", "Cy", "Dee", "Eve", "Fay"]
     for i in range(900):
-        if i == fork_at:
+        if i in forks:
             _pools_equal_direct_scan(layout, cfg, vocab, names, queries, 50)  # fills the caches the fork shares
-            parent, layout = layout, layout.fork()
+            parents.append(layout)
+            layout = layout.fork()
         d = desc(
             i,
             rng.sample(vocab, rng.randint(0, 4)),
@@ -133,6 +134,6 @@ def test_vectorized_pool_equals_direct_scan(cfg, fork_at):
         )
         layout.place(replace(d, event_time="2024-01-02" if rng.random() < 0.2 else ""))
     _pools_equal_direct_scan(layout, cfg, vocab, names, queries)
-    if parent is not None:
+    for parent in parents:
         assert len(parent.route) == len(parent.cells) < len(layout.cells)
         _pools_equal_direct_scan(parent, cfg, vocab, names, queries, 50)

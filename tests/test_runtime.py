@@ -122,8 +122,18 @@ def test_a_batch_is_embedded_while_it_commits_and_its_vectors_stored_only_once_c
 
     monkeypatch.setattr(mem.engine.embeddings, "embed_documents", embed_documents)
     monkeypatch.setattr(mem.engine.records, "commit", commit_second_fails)
-    with pytest.raises(RuntimeError, match="disk full"):
-        mem.add_turns(_turns(90, "half"), user_id="u")  # batches of 40: the second one never commits
+    errors = []
+
+    def add() -> None:
+        try:
+            mem.add_turns(_turns(90, "half"), user_id="u")  # batches of 40: the second one never commits
+        except RuntimeError as exc:
+            errors.append(str(exc))
+
+    writer = threading.Thread(target=add)
+    writer.start()
+    writer.join(timeout=120)  # a job left waiting for a decision would hang the writer: a failure, not a hang
+    assert not writer.is_alive() and errors == ["disk full"]
     assert seen == [True, True]
     stored = mem.engine.vectors.ids("u")
     assert len(stored) == len(demo_turns()) + 40 and stored == set(mem.index("u").packets)

@@ -50,8 +50,8 @@ class Routing:
 
 
 class _Postings:
-    """key -> Cell numbers holding it; appended in place, read as a cached array. A fork shares both maps
-    (persistent after the first fork, see persistent.py) and copies a key's set the first time it changes it."""
+    """key -> Cell numbers holding it, read as a cached array. A fork shares both maps (persistent after the
+    first fork, see persistent.py) and copies a key's set the first time it changes it."""
 
     def __init__(self) -> None:
         self._cells: dict[str, set[int]] = {}
@@ -64,7 +64,8 @@ class _Postings:
         return out
 
     def __getstate__(self) -> dict:
-        return {k: plain(v) for k, v in self.__dict__.items()}
+        # a loaded index owns every set; the array cache is made again on use
+        return {"_cells": plain(self._cells), "_arrays": {}, "_owned": None}
 
     def _own(self, key: str) -> set[int]:
         cells = self._cells.get(key)
@@ -114,7 +115,7 @@ class RouteIndex:
         self._title_terms: list[frozenset[str]] = []
         self.key_post, self.people_post, self.title_post = _Postings(), _Postings(), _Postings()
         self._density: tuple[tuple[float, int], list[float]] = ((0.0, 0), [])
-        self._own_keys: set[int] = set()  # Cells whose key-term set this index may change (all, unless forked)
+        self._own_keys: set[int] | None = None  # in a fork: the Cells whose key-term sets are its own
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -134,7 +135,7 @@ class RouteIndex:
         return out
 
     def __getstate__(self) -> dict:
-        return {k: plain(v) for k, v in self.__dict__.items()}
+        return {k: plain(v) for k, v in self.__dict__.items()} | {"_own_keys": None}  # a loaded index owns all
 
     def add(self, cell: Cell, d: Descriptor) -> None:
         """Record d's features after add_to_cell(cell, d)."""
@@ -143,10 +144,12 @@ class RouteIndex:
             self.ids = push(self.ids, cell.cell_id)
             self._key_terms = push(self._key_terms, set())
             self._title_terms = push(self._title_terms, frozenset())
-            self._own_keys.add(no)
+            if self._own_keys is not None:
+                self._own_keys.add(no)
             if no == self._cols.shape[1]:
                 self._cols = np.concatenate([self._cols, np.zeros_like(self._cols)], axis=1)
-        elif no not in self._own_keys:  # a Cell of the snapshot this was forked from: its term set is copied once
+        elif self._own_keys is not None and no not in self._own_keys:
+            # a Cell of the snapshot this was forked from: its term set is copied once
             self._key_terms = put(self._key_terms, no, set(self._key_terms[no]))
             self._own_keys.add(no)
         cols, keys = self._cols, self._key_terms[no]

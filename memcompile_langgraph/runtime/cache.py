@@ -159,8 +159,8 @@ class IndexCache:
 
     def persist_all(self) -> None:
         """Saves every cached snapshot whose file lags behind by 1/64 of its packets or more (at close: the next
-        process starts warm). For a smaller lag only its vectors are saved, beside the file: the next process replays its
-        records instead of this one writing the whole file again (one turn added to 100k: a 350 MB file, ~20 s)."""
+        process starts warm). For a smaller lag only its vectors are saved, beside the file: the next process
+        replays its records instead of this one writing the whole file again (one turn added to 100k: 350 MB, ~20 s)."""
         with self._map_lock:
             cached = list(self._published.values())
         for index in cached:

@@ -48,8 +48,8 @@ class Engine:
         self.embedding_id = embedding_identity(self.embeddings)
 
     def background(self) -> ThreadPoolExecutor:
-        """Threads the writers embed on while they extract the next batch (one batch in flight per writer): kept
-        for the engine's life, so a one-turn add does not start and join a thread."""
+        """Threads the writers embed on (one batch in flight per writer; a job started ahead holds its thread until
+        its writer commits or drops the batch): kept for the engine's life, so a one-turn add starts no thread."""
         with self._background_lock:
             if self._background is None:
                 self._background = ThreadPoolExecutor(4, thread_name_prefix="memcompile-ingest-embed")

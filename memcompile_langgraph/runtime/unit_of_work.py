@@ -1,6 +1,6 @@
 """A writer of one user as one unit of work: the writer lock held throughout, a private next version of the index
-(a fork of the published snapshot), records committed batch by batch with their embeddings queued, and the new
-snapshot published only when everything succeeded. A failure publishes nothing: the records committed so far are
+(a fork of the published snapshot), records committed batch by batch with their packets embedded in the background,
+and the new snapshot published only when everything succeeded. A failure publishes nothing: the records committed so far are
 the truth, and the next reader loads them.
 
 Embedding overlaps the rest of the work: a batch's packet documents are complete once its metadata is extracted,
@@ -39,8 +39,10 @@ class _Ahead:
         self.decided = threading.Event()
 
     def decide(self, store: bool) -> None:
-        self.store = store
-        self.decided.set()
+        """The first decision stands (a later wait() must not drop a batch already committed)."""
+        if not self.decided.is_set():
+            self.store = store
+            self.decided.set()
 
 
 Items = list[tuple[SourcePacket, list[Descriptor]]]
@@ -83,9 +85,7 @@ class UnitOfWork:
         claims: dict[str, list[Descriptor]] = {p.packet_id: [] for p in packets}
         for d in descriptors:
             claims[d.packet_id].append(d)
-        ahead = _Ahead(list(claims))
-        self._submit([(p, claims[p.packet_id]) for p in packets], ahead)
-        self._ahead = ahead
+        self._submit([(p, claims[p.packet_id]) for p in packets], _Ahead([p.packet_id for p in packets]))
 
     def commit(self, packets: list[SourcePacket], placed: list[tuple[Descriptor, str]], counts: dict[str, int]) -> int:
         """Records of one batch (descriptors already placed in self.index's Cells) in one transaction; then they are
@@ -100,20 +100,22 @@ class UnitOfWork:
         if self.engine.embeddings is not None and packets:
             ahead = self._ahead
             if ahead is not None and ahead.packet_ids == [p.packet_id for p in packets]:
-                self._ahead = None
                 ahead.decide(True)
+                self._ahead = None
             else:
                 self._submit([(p, index.by_packet[p.packet_id]) for p in packets])
         return index.version
 
     def _submit(self, items: Items, ahead: _Ahead | None = None) -> None:
         self.wait()
+        self._ahead = ahead  # before the job exists: whatever is raised from here on, wait() decides for it
         started = threading.Event()
         self._pending = self.engine.background().submit(self._embed, items, ahead, started)
-        # a job needs the interpreter to start: waiting hands it over now (else the job may wait out the switch
-        # interval, ~2.7 ms of a one-turn add, while this thread places Cells); bounded, as other writers' jobs
-        # may hold every worker
-        started.wait(JOB_START_WAIT)
+        if ahead is not None:
+            # a job needs the interpreter to start: waiting hands it over now (else it may wait out the switch
+            # interval, ~2.7 ms of a one-turn add, while this thread places Cells); bounded, as other writers'
+            # jobs may hold every worker
+            started.wait(JOB_START_WAIT)
 
     def _embed(self, items: Items, ahead: _Ahead | None, started: threading.Event) -> None:
         started.set()
