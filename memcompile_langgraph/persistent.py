@@ -89,6 +89,25 @@ class Column:
             )
         return Column._of(self._chunks, self._tail[:r] + (value,) + self._tail[r + 1 :])
 
+    def set_many(self, items: dict[int, Any]) -> Column:
+        """Several set()s at once: each chunk they touch is copied once."""
+        chunks, tail = list(self._chunks), list(self._tail)
+        copied: dict[int, list] = {}
+        for i, value in items.items():
+            if not 0 <= i < self._n:
+                raise IndexError("Column index out of range")
+            c, r = divmod(i, CHUNK)
+            if c < len(chunks):
+                row = copied.get(c)
+                if row is None:
+                    row = copied[c] = list(chunks[c])
+                row[r] = value
+            else:
+                tail[r] = value
+        for c, row in copied.items():
+            chunks[c] = tuple(row)
+        return Column._of(tuple(chunks), tuple(tail))
+
 
 def persistent(c: Any) -> Any:
     """The container as a persistent one (itself when it already is)."""
@@ -114,6 +133,17 @@ def put(c: Any, key: Any, value: Any) -> Any:
         c[key] = value
         return c
     return c.set(key, value)
+
+
+def put_many(c: Any, items: dict) -> Any:
+    """c with every c[key] = value of items (one new version, not one per item)."""
+    if type(c) is dict or type(c) is list:
+        for key, value in items.items():
+            c[key] = value
+        return c
+    if isinstance(c, Column):
+        return c.set_many(items)
+    return c.update(items)
 
 
 def drop(c: Any, key: Any) -> Any:

@@ -1,3 +1,4 @@
+import pickle
 import random
 
 import numpy as np
@@ -95,6 +96,26 @@ def test_a_fork_replacing_its_newest_document_leaves_the_published_one_unchanged
     assert len(published) == 80 and len(fork) == 82
     final = corpus[:-1] + [corpus[-1] + ["w1", "w7"], ["w40", "w1"], ["w7"]]
     assert np.allclose(fork.scores(["w1", "w7"]), BM25Okapi(final).get_scores(["w1", "w7"]))
+
+
+def test_every_version_of_a_fork_chain_keeps_its_scores_and_equals_rank_bm25():
+    """Each version forks the one before (some through a snapshot-file round trip) and shares its vocabulary,
+    frequencies and posting lists: no later write may show in an earlier version."""
+    corpus, rng, q = _corpus(150, seed=21), random.Random(8), ["w1", "w7", "w40", "w55", "w70"]
+    idx, current, versions = BM25Index(), [], []
+    for i, doc in enumerate(corpus):
+        if i % 10 == 9:
+            versions.append((idx, list(current), idx.scores(q)))
+            idx = (pickle.loads(pickle.dumps(idx)) if i % 30 == 29 else idx).fork()
+        idx.add(doc + [f"w{60 + i % 20}"])  # new terms keep arriving
+        current.append(doc + [f"w{60 + i % 20}"])
+        if rng.random() < 0.3:
+            current[-1] = current[-1][1:] + [f"w{rng.randint(0, 90)}"]
+            idx.replace_last(current[-1])
+    versions.append((idx, current, idx.scores(q)))
+    for version, corpus_then, scores in versions:
+        assert np.array_equal(version.scores(q), scores)
+        assert np.allclose(scores, BM25Okapi(corpus_then).get_scores(q), rtol=1e-12, atol=1e-12)
 
 
 def test_replace_last_on_an_empty_index_is_refused():

@@ -9,16 +9,21 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Iterable
 
 import numpy as np
 
 from ..growarray import GrowArray
+from ..persistent import persistent, plain, push, put, put_many
 
 
 class BM25Index:
     """The newest document stays open: its term counts are kept beside the posting arrays, so replace_last (a
     packet's document gains the next turn of its session) changes no row a published snapshot reads. The next
-    add_many closes it by appending its postings (its id is the highest, so postings stay sorted)."""
+    add_many closes it by appending its postings (its id is the highest, so postings stay sorted).
+
+    A fork shares the vocabulary, the document frequencies and the posting lists with its snapshot (persistent after
+    the first fork, see persistent.py) and makes a term's posting arrays its own the first time it appends to them."""
 
     def __init__(self, k1: float = 1.5, b: float = 0.75, epsilon: float = 0.25):
         self.k1, self.b, self.epsilon = k1, b, epsilon
@@ -37,16 +42,22 @@ class BM25Index:
         """An index equal to this one that can be extended without changing this one (copy-on-write)."""
         out = object.__new__(BM25Index)
         out.__dict__.update(self.__dict__)
-        out._term_ids, out._df = dict(self._term_ids), list(self._df)
-        out._post_docs, out._post_tfs = list(self._post_docs), list(self._post_tfs)
+        for name in _SHARED:
+            setattr(out, name, persistent(getattr(self, name)))
         out._doc_len, out._owned = self._doc_len.fork(), set()
         return out
 
-    def _postings(self, tid: int) -> tuple[GrowArray, GrowArray]:
-        if self._owned is not None and tid not in self._owned:
-            self._owned.add(tid)
-            self._post_docs[tid], self._post_tfs[tid] = self._post_docs[tid].fork(), self._post_tfs[tid].fork()
-        return self._post_docs[tid], self._post_tfs[tid]
+    def __getstate__(self) -> dict:
+        return {k: plain(v) for k, v in self.__dict__.items()} | {"_owned": None}  # a loaded index owns its arrays
+
+    def _own_postings(self, tids: Iterable[int]) -> None:
+        if self._owned is None:
+            return
+        fresh = [tid for tid in tids if tid not in self._owned]
+        if fresh:
+            self._owned.update(fresh)
+            self._post_docs = put_many(self._post_docs, {t: self._post_docs[t].fork() for t in fresh})
+            self._post_tfs = put_many(self._post_tfs, {t: self._post_tfs[t].fork() for t in fresh})
 
     def __len__(self) -> int:
         return len(self._doc_len) + (self._open is not None)
@@ -54,10 +65,11 @@ class BM25Index:
     def _tid(self, term: str) -> int:
         tid = self._term_ids.get(term)
         if tid is None:
-            tid = self._term_ids[term] = len(self._df)
-            self._df.append(0)
-            self._post_docs.append(GrowArray(np.int64))
-            self._post_tfs.append(GrowArray(np.float64))
+            tid = len(self._df)
+            self._term_ids = put(self._term_ids, term, tid)
+            self._df = push(self._df, 0)
+            self._post_docs = push(self._post_docs, GrowArray(np.int64))
+            self._post_tfs = push(self._post_tfs, GrowArray(np.float64))
             if self._owned is not None:
                 self._owned.add(tid)
         return tid
@@ -84,18 +96,19 @@ class BM25Index:
                     entry = grouped[tid] = ([], [])
                 entry[0].append(doc)
                 entry[1].append(tf)
+        self._own_postings(grouped)
         for tid, (docs, tfs) in grouped.items():
-            post_docs, post_tfs = self._postings(tid)
-            post_docs.extend(docs)
-            post_tfs.extend(tfs)
+            self._post_docs[tid].extend(docs)
+            self._post_tfs[tid].extend(tfs)
         self._open, self._open_len = self._count(documents[-1]), len(documents[-1])
         self._avg_idf = None
 
     def _count(self, tokens: list[str]) -> dict[str, int]:
         """Term counts of a new document, added to the totals and document frequencies."""
         counts = Counter(tokens)
-        for term in counts:
-            self._df[self._tid(term)] += 1
+        tids = [self._tid(term) for term in counts]
+        df = self._df
+        self._df = put_many(df, {tid: df[tid] + 1 for tid in tids})
         self._total_len += len(tokens)
         return counts
 
@@ -103,8 +116,8 @@ class BM25Index:
         """Give the newest document new tokens; scores equal a rebuild."""
         if self._open is None:
             raise IndexError("replace_last on an empty index")
-        for term in self._open:
-            self._df[self._term_ids[term]] -= 1
+        df = self._df
+        self._df = put_many(df, {tid: df[tid] - 1 for tid in map(self._term_ids.__getitem__, self._open)})
         self._total_len -= self._open_len
         self._open, self._open_len = self._count(tokens), len(tokens)
         self._avg_idf = None
@@ -123,7 +136,7 @@ class BM25Index:
 
     def _average_idf(self) -> float:
         if self._avg_idf is None:
-            df = np.asarray(self._df, dtype=np.float64)
+            df = np.fromiter(self._df, np.float64, len(self._df))
             df = np.sort(df[df > 0])  # a term replaced away is no longer in the vocabulary; sorted, the mean does
             n = len(self)  # not depend on the order terms arrived in (a bulk load equals one add at a time)
             self._avg_idf = float(np.sum(np.log(n - df + 0.5) - np.log(df + 0.5)) / len(df)) if len(df) else 0.0
@@ -163,3 +176,7 @@ class BM25Index:
             hits = hits[s[hits] >= cutoff]
         order = np.lexsort((hits, -s[hits]))[:k]
         return [(int(hits[i]), float(s[hits[i]])) for i in order]
+
+
+# what a fork shares with its snapshot (persistent containers after the first fork)
+_SHARED = ("_term_ids", "_df", "_post_docs", "_post_tfs")
