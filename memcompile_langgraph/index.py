@@ -12,7 +12,7 @@ from .address.cells import CellLayout
 from .address.dense import PacketVectors
 from .config import MemCompileConfig
 from .gc_pause import gc_paused
-from .persistent import persistent, plain, push, push_all, put
+from .persistent import persistent, plain_state, push, push_all, put
 from .records import Descriptor, SourcePacket, from_columns, to_columns
 from .text import terms
 
@@ -119,7 +119,7 @@ class UserIndex:
     def __getstate__(self) -> dict:
         # derived arrays are not saved: made again on first use, so a file of another release never brings stale
         # or missing ones; records are saved as columns, and the maps that only regroup them are made again
-        state = {k: plain(v) for k, v in self.__dict__.items() if k not in _CACHES and k not in _REGROUPED}
+        state = plain_state(self, leave_out=_CACHES + _REGROUPED)
         state["packets"] = to_columns(SourcePacket, [self.packets[p] for p in self.packet_order])
         state["descriptors"] = to_columns(Descriptor, list(self.descriptors))
         return state

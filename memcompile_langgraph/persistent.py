@@ -14,7 +14,7 @@ written plain (`plain`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from itertools import chain
 from typing import Any
 
@@ -125,6 +125,12 @@ def plain(c: Any) -> Any:
     if isinstance(c, Column):
         return list(c)
     return c
+
+
+def plain_state(obj: Any, leave_out: Collection[str] = (), **fixed: Any) -> dict:
+    """obj's attributes as a snapshot file holds them: plain containers, without `leave_out`, with `fixed` (a fork's
+    record of what it copied is not saved: a loaded object owns everything it holds)."""
+    return {k: plain(v) for k, v in obj.__dict__.items() if k not in leave_out} | fixed
 
 
 def put(c: Any, key: Any, value: Any) -> Any:

@@ -84,9 +84,16 @@ def test_writes_after_a_snapshot_never_change_it_and_the_file_form_is_plain():
     assert contents(published) == seen
     latest = mem.index("u")
     assert len(latest.packets) == 160 and len(latest.descriptors) > len(published.descriptors)
+    mem.compile(turns[-1]["text"], user_id="u")  # fills the routing's array cache of the latest snapshot
+    assert latest.layout.route.key_post._arrays
     copied = pickle.loads(pickle.dumps(latest))
     assert all(type(getattr(copied, name)) in (dict, list) for name in _PERSISTENT)
     assert contents(copied) == contents(latest)
+    # what a fork copied is not saved: the loaded index owns everything it holds
+    route = copied.layout.route
+    owners = [copied.layout._owned, copied.bm25._owned, copied.packet_bm25._owned, route._own_keys]
+    assert owners + [p._owned for p in (route.key_post, route.people_post, route.title_post)] == [None] * 7
+    assert type(copied.bm25._term_ids) is dict and type(route.ids) is list and not route.key_post._arrays
 
 
 def test_a_snapshot_loads_without_its_derived_arrays_and_answers_alike():

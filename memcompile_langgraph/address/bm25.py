@@ -14,7 +14,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from ..growarray import GrowArray
-from ..persistent import persistent, plain, push, put, put_many
+from ..persistent import persistent, plain_state, push, put, put_many
 
 
 class BM25Index:
@@ -48,7 +48,7 @@ class BM25Index:
         return out
 
     def __getstate__(self) -> dict:
-        return {k: plain(v) for k, v in self.__dict__.items()} | {"_owned": None}  # a loaded index owns its arrays
+        return plain_state(self, _owned=None)
 
     def _own_postings(self, tids: Iterable[int]) -> None:
         if self._owned is None:

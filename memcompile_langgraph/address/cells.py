@@ -16,7 +16,7 @@ from dataclasses import dataclass, fields, replace
 from itertools import repeat
 
 from ..config import MemCompileConfig
-from ..persistent import persistent, plain, put
+from ..persistent import persistent, plain_state, put
 from ..records import Cell, Descriptor, from_columns, to_columns
 from ..text import jaccard
 from .routing import RouteIndex
@@ -160,7 +160,7 @@ class CellLayout:
 
     def __getstate__(self) -> dict:
         # Cells as columns, their counters as plain dicts; members are made again from the descriptors
-        state = {k: plain(v) for k, v in self.__dict__.items() if k != "members"}
+        state = plain_state(self, leave_out=("members",), _owned=None)
         columns = to_columns(Cell, list(state["cells"].values()))
         state["cells"] = tuple(
             [dict(c) for c in col] if f in _COUNTED else col for f, col in zip(_CELL_FIELDS, columns)

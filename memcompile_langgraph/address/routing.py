@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..config import MemCompileConfig
-from ..persistent import drop, persistent, plain, push, put
+from ..persistent import drop, persistent, plain_state, push, put
 from ..records import Cell, Descriptor, Intent
 from ..text import jaccard, terms
 
@@ -64,8 +64,7 @@ class _Postings:
         return out
 
     def __getstate__(self) -> dict:
-        # a loaded index owns every set; the array cache is made again on use
-        return {"_cells": plain(self._cells), "_arrays": {}, "_owned": None}
+        return plain_state(self, leave_out=("_arrays",), _arrays={}, _owned=None)  # the cache is made again on use
 
     def _own(self, key: str) -> set[int]:
         cells = self._cells.get(key)
@@ -135,7 +134,7 @@ class RouteIndex:
         return out
 
     def __getstate__(self) -> dict:
-        return {k: plain(v) for k, v in self.__dict__.items()} | {"_own_keys": None}  # a loaded index owns all
+        return plain_state(self, _own_keys=None)
 
     def add(self, cell: Cell, d: Descriptor) -> None:
         """Record d's features after add_to_cell(cell, d)."""

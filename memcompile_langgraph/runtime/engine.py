@@ -24,6 +24,7 @@ from ..store.protocols import RecordsStore, VectorsStore, VectorStoreError
 from ..store.stats import user_stats
 
 log = logging.getLogger(__name__)
+Bundles = list[tuple[SourcePacket, list[Descriptor]]]  # packets with their claim bundles: what z(p) is made of
 
 
 @dataclass(eq=False)
@@ -92,23 +93,21 @@ class Engine:
             return self.llm_intent(query, known_people, user_id)
         return offline_intent(query, known_people, self.config.max_keywords)
 
-    def embed_packets(
-        self, user_id: str, items: list[tuple[SourcePacket, list[Descriptor]]], index: UserIndex | None = None
-    ) -> int:
+    def embed_packets(self, user_id: str, items: Bundles, index: UserIndex | None = None) -> int:
         """Embeds packet documents z(p) and stores them; with index, its matrix gains them too."""
         if self.embeddings is None or not items:
             return 0
         self.store_vectors(user_id, items, self.packet_vectors(items), index)
         return len(items)
 
-    def packet_vectors(self, items: list[tuple[SourcePacket, list[Descriptor]]]) -> list[list[float]]:
+    def packet_vectors(self, items: Bundles) -> list[list[float]]:
         docs = [packet_document(p, claims)[: self.config.embed_max_chars] for p, claims in items]
         return self.embeddings.embed_documents(docs)
 
     def store_vectors(
         self,
         user_id: str,
-        items: list[tuple[SourcePacket, list[Descriptor]]],
+        items: Bundles,
         vectors: list[list[float]],
         index: UserIndex | None = None,
     ) -> None:

@@ -1,7 +1,7 @@
 """A writer of one user as one unit of work: the writer lock held throughout, a private next version of the index
 (a fork of the published snapshot), records committed batch by batch with their packets embedded in the background,
-and the new snapshot published only when everything succeeded. A failure publishes nothing: the records committed so far are
-the truth, and the next reader loads them.
+and the new snapshot published only when everything succeeded. A failure publishes nothing: the records committed
+so far are the truth, and the next reader loads them.
 
 Embedding overlaps the rest of the work: a batch's packet documents are complete once its metadata is extracted,
 so `embed_ahead` starts the model on a background thread while the batch is placed in Cells and committed (and
@@ -21,7 +21,7 @@ from ..index import UserIndex
 from ..records import Descriptor, SourcePacket
 from ..store.protocols import StoreError
 from .consistency import prepare_writer
-from .engine import Engine
+from .engine import Bundles, Engine
 
 JOB_START_WAIT = 0.05  # seconds a writer waits for its embedding job to start
 
@@ -43,9 +43,6 @@ class _Ahead:
         if not self.decided.is_set():
             self.store = store
             self.decided.set()
-
-
-Items = list[tuple[SourcePacket, list[Descriptor]]]
 
 
 class UnitOfWork:
@@ -106,7 +103,7 @@ class UnitOfWork:
                 self._submit([(p, index.by_packet[p.packet_id]) for p in packets])
         return index.version
 
-    def _submit(self, items: Items, ahead: _Ahead | None = None) -> None:
+    def _submit(self, items: Bundles, ahead: _Ahead | None = None) -> None:
         self.wait()
         self._ahead = ahead  # before the job exists: whatever is raised from here on, wait() decides for it
         started = threading.Event()
@@ -117,7 +114,7 @@ class UnitOfWork:
             # jobs may hold every worker
             started.wait(JOB_START_WAIT)
 
-    def _embed(self, items: Items, ahead: _Ahead | None, started: threading.Event) -> None:
+    def _embed(self, items: Bundles, ahead: _Ahead | None, started: threading.Event) -> None:
         started.set()
         vectors = self.engine.packet_vectors(items)
         if ahead is not None:
