@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .records import TurnInput
+from .records import SourcePacket, TurnInput
 from .text import one_line, scrub
 
 MAX_SESSION = 10**9  # session numbers are stored as SQLite integers; beyond this a number is a mistake
@@ -143,3 +143,18 @@ def check_turn(raw: Any) -> CheckedTurn:
 
 def coerce_turn(raw: Any) -> TurnInput:
     return check_turn(raw).turn
+
+
+def turn_record(packet: SourcePacket) -> dict[str, Any]:
+    """A stored turn as add_turns takes it back: the inverse of check_turn for what the store keeps (the raw time,
+    the session's number and label, the dia_id), so that re-adding it anywhere gives the same packet."""
+    record: dict[str, Any] = {
+        "speaker": packet.speaker,
+        "text": packet.text,
+        "time": packet.session_time_raw,
+        "session": packet.session,
+        "session_label": packet.session_label,
+        "dia_id": packet.dia_id,
+    }
+    record.update({f: getattr(packet, f) for f in ("image_caption", "image_query") if getattr(packet, f)})
+    return record

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from datetime import datetime, timezone
 from typing import Any
 
 from .runtime import maintenance
 from .runtime.engine import Engine
 from .store.protocols import StoredTurn
 from .text import normalize_ids
+from .turn_input import turn_record
 from .users import validate_user_id
 
 
@@ -31,6 +33,23 @@ class Upkeep:
         """Stored turns in dialogue order (all, or those with the given dia_ids), with when they were stored."""
         ids = None if dia_ids is None else normalize_ids(dia_ids)
         return self.engine.records.turns(validate_user_id(user_id), ids, limit, offset)
+
+    def export_turns(self, user_id: str, page: int = 1000) -> Iterator[dict[str, Any]]:
+        """Every stored turn of the user in dialogue order, as add_turns takes it back (with `stored_at`, when it
+        was stored, which add_turns ignores): adding them to another store, of either backend, gives the same memory.
+
+        >>> mem = MemCompile(None, dense=False)
+        >>> _ = mem.add_turns([{"speaker": "Ann", "text": "I adopted a beagle.", "time": "2024-03-04"}], user_id="ann")
+        >>> [(t["dia_id"], t["speaker"], t["text"]) for t in mem.export_turns("ann")]
+        [('D1:1', 'Ann', 'I adopted a beagle.')]
+        """
+        user_id = validate_user_id(user_id)
+        offset = 0
+        while batch := self.engine.records.turns(user_id, None, page, offset):
+            for stored in batch:
+                at = datetime.fromtimestamp(stored.created_at, timezone.utc).isoformat(timespec="seconds")
+                yield {**turn_record(stored.packet), "stored_at": at}
+            offset += len(batch)
 
     def count(self, user_id: str, counts: dict[str, int]) -> None:
         """Adds to the user's counters (what `stats` shows), e.g. input lines a loader skipped."""

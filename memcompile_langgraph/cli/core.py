@@ -189,37 +189,32 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_query(args: argparse.Namespace) -> int:
+def require_user(mem: Any, user: str, store: str | None) -> None:
+    """UsageError naming the users the store holds, when it holds nothing for `user`."""
     from . import UsageError
 
-    mem = open_memory(args)
-    user = args.user
     users = mem.users()
     if user not in users:
-        mem.close()
         held = (
             ", ".join(users[:20]) + (f" and {len(users) - 20} more" if len(users) > 20 else "")
             if users
             else "no users yet"
         )
-        raise UsageError(f"{args.store} holds nothing for user {user!r}; it holds: {held} (--user)")
-    ctx = mem.compile(args.query, user_id=user, view=args.view, max_tokens=args.max_tokens)
+        raise UsageError(f"{store or 'the store'} holds nothing for user {user!r}; it holds: {held} (--user)")
+
+
+def cmd_query(args: argparse.Namespace) -> int:
+    mem = open_memory(args)
+    try:
+        require_user(mem, args.user, args.store)
+        ctx = mem.compile(args.query, user_id=args.user, view=args.view, max_tokens=args.max_tokens)
+    finally:
+        mem.close()
     if args.json:
-        print(
-            json.dumps(
-                {
-                    "context": ctx.text,
-                    "packets": [
-                        {k: p[k] for k in ("dia_id", "speaker", "session", "time", "score")} for p in ctx.packets
-                    ],
-                    "trace": ctx.trace,
-                },
-                indent=2,
-            )
-        )
+        packets = [{k: p[k] for k in ("dia_id", "speaker", "session", "time", "score")} for p in ctx.packets]
+        print(json.dumps({"context": ctx.text, "packets": packets, "trace": ctx.trace}, indent=2))
     else:
         print(ctx.text or "(no memory matched)")
-    mem.close()
     return 0
 
 

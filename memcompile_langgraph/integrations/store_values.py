@@ -19,7 +19,7 @@ from datetime import datetime
 from typing import Any
 
 from ..records import SourcePacket
-from ..turn_input import BadTurn, coerce_turn
+from ..turn_input import BadTurn, coerce_turn, turn_record
 
 ROLES = {"user": "user", "human": "user", "assistant": "assistant", "ai": "assistant"}
 PASSED_THROUGH = ("session", "session_label", "image_caption", "image_query")
@@ -84,18 +84,8 @@ def value_turn(value: Any, key: str, user_speaker: str, assistant_speaker: str) 
 
 
 def turn_value(p: SourcePacket) -> dict[str, Any]:
-    """What get and search return for a stored turn."""
-    value: dict[str, Any] = {
-        "text": p.text,
-        "speaker": p.speaker,
-        "time": p.session_time_raw,
-        "session_time": p.session_time,  # ISO 8601 when the time parsed, else None
-        "session": p.session,
-        "session_label": p.session_label,
-        "dia_id": p.dia_id,
-    }
-    value.update({f: getattr(p, f) for f in ("image_caption", "image_query") if getattr(p, f)})
-    return value
+    """What get and search return for a stored turn: the turn as add_turns takes it, with its parsed time."""
+    return {**turn_record(p), "session_time": p.session_time}  # session_time: ISO 8601 when the time parsed
 
 
 def _matches(actual: Any, condition: Any) -> bool:
