@@ -28,6 +28,11 @@ class MissingUserId(InvalidUserId):
     pass
 
 
+def nothing_stored_note(user_id: str) -> str:
+    """What a recall for a user without stored turns says (an empty result alone reads like "nothing matched")."""
+    return f"nothing is stored for user_id {user_id!r}"
+
+
 def auth_identity(configurable: object) -> str | None:
     """The end user a LangGraph server authenticated for this run (custom auth, `langgraph_sdk.Auth`), from the run's
     configurable["langgraph_auth_user"]; None without custom auth. Studio's own user is the developer at the server,

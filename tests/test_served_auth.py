@@ -108,3 +108,12 @@ def test_served_runs_take_the_user_from_the_servers_auth_and_never_default(serve
     studio = {"configurable": {"langgraph_auth_user": {"kind": "StudioUser", "identity": "dev"}}}
     ingest_graph.invoke({"turns": [BEAGLE]}, studio, context={"user_id": "ann"})  # Studio's developer picks the user
     assert served.users() == ["ann", "tom"] and len(served.turns("tom")) == 1
+
+
+def test_a_served_recall_for_an_unknown_user_says_nothing_is_stored(served):
+    from memcompile_langgraph.query_graph import query_graph
+
+    out = query_graph.invoke({"query": "What is the beagle called?"}, context={"user_id": "nobody"})
+    assert out["context"] == "" and out["note"] == "nothing is stored for user_id 'nobody'"
+    served.add_turns([BEAGLE], user_id="tom")
+    assert "note" not in query_graph.invoke({"query": "What is the beagle called?"}, context={"user_id": "tom"})

@@ -29,7 +29,7 @@ from starlette.responses import PlainTextResponse, Response
 
 from ..auth_tokens import ANY_USER, Tokens
 from ..memory import MemCompile
-from ..users import validate_user_id
+from ..users import nothing_stored_note, validate_user_id
 from .retriever import nothing_stored, packet_documents, resolve_k
 
 INSTRUCTIONS = (
@@ -58,7 +58,7 @@ def recall_memory(mem: MemCompile, query: str, user_id: str, k: int) -> dict[str
     packets = [{f: d.metadata[f] for f in PROVENANCE} for d in docs]
     out: dict[str, Any] = {"context": "\n\n".join(d.page_content for d in docs), "packets": packets}
     if not docs and nothing_stored(mem, user_id):
-        out["note"] = f"nothing is stored for user_id {user_id!r}"
+        out["note"] = nothing_stored_note(user_id)
     return out
 
 
