@@ -5,19 +5,13 @@ from pathlib import Path
 
 import httpx
 import pytest
-from servers import free_port, running
+from servers import LANGGRAPH_OFFLINE, free_port, running
 
 from memcompile_langgraph import MemCompile
 
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[1]
-OFFLINE = {
-    "LANGGRAPH_CLI_NO_ANALYTICS": "1",
-    "LANGGRAPH_NO_VERSION_CHECK": "true",
-    "LANGSMITH_TRACING": "false",
-    "OPENAI_API_KEY": "",
-}
 TOM, ANN = "tom-token-0123456789abcdef", "ann-token-0123456789abcdef"
 BEAGLE = {"speaker": "Tom", "text": "I adopted a beagle named Biscuit.", "time": "4 March 2024"}
 
@@ -30,7 +24,7 @@ def server(tmp_path_factory):
     (tmp / "tokens").write_text(f"{TOM} tom\n{ANN} ann\n")
     cmd = ["langgraph", "dev", "--config", "graphs/langgraph.auth.json", "--port", str(port), "--host", "127.0.0.1"]
     cmd += ["--no-browser", "--no-reload"]
-    env = {**OFFLINE, "MEMCOMPILE_STORE": str(tmp / "store"), "MEMCOMPILE_AUTH_TOKENS": str(tmp / "tokens")}
+    env = {**LANGGRAPH_OFFLINE, "MEMCOMPILE_STORE": str(tmp / "store"), "MEMCOMPILE_AUTH_TOKENS": str(tmp / "tokens")}
     with running(cmd, f"http://127.0.0.1:{port}/ok", tmp / "langgraph.log", env=env, cwd=str(tmp)):
         yield f"http://127.0.0.1:{port}", tmp / "store"
 

@@ -123,7 +123,9 @@ class MemCompileStore(BaseStore):
     def _item(self, namespace: tuple[str, ...], stored: StoredTurn) -> Item:
         at = _time(stored.created_at)
         packet = stored.packet
-        return Item(value=turn_value(packet), key=dia_id_key(packet.dia_id), namespace=namespace, created_at=at, updated_at=at)
+        return Item(
+            value=turn_value(packet), key=dia_id_key(packet.dia_id), namespace=namespace, created_at=at, updated_at=at
+        )
 
     def _get(self, op: GetOp) -> Item | None:
         found = self.memory.turns(self.user(op.namespace), dia_ids=[key_dia_id(op.key)])
