@@ -73,11 +73,51 @@ def _from_jsonl(text: str, path: Path) -> list[Conversation]:
             continue
         try:
             conv.turns.append(json.loads(line))
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):  # a line nested past the parser's depth costs that line
             conv.bad_lines += 1
     if not conv.turns:
         raise UnusableInput(f"{path}: not valid JSON or JSONL")
     return [conv]
+
+
+def _skip_value(text: str, start: int) -> int:
+    """The end of the array or object starting at text[start], found by bracket depth outside strings (no recursion,
+    so a value nested too deeply for the parser can still be stepped over)."""
+    depth, in_string, escaped = 0, False, False
+    for i in range(start, len(text)):
+        ch = text[i]
+        if in_string:
+            escaped, in_string = (False, True) if escaped else (ch == "\\", ch != '"')
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+        elif ch in "]}":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+    raise json.JSONDecodeError("unterminated value", text, start)
+
+
+def _array_items(text: str) -> tuple[list[Any], int]:
+    """A top-level JSON array read item by item: (the items that parse, how many were nested too deeply)."""
+    decoder, items, bad = json.JSONDecoder(), [], 0
+    pos = text.index("[") + 1
+    while True:
+        pos = len(text) - len(text[pos:].lstrip())
+        if text.startswith("]", pos) and not items and not bad:
+            return items, bad
+        try:
+            item, pos = decoder.raw_decode(text, pos)
+            items.append(item)
+        except RecursionError:
+            pos, bad = _skip_value(text, pos), bad + 1
+        pos = len(text) - len(text[pos:].lstrip())
+        if text.startswith("]", pos) and not text[pos + 1 :].strip():
+            return items, bad
+        if not text.startswith(",", pos):
+            raise json.JSONDecodeError("expected ',' or ']'", text, pos)
+        pos += 1
 
 
 def load_file(path: str | Path) -> list[Conversation]:
@@ -93,10 +133,24 @@ def load_file(path: str | Path) -> list[Conversation]:
         conversations = _from_json(json.loads(text), path)
     except json.JSONDecodeError:
         conversations = _from_jsonl(text, path)
-    except RecursionError:
-        raise UnusableInput(f"{path}: JSON nested too deeply") from None
+    except RecursionError:  # some item nested past the parser's depth: it alone is skipped (counted)
+        conversations = _deep_file(text, path)
     _require_usable_turn(conversations, path)
     return conversations
+
+
+def _deep_file(text: str, path: Path) -> list[Conversation]:
+    """A file json.loads could not parse for depth: a JSON array of turns item by item, else JSONL line by line."""
+    if text.lstrip().startswith("["):
+        try:
+            items, bad = _array_items(text)
+        except json.JSONDecodeError:  # not one array (JSONL whose first line is deep)
+            items, bad = [], 0
+        if items:
+            conversations = _from_json(items, path)
+            conversations[0].bad_lines += bad
+            return conversations
+    return _from_jsonl(text, path)
 
 
 def _require_usable_turn(conversations: list[Conversation], path: Path) -> None:

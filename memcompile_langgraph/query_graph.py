@@ -26,6 +26,7 @@ from .state import QueryState, QueryWork
 from .store.protocols import VectorStoreError
 from .text import terms
 from .trace import stage_graph
+from .users import nothing_stored_note
 
 STAGES = ("intent", "bm25", "cell_routing", "candidates", "normalize", "schedule", "dense", "frontier", "render")
 
@@ -192,7 +193,8 @@ def render_node(state: QueryState, runtime: Runtime[MemoryContext]) -> dict[str,
         if pid in found:
             packets[-1]["superseded_by"] = index.packets[found[pid].new].dia_id
     trace = {"packets": len(packets), "chars": len(text), "superseded": len(found)}
-    return {"context": text, "packets": packets, "_trace": trace}
+    out = {"context": text, "packets": packets, "_trace": trace}
+    return {**out, "note": nothing_stored_note(ctx.user_id)} if not index.packets else out
 
 
 NODES = {

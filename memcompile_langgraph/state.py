@@ -64,6 +64,7 @@ class QueryState(TypedDict, total=False):
     selected: list[str]  # E_q
     context: str  # X_q
     packets: list[dict[str, Any]]
+    note: str  # set when nothing is stored for the user (users.nothing_stored_note)
     trace: Annotated[dict[str, Any], merge]
 
 

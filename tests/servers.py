@@ -12,6 +12,14 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
+# `langgraph dev` offline: no analytics, no version check, no LangSmith tracing, no OpenAI key (the offline reader)
+LANGGRAPH_OFFLINE = {
+    "LANGGRAPH_CLI_NO_ANALYTICS": "1",
+    "LANGGRAPH_NO_VERSION_CHECK": "true",
+    "LANGSMITH_TRACING": "false",
+    "OPENAI_API_KEY": "",
+}
+
 
 def free_port() -> int:
     with socket.socket() as s:

@@ -157,3 +157,14 @@ def test_python_dash_m_runs_the_cli(tmp_path):
         timeout=120,
     )
     assert proc.returncode == 2 and "no store at" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_every_user_option_is_also_spelt_user_id():
+    from memcompile_langgraph.cli import build_parser
+
+    parser = build_parser()
+    for argv in (["query", "q", "--store", "s"], ["stats", "--store", "s"], ["forget", "--store", "s"], ["repair"]):
+        argv = argv + (["--store", "s"] if argv == ["repair"] else [])
+        assert parser.parse_args([*argv, "--user-id", "tom"]).user == "tom"
+        assert parser.parse_args([*argv, "--user", "tom"]).user == "tom"
+    assert parser.parse_args(["ingest", "f.json", "--user-id", "tom"]).user == "tom"

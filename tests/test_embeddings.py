@@ -38,7 +38,7 @@ def test_int8_model_is_built_once_then_reused(model_dir, tmp_path, monkeypatch):
     assert built is not None and built.parent == tmp_path / "models"
     stamp = built.stat().st_mtime_ns
     assert int8_model(model_dir) == built and built.stat().st_mtime_ns == stamp
-    assert list(built.parent.iterdir()) == [built]  # no staging files left behind
+    assert sorted(built.parent.iterdir()) == [built, built.with_name(built.name + ".sha256")]  # no staging files
     import onnx
 
     ops = {n.op_type for n in onnx.load(str(built)).graph.node}
@@ -72,6 +72,30 @@ def test_int8_model_that_cannot_be_built_falls_back_to_fp32(model_dir, tmp_path,
     assert emb.precision == "fp32" and emb.identity == MiniLMEmbeddings(model_dir, precision="fp32").identity
     assert "using the fp32 model" in caplog.text
     assert len(emb.embed_query("still works")) == 384
+
+
+@pytest.mark.slow  # builds the int8 model three times
+def test_damaged_cached_int8_model_is_rebuilt_else_fp32(model_dir, tmp_path, monkeypatch, caplog):
+    from memcompile_langgraph.store import int8_model as int8
+
+    monkeypatch.setenv("MEMCOMPILE_CACHE_DIR", str(tmp_path))
+    built = int8_model(model_dir)
+    whole = built.read_bytes()
+    built.write_bytes(b"")  # what an un-synced rename can leave after a crash
+    assert int8_model(model_dir) == built and built.read_bytes() == whole and "damaged" in caplog.text
+    # a file its digest vouches for that still does not load: rebuilt when the session is opened
+    built.write_bytes(b"not a model")
+    built.with_name(built.name + ".sha256").write_text(int8._sha256(built))
+    emb = MiniLMEmbeddings(model_dir)
+    assert len(emb.embed_query("still works")) == 384 and emb.precision == "int8" and int8.cached_model_ok(built)
+    # and when the rebuild fails too: the fp32 model, with one warning
+    built.write_bytes(b"not a model")
+    built.with_name(built.name + ".sha256").write_text(int8._sha256(built))
+    monkeypatch.setattr(int8, "_build", lambda *a: (_ for _ in ()).throw(OSError("disk full")))
+    caplog.clear()
+    emb = MiniLMEmbeddings(model_dir)
+    assert len(emb.embed_query("still works")) == 384 and emb.precision == "fp32"
+    assert caplog.text.count("using the fp32 model") == 1
 
 
 def test_unknown_precision_is_one_clear_error(model_dir):

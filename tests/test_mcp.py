@@ -32,31 +32,34 @@ async def exercise(session: ClientSession) -> None:
     """Every tool once, and every kind of bad input answered as a tool error by a server that keeps serving."""
     await session.initialize()
     assert {t.name for t in (await session.list_tools()).tools} == {"remember", "recall", "forget", "stats"}
-    stored = payload(await session.call_tool("remember", {"turns": TURNS, "user": "tom"}))
+    stored = payload(await session.call_tool("remember", {"turns": TURNS, "user_id": "tom"}))
     assert stored["stored"] == 2
-    question = {"query": "What is the beagle called?", "user": "tom"}
+    question = {"query": "What is the beagle called?", "user_id": "tom"}
     recalled = payload(await session.call_tool("recall", {**question, "k": 1}))
     assert [p["dia_id"] for p in recalled["packets"]] == ["D1:1"] and "[D1:1] Tom" in recalled["context"]
     assert "Biscuit" in recalled["context"] and "marathon" not in recalled["context"]
     for tool, args in [
-        ("recall", {"query": "beagle", "user": ""}),
-        ("recall", {"query": "beagle", "user": "a\x00b"}),
-        ("recall", {"query": "   ", "user": "tom"}),
-        ("recall", {"query": "beagle", "user": "tom", "k": 0}),
-        ("remember", {"turns": [{"text": "no speaker"}], "user": "tom"}),
-        ("remember", {"turns": "not a list", "user": "tom"}),
-        ("stats", {"user": "x" * 300}),
+        ("recall", {"query": "beagle", "user_id": ""}),
+        ("recall", {"query": "beagle", "user_id": "a\x00b"}),
+        ("recall", {"query": "   ", "user_id": "tom"}),
+        ("recall", {"query": "beagle", "user_id": "tom", "k": 0}),
+        ("remember", {"turns": [{"text": "no speaker"}], "user_id": "tom"}),
+        ("remember", {"turns": "not a list", "user_id": "tom"}),
+        ("stats", {"user_id": "x" * 300}),
         ("forget", {}),
+        ("stats", {}),  # no silent "default" user
+        ("stats", {"user": "tom"}),  # the old argument name: refused, not ignored
+        ("recall", {"query": "beagle", "user_id": "tom", "users": "ann"}),
     ]:
         result = await session.call_tool(tool, args)
         assert result.isError, (tool, args)
-    assert payload(await session.call_tool("stats", {"user": "tom"}))["packets"] == 2  # nothing lost
-    removed = payload(await session.call_tool("forget", {"user": "tom", "dia_ids": ["D1:2", "D9:9"]}))
+    assert payload(await session.call_tool("stats", {"user_id": "tom"}))["packets"] == 2  # nothing lost
+    removed = payload(await session.call_tool("forget", {"user_id": "tom", "dia_ids": ["D1:2", "D9:9"]}))
     assert removed["removed_turns"] == 1
-    assert payload(await session.call_tool("stats", {"user": "tom"}))["packets"] == 1
-    assert payload(await session.call_tool("forget", {"user": "tom"}))["forgot_turns"] == 1
-    recalled = payload(await session.call_tool("recall", {"query": "What is the beagle called?", "user": "tom"}))
-    assert recalled == {"context": "", "packets": []}
+    assert payload(await session.call_tool("stats", {"user_id": "tom"}))["packets"] == 1
+    assert payload(await session.call_tool("forget", {"user_id": "tom"}))["forgot_turns"] == 1
+    recalled = payload(await session.call_tool("recall", {"query": "What is the beagle called?", "user_id": "tom"}))
+    assert recalled == {"context": "", "packets": [], "note": "nothing is stored for user_id 'tom'"}
 
 
 async def test_stdio_session(tmp_path):
@@ -117,9 +120,9 @@ async def test_langchain_mcp_adapters_agent_remembers_then_recalls(tmp_path):
         assert {t.name for t in tools} == {"remember", "recall", "forget", "stats"}
         model = ScriptedChatModel(
             replies=[
-                call("remember", {"turns": TURNS[:1], "user": "tom"}, "c1"),
+                call("remember", {"turns": TURNS[:1], "user_id": "tom"}, "c1"),
                 "Saved.",
-                call("recall", {"query": "What is the beagle called?", "user": "tom"}, "c2"),
+                call("recall", {"query": "What is the beagle called?", "user_id": "tom"}, "c2"),
                 lambda messages: (
                     "Your beagle is Biscuit." if "Biscuit" in last_tool_result(messages) else "I don't know."
                 ),

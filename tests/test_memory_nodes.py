@@ -13,6 +13,7 @@ from pydantic import Field
 from memcompile_langgraph import MemCompile
 from memcompile_langgraph.integrations.chat_agent import build_chat_agent
 from memcompile_langgraph.integrations.memory_nodes import RECALL_HEADER, is_recall_message, make_recall_node
+from memcompile_langgraph.users import MissingUserId
 
 
 class RecordingModel(GenericFakeChatModel):
@@ -39,6 +40,9 @@ def chat(mem, replies, **names):
 
 def say(agent, text, thread, **context):
     return agent.invoke({"messages": [HumanMessage(text)]}, {"configurable": {"thread_id": thread}}, context=context)
+
+
+KIM = {"configurable": {"user_id": "kim"}}
 
 
 def stored(mem, user):
@@ -83,17 +87,20 @@ def test_nothing_is_stored_twice_and_recall_messages_are_not_stored(mem):
     assert len(stored(mem, "ann")) == 6 and "already_stored" not in mem.stats("ann")["counters"]
 
 
-def test_user_id_from_configurable_from_context_object_and_default(mem):
+def test_user_id_from_configurable_or_context_object_and_none_is_an_error(mem):
     exchange = {
         "messages": [HumanMessage("I live in Oslo near the fjord.", id="h1"), AIMessage("Lovely place.", id="a1")]
     }
     assert mem.remember_node(exchange, {"configurable": {"user_id": "ann"}}) == {}
-    assert len(stored(mem, "ann")) == 2 and stored(mem, "default") == []
+    assert len(stored(mem, "ann")) == 2
     question = {"messages": [HumanMessage("Where do I live?", id="h2")]}
     update = mem.recall_node(question, {"configurable": {"user_id": "ann"}})
     assert "Oslo" in update["messages"][-1].text
     assert mem.recall_node(question, {"configurable": {"user_id": "bob"}}) == {}
-    assert mem.recall_node(question) == {}  # the "default" user has no memory
+    for node in (mem.recall_node, mem.remember_node):  # no silent shared "default" user
+        with pytest.raises(MissingUserId, match="needs a user_id"):
+            node(question)
+    assert mem.users() == ["ann"]
 
     @dataclass
     class Ctx:
@@ -125,8 +132,8 @@ def test_tool_traffic_is_not_dialogue(mem):
         ToolMessage("12 C and sunny", tool_call_id="c1", id="t"),
         AIMessage("It is 12 C and sunny in Oslo.", id="a2"),
     ]
-    mem.remember_node({"messages": messages})
-    assert [p.text for p in stored(mem, "default")] == ["What is the weather in Oslo?", "It is 12 C and sunny in Oslo."]
+    mem.remember_node({"messages": messages}, KIM)
+    assert [p.text for p in stored(mem, "kim")] == ["What is the weather in Oslo?", "It is 12 C and sunny in Oslo."]
 
 
 def test_messages_without_ids_are_stored_once(mem):
@@ -136,9 +143,9 @@ def test_messages_without_ids_are_stored_once(mem):
             {"role": "assistant", "content": "Which genre?"},
         ]
     }
-    mem.remember_node(state)
-    mem.remember_node(state)
-    assert len(stored(mem, "default")) == 2
+    mem.remember_node(state, KIM)
+    mem.remember_node(state, KIM)
+    assert len(stored(mem, "kim")) == 2
 
 
 @pytest.mark.parametrize(
@@ -154,15 +161,15 @@ def test_messages_without_ids_are_stored_once(mem):
     ],
 )
 def test_bad_input_gives_no_update(mem, state):
-    assert mem.recall_node(state) == {}
-    assert mem.remember_node(state) == {}
-    assert stored(mem, "default") == []
+    assert mem.recall_node(state, KIM) == {}
+    assert mem.remember_node(state, KIM) == {}
+    assert stored(mem, "kim") == []
 
 
 def test_recall_k_limits_the_blocks(mem):
     turns = [HumanMessage(f"I visited museum number {i} in Oslo.", id=f"h{i}") for i in range(4)]
-    mem.remember_node({"messages": turns})
-    update = make_recall_node(mem, k=2)({"messages": [HumanMessage("Which museums did I visit in Oslo?")]})
+    mem.remember_node({"messages": turns}, KIM)
+    update = make_recall_node(mem, k=2)({"messages": [HumanMessage("Which museums did I visit in Oslo?")]}, KIM)
     assert update["messages"][-1].text.count("\n\n[m-") == 2
     with pytest.raises(ValueError):
         make_recall_node(mem, k=0)

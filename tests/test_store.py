@@ -223,3 +223,16 @@ def test_any_namespace_is_a_user_or_refused_without_harm(store, namespace):
         assert store.memory.users().count(".".join(namespace)) == 1
         store.delete(namespace, "k")
     assert store.get(TOM, "anchor") == anchor
+
+
+def test_the_empty_key_is_a_key_as_in_the_in_memory_store(store):
+    from langgraph.store.memory import InMemoryStore
+
+    for s in (InMemoryStore(), store):
+        s.put(TOM, "", BEAGLE)
+        s.put(TOM, "\u2205x", {**BEAGLE, "text": "I adopted a cat."})  # the escape itself stays a plain key
+        assert s.get(TOM, "").key == "" and s.get(TOM, "").value["text"] == BEAGLE["text"]
+        assert s.get(TOM, "\u2205x").value["text"] == "I adopted a cat." and s.get(TOM, "x") is None
+        assert sorted(i.key for i in s.search(TOM)) == ["", "\u2205x"]
+        s.delete(TOM, "")
+        assert s.get(TOM, "") is None and s.get(TOM, "\u2205x") is not None

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import httpx
 import pytest
-from servers import free_port, running
-from test_studio import OFFLINE, assistants
+from servers import LANGGRAPH_OFFLINE, free_port, running
+from test_studio import assistants
 
 pytestmark = pytest.mark.slow
 
@@ -30,7 +30,7 @@ def server(tmp_path_factory):
         "--no-browser",
         "--no-reload",
     ]
-    env = {**OFFLINE, "MEMCOMPILE_STORE": str(tmp / "store")}
+    env = {**LANGGRAPH_OFFLINE, "MEMCOMPILE_STORE": str(tmp / "store")}
     with (
         running(cmd, f"http://127.0.0.1:{port}/ok", tmp / "langgraph.log", env=env, cwd=str(ROOT)),
         httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=120) as client,

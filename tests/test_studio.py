@@ -8,19 +8,13 @@ from pathlib import Path
 
 import httpx
 import pytest
-from servers import free_port, running
+from servers import LANGGRAPH_OFFLINE, free_port, running
 
 from memcompile_langgraph.query_graph import STAGES
 
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[1]
-OFFLINE = {
-    "LANGGRAPH_CLI_NO_ANALYTICS": "1",
-    "LANGGRAPH_NO_VERSION_CHECK": "true",
-    "LANGSMITH_TRACING": "false",
-    "OPENAI_API_KEY": "",
-}
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +37,7 @@ def studio(tmp_path_factory):
         "--no-browser",
         "--no-reload",
     ]
-    env = {**OFFLINE, "MEMCOMPILE_STORE": str(tmp / "store")}
+    env = {**LANGGRAPH_OFFLINE, "MEMCOMPILE_STORE": str(tmp / "store")}
     with running(cmd, f"http://127.0.0.1:{port}/ok", tmp / "langgraph.log", env=env, cwd=str(tmp)):
         with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=300) as client:
             client.store_path = tmp / "store"

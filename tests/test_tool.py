@@ -8,7 +8,8 @@ from typing_extensions import TypedDict
 
 from memcompile_langgraph import MemCompile
 from memcompile_langgraph.demo_data import demo_turns
-from memcompile_langgraph.integrations.tool import NOTHING_FOUND
+from memcompile_langgraph.integrations.tool import NOTHING_STORED
+from memcompile_langgraph.users import MissingUserId
 
 QUESTION = "What kind of dog did Tom adopt?"
 
@@ -43,7 +44,9 @@ def test_fixed_user_and_k(mem):
     tool = mem.as_tool(user_id="demo", k=2)
     msg = tool.invoke(call(QUESTION), {"configurable": {"user_id": "someone-else"}})
     assert len(msg.artifact) == 2 and msg.content.count("\n\n") == 1
-    assert mem.as_tool().invoke({"query": QUESTION}, {"configurable": {"user_id": "someone-else"}}) == NOTHING_FOUND
+    assert mem.as_tool().invoke({"query": QUESTION}, {"configurable": {"user_id": "someone-else"}}) == NOTHING_STORED
+    with pytest.raises(MissingUserId, match="search_memory needs a user_id"):  # no silent "default" user
+        mem.as_tool().invoke({"query": QUESTION})
 
 
 async def test_async_and_empty_query(mem):
@@ -66,7 +69,7 @@ def test_user_from_runtime_context_inside_a_tool_node(mem):
         "messages": [AIMessage("", tool_calls=[{"name": "search_memory", "args": {"query": QUESTION}, "id": "c9"}])]
     }
     assert "Biscuit" in graph.invoke(request, context={"user_id": "demo"})["messages"][-1].content
-    assert graph.invoke(request, context={"user_id": "nobody"})["messages"][-1].content == NOTHING_FOUND
+    assert graph.invoke(request, context={"user_id": "nobody"})["messages"][-1].content == NOTHING_STORED
 
 
 @pytest.mark.parametrize("kwargs", [{"k": 0}, {"user_id": ""}])

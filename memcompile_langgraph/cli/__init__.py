@@ -33,7 +33,11 @@ def main(argv: list[str] | None = None) -> int:
         level=logging.DEBUG if args.debug else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
     )
     try:
-        return int(args.func(args) or 0)
+        code = int(args.func(args) or 0)
+        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's own flush at exit
+        return code
+    except BrokenPipeError:
+        return reader_gone()
     except KeyboardInterrupt:
         print("memcompile: interrupted", file=sys.stderr)
         return 130
@@ -43,6 +47,15 @@ def main(argv: list[str] | None = None) -> int:
         line, code = error_line(exc, getattr(args, "store", None))
         print(line, file=sys.stderr)
         return code
+
+
+def reader_gone() -> int:
+    """The reader of stdout closed it (`memcompile stats | head -1`): it has what it wanted, so exit quietly.
+    stdout now points at /dev/null, so the interpreter's flush of what is still buffered cannot fail at exit."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return 0
 
 
 def error_line(exc: Exception, store: str | None) -> tuple[str, int]:

@@ -37,11 +37,13 @@ def add_store_args(p: argparse.ArgumentParser, create: bool = False, user: bool 
     if user and create:
         p.add_argument(
             "--user",
+            "--user-id",
+            dest="user",
             default=None,
             help="user id of every turn (default: each LoCoMo conversation's sample_id; 'default' for a JSONL file)",
         )
     elif user:
-        p.add_argument("--user", default="default", help="whose memory (default: 'default')")
+        p.add_argument("--user", "--user-id", dest="user", default="default", help="whose memory (default: 'default')")
     p.add_argument(
         "--chroma-url", default=None, help="the Chroma server holding the vectors, e.g. http://127.0.0.1:8000"
     )

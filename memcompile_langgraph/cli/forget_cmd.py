@@ -39,6 +39,6 @@ def cmd_forget(args: argparse.Namespace) -> int:
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("forget", help="remove everything stored for a user, or single turns (--turn)")
     add_store_args(p, user=False)
-    p.add_argument("--user", required=True, help="user id")
+    p.add_argument("--user", "--user-id", dest="user", required=True, help="user id")
     p.add_argument("--turn", action="append", default=[], metavar="DIA_ID", help="remove only this turn (repeatable)")
     p.set_defaults(func=cmd_forget)

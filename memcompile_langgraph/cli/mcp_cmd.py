@@ -1,9 +1,10 @@
-"""`memcompile mcp --store DIR [--http HOST:PORT]`: serve the memory over MCP (stdio, or streamable HTTP)."""
+"""`memcompile mcp --store DIR [--http HOST:PORT --tokens FILE]`: serve the memory over MCP (stdio, or streamable HTTP)."""
 
 from __future__ import annotations
 
 import argparse
 import ipaddress
+import sys
 
 from . import UsageError
 from .core import add_store_args, open_memory
@@ -30,10 +31,40 @@ def is_loopback(host: str) -> bool:
         return host == "localhost"
 
 
-def cmd_mcp(args: argparse.Namespace) -> int:
-    import sys
+def _names(text: str | None) -> list[str] | None:
+    return [n.strip() for n in text.split(",") if n.strip()] or None if text else None
 
-    address = parse_http(args.http) if args.http else None
+
+def http_settings(args: argparse.Namespace) -> dict:
+    """What serving over HTTP needs, checked before the store is opened: the address, the tokens (None with
+    --no-auth, or on loopback without --tokens) and the allowed Host/Origin values."""
+    from ..auth_tokens import BadTokensFile, Tokens
+
+    host, port = parse_http(args.http)
+    if args.tokens and args.no_auth:
+        raise UsageError("--tokens and --no-auth contradict each other: give one")
+    if not args.tokens and not args.no_auth and not is_loopback(host):
+        raise UsageError(
+            f"refusing to serve every user's memory on {host}:{port} without authentication: "
+            "give --tokens FILE (lines 'TOKEN USER_ID' or 'TOKEN *'), or --no-auth to do it anyway"
+        )
+    try:
+        tokens = Tokens.load(args.tokens) if args.tokens else None
+    except BadTokensFile as exc:
+        raise UsageError(str(exc)) from None
+    return {
+        "host": host,
+        "port": port,
+        "tokens": tokens,
+        "allowed_hosts": _names(args.allowed_hosts),
+        "allowed_origins": _names(args.allowed_origins),
+    }
+
+
+def cmd_mcp(args: argparse.Namespace) -> int:
+    http = http_settings(args) if args.http else None
+    if http is None and (args.tokens or args.no_auth or args.allowed_hosts or args.allowed_origins):
+        raise UsageError("--tokens, --no-auth, --allowed-hosts and --allowed-origins are for --http (stdio needs none)")
     try:
         from ..integrations.mcp_server import build_server  # mcp is imported only by this command
     except ImportError as exc:
@@ -43,13 +74,15 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 
     mem = open_memory(args, create=True)
     try:
-        if address is None:
+        if http is None:
             build_server(mem).run("stdio")
         else:
-            host, port = address
-            if not is_loopback(host):
-                print(f"memcompile: serving memory on {host}:{port} without authentication", file=sys.stderr)
-            build_server(mem, host, port).run("streamable-http")
+            server = build_server(mem, **http)
+            host = f"[{http['host']}]" if ":" in http["host"] else http["host"]
+            guard = f"{len(server.settings.transport_security.allowed_hosts)} allowed Host values"
+            access = "bearer tokens required" if http["tokens"] else "NO authentication (--no-auth or loopback)"
+            print(f"memcompile: MCP server at http://{host}:{http['port']}/mcp ({access}; {guard})", file=sys.stderr)
+            server.run("streamable-http")
     finally:
         mem.close()
     return 0
@@ -63,6 +96,31 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=None,
         metavar="[HOST:]PORT",
         help="streamable HTTP at http://HOST:PORT/mcp (default host 127.0.0.1) instead of stdio",
+    )
+    p.add_argument(
+        "--tokens",
+        default=None,
+        metavar="FILE",
+        help="require 'Authorization: Bearer TOKEN' on every HTTP request; FILE has lines 'TOKEN USER_ID' (the token "
+        "may use only that user) or 'TOKEN *' (any user). Needed to bind a non-loopback address",
+    )
+    p.add_argument(
+        "--no-auth",
+        action="store_true",
+        help="serve a non-loopback address without tokens: anyone who reaches it reads and forgets every user",
+    )
+    p.add_argument(
+        "--allowed-hosts",
+        default=None,
+        metavar="H1,H2",
+        help="Host header values accepted (e.g. mcp.example.org:443, or name:* for any port); "
+        "default: derived from the bound address",
+    )
+    p.add_argument(
+        "--allowed-origins",
+        default=None,
+        metavar="O1,O2",
+        help="Origin header values accepted (e.g. https://app.example.org); default: http(s):// of the allowed hosts",
     )
     add_llm_args(p)
     p.set_defaults(func=cmd_mcp)

@@ -34,6 +34,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--store", required=True, help="store directory (must exist)")
     p.add_argument(
         "--user",
+        "--user-id",
+        dest="user",
         default=None,
         help="only this user (default: every user; always every user when the vector store itself is damaged)",
     )

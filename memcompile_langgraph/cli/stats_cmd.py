@@ -109,7 +109,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="an existing store directory (made by `memcompile ingest`; not "
         "needed with --records-url and --chroma-url)",
     )
-    p.add_argument("--user", default=None, help="one user (default: every user of the store)")
+    p.add_argument("--user", "--user-id", dest="user", default=None, help="one user (default: every user of the store)")
     p.add_argument(
         "--records-url",
         default=None,

@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ..text import term_set
+from ..text import bounded, term_set
 
 CUT_MARKER = "- [... {cut} of {total} {unit} cut to fit the token budget]"
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
@@ -63,21 +63,30 @@ def shares(costs: Sequence[int], budget: int) -> list[int | None]:
     return out
 
 
+def cut_unit(unit: str, tokens: int, count: Callable[[str], int]) -> str:
+    """The start of a unit, about `tokens` long, with the marker of what was left out (bounded's)."""
+    chars = max(0, tokens) * len(unit) // max(count(unit), 1)
+    return bounded(unit, chars) if chars else ""
+
+
 def cut_block(block: Block, idf: dict[str, float], allowance: int, count: Callable[[str], int]) -> str:
-    """The header, the best-scoring units that fit the allowance (at least one), in order, and the cut marker."""
-    units = block.units
+    """The header, the best-scoring units that fit the allowance, in order, and the cut marker. The best unit is
+    always kept, cut to what is left of the allowance when it alone is over it."""
+    units = list(block.units)
     scores, total = line_scores(units, idf), len(units)
     unit = "lines" if len(block.lines) > 1 else "sentences"
     used = sum(map(count, [block.header, *block.notes, CUT_MARKER.format(cut=total, total=total, unit=unit)]))
     keep: set[int] = set()
     for i in sorted(range(total), key=lambda i: (-scores[i], i)):
         cost = count(units[i])
-        if keep and used + cost > allowance:
-            continue
+        if used + cost > allowance:
+            if keep or not (start := cut_unit(units[i], allowance - used, count)):
+                continue
+            units[i], cost = start, count(start)  # the best unit alone is over: its start, not the whole of it
         keep.add(i)
         used += cost
     kept = [units[i] for i in sorted(keep)]
-    lines = kept if len(block.lines) > 1 else ["- " + " ... ".join(kept)]
+    lines = kept if len(block.lines) > 1 else ["- " + " ... ".join(kept)] if kept else []
     if len(keep) < total:
         lines.append(CUT_MARKER.format(cut=total - len(keep), total=total, unit=unit))
     return "\n".join([block.header, *lines, *block.notes])

@@ -15,11 +15,20 @@ from .updates import Supersession, superseded_note, supersessions
 VIEWS = ("bundle", "raw", "claim")
 
 
+HEADER_FIELD_CHARS = 80  # a stored dia_id or speaker is kept whole; its header shows this much, with a marker
+
+
+def shown_field(value: object) -> str:
+    """A stored field as a header shows it: escaped (header_field) and cut to HEADER_FIELD_CHARS with a marker."""
+    return bounded(header_field(value), HEADER_FIELD_CHARS)
+
+
 def header(p: SourcePacket) -> str:
-    """[dia_id] speaker | time | session N; every stored field escaped, empty ones left out."""
-    when = p.session_time[:16].replace("T", " ") if p.session_time else p.session_time_raw
-    fields = [header_field(p.speaker), header_field(when), f"session {p.session}"]
-    return f"[{header_field(p.dia_id)}] " + " | ".join(f for f in fields if f)
+    """[dia_id] speaker | time | session N; every stored field escaped and cut to HEADER_FIELD_CHARS, empty ones left
+    out. The time is the parsed one: a raw time that did not parse is free text and stays out of the header."""
+    when = p.session_time[:16].replace("T", " ") if p.session_time else ""
+    fields = [shown_field(p.speaker), header_field(when), f"session {p.session}"]
+    return f"[{shown_field(p.dia_id)}] " + " | ".join(f for f in fields if f)
 
 
 def body_line(text: str, limit: int) -> str:

@@ -1,30 +1,44 @@
 """An MCP server over a MemCompile: tools remember, recall, forget, stats (the `mcp` SDK's FastMCP).
 
-The user is an argument of every tool, validated like everywhere else. A tool that fails (bad user id, empty query,
-bad turns) answers with a tool error; the server keeps serving. The memory runs in a worker thread, so one slow
-compile does not stall the session's other requests.
+Every tool names its user as `user_id` (the name every other surface uses), validated like everywhere else, with no
+default: a missing user is a tool error, never a shared "default" user. Unknown arguments are refused (a misspelt
+user argument must not be ignored). Over HTTP with a tokens file (auth_tokens.py), every request needs a bearer
+token, checked by the SDK's token verifier, and a token bound to one user may name only that user. A tool that
+fails (bad user id, empty query, bad turns, another user's id) answers with a tool error; the server keeps serving.
+The memory runs in a worker thread, so one slow compile does not stall the session's other requests.
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+import ipaddress
+import logging
+import socket
+from collections.abc import Sequence
+from typing import Annotated, Any
 
+from mcp.server.auth.middleware.auth_context import get_access_token
+from mcp.server.auth.provider import AccessToken
+from mcp.server.auth.settings import AuthSettings
 from mcp.server.fastmcp import FastMCP
+from mcp.server.fastmcp.exceptions import ToolError
+from mcp.server.transport_security import TransportSecuritySettings
 from pydantic import BaseModel, Field
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 
+from ..auth_tokens import ANY_USER, Tokens
 from ..memory import MemCompile
-from ..users import validate_user_id
-from .retriever import packet_documents, resolve_k
+from ..users import nothing_stored_note, validate_user_id
+from .retriever import nothing_stored, packet_documents, resolve_k
 
 INSTRUCTIONS = (
-    "Long-term memory of conversations, one memory per user id. `remember` stores turns; `recall` returns the "
+    "Long-term memory of conversations, one memory per user_id. `remember` stores turns; `recall` returns the "
     "earlier turns that answer a question, each headed [dia_id] speaker | date time | session; `forget` removes turns "
-    "or a whole user; `stats` counts what is stored."
+    "or a whole user; `stats` counts what is stored. Every tool takes the user_id whose memory it uses."
 )
 PROVENANCE = ("dia_id", "speaker", "session", "time", "score", "rank", "source")
+UserId = Annotated[str, Field(description="whose memory (one memory per user id); required")]
 
 
 class Turn(BaseModel):
@@ -35,49 +49,174 @@ class Turn(BaseModel):
     session: int | None = Field(default=None, ge=0, description="conversation session number (default: by date)")
 
 
-def recall_memory(mem: MemCompile, query: str, user: str, k: int) -> dict[str, Any]:
-    """The compiled context of at most k packets, in schedule order, with each packet's provenance."""
-    validate_user_id(user)
+def recall_memory(mem: MemCompile, query: str, user_id: str, k: int) -> dict[str, Any]:
+    """The compiled context of at most k packets, in schedule order, with each packet's provenance; for a user with
+    nothing stored, a note that says so (an empty answer alone reads like "nothing matched")."""
+    user_id = validate_user_id(user_id)
     resolve_k(k, None)
-    docs = packet_documents(mem, user, mem.compile(query, user_id=user))[:k]
+    docs = packet_documents(mem, user_id, mem.compile(query, user_id=user_id))[:k]
     packets = [{f: d.metadata[f] for f in PROVENANCE} for d in docs]
-    return {"context": "\n\n".join(d.page_content for d in docs), "packets": packets}
+    out: dict[str, Any] = {"context": "\n\n".join(d.page_content for d in docs), "packets": packets}
+    if not docs and nothing_stored(mem, user_id):
+        out["note"] = nothing_stored_note(user_id)
+    return out
 
 
-def forget_memory(mem: MemCompile, user: str, dia_ids: list[str] | None) -> dict[str, Any]:
-    validate_user_id(user)
+def forget_memory(mem: MemCompile, user_id: str, dia_ids: list[str] | None) -> dict[str, Any]:
+    user_id = validate_user_id(user_id)
     if dia_ids is None:
-        packets = mem.stats(user)["packets"]
-        mem.forget(user)
-        return {"user": user, "forgot_turns": packets}
-    return {"user": user, "removed_turns": mem.delete_turns(user, dia_ids)}
+        packets = mem.stats(user_id)["packets"]
+        mem.forget(user_id)
+        return {"user_id": user_id, "forgot_turns": packets}
+    return {"user_id": user_id, "removed_turns": mem.delete_turns(user_id, dia_ids)}
 
 
-def build_server(mem: MemCompile, host: str = "127.0.0.1", port: int = 8000) -> FastMCP:
-    server = FastMCP("memcompile", instructions=INSTRUCTIONS, host=host, port=port, log_level="WARNING")
+def caller_user(user_id: str) -> str:
+    """The validated user id, when the caller may use it: over HTTP with tokens, a token bound to one user may name
+    only that user (stdio and --no-auth have no token: the process owner or the operator decides)."""
+    user_id = validate_user_id(user_id)
+    token = get_access_token()
+    if token is not None and token.client_id != ANY_USER and token.client_id != user_id:
+        raise ToolError(f"this token is for user_id {token.client_id!r}; it may not use user_id {user_id!r}")
+    return user_id
+
+
+class TokenFileVerifier:
+    """The SDK's token verifier over a tokens file: the AccessToken's client_id is the user the token is bound to,
+    or "*" for any user."""
+
+    def __init__(self, tokens: Tokens):
+        self.tokens = tokens
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        grant = self.tokens.grant(token)
+        if grant is None:
+            return None
+        return AccessToken(token="", client_id=grant.user_id or ANY_USER, scopes=[])
+
+
+class MemoryServer(FastMCP):
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> Sequence[Any] | dict[str, Any]:
+        """Refuses arguments a tool does not take (FastMCP would drop them silently)."""
+        tool = self._tool_manager.get_tool(name)
+        if tool is not None:
+            known = tool.parameters.get("properties", {})
+            unknown = sorted(set(arguments or {}) - set(known))
+            if unknown:
+                raise ToolError(
+                    f"{name} does not take {', '.join(map(repr, unknown))}; its arguments are {', '.join(known)}"
+                )
+        return await super().call_tool(name, arguments)
+
+
+def _host_header(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
+def derived_hosts(host: str) -> list[str]:
+    """The names a client may reach the bound address by (Host header values without the port): the address itself;
+    for a wildcard bind, this machine's names and addresses and loopback; for 127.0.0.1/::1/localhost, all three."""
+    names = {host}
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        address = None
+    if host == "localhost" or (address is not None and str(address) in ("127.0.0.1", "::1")):
+        names |= {"localhost", "127.0.0.1", "::1"}
+    if address is not None and address.is_unspecified:
+        names |= {"localhost", "127.0.0.1", "::1", socket.gethostname(), socket.getfqdn()}
+        try:
+            names |= {str(info[4][0]) for info in socket.getaddrinfo(socket.gethostname(), None)}
+        except OSError:
+            pass
+    return sorted(names)
+
+
+def transport_security(
+    host: str, port: int, allowed_hosts: list[str] | None = None, allowed_origins: list[str] | None = None
+) -> TransportSecuritySettings:
+    """Host/Origin validation (against DNS rebinding) for whatever address is bound: the SDK turns it on by itself
+    only for the literal loopback names. Given hosts/origins replace the derived ones ("name:*" allows any port)."""
+    names = [_host_header(n) for n in derived_hosts(host)]
+    hosts = allowed_hosts or [f"{n}:{port}" for n in names] + (names if port == 80 else [])
+    origins = allowed_origins or [f"{scheme}://{h}" for h in hosts for scheme in ("http", "https")]
+    return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins)
+
+
+class _QuietDisconnect(logging.Filter):
+    """A client that closes its connection mid-stream is ordinary: the SDK logs it as an ERROR with an anyio
+    traceback; here it is one DEBUG-worthy event, dropped."""
+
+    GONE = ("ClosedResourceError", "BrokenResourceError", "EndOfStream", "ClientDisconnect")
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        seen = set()
+        while exc is not None and id(exc) not in seen:
+            seen.add(id(exc))
+            if type(exc).__name__ in self.GONE:
+                return False
+            sub = getattr(exc, "exceptions", None)  # an ExceptionGroup from a task group
+            exc = sub[0] if sub and len(sub) == 1 else exc.__cause__ or exc.__context__
+        return True
+
+
+def quiet_disconnects() -> None:
+    for name in ("mcp.server.streamable_http", "mcp.server.streamable_http_manager", "mcp.server.lowlevel.server"):
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, _QuietDisconnect) for f in logger.filters):
+            logger.addFilter(_QuietDisconnect())
+
+
+def build_server(
+    mem: MemCompile,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    tokens: Tokens | None = None,
+    allowed_hosts: list[str] | None = None,
+    allowed_origins: list[str] | None = None,
+) -> FastMCP:
+    """The server; `tokens` makes every HTTP request need a bearer token of the file (stdio ignores it)."""
+    auth = {}
+    if tokens is not None:
+        auth = {
+            "token_verifier": TokenFileVerifier(tokens),
+            "auth": AuthSettings(issuer_url=f"http://{_host_header(host)}:{port}", resource_server_url=None),
+        }
+    server = MemoryServer(
+        "memcompile",
+        instructions=INSTRUCTIONS,
+        host=host,
+        port=port,
+        log_level="WARNING",
+        transport_security=transport_security(host, port, allowed_hosts, allowed_origins),
+        **auth,
+    )
+    quiet_disconnects()
 
     @server.tool()
-    async def remember(turns: list[Turn], user: str = "default") -> dict[str, int]:
+    async def remember(turns: list[Turn], user_id: UserId) -> dict[str, int]:
         """Store conversation turns in the user's long-term memory. Returns counts: stored, already_stored,
         skipped_<reason> (turns that could not be stored)."""
-        validate_user_id(user)
-        return await asyncio.to_thread(mem.add_turns, [t.model_dump(exclude_defaults=True) for t in turns], user)
+        user_id = caller_user(user_id)
+        return await asyncio.to_thread(mem.add_turns, [t.model_dump(exclude_defaults=True) for t in turns], user_id)
 
     @server.tool()
-    async def recall(query: str, user: str = "default", k: int = 12) -> dict[str, Any]:
+    async def recall(query: str, user_id: UserId, k: int = 12) -> dict[str, Any]:
         """Recall the earlier turns that answer a question: `context` is the compiled memory (blocks headed
-        [dia_id] speaker | date time | session, with the claims each turn supports); `packets` their provenance."""
-        return await asyncio.to_thread(recall_memory, mem, query, user, k)
+        [dia_id] speaker | date time | session, with the claims each turn supports); `packets` their provenance;
+        `note` when nothing is stored for the user."""
+        return await asyncio.to_thread(recall_memory, mem, query, caller_user(user_id), k)
 
     @server.tool()
-    async def forget(user: str, dia_ids: list[str] | None = None) -> dict[str, Any]:
+    async def forget(user_id: UserId, dia_ids: list[str] | None = None) -> dict[str, Any]:
         """Remove the given turns (dia_ids) of the user, or, without dia_ids, everything stored for the user."""
-        return await asyncio.to_thread(forget_memory, mem, user, dia_ids)
+        return await asyncio.to_thread(forget_memory, mem, caller_user(user_id), dia_ids)
 
     @server.tool()
-    async def stats(user: str = "default") -> dict[str, Any]:
+    async def stats(user_id: UserId) -> dict[str, Any]:
         """What is stored for the user: packets (turns), descriptors, Cells, sessions, vectors, counters."""
-        return await asyncio.to_thread(mem.stats, user)
+        return await asyncio.to_thread(mem.stats, caller_user(user_id))
 
     @server.custom_route("/health", methods=["GET"])
     async def health(request: Request) -> Response:  # for load balancers and for waiting until the server is up

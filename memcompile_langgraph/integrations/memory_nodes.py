@@ -33,7 +33,7 @@ from ..evidence.budget import validate_max_tokens
 from ..records import stable_hash
 from ..text import clean_text
 from .retriever import packet_documents, resolve_k
-from .run_settings import run_setting
+from .run_settings import run_setting, run_user
 
 RECALL_ID_PREFIX = "memcompile-recall-"
 RECALL_HEADER = (
@@ -69,7 +69,7 @@ def make_recall_node(mem: Any, *, k: int | None = None, max_tokens: int | None =
         question = clean_text(human.text) if human is not None else ""
         if not question:
             return {}
-        user = run_setting("user_id", config, runtime, "default")
+        user = run_user(config, runtime, "the recall node")
         ctx = mem.compile(question, user_id=user, max_tokens=max_tokens)
         update: list[Any] = [RemoveMessage(id=m.id) for m in messages if is_recall_message(m)]
         blocks = [d.page_content for d in packet_documents(mem, user, ctx)][:k]
@@ -112,7 +112,7 @@ def make_remember_node(
         messages = _messages(state)
         if not any(isinstance(m, HumanMessage) for m in messages):
             return {}
-        user = run_setting("user_id", config, runtime, "default")
+        user = run_user(config, runtime, "the remember node")
         names = (
             run_setting("user_name", config, runtime, user_name),
             run_setting("assistant_name", config, runtime, assistant_name),

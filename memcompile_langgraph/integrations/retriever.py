@@ -36,6 +36,11 @@ def packet_documents(mem: MemCompile, user_id: str, ctx: CompiledContext) -> lis
     ]
 
 
+def nothing_stored(mem: MemCompile, user_id: str) -> bool:
+    """The user has no stored turn: a recall says so, rather than an empty result that reads like "no match"."""
+    return not mem.turns(user_id, limit=1)
+
+
 def resolve_k(k: int | None, default: int | None) -> int | None:
     """k when given (a positive integer), else the default; None means every selected packet."""
     if k is None:

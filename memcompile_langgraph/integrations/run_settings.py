@@ -7,6 +7,8 @@ from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 
+from ..users import auth_identity, resolve_user
+
 
 def _current_runtime() -> Any:
     """The LangGraph Runtime of the graph run we are inside, or None outside one."""
@@ -25,3 +27,10 @@ def run_setting(key: str, config: RunnableConfig | None, runtime: Any = None, de
         context = getattr(runtime if runtime is not None else _current_runtime(), "context", None)
         value = context.get(key) if isinstance(context, Mapping) else getattr(context, key, None)
     return default if value is None else value
+
+
+def run_user(config: RunnableConfig | None, runtime: Any = None, surface: str = "this node") -> str:
+    """Whose memory a run reads and writes: the LangGraph server's authenticated user when custom auth is configured,
+    else the run's user_id (configurable, then runtime context); no user is an error (see users.resolve_user)."""
+    identity = auth_identity((config or {}).get("configurable"))
+    return resolve_user(run_setting("user_id", config, runtime, None), identity, surface)

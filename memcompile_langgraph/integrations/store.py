@@ -5,7 +5,7 @@ Namespace -> user: the labels joined with "." (LangGraph forbids "." inside a la
 else. Change it with namespace_to_user / user_to_namespace (the inverse, used to list namespaces; None hides a user).
 
 Item <-> turn: an item is one stored turn and its key is the turn's dia_id (store_values.py says which field
-becomes the text and what `get` returns). Where store semantics and MemCompile's differ:
+becomes the text and what `get` returns; the empty key, which a dia_id cannot be, is kept under an escaped one). Where store semantics and MemCompile's differ:
 - put under an existing key with a different turn replaces it: packets are immutable, so it is delete + add (the turn
   gets a new created time, its claims and Cells are rebuilt); the same turn again changes nothing.
 - created_at == updated_at (the commit time of the turn); a value's fields other than the turn's are not kept.
@@ -47,7 +47,7 @@ from ..store.protocols import StoredTurn
 from ..turn_input import coerce_turn
 from ..users import validate_user_id
 from .retriever import packet_documents
-from .store_values import matches_filter, turn_value, value_turn
+from .store_values import dia_id_key, key_dia_id, matches_filter, turn_value, value_turn
 
 log = logging.getLogger(__name__)
 
@@ -123,10 +123,12 @@ class MemCompileStore(BaseStore):
     def _item(self, namespace: tuple[str, ...], stored: StoredTurn) -> Item:
         at = _time(stored.created_at)
         packet = stored.packet
-        return Item(value=turn_value(packet), key=packet.dia_id, namespace=namespace, created_at=at, updated_at=at)
+        return Item(
+            value=turn_value(packet), key=dia_id_key(packet.dia_id), namespace=namespace, created_at=at, updated_at=at
+        )
 
     def _get(self, op: GetOp) -> Item | None:
-        found = self.memory.turns(self.user(op.namespace), dia_ids=[op.key])
+        found = self.memory.turns(self.user(op.namespace), dia_ids=[key_dia_id(op.key)])
         return self._item(tuple(op.namespace), found[0]) if found else None
 
     def _put_all(self, puts: list[PutOp]) -> None:
@@ -138,7 +140,8 @@ class MemCompileStore(BaseStore):
             if op.ttl is not None:
                 raise NotImplementedError("MemCompileStore keeps turns until they are deleted: ttl is not supported")
             user = self.user(op.namespace)
-            latest[(user, op.key)] = None if op.value is None else value_turn(op.value, op.key, *self.speakers)
+            dia_id = key_dia_id(op.key)
+            latest[(user, dia_id)] = None if op.value is None else value_turn(op.value, dia_id, *self.speakers)
         by_user: dict[str, dict[str, Any]] = {}
         for (user, key), turn in latest.items():
             by_user.setdefault(user, {})[key] = turn
@@ -194,7 +197,7 @@ class MemCompileStore(BaseStore):
             while page := self.memory.turns(user, limit=PAGE, offset=start):
                 for stored in page:
                     at = _time(stored.created_at)
-                    yield SearchItem(namespace, stored.packet.dia_id, turn_value(stored.packet), at, at)
+                    yield SearchItem(namespace, dia_id_key(stored.packet.dia_id), turn_value(stored.packet), at, at)
                 start += len(page)
 
     def _compiled(self, op: SearchOp) -> Iterator[SearchItem]:
@@ -215,7 +218,7 @@ class MemCompileStore(BaseStore):
                     "compiled": doc.page_content,
                 }
                 at = _time(stored.created_at)
-                yield SearchItem(namespace, meta["dia_id"], value, at, at, score=meta["score"])
+                yield SearchItem(namespace, dia_id_key(meta["dia_id"]), value, at, at, score=meta["score"])
 
     # --- namespaces ----------------------------------------------------------------------------
     def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:

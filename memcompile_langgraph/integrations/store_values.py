@@ -63,6 +63,20 @@ def value_speaker(value: Mapping[str, Any], user_speaker: str, assistant_speaker
     return user_speaker
 
 
+ESCAPE = "\u2205"  # "∅": a dia_id cannot be empty (an empty one is assigned D<session>:<n>), a store key can
+
+
+def key_dia_id(key: str) -> str:
+    """The dia_id a store key is kept under: the key itself, except "" (and keys starting with the escape, so the
+    mapping stays one-to-one) get the escape in front."""
+    return ESCAPE + key if not key or key.startswith(ESCAPE) else key
+
+
+def dia_id_key(dia_id: str) -> str:
+    """The store key of a stored dia_id (key_dia_id's inverse)."""
+    return dia_id.removeprefix(ESCAPE)
+
+
 def value_turn(value: Any, key: str, user_speaker: str, assistant_speaker: str) -> dict[str, Any]:
     """The turn a put stores; ValueError (one line) when it cannot be stored, before anything is changed."""
     if not isinstance(value, Mapping):

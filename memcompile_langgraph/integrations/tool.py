@@ -13,14 +13,15 @@ from ..evidence.budget import validate_max_tokens
 from ..memory import MemCompile
 from ..text import clean_text
 from ..users import validate_user_id
-from .retriever import packet_documents, resolve_k
-from .run_settings import run_setting
+from .retriever import nothing_stored, packet_documents, resolve_k
+from .run_settings import run_user
 
 DESCRIPTION = (
     "Search the long-term memory of earlier conversations with this user. Give a standalone question or topic "
     "(names, things, dates). Returns the matching earlier turns, each headed [dia_id] speaker | date time | session."
 )
 NOTHING_FOUND = "No stored memory matches this query."
+NOTHING_STORED = "Nothing is stored in long-term memory for this user yet."
 
 
 class SearchMemoryInput(BaseModel):
@@ -37,15 +38,15 @@ def make_search_memory_tool(
     k = resolve_k(k, None)
     max_tokens = validate_max_tokens(max_tokens)
     if user_id is not None:
-        validate_user_id(user_id)
+        user_id = validate_user_id(user_id)
 
     def answer(query: str, config: RunnableConfig) -> tuple[str, list[dict[str, Any]]]:
         if not clean_text(query):  # nothing but spaces or characters the store removes
             return "The query is empty: say what to look up.", []
-        user = user_id or run_setting("user_id", config, None, "default")
+        user = user_id or run_user(config, None, "search_memory")
         docs = packet_documents(mem, user, mem.compile(query, user_id=user, max_tokens=max_tokens))[:k]
         if not docs:
-            return NOTHING_FOUND, []
+            return NOTHING_STORED if nothing_stored(mem, user) else NOTHING_FOUND, []
         return "\n\n".join(d.page_content for d in docs), [d.metadata for d in docs]
 
     async def aanswer(query: str, config: RunnableConfig) -> tuple[str, list[dict[str, Any]]]:

@@ -2,8 +2,9 @@
 
 `MemCompile` passes a context with its engine (and, for a writer, the unit of work). A run served by `langgraph
 dev` or LangGraph Server sends only `{"user_id": ...}`; the engine is then the served memory (`served.py`:
-$MEMCOMPILE_STORE, $MEMCOMPILE_RECORDS_URL, $MEMCOMPILE_CHROMA_URL). Keys it does not know are ignored (the
-server mirrors its configurable into the context).
+$MEMCOMPILE_STORE, $MEMCOMPILE_RECORDS_URL, $MEMCOMPILE_CHROMA_URL), and when the server has custom auth the user
+is the authenticated one (run_context). Keys it does not know are ignored (the server mirrors its configurable into
+the context). The user id is kept NFC-normalized, exactly as the API keeps it.
 """
 
 from __future__ import annotations
@@ -14,20 +15,25 @@ from pydantic import BaseModel, ConfigDict, PrivateAttr
 from pydantic.json_schema import SkipJsonSchema
 
 from ..index import UserIndex
-from ..users import validate_user_id
+from ..users import MissingUserId, auth_identity, resolve_user, validate_user_id
 
 
 class MemoryContext(BaseModel):
     model_config = ConfigDict(extra="ignore", arbitrary_types_allowed=True)
 
-    user_id: str = "default"
+    user_id: str | None = None  # a served run may leave it to the server's authenticated user
     engine: SkipJsonSchema[Any] = None  # runtime/engine.Engine
     writer: SkipJsonSchema[Any] = None  # runtime/unit_of_work.UnitOfWork, when add_turns holds the user
     _snapshot: UserIndex | None = PrivateAttr(default=None)
+    _unsettled: bool = PrivateAttr(default=False)  # a served run whose user run_context has not settled yet
 
     def model_post_init(self, _: Any) -> None:
-        validate_user_id(self.user_id)
+        if self.user_id is not None:
+            self.user_id = validate_user_id(self.user_id)  # the NFC form: the user the API, MCP and CLI reach
+        elif self.engine is not None:
+            raise MissingUserId("a MemoryContext with an engine needs a user_id")
         if self.engine is None:
+            self._unsettled = True
             from .served import served_engine
 
             self.engine = served_engine()
@@ -44,11 +50,23 @@ class MemoryContext(BaseModel):
 
 
 def run_context(runtime: Any) -> MemoryContext:
-    """The run's context; a run started without one (e.g. a bare `graph.invoke(state)`) gets the served memory's
-    default user, once per run (LangGraph builds the context object once per run)."""
+    """The run's context (LangGraph builds the context object once per run). A served run's user is settled here,
+    inside a node, where the run's config (and the server's authenticated user in it) can be read."""
     context = getattr(runtime, "context", None)
     if context is None:
         raise ValueError("this graph needs a context: invoke it with context={'user_id': ...} (MemCompile does this)")
     if isinstance(context, dict):
-        return MemoryContext(**context)
+        context = MemoryContext(**context)
+    if context._unsettled:  # MemCompile's own contexts carry the user its caller chose
+        context.user_id = resolve_user(context.user_id, auth_identity(_configurable()), "this graph run")
+        context._unsettled = False
     return context
+
+
+def _configurable() -> Any:
+    from langgraph.config import get_config
+
+    try:
+        return get_config().get("configurable")
+    except RuntimeError:  # outside a runnable: no server, no authenticated user
+        return None

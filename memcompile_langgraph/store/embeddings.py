@@ -11,11 +11,17 @@ import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
-from .int8_model import _CHROMA_CACHE, find_model_dir, model_identity  # noqa: F401 - find_model_dir is re-exported
+from .int8_model import (  # noqa: F401 - find_model_dir is re-exported
+    _CHROMA_CACHE,
+    find_model_dir,
+    int8_model,
+    model_identity,
+)
 
 log = logging.getLogger(__name__)
 
@@ -64,9 +70,28 @@ class MiniLMEmbeddings(Embeddings):
                     opts.intra_op_num_threads = 1
                     opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
                     # onnxruntime's run is thread-safe: one session (one copy of the weights) serves every worker
-                    session = ort.InferenceSession(str(self._model_file), opts, providers=["CPUExecutionProvider"])
+                    session = self._open_session(ort, opts)
                     self._loaded = (tokenizer, session, {i.name for i in session.get_inputs()})
         return self._loaded
+
+    def _open_session(self, ort: Any, opts: Any) -> Any:
+        """The model's session; a cached int8 file that does not load is built again, and when that fails too the
+        shipped fp32 model is used (one warning: the vectors differ slightly from the int8 ones)."""
+        open_ = lambda path: ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])  # noqa: E731
+        try:
+            return open_(self._model_file)
+        except Exception as exc:  # noqa: BLE001 - onnxruntime raises its own exception types for a bad file
+            if self.precision != "int8":
+                raise
+            log.warning("int8 embedding model %s does not load (%s); building it again", self._model_file, exc)
+        rebuilt = int8_model(self.model_dir, rebuild=True)  # None: it has warned that fp32 is used
+        if rebuilt is not None:
+            try:
+                return open_(rebuilt)
+            except Exception as exc:  # noqa: BLE001
+                log.warning("rebuilt int8 embedding model does not load (%s); using the fp32 model", exc)
+        self._model_file, self.precision = self.model_dir / "model.onnx", "fp32"
+        return open_(self._model_file)
 
     def preload(self) -> None:
         """Starts loading the tokenizer and the session in a thread: onnxruntime builds the session with the GIL

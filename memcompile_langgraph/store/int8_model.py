@@ -51,11 +51,7 @@ def cache_root() -> Path:
 
 
 def model_digest(model: Path) -> str:
-    h = hashlib.sha256()
-    with model.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()[:16]
+    return _sha256(model)[:16]
 
 
 def _onnxruntime_version() -> str:
@@ -129,17 +125,69 @@ def _build(model: Path, out: Path, heads: int, hidden: int) -> None:
             )
         finally:
             root.removeFilter(_quantizer_advice)
-        os.replace(staged, out)  # atomic: a concurrent builder or reader never sees half a file
+        ort.InferenceSession(str(staged), providers=["CPUExecutionProvider"])  # a build that does not load is no build
+        _commit(staged, out)
 
 
-def int8_model(model_dir: Path) -> Path | None:
-    """The cached int8 model for model_dir/model.onnx, built on first use; None (fp32 is used) when it cannot be built."""
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _digest_file(model: Path) -> Path:
+    return model.with_name(model.name + ".sha256")
+
+
+def _write_synced(path: Path, data: bytes) -> None:
+    with path.open("wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def _commit(staged: Path, out: Path) -> None:
+    """Model, then its digest, each synced and renamed into place, then the folder synced: a crash leaves no
+    zero-length or half file that passes for the model (the digest, written last, vouches for it)."""
+    with staged.open("rb+") as f:
+        os.fsync(f.fileno())
+    digest, stat = _digest_file(staged), staged.stat()  # a rename keeps size and mtime
+    _write_synced(digest, f"{_sha256(staged)} {stat.st_size} {stat.st_mtime_ns}".encode())
+    os.replace(staged, out)  # atomic: a concurrent builder or reader never sees half a file
+    os.replace(digest, _digest_file(out))
+    folder = os.open(out.parent, os.O_RDONLY)
+    try:
+        os.fsync(folder)
+    finally:
+        os.close(folder)
+
+
+def cached_model_ok(model: Path) -> bool:
+    """The cached file is whole: its digest file exists and matches it. A file with the size and mtime recorded at
+    its commit is not hashed again (that would add ~50 ms to every command's start); a truncated or rewritten one is."""
+    try:
+        recorded = _digest_file(model).read_text().split()
+        stat = model.stat()
+        if recorded[1:] == [str(stat.st_size), str(stat.st_mtime_ns)]:
+            return True
+        return bool(recorded) and recorded[0] == _sha256(model)
+    except OSError:
+        return False
+
+
+def int8_model(model_dir: Path, rebuild: bool = False) -> Path | None:
+    """The cached int8 model for model_dir/model.onnx, built on first use, and built again when the cached file fails
+    its digest (or `rebuild`: it failed to load); None (fp32 is used, with one warning) when it cannot be built."""
     source = model_dir / "model.onnx"
     try:
         name = model_dir.parent.name if model_dir.name == "onnx" else model_dir.name
         target = cache_root() / "models" / f"{name}-{_fingerprint(source)}.onnx"
-        if target.is_file():
+        if not rebuild and target.is_file() and cached_model_ok(target):
             return target
+        if target.is_file() and not rebuild:  # (a rebuild's caller has said why)
+            log.warning("cached int8 embedding model %s is damaged; building it again", target)
         cfg = json.loads((model_dir / "config.json").read_text()) if (model_dir / "config.json").is_file() else {}
         target.parent.mkdir(parents=True, exist_ok=True)
         _build(source, target, int(cfg.get("num_attention_heads", 12)), int(cfg.get("hidden_size", 384)))

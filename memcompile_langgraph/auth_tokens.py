@@ -1,0 +1,76 @@
+"""Bearer tokens of the served surfaces (`memcompile mcp --tokens FILE`, the example LangGraph auth in graphs/auth.py).
+
+A tokens file has one token a line: `TOKEN USER_ID` (the token acts only as that user) or `TOKEN *` (any user);
+blank lines and lines starting with # are skipped. Tokens are compared in constant time, and every token is
+compared, so the time taken says nothing about which one came close.
+"""
+
+from __future__ import annotations
+
+import hmac
+from dataclasses import dataclass
+from pathlib import Path
+
+from .users import InvalidUserId, validate_user_id
+
+ANY_USER = "*"
+MIN_TOKEN = 16  # characters: a short token is guessable over the network
+
+
+class BadTokensFile(ValueError):
+    """The tokens file cannot be used; the message is one line."""
+
+
+@dataclass(frozen=True)
+class Grant:
+    user_id: str | None  # None: any user (a `*` line)
+
+    def allows(self, user_id: str) -> bool:
+        return self.user_id is None or self.user_id == user_id
+
+
+class Tokens:
+    def __init__(self, grants: dict[str, Grant]):
+        if not grants:
+            raise BadTokensFile("no tokens: add lines 'TOKEN USER_ID' or 'TOKEN *'")
+        self._grants = [(token.encode(), grant) for token, grant in grants.items()]
+
+    @classmethod
+    def load(cls, path: str | Path) -> Tokens:
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise BadTokensFile(f"tokens file {path}: cannot read ({getattr(exc, 'strerror', None) or exc})") from None
+        grants: dict[str, Grant] = {}
+        for n, line in enumerate(text.splitlines(), 1):
+            if not line.strip() or line.lstrip().startswith("#"):
+                continue
+            parts = line.split(None, 1)
+            if len(parts) != 2:
+                raise BadTokensFile(f"tokens file {path}, line {n}: expected 'TOKEN USER_ID' or 'TOKEN *'")
+            token, user = parts[0], parts[1].strip()
+            if len(token) < MIN_TOKEN or not token.isascii() or not token.isprintable():
+                raise BadTokensFile(f"tokens file {path}, line {n}: a token is {MIN_TOKEN}+ printable ASCII characters")
+            if token in grants:
+                raise BadTokensFile(f"tokens file {path}, line {n}: this token is already on an earlier line")
+            try:
+                grants[token] = Grant(None if user == ANY_USER else validate_user_id(user))
+            except InvalidUserId as exc:
+                raise BadTokensFile(f"tokens file {path}, line {n}: {exc}") from None
+        return cls(grants)
+
+    def grant(self, presented: str | None) -> Grant | None:
+        """The grant of a presented token, None when it is no token of the file."""
+        if not isinstance(presented, str):
+            return None
+        given = presented.encode("utf-8", "surrogatepass")
+        found = None
+        for token, grant in self._grants:  # no early exit: each comparison takes its full time
+            if hmac.compare_digest(token, given):
+                found = grant
+        return found
+
+    def bearer(self, authorization: str | None) -> Grant | None:
+        """The grant of an `Authorization: Bearer TOKEN` header value."""
+        scheme, _, token = (authorization or "").partition(" ")
+        return self.grant(token.strip()) if scheme.lower() == "bearer" else None

@@ -1,0 +1,113 @@
+"""Served graphs with LangGraph custom auth (issue 26): a real `langgraph dev` with the example handler graphs/auth.py
+(graphs/langgraph.auth.json). The memory user of every run is the authenticated one, never a client field."""
+
+from pathlib import Path
+
+import httpx
+import pytest
+from servers import LANGGRAPH_OFFLINE, free_port, running
+
+from memcompile_langgraph import MemCompile
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[1]
+TOM, ANN = "tom-token-0123456789abcdef", "ann-token-0123456789abcdef"
+BEAGLE = {"speaker": "Tom", "text": "I adopted a beagle named Biscuit.", "time": "4 March 2024"}
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("served-auth")
+    port = free_port()
+    (tmp / "graphs").symlink_to(ROOT / "graphs", target_is_directory=True)
+    (tmp / "tokens").write_text(f"{TOM} tom\n{ANN} ann\n")
+    cmd = ["langgraph", "dev", "--config", "graphs/langgraph.auth.json", "--port", str(port), "--host", "127.0.0.1"]
+    cmd += ["--no-browser", "--no-reload"]
+    env = {**LANGGRAPH_OFFLINE, "MEMCOMPILE_STORE": str(tmp / "store"), "MEMCOMPILE_AUTH_TOKENS": str(tmp / "tokens")}
+    with running(cmd, f"http://127.0.0.1:{port}/ok", tmp / "langgraph.log", env=env, cwd=str(tmp)):
+        yield f"http://127.0.0.1:{port}", tmp / "store"
+
+
+def client(base: str, token: str | None) -> httpx.Client:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    return httpx.Client(base_url=base, headers=headers, timeout=300)
+
+
+def run(c: httpx.Client, graph: str, payload: dict, **context) -> httpx.Response:
+    return c.post("/runs/wait", json={"assistant_id": graph, "input": payload, "context": context})
+
+
+def test_the_authenticated_user_is_the_memory_user(server):
+    base, store = server
+    with client(base, None) as anonymous, client(base, "not-a-token-0123456789") as forged:
+        assert run(anonymous, "memcompile_query", {"query": "beagle"}, user_id="tom").status_code == 401
+        assert run(forged, "memcompile_query", {"query": "beagle"}, user_id="tom").status_code == 401
+    with client(base, TOM) as tom, client(base, ANN) as ann:
+        stored = run(tom, "memcompile_ingest", {"turns": [BEAGLE]})  # no user_id: the token says whose
+        assert len(stored.raise_for_status().json()["packets"]) == 1
+        # ann cannot write into, nor read, tom's memory by naming him
+        refused = run(ann, "memcompile_ingest", {"turns": [{**BEAGLE, "text": "I hate dogs."}]}, user_id="tom")
+        assert "may not name another" in refused.text
+        assert "may not name another" in run(ann, "memcompile_query", {"query": "beagle"}, user_id="tom").text
+        chat = {"messages": [{"role": "user", "content": "What is my beagle called?"}]}
+        messages = run(tom, "memcompile_chat", chat).raise_for_status().json()["messages"]
+        assert "Biscuit" in messages[-1]["content"]
+        messages = run(ann, "memcompile_chat", chat).raise_for_status().json()["messages"]
+        assert "Biscuit" not in str(messages)
+        # the store: the caller's own namespace only
+        assert ann.get("/store/items", params={"namespace": "tom", "key": "D1:1"}).status_code == 403
+        item = tom.get("/store/items", params={"namespace": "tom", "key": "D1:1"}).raise_for_status().json()
+        assert item["value"]["text"] == BEAGLE["text"]
+        assert ann.post("/threads/search", json={}).raise_for_status().json() == []  # tom's chat thread is his
+    mem = MemCompile(store, dense=False)
+    try:
+        toms = [t.packet.text for t in mem.turns("tom")]
+        assert toms[0] == BEAGLE["text"] and "What is my beagle called?" in toms and "I hate dogs." not in toms
+        assert mem.turns("ann", limit=5) and all("Biscuit" not in t.packet.text for t in mem.turns("ann"))
+    finally:
+        mem.close()
+
+
+@pytest.fixture
+def served(tmp_path, monkeypatch):
+    from memcompile_langgraph.runtime.served import served_memory
+
+    monkeypatch.setenv("MEMCOMPILE_STORE", str(tmp_path / "store"))
+    served_memory.cache_clear()
+    yield served_memory()
+    served_memory().close()
+    served_memory.cache_clear()
+
+
+def test_served_runs_normalize_the_user_id_as_the_api_does(served):
+    from memcompile_langgraph.ingest_graph import ingest_graph
+
+    ingest_graph.invoke({"turns": [BEAGLE]}, context={"user_id": "Zoe\u0301"})  # decomposed, as a client may send it
+    assert [t.packet.text for t in served.turns("Zo\u00e9")] == [BEAGLE["text"]]  # the API's (NFC) user
+    served.forget("Zoe\u0301")
+    assert served.turns("Zo\u00e9") == [] and served.users() == []
+
+
+def test_served_runs_take_the_user_from_the_servers_auth_and_never_default(served):
+    from memcompile_langgraph.ingest_graph import ingest_graph
+    from memcompile_langgraph.users import InvalidUserId, MissingUserId
+
+    as_tom = {"configurable": {"langgraph_auth_user": {"identity": "tom", "is_authenticated": True}}}
+    ingest_graph.invoke({"turns": [BEAGLE]}, as_tom, context={})
+    with pytest.raises(InvalidUserId, match="may not name another"):
+        ingest_graph.invoke({"turns": [{**BEAGLE, "text": "I hate dogs."}]}, as_tom, context={"user_id": "ann"})
+    with pytest.raises(MissingUserId, match="needs a user_id"):
+        ingest_graph.invoke({"turns": [BEAGLE]}, context={})
+    studio = {"configurable": {"langgraph_auth_user": {"kind": "StudioUser", "identity": "dev"}}}
+    ingest_graph.invoke({"turns": [BEAGLE]}, studio, context={"user_id": "ann"})  # Studio's developer picks the user
+    assert served.users() == ["ann", "tom"] and len(served.turns("tom")) == 1
+
+
+def test_a_served_recall_for_an_unknown_user_says_nothing_is_stored(served):
+    from memcompile_langgraph.query_graph import query_graph
+
+    out = query_graph.invoke({"query": "What is the beagle called?"}, context={"user_id": "nobody"})
+    assert out["context"] == "" and out["note"] == "nothing is stored for user_id 'nobody'"
+    served.add_turns([BEAGLE], user_id="tom")
+    assert "note" not in query_graph.invoke({"query": "What is the beagle called?"}, context={"user_id": "tom"})
