@@ -45,6 +45,6 @@ def _output(path: str | None):
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("export", help="write a user's stored turns as JSONL (re-import with `memcompile ingest`)")
     add_store_args(p, user=False)
-    p.add_argument("--user", required=True, help="whose turns")
+    p.add_argument("--user", "--user-id", dest="user", required=True, help="whose turns")
     p.add_argument("--output", "-o", default=None, metavar="FILE", help="write here (mode 0600) instead of stdout")
     p.set_defaults(func=cmd_export)
