@@ -167,7 +167,7 @@ def build_engine(
     offline stages, and the paper's LLM stages through `llm` where one is given."""
     from ..evidence.schedule import DeterministicScheduler
     from ..extract.heuristic import HeuristicExtractor
-    from ..store.open import open_records, open_vectors
+    from ..store.open import open_records, open_vectors, records_url_from
     from .cache import IndexCache
     from .snapshot_file import SnapshotFiles
 
@@ -204,10 +204,13 @@ def build_engine(
         path,
         llm_updates,
     )
-    # snapshot files are signed with a key derived from the store's id and a secret kept with the records
-    key = hashlib.sha256(f"{records.store_id()}:{records.secret()}".encode()).digest()
-    files = SnapshotFiles(snapshot_folder(path, records), key, config, engine.embedding_id)
-    if path is None:  # this machine's cache of a shared store: a forget on another machine left its files here
+    files = None
+    if path is not None or records_url_from(records_url):  # in memory: nothing of it goes to disk
+        # snapshot files are signed with a key derived from the store's id and a secret kept with the records
+        key = hashlib.sha256(f"{records.store_id()}:{records.secret()}".encode()).digest()
+        levels = 1 if path is not None else 2  # a machine's cache of stores: the folder naming them is private too
+        files = SnapshotFiles(snapshot_folder(path, records), key, config, engine.embedding_id, records.digest_at, levels)
+        # files the records no longer back (a forget, a restore, elsewhere), of earlier formats, of failed writes
         files.sweep(records.head)
     engine.cache = IndexCache(engine, files, cache_size)
     return engine
