@@ -1,0 +1,303 @@
+"""Derived state anchored to the records (issue 25): snapshot files, cached indexes, Chroma collections and lock
+files never outlive or outrank the records they came from, whatever an operator does to the records (restore from
+a backup, clone, copy), and hold nothing private where it does not belong. Real PostgreSQL, real `chroma run`."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import uuid
+from pathlib import Path
+
+import psycopg
+import pytest
+from pg_server import BINDIR
+
+from memcompile_langgraph import MemCompile
+from memcompile_langgraph.runtime import cache as cache_module
+from memcompile_langgraph.store import records as sqlite_records
+from memcompile_langgraph.store.records import user_key
+
+
+def turn(text: str, n: int) -> dict:
+    return {"speaker": "Ann", "text": text, "time": "2024-05-01", "dia_id": f"D1:{n}"}
+
+
+def held(mem: MemCompile, user: str) -> set[str]:
+    return {t.packet.dia_id for t in mem.turns(user)}
+
+
+def served(mem: MemCompile, user: str) -> set[str]:
+    """The turns the memory's published index answers from (what every query reads)."""
+    return set(mem.index(user).by_dia)
+
+
+def worker(cache_dir: Path, monkeypatch, url: str, chroma_url: str, **kwargs) -> MemCompile:
+    """A worker of a served store with its own machine cache (where its snapshot files go)."""
+    monkeypatch.setenv("MEMCOMPILE_CACHE_DIR", str(cache_dir))
+    return MemCompile(None, records_url=url, chroma_url=chroma_url, dense=False, **kwargs)
+
+
+@contextlib.contextmanager
+def database(server_url: str):
+    """A database of its own on the session's server (a clone needs no other session on its template)."""
+    name = f"d_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(server_url, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    try:
+        yield name, server_url.rsplit("/", 1)[0] + f"/{name}"
+    finally:
+        with psycopg.connect(server_url, autocommit=True) as conn:
+            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+def pg(tool: str, *args: str) -> None:
+    subprocess.run([str(BINDIR / tool), *args], check=True, capture_output=True, timeout=120)
+
+
+def db_args(db_url: str) -> list[str]:
+    """pg_dump/pg_restore connection options for a database URL of the test server."""
+    parts = psycopg.conninfo.conninfo_to_dict(db_url)
+    return ["-h", parts["host"], "-p", str(parts["port"]), "-U", parts["user"], "-d", parts["dbname"]]
+
+
+# --- finding 1: restore from backup -------------------------------------------------------------------------------
+
+
+def test_a_restored_database_never_serves_what_the_restore_removed(tmp_path, monkeypatch, postgres_url, chroma_url):
+    with database(postgres_url) as (_, db_url):
+        url = f"{db_url}?schema=mem"
+        a = worker(tmp_path / "a", monkeypatch, url, chroma_url)
+        a.add_turns([turn("We adopted a beagle named Biscuit.", 1)], "u")
+        b = worker(tmp_path / "b", monkeypatch, url, chroma_url)
+        assert served(b, "u") == {"D1:1"}
+        backup = tmp_path / "backup.dump"
+        pg("pg_dump", "-Fc", "-n", "mem", "-f", str(backup), *db_args(db_url))
+        a.add_turns([turn("My bank PIN is 4711.", 2)], "u")
+        assert served(b, "u") == {"D1:1", "D1:2"}
+        b.close()  # its snapshot file holds the PIN
+        # the operator restores the backup into the same database (same cluster, database and schema)
+        with psycopg.connect(db_url, autocommit=True) as conn:
+            conn.execute("DROP SCHEMA mem CASCADE")
+        pg("pg_restore", *db_args(db_url), str(backup))
+        for n in range(3, 6):  # new writes push the version counter past the file's
+            a.add_turns([turn(f"New turn {n} about the kayak trip.", n)], "u")
+        assert held(a, "u") == {"D1:1", "D1:3", "D1:4", "D1:5"}
+        again = worker(tmp_path / "b", monkeypatch, url, chroma_url)
+        assert served(again, "u") == served(a, "u") == held(a, "u")
+        assert "4711" not in again.compile("What is my PIN?", "u").text
+        for mem in (a, again):
+            mem.close()
+
+
+# --- finding 2: clone ---------------------------------------------------------------------------------------------
+
+
+def test_a_cloned_database_gets_its_own_identity_and_serves_only_its_records(
+    tmp_path, monkeypatch, postgres_url, chroma_url
+):
+    with database(postgres_url) as (orig_name, orig_url), database(postgres_url) as (_, spare):
+        url = f"{orig_url}?schema=mem"
+        first = worker(tmp_path / "cache", monkeypatch, url, chroma_url)
+        first.add_turns([turn("We adopted a beagle named Biscuit.", 1)], "u")
+        original_id = first.engine.records.store_id()
+        first.close()
+        clone_name = spare.rsplit("/", 1)[1]
+        with psycopg.connect(postgres_url, autocommit=True) as conn:
+            conn.execute(f"DROP DATABASE {clone_name}")
+            conn.execute(f"CREATE DATABASE {clone_name} TEMPLATE {orig_name}")
+        clone_url = f"{spare}?schema=mem"
+        orig = worker(tmp_path / "cache", monkeypatch, url, chroma_url)  # one machine, one cache folder
+        clone = worker(tmp_path / "cache", monkeypatch, clone_url, chroma_url)
+        orig.add_turns([turn("My salary is 90k.", 2)], "u")
+        clone.add_turns([turn("I signed up for a pottery class.", 3)], "u")
+        for mem in (orig, clone):
+            mem.close()
+        clone = worker(tmp_path / "cache", monkeypatch, clone_url, chroma_url)
+        orig = worker(tmp_path / "cache", monkeypatch, url, chroma_url)
+        assert served(clone, "u") == {"D1:1", "D1:3"} and served(orig, "u") == {"D1:1", "D1:2"}
+        assert "salary" not in clone.compile("What is my salary?", "u").text
+        # the clone got an identity of its own on open: its own snapshot folder and Chroma collections
+        assert orig.engine.records.store_id() == original_id != clone.engine.records.store_id()
+        for mem in (orig, clone):
+            mem.close()
+
+
+# --- finding 3: copy of a store directory on a shared Chroma server -----------------------------------------------
+
+
+def test_a_copied_store_never_touches_the_originals_collections(tmp_path, chroma_url, embeddings):
+    turns = [turn(f"Turn {n}: the kayak trip to lake {n}.", n) for n in range(1, 6)]
+    original = MemCompile(tmp_path / "store", embeddings=embeddings, chroma_url=chroma_url)
+    original.add_turns(turns, "u")
+    original.close()
+    shutil.copytree(tmp_path / "store", tmp_path / "copy")
+    copy = MemCompile(tmp_path / "copy", embeddings=embeddings, chroma_url=chroma_url)
+    original = MemCompile(tmp_path / "store", embeddings=embeddings, chroma_url=chroma_url)
+    assert copy.compile("kayak trip", "u").packets  # its vectors are made again from its own records
+    assert len(copy.engine.vectors.ids("u")) == 5
+    copy.forget("u")
+    assert len(original.engine.vectors.ids("u")) == 5 and served(original, "u") == held(original, "u")
+    assert copy.engine.records.store_id() != original.engine.records.store_id()  # re-keyed when opened
+    for mem in (original, copy):
+        mem.close()
+
+
+# --- finding 4: in memory is in memory ----------------------------------------------------------------------------
+
+
+def test_an_in_memory_store_writes_nothing_to_disk(tmp_path, monkeypatch, embeddings):
+    monkeypatch.setenv("MEMCOMPILE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(cache_module, "PERSIST_EVERY", 1)
+    monkeypatch.chdir(tmp_path)
+    mem = MemCompile(None, embeddings=embeddings)
+    mem.add_turns([turn("My bank PIN is 4711.", 1), turn("We adopted a beagle.", 2)], "u")
+    assert mem.compile("PIN", "u").packets
+    mem.close()
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+# --- finding 5: private data, private files -----------------------------------------------------------------------
+
+
+def test_derived_files_are_private_whatever_the_umask(tmp_path, monkeypatch, postgres_url, chroma_url):
+    old = os.umask(0o002)
+    try:
+        url = f"{postgres_url}?schema=t_{uuid.uuid4().hex[:12]}"
+        mem = worker(tmp_path / "cache", monkeypatch, url, chroma_url)
+        mem.add_turns([turn("My bank PIN is 4711.", 1)], "u")
+        mem.close()
+        local = MemCompile(tmp_path / "store", dense=False)
+        local.add_turns([turn("My bank PIN is 4711.", 1)], "u")
+        local.close()
+    finally:
+        os.umask(old)
+    snapshots = tmp_path / "cache" / "snapshots"
+    derived = [snapshots, *snapshots.rglob("*"), tmp_path / "store" / "snapshots"]
+    derived += [*(tmp_path / "store" / "snapshots").iterdir(), *(tmp_path / "store" / "locks").glob("writers-*")]
+    assert any(p.is_file() for p in derived) and any(p.name.endswith(".snapshot") for p in derived)
+    modes = {str(p): oct(p.stat().st_mode & 0o777) for p in derived}
+    assert modes == {str(p): "0o700" if p.is_dir() else "0o600" for p in derived}
+
+
+# --- finding 6: forget leaves no traces ---------------------------------------------------------------------------
+
+
+def test_no_file_names_a_user_and_forget_leaves_nothing_of_it(tmp_path, monkeypatch):
+    monkeypatch.setattr(cache_module, "PERSIST_EVERY", 1)
+    mem = MemCompile(tmp_path / "store", dense=False)
+    user = "alice@example.com"
+    mem.add_turns([turn("My bank PIN is 4711.", 1)], user)
+    names = [p.name for p in (tmp_path / "store").rglob("*")]
+    assert not any(user_key(user) in n for n in names if not n.endswith(".snapshot"))  # locks name no user
+    mem.forget(user)
+    names = [p.name for p in (tmp_path / "store").rglob("*")]
+    assert not any(user_key(user) in n for n in names)
+    mem.close()
+
+
+def test_a_running_worker_drops_the_files_of_a_user_forgotten_elsewhere(
+    tmp_path, monkeypatch, postgres_url, chroma_url
+):
+    url = f"{postgres_url}?schema=t_{uuid.uuid4().hex[:12]}"
+    a = worker(tmp_path / "a", monkeypatch, url, chroma_url)
+    a.add_turns([turn("My bank PIN is 4711.", 1)], "u")
+    b = worker(tmp_path / "b", monkeypatch, url, chroma_url)
+    assert served(b, "u") == {"D1:1"}
+    b.close()
+    b = worker(tmp_path / "b", monkeypatch, url, chroma_url)  # running, its file of the user read
+    assert served(b, "u") == {"D1:1"}
+    assert [p for p in (tmp_path / "b").rglob("*.snapshot") if user_key("u") in p.name]
+    a.forget("u")  # on another machine
+    assert b.compile("PIN", "u").packets == []
+    assert not [p for p in (tmp_path / "b").rglob("*") if user_key("u") in p.name]
+    assert "u" not in b.engine.cache._published
+    for mem in (a, b):
+        mem.close()
+
+
+# --- finding 7: no leftovers, no growth ---------------------------------------------------------------------------
+
+
+def _mount_tmpfs(where: Path, size: str) -> bool:
+    where.mkdir(parents=True)
+    if os.geteuid() != 0:
+        return False
+    return subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)]).returncode == 0
+
+
+def test_a_snapshot_write_on_a_full_disk_leaves_no_temporary_file(tmp_path, monkeypatch, postgres_url, chroma_url):
+    full = tmp_path / "full"
+    if not _mount_tmpfs(full, "96k"):
+        pytest.skip("needs root to mount a small tmpfs")
+    try:
+        url = f"{postgres_url}?schema=t_{uuid.uuid4().hex[:12]}"
+        mem = worker(full, monkeypatch, url, chroma_url)
+        mem.add_turns([turn(f"Turn {n}: " + "the long kayak trip to the lake " * 20, n) for n in range(1, 80)], "u")
+        before = shutil.disk_usage(full).free
+        mem.close()  # the snapshot file does not fit: logged, and the next start rebuilds from the records
+        assert not list(full.rglob("*.tmp")) and shutil.disk_usage(full).free >= before
+        again = worker(full, monkeypatch, url, chroma_url)
+        assert served(again, "u") == held(again, "u") and len(held(again, "u")) == 79
+        again.close()
+    finally:
+        subprocess.run(["umount", str(full)], check=False)
+
+
+def test_the_sweep_removes_abandoned_temporary_files_and_earlier_formats_of_a_local_store(tmp_path, monkeypatch):
+    monkeypatch.setattr(cache_module, "PERSIST_EVERY", 1)
+    mem = MemCompile(tmp_path / "store", dense=False)
+    mem.add_turns([turn("We adopted a beagle named Biscuit.", 1)], "u")
+    files = mem.engine.cache.files
+    current = files.path("u")
+    mac, head, payload = current.read_bytes().split(b"\n", 2)
+    earlier = json.dumps({**json.loads(head), "format": 1}).encode()
+    (files.folder / "u.earlier.snapshot").write_bytes(mac + b"\n" + earlier + b"\n" + payload)
+    dead = _dead_pid()
+    (files.folder / f"{current.name}.{dead}.tmp").write_bytes(b"half a file")
+    mine = files.folder / f"{current.name}.{os.getpid()}.tmp"
+    mine.write_bytes(b"being written by a live process")
+    mem.close()
+    again = MemCompile(tmp_path / "store", dense=False)
+    assert sorted(p.name for p in files.folder.iterdir()) == sorted([current.name, mine.name])
+    assert served(again, "u") == {"D1:1"}
+    again.close()
+
+
+def _dead_pid() -> int:
+    proc = subprocess.Popen(["true"])
+    proc.wait()
+    return proc.pid
+
+
+def test_writer_locks_of_users_are_not_kept_after_their_writes(tmp_path):
+    mem = MemCompile(tmp_path / "store", dense=False)
+    for n in range(40):
+        mem.add_turns([turn(f"Turn of user {n}.", 1)], f"user-{n}")
+    assert len(mem.engine.records._writers._locks) == 0
+    assert len(list((tmp_path / "store" / "locks").glob("writers-*.lock"))) <= sqlite_records.WRITER_STRIPES
+    mem.close()
+
+
+def test_a_hand_restored_sqlite_file_is_seen_by_a_running_worker(tmp_path):
+    """A restore under a running worker (the SQLite backup API writes the old pages into the live file)."""
+    mem = MemCompile(tmp_path / "store", dense=False)
+    mem.add_turns([turn("We adopted a beagle named Biscuit.", 1)], "u")
+    backup = sqlite3.connect(tmp_path / "backup.sqlite3")
+    live = sqlite3.connect(tmp_path / "store" / sqlite_records.FILE)
+    live.backup(backup)
+    mem.add_turns([turn("My bank PIN is 4711.", 2)], "u")
+    assert served(mem, "u") == {"D1:1", "D1:2"}
+    backup.backup(live)
+    for conn in (backup, live):
+        conn.close()
+    other = MemCompile(tmp_path / "store", dense=False)
+    for n in range(3, 5):
+        other.add_turns([turn(f"New turn {n} about the kayak trip.", n)], "u")
+    assert served(mem, "u") == held(mem, "u") == {"D1:1", "D1:3", "D1:4"}
+    for m in (mem, other):
+        m.close()
