@@ -10,11 +10,14 @@ import os
 import shutil
 import sqlite3
 import subprocess
+import tempfile
 import uuid
 from pathlib import Path
 
 import psycopg
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 from pg_server import BINDIR
 
 from memcompile_langgraph import MemCompile
@@ -301,3 +304,106 @@ def test_a_hand_restored_sqlite_file_is_seen_by_a_running_worker(tmp_path):
     assert served(mem, "u") == held(mem, "u") == {"D1:1", "D1:3", "D1:4"}
     for m in (mem, other):
         m.close()
+
+
+# --- the property: whatever the operator does, a worker serves exactly what its records hold ----------------------
+
+USERS = ("u", "v")
+WRITE = st.tuples(st.just("write"), st.integers(0, 1), st.sampled_from(USERS), st.integers(1, 3))
+STEP = st.one_of(
+    WRITE,
+    WRITE,  # thrice as likely: restored versions are overtaken only by writes
+    WRITE,
+    st.tuples(st.just("forget"), st.integers(0, 1), st.sampled_from(USERS)),
+    st.tuples(st.just("backup"), st.integers(0, 1)),
+    st.tuples(st.just("restore"), st.integers(0, 1)),
+    st.tuples(st.just("clone"), st.integers(0, 1)),
+    st.tuples(st.just("restart"), st.integers(0, 1)),
+    st.tuples(st.just("swap"), st.integers(0, 1)),
+)
+
+
+class Workers:
+    """Two workers, each with a cache folder of its own (as two machines), on SQLite records that an operator backs
+    up, restores under them (the backup API writes the old pages into the live file) and clones (copies the store
+    directory); `models` is what each store's records hold, per user."""
+
+    def __init__(self, root: Path):
+        self.root, self.turns = root, 0
+        first = root / "store-0"
+        self.models: dict[Path, dict[str, set[str]]] = {first: {u: set() for u in USERS}}
+        self.backups: dict[Path, tuple[Path, dict[str, set[str]]]] = {}
+        self.stores = [first, first]
+        self.mems = [self.open(0), self.open(1)]
+
+    def open(self, i: int) -> MemCompile:
+        mem = MemCompile(self.stores[i], dense=False)
+        # the worker's own cache folder, the same whichever store it serves: files of a clone's original or of a
+        # restored store's past meet it there
+        mem.engine.cache.files.folder = self.root / f"cache-{i}"
+        return mem
+
+    def run(self, step: tuple) -> None:
+        kind, i = step[0], step[1]
+        store, mem = self.stores[i], self.mems[i]
+        if kind == "write":
+            user, n = step[2], step[3]
+            new = [turn(f"Turn {self.turns + k} about lake {self.turns + k}.", self.turns + k) for k in range(n)]
+            self.turns += n
+            mem.add_turns(new, user)
+            self.models[store][user] |= {t["dia_id"] for t in new}
+        elif kind == "forget":
+            mem.forget(step[2])
+            self.models[store][step[2]] = set()
+        elif kind == "backup":
+            target = self.root / f"backup-{len(self.backups)}-{uuid.uuid4().hex[:6]}.sqlite3"
+            with contextlib.closing(sqlite3.connect(store / sqlite_records.FILE)) as live:
+                with contextlib.closing(sqlite3.connect(target)) as copy:
+                    live.backup(copy)
+            self.backups[store] = (target, {u: set(t) for u, t in self.models[store].items()})
+        elif kind == "restore" and store in self.backups:
+            source, model = self.backups[store]
+            with contextlib.closing(sqlite3.connect(source)) as backup:
+                with contextlib.closing(sqlite3.connect(store / sqlite_records.FILE)) as live:
+                    backup.backup(live)
+            self.models[store] = {u: set(t) for u, t in model.items()}
+        elif kind == "clone":
+            mem.close()
+            with contextlib.closing(sqlite3.connect(store / sqlite_records.FILE)) as live:
+                live.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            copy = self.root / f"store-{len(self.models)}"
+            shutil.copytree(store, copy, ignore=shutil.ignore_patterns("*-shm", "*-wal"))
+            self.models[copy] = {u: set(t) for u, t in self.models[store].items()}
+            self.stores[i] = copy
+            self.mems[i] = self.open(i)
+        elif kind in ("restart", "swap"):  # swap: the worker moves to the other's store (a redeploy)
+            mem.close()
+            if kind == "swap":
+                self.stores[i] = self.stores[1 - i]
+            self.mems[i] = self.open(i)
+
+    def check(self) -> None:
+        for store, mem in zip(self.stores, self.mems):
+            for user in USERS:
+                assert served(mem, user) == self.models[store][user], (store.name, user)
+
+    def close(self) -> None:
+        for mem in self.mems:
+            mem.close()
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(STEP, min_size=1, max_size=20))
+# two the search may take long to meet: a restore overtaken by new writes under a running worker's cache; a
+# worker whose cache folder holds a clone's file of the same versions as the original's records
+@example([("write", 0, "u", 1), ("backup", 0), ("write", 0, "u", 1), ("restore", 0), ("write", 0, "u", 1)])
+@example([("write", 0, "u", 1), ("clone", 1), ("write", 1, "u", 1), ("restart", 1), ("write", 0, "u", 1), ("swap", 1)])
+def test_no_artefact_serves_a_turn_its_records_do_not_hold_and_every_held_turn_is_served(steps):
+    with tempfile.TemporaryDirectory() as tmp:
+        workers = Workers(Path(tmp))
+        try:
+            for step in steps:
+                workers.run(step)
+                workers.check()
+        finally:
+            workers.close()
