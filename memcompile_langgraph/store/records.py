@@ -184,10 +184,14 @@ class RecordStore:
         Yields whether it is held: with blocking=False it gives up at once when another writer has it."""
         if self.dir is None:
             return self._writers.hold(user_id, lambda _: contextlib.nullcontext(True), blocking)
+        lock = FileLock(self.writer_lock_path(user_id))
+        return self._writers.hold(user_id, lambda b: lock.hold(blocking=b), blocking)
+
+    def writer_lock_path(self, user_id: str) -> Path:
+        """The file whose lock serializes the user's writers across processes: one of WRITER_STRIPES files."""
         if self._lock_key is None:
             self._lock_key = self.secret().encode()
-        lock = FileLock(self.dir / "locks" / f"writers-{writer_stripe(self._lock_key, user_id)}.lock")
-        return self._writers.hold(user_id, lambda b: lock.hold(blocking=b), blocking)
+        return self.dir / "locks" / f"writers-{writer_stripe(self._lock_key, user_id)}.lock"
 
     def _one(self, sql: str, args: tuple) -> tuple | None:
         with self._mutex:
