@@ -407,3 +407,29 @@ def test_no_artefact_serves_a_turn_its_records_do_not_hold_and_every_held_turn_i
                 workers.check()
         finally:
             workers.close()
+
+
+def test_a_hand_edited_row_is_never_served_from_a_cache_or_a_file(backend, tmp_path):
+    from record_backends import Where
+
+    where = Where(backend.path or tmp_path / "vectors", backend.url)
+    mem = where.memory(dense=False)
+    texts = ["We adopted a beagle named Biscuit.", "We bought a red kayak.", "I signed up for a pottery class."]
+    mem.add_turns([turn(t, n) for n, t in enumerate(texts, 1)], "u")
+
+    def text(m: MemCompile, dia_id: str) -> str:
+        index = m.index("u")
+        return index.packets[index.by_dia[dia_id]].text
+
+    assert text(mem, "D1:2") == texts[1]
+    backend.sql("UPDATE packets SET text = 'We sold the kayak.' WHERE dia_id = 'D1:2'")
+    assert text(mem, "D1:2") == "We sold the kayak."
+    backend.sql("DELETE FROM descriptors WHERE dia_id = 'D1:1'", "DELETE FROM packets WHERE dia_id = 'D1:1'")
+    assert served(mem, "u") == held(mem, "u") == {"D1:2", "D1:3"}
+    mem.close()  # its snapshot file is current
+    backend.sql("UPDATE packets SET text = 'The pottery class was cancelled.' WHERE dia_id = 'D1:3'")
+    again = where.memory(dense=False)
+    assert text(again, "D1:3") == "The pottery class was cancelled."
+    again.add_turns([turn("Biscuit learned to swim.", 4)], "u")  # the chain goes on from the edited records
+    assert served(again, "u") == {"D1:2", "D1:3", "D1:4"}
+    again.close()

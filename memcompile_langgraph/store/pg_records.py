@@ -28,7 +28,15 @@ import psycopg_pool
 from ..locks import UserLocks
 from ..records import Descriptor, SourcePacket
 from .protocols import NO_RECORDS, Head, LoadedRecords, StoredTurn, StoreError
-from .records import _DESC_COLS, _PACKET_COLS, _embedding_key, chained_rows, descriptors_from_rows, rechain
+from .records import (
+    _DESC_COLS,
+    _EDITABLE,
+    _PACKET_COLS,
+    _embedding_key,
+    chained_rows,
+    descriptors_from_rows,
+    rechain,
+)
 
 log = logging.getLogger(__name__)
 # numbered as the SQLite store's: 1 had no epochs and no created_at, 2 no (user_id, seq) indexes, 3 no digest chain
@@ -58,6 +66,36 @@ CREATE INDEX IF NOT EXISTS descriptors_seq ON descriptors (user_id, seq);
 CREATE TABLE IF NOT EXISTS counters (user_id TEXT NOT NULL, name TEXT NOT NULL, value BIGINT NOT NULL,
     PRIMARY KEY (user_id, name));
 """
+
+
+def _triggers(schema: str) -> list[str]:
+    """As the SQLite store's TRIGGERS (store/records.py); inserts and deletes per statement (a forget deletes every
+    row of a user in one), edits per row (a column list rules out transition tables)."""
+    epoch = f"UPDATE {schema}.users SET epoch = -1 - floor(random() * 4e18)::bigint WHERE user_id IN"
+    out = [
+        f"""CREATE OR REPLACE FUNCTION {schema}.rows_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            IF TG_OP = 'INSERT' THEN {epoch} (SELECT user_id FROM changed WHERE digest = '');
+            ELSE {epoch} (SELECT user_id FROM changed);
+            END IF;
+            RETURN NULL;
+        END $$""",
+        f"""CREATE OR REPLACE FUNCTION {schema}.row_edited() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN {epoch} (OLD.user_id, NEW.user_id); RETURN NULL; END $$""",
+        f"DROP TRIGGER IF EXISTS packets_inserted ON {schema}.packets",
+        f"CREATE TRIGGER packets_inserted AFTER INSERT ON {schema}.packets REFERENCING NEW TABLE AS changed "
+        f"FOR EACH STATEMENT EXECUTE FUNCTION {schema}.rows_changed()",
+    ]
+    for table, cols in _EDITABLE.items():
+        out += [
+            f"DROP TRIGGER IF EXISTS {table}_deleted ON {schema}.{table}",
+            f"CREATE TRIGGER {table}_deleted AFTER DELETE ON {schema}.{table} REFERENCING OLD TABLE AS changed "
+            f"FOR EACH STATEMENT EXECUTE FUNCTION {schema}.rows_changed()",
+            f"DROP TRIGGER IF EXISTS {table}_edited ON {schema}.{table}",
+            f"CREATE TRIGGER {table}_edited AFTER UPDATE OF {cols} ON {schema}.{table} "
+            f"FOR EACH ROW EXECUTE FUNCTION {schema}.row_edited()",
+        ]
+    return out
 
 
 def split_url(url: str) -> tuple[str, str]:
@@ -144,7 +182,7 @@ class PgRecordStore:
             if found is not None:
                 for table in ("users", "packets"):
                     conn.execute(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS digest TEXT NOT NULL DEFAULT ''")
-            for statement in SCHEMA.split(";"):
+            for statement in [*SCHEMA.split(";"), *_triggers(self.schema)]:
                 if statement.strip():
                     conn.execute(statement)
             top = conn.execute("SELECT COALESCE(MAX(version), 0) FROM users").fetchone()[0]

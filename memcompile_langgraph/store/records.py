@@ -51,6 +51,31 @@ CREATE TABLE IF NOT EXISTS counters (user_id TEXT NOT NULL, name TEXT NOT NULL, 
     PRIMARY KEY (user_id, name));
 """
 
+# A row changed by hand (or by anything but this code) gives its user a new epoch, negative and random so it never
+# equals one drawn from the generation: no cached index or snapshot file of before the change is extended. This
+# code's own writes do not fire them (inserted rows carry their digest; only digests are updated), or fire them
+# right before giving a new epoch anyway (delete_packets, forget).
+_EDITABLE = {
+    "packets": "packet_id, user_id, seq, dia_id, speaker, session, session_label, session_time, session_time_raw, text, "
+    "image_caption, image_query, content_hash",
+    "descriptors": "user_id, descriptor_id, packet_id, seq, claim, dia_id, speaker, session, session_time, people, "
+    "keywords, event_time, interaction_time, n_tokens, negated, cell_id",
+}
+_NEW_EPOCH = "UPDATE users SET epoch = -1 - abs(random() / 2) WHERE user_id IN ({who})"
+TRIGGERS = [
+    *(
+        f"CREATE TRIGGER IF NOT EXISTS {t}_edited AFTER UPDATE OF {cols} ON {t} "
+        f"BEGIN {_NEW_EPOCH.format(who='OLD.user_id, NEW.user_id')}; END"
+        for t, cols in _EDITABLE.items()
+    ),
+    *(
+        f"CREATE TRIGGER IF NOT EXISTS {t}_deleted AFTER DELETE ON {t} BEGIN {_NEW_EPOCH.format(who='OLD.user_id')}; END"
+        for t in _EDITABLE
+    ),
+    "CREATE TRIGGER IF NOT EXISTS packets_inserted AFTER INSERT ON packets WHEN NEW.digest = '' "
+    f"BEGIN {_NEW_EPOCH.format(who='NEW.user_id')}; END",
+]
+
 _PACKET_COLS = (
     "packet_id, user_id, dia_id, speaker, session, session_label, session_time, session_time_raw, text, seq, image_caption, "
     "image_query, content_hash"
@@ -128,7 +153,7 @@ class RecordStore:
             for table in ("users", "packets") if found is not None else ():
                 if "digest" not in {r[1] for r in tx.execute(f"PRAGMA table_info({table})")}:
                     tx.execute(f"ALTER TABLE {table} ADD COLUMN digest TEXT NOT NULL DEFAULT ''")
-            for statement in SCHEMA.split(";"):  # executescript would commit the open transaction
+            for statement in [*SCHEMA.split(";"), *TRIGGERS]:  # executescript would commit the open transaction
                 if statement.strip():
                     tx.execute(statement)
             top = tx.execute("SELECT COALESCE(MAX(version), 0) FROM users").fetchone()[0]
