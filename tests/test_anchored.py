@@ -23,6 +23,7 @@ from pg_server import BINDIR
 from memcompile_langgraph import MemCompile
 from memcompile_langgraph.runtime import cache as cache_module
 from memcompile_langgraph.store import records as sqlite_records
+from memcompile_langgraph.store.protocols import StoreError
 from memcompile_langgraph.store.records import user_key
 
 
@@ -127,6 +128,30 @@ def test_a_cloned_database_gets_its_own_identity_and_serves_only_its_records(
         # the clone got an identity of its own on open: its own snapshot folder and Chroma collections
         assert orig.engine.records.store_id() == original_id != clone.engine.records.store_id()
         for mem in (orig, clone):
+            mem.close()
+
+
+def test_a_running_worker_refuses_to_write_once_another_re_keyed_the_records(
+    tmp_path, monkeypatch, postgres_url, chroma_url
+):
+    with database(postgres_url) as (name, db_url):
+        url = f"{db_url}?schema=mem"
+        a = worker(tmp_path / "a", monkeypatch, url, chroma_url)
+        a.add_turns([turn("We adopted a beagle named Biscuit.", 1)], "u")
+        backup = tmp_path / "backup.dump"
+        pg("pg_dump", "-Fc", "-n", "mem", "-f", str(backup), *db_args(db_url))
+        with psycopg.connect(postgres_url, autocommit=True) as conn:  # restored into a database made anew
+            conn.execute(f"DROP DATABASE {name} WITH (FORCE)")
+            conn.execute(f"CREATE DATABASE {name}")
+        pg("pg_restore", *db_args(db_url), str(backup))
+        b = worker(tmp_path / "b", monkeypatch, url, chroma_url)
+        assert b.engine.records.store_id() != a.engine.store_id  # re-keyed when b opened it
+        for write in (lambda: a.add_turns([turn("My bank PIN is 4711.", 2)], "u"), lambda: a.forget("u")):
+            with pytest.raises(StoreError) as err:
+                write()
+            assert "open the store again" in str(err.value) and "\n" not in str(err.value)
+        assert served(a, "u") == served(b, "u") == held(b, "u") == {"D1:1"}  # reading stays right
+        for mem in (a, b):
             mem.close()
 
 

@@ -58,6 +58,7 @@ class UnitOfWork:
     def __enter__(self) -> UnitOfWork:
         self._stack.enter_context(self.engine.records.write_lock(self.user_id))
         try:
+            self.engine.check_store()
             base = self.cache.snapshot(self.user_id)
             self.index = base.fork()
             repair = self.user_id in self.cache.repair_pending

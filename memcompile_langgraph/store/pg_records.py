@@ -270,7 +270,10 @@ class PgRecordStore:
             return conn.execute(sql, args).fetchall()
 
     def store_id(self) -> str:
-        """A random id fixed at creation: names this store's collections on a shared Chroma server."""
+        """A random id fixed at creation (or at a re-key): names this store's derived state."""
+        row = self._one("SELECT value FROM meta WHERE key='store_id'", ())
+        if row is not None:
+            return row[0]  # a read: writers check it at every unit of work
         with self.transaction() as conn:
             conn.execute(
                 "INSERT INTO meta (key, value) VALUES ('store_id', %s) ON CONFLICT (key) DO NOTHING",

@@ -227,7 +227,10 @@ class RecordStore:
             return self.conn.execute(sql, args).fetchall()
 
     def store_id(self) -> str:
-        """A random id fixed at creation: names this store's collections on a shared Chroma server."""
+        """A random id fixed at creation (or at a re-key): names this store's derived state."""
+        row = self._one("SELECT value FROM meta WHERE key='store_id'", ())
+        if row is not None:
+            return row[0]  # a read: writers check it at every unit of work
         with self._mutex:
             self.conn.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('store_id', ?)", (uuid.uuid4().hex,))
             return self.conn.execute("SELECT value FROM meta WHERE key='store_id'").fetchone()[0]
