@@ -276,6 +276,29 @@ def test_a_snapshot_write_on_a_full_disk_leaves_no_temporary_file(tmp_path, monk
         subprocess.run(["umount", str(full)], check=False)
 
 
+def test_a_read_only_cache_folder_is_read_and_never_an_error(tmp_path, monkeypatch, postgres_url, chroma_url):
+    folder = tmp_path / "ro"
+    if not _mount_tmpfs(folder, "4m"):
+        pytest.skip("needs root to mount a tmpfs")
+    try:
+        url = f"{postgres_url}?schema=t_{uuid.uuid4().hex[:12]}"
+        mem = worker(folder, monkeypatch, url, chroma_url)
+        for user in ("u", "v"):
+            mem.add_turns([turn(f"{user}: we adopted a beagle named Biscuit.", 1)], user)
+        mem.close()  # both users' files are saved there
+        elsewhere = worker(tmp_path / "other", monkeypatch, url, chroma_url)
+        elsewhere.forget("u")
+        subprocess.run(["mount", "-o", "remount,ro", str(folder)], check=True)
+        again = worker(folder, monkeypatch, url, chroma_url)  # its sweep cannot remove u's file: logged, not raised
+        assert again.compile("beagle", "u").packets == [] and served(again, "v") == {"D1:1"}
+        again.add_turns([turn("v: Biscuit learned to swim.", 2)], "v")
+        assert served(again, "v") == {"D1:1", "D1:2"}
+        for m in (again, elsewhere):
+            m.close()  # a file that cannot be saved is logged, and rebuilt from the records next time
+    finally:
+        subprocess.run(["umount", str(folder)], check=False)
+
+
 def test_the_sweep_removes_abandoned_temporary_files_and_earlier_formats_of_a_local_store(tmp_path, monkeypatch):
     monkeypatch.setattr(cache_module, "PERSIST_EVERY", 1)
     mem = MemCompile(tmp_path / "store", dense=False)

@@ -15,7 +15,6 @@ its temporary file, and the sweep removes what no one will read again.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import hmac
 import json
@@ -127,7 +126,7 @@ class SnapshotFiles:
         expected = json.loads(json.dumps(self._identity(template), sort_keys=True, default=str))
         if not ok or {k: head.get(k) for k in expected} != expected:
             log.warning("index snapshot %s is damaged or of another build: rebuilding from the records", target)
-            target.unlink(missing_ok=True)
+            _unlink(target)
             return None
         if not self._backed(head, records_head):
             self.remove(template.user_id)  # not what the records hold: deleted, restored, re-embedded, forgotten
@@ -137,7 +136,7 @@ class SnapshotFiles:
                 return head, pickle.loads(payload)
         except Exception as exc:  # signed but unloadable (another library version): rebuilt
             log.warning("index snapshot %s could not be loaded (%s): rebuilding", target, exc)
-            target.unlink(missing_ok=True)
+            _unlink(target)
             return None
 
     def read(self, user_id: str, records_head: Head, template: UserIndex) -> UserIndex | None:
@@ -180,28 +179,35 @@ class SnapshotFiles:
             except (OSError, ValueError, KeyError, TypeError):
                 stale = True  # unreadable: it would be ignored and rebuilt anyway
             if stale:
-                with contextlib.suppress(FileNotFoundError):
-                    os.remove(file)
-                removed += 1
+                removed += _unlink(file)
         for tmp in self.folder.glob("*.snapshot.*.tmp") if self.folder.is_dir() else ():
             if _abandoned(tmp):
-                with contextlib.suppress(FileNotFoundError):
-                    os.remove(tmp)
-                removed += 1
+                removed += _unlink(tmp)
         return removed
 
     def remove(self, user_id: str) -> None:
         """Removes the user's files of every build (what they hold is gone from the records)."""
         for file in self.folder.glob(f"{user_key(user_id)}.*snapshot") if self.folder.is_dir() else ():
-            with contextlib.suppress(FileNotFoundError):
-                os.remove(file)
+            _unlink(file)
 
     def discard(self, user_id: str) -> None:
         """Removes the user's files of this build: two unlinks, no listing (cheap enough for every load of a user
         with no records; other builds' files go at the next sweep)."""
         for target in (self.path(user_id), self.path(user_id, TAIL)):
-            with contextlib.suppress(FileNotFoundError):
-                os.remove(target)
+            _unlink(target)
+
+
+def _unlink(file: Path) -> bool:
+    """Removes a file; one that cannot be (a read-only folder) is logged and left, never an error of the caller's
+    query or open. Whether it was removed."""
+    try:
+        os.remove(file)
+        return True
+    except FileNotFoundError:
+        return False
+    except OSError as exc:
+        log.warning("could not remove %s (%s): it holds derived data the records no longer back", file, exc)
+        return False
 
 
 def private_folder(folder: Path, levels: int = 1) -> None:
