@@ -59,6 +59,7 @@ class UserIndex:
     cfg: MemCompileConfig
     version: int = -1
     epoch: int = 0  # the records' epoch it was built in (RecordsStore.head)
+    digest: str = ""  # the records' digest chain at its newest packet (RecordsStore.digest_at)
     packets: dict[str, SourcePacket] = field(default_factory=dict)
     packet_order: list[str] = field(default_factory=list)
     by_dia: dict[str, str] = field(default_factory=dict)

@@ -2,8 +2,10 @@
 
 Lock order: a thread holding a lock may only take locks listed below it, never one above.
 1. Writer lock of a user — `UserLocks` (per-process, re-entrant per thread) then the store's cross-process lock
-   (a `FileLock` in <store>/locks/ for SQLite; a PostgreSQL advisory lock for PostgreSQL). Held by one unit of
-   work: add_turns, an ingest-graph commit, delete_turns, forget, reembed, repair.
+   (for SQLite a `FileLock` on one of a fixed set of stripe files in <store>/locks/, chosen by a keyed hash of the
+   user id, so users may share one; a PostgreSQL advisory lock for PostgreSQL). Held by one unit of work:
+   add_turns, an ingest-graph commit, delete_turns, forget, reembed, repair. A thread never holds two users'
+   writer locks (two users on one stripe would wait on each other).
 2. Load lock of a user (runtime/cache.py): held while that user's index is read from a snapshot file or rebuilt
    from the records. Never held across another user's work.
 3. The cache map lock (runtime/cache.py): guards the dict of published snapshots; held for dict reads and
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -37,7 +40,8 @@ class FileLock:
     def hold(self, exclusive: bool = True, blocking: bool = True) -> Iterator[bool]:
         """Yields whether the lock is held (False only when blocking=False and another process has it)."""
         mode = fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH
-        with open(self.path, "a+") as fh:
+        # 0600 whatever the umask: nobody else needs to open a lock of this store
+        with open(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600), "a+") as fh:
             try:
                 fcntl.flock(fh, mode if blocking else mode | fcntl.LOCK_NB)
             except BlockingIOError:
@@ -56,26 +60,42 @@ class UserLocks:
     (the cross-process lock is taken by the outermost holder only)."""
 
     def __init__(self) -> None:
-        self._locks: dict[str, threading.RLock] = {}
-        self._depth: dict[str, int] = {}  # per user, touched only by the thread holding its RLock
+        self._locks: dict[str, _Entry] = {}  # an entry lives only while someone holds or waits for it
         self._guard = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._locks)
 
     @contextlib.contextmanager
     def hold(self, key: str, outer, blocking: bool = True) -> Iterator[bool]:
         """`outer(blocking)`: a context manager yielding whether the cross-process lock was taken."""
         with self._guard:
-            lock = self._locks.setdefault(key, threading.RLock())
-        if not lock.acquire(blocking=blocking):
-            yield False
-            return
-        depth = self._depth.get(key, 0)
-        self._depth[key] = depth + 1
+            entry = self._locks.setdefault(key, _Entry())
+            entry.holders += 1
         try:
-            if depth:
-                yield True
+            if not entry.lock.acquire(blocking=blocking):
+                yield False
                 return
-            with outer(blocking) as held:
-                yield held
+            depth = entry.depth  # touched only by the thread holding the RLock
+            entry.depth = depth + 1
+            try:
+                if depth:
+                    yield True
+                    return
+                with outer(blocking) as held:
+                    yield held
+            finally:
+                entry.depth = depth
+                entry.lock.release()
         finally:
-            self._depth[key] = depth
-            lock.release()
+            with self._guard:
+                entry.holders -= 1
+                if not entry.holders:
+                    del self._locks[key]
+
+
+class _Entry:
+    def __init__(self) -> None:
+        self.lock = threading.RLock()
+        self.holders = 0  # threads holding or waiting for it (under UserLocks._guard)
+        self.depth = 0

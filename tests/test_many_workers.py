@@ -145,7 +145,7 @@ def test_four_workers_and_two_readers_share_one_memory(tmp_path, postgres_url, c
         loaded = records.load(c.user_id)
         assert len(loaded.packets) == len({p.dia_id for p in loaded.packets}) == len(c.turns)
         assert vectors.ids(c.user_id) == {p.packet_id for p in loaded.packets}  # records and vectors agree
-    assert records.head(first) == (0, 0) and vectors.ids(first) == set()  # forgotten everywhere
+    assert records.head(first) == (0, 0, "") and vectors.ids(first) == set()  # forgotten everywhere
 
     reference = _reference(tmp_path, convs, embeddings)
     for w in range(WRITERS):

@@ -1,9 +1,11 @@
 """Published index snapshots, one per user, in a bounded LRU map.
 
 A published snapshot is immutable (readers may be inside it at any time). `snapshot(user)` checks the records'
-head with one indexed read and, when the store moved on, builds the next snapshot under that user's load lock
-only: from the cached one plus the newer records when the epoch is unchanged, else from the persisted snapshot
-file plus the newer records, else from all records. Lock order: locks.py.
+head (version, epoch and digest chain: store/protocols.py) with one indexed read and, when the store moved on,
+builds the next snapshot under that user's load lock only: from the cached one plus the newer records when the
+records still hold exactly its packets (same epoch, same digest at its newest packet), else from the persisted
+snapshot file plus the newer records (checked the same way), else from all records. A user the records no longer
+hold leaves nothing behind in this process: its cached snapshot and its files here go. Lock order: locks.py.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from contextlib import contextmanager, nullcontext
 
 from ..gc_pause import gc_paused
 from ..index import UserIndex
-from ..store.protocols import VectorStoreError
+from ..store.protocols import Head, VectorStoreError
 from .consistency import BUSY, FOR_WRITER, reconcile
 from .engine import Engine
 from .snapshot_file import SnapshotFiles
@@ -57,12 +59,12 @@ class IndexCache:
         """The newest published snapshot of the user's records (loaded or brought up to date when needed)."""
         head = self.engine.records.head(user_id)
         index = self._cached(user_id)
-        if index is not None and (index.version, index.epoch) == head and user_id not in self._retry:
+        if index is not None and head_of(index) == head and user_id not in self._retry:
             return index
         with self._load_lock(user_id):
             head = self.engine.records.head(user_id)
             index = self._cached(user_id)  # another thread may have loaded it meanwhile
-            if index is None or (index.version, index.epoch) != head:
+            if index is None or head_of(index) != head:
                 index = self._load(user_id, index, head)
             elif user_id in self._retry:
                 index = index.fork()  # a published snapshot is never changed: the repair gets its own version
@@ -108,29 +110,52 @@ class IndexCache:
                 self._published.popitem(last=False)
 
     def invalidate(self, user_id: str) -> None:
-        with self._map_lock:
-            self._published.pop(user_id, None)
-        self._persisted.pop(user_id, None)
+        self._drop(user_id)
         if self.files is not None:
             self.files.remove(user_id)
 
-    def _load(self, user_id: str, cached: UserIndex | None, head: tuple[int, int]) -> UserIndex:
-        version, epoch = head
+    def _drop(self, user_id: str) -> None:
+        with self._map_lock:
+            self._published.pop(user_id, None)
+        self._persisted.pop(user_id, None)
+        self._retry.discard(user_id)
+        self.repair_pending.discard(user_id)
+
+    def _extends(self, index: UserIndex, head: Head) -> bool:
+        """The records hold exactly `index`'s packets and more: same epoch, an older version, and the records' digest
+        at its newest packet is its own (a restore or a clone that went past it has another)."""
+        return (
+            index.epoch == head.epoch
+            and index.version < head.version
+            and self.engine.records.digest_at(index.user_id, index.last_seqs[0]) == index.digest
+        )
+
+    def _load(self, user_id: str, cached: UserIndex | None, head: Head) -> UserIndex:
+        version, epoch, _ = head
+        if not version:  # the user is gone from the records (a forget, maybe on another machine): so is all here
+            self._drop(user_id)
+            if self.files is not None:
+                self.files.discard(user_id)
+            cached = None
         base, tail = None, {}
-        if cached is not None and cached.epoch == epoch and cached.version < version:
+        if cached is not None and self._extends(cached, head):
             base = cached.fork()  # published: readers may be inside it
-        elif self.files is not None and version:
-            template = UserIndex(user_id, self.engine.config)
-            base = self.files.read(user_id, version, epoch, template)
-            if base is not None:
-                self._persisted[user_id] = len(base.packets)
-                if base.version < version:
-                    tail = self.files.read_tail(user_id, version, epoch, template)
+        else:
+            if cached is not None and cached.version >= version:
+                with self._map_lock:  # the records went back (a restore): publish() would keep the "newer" one
+                    self._published.pop(user_id, None)
+            if self.files is not None and version:
+                template = UserIndex(user_id, self.engine.config)
+                base = self.files.read(user_id, head, template)
+                if base is not None:
+                    self._persisted[user_id] = len(base.packets)
+                    if base.version < version:
+                        tail = self.files.read_tail(user_id, head, template)
         index = base if base is not None else UserIndex(user_id, self.engine.config)
         with gc_paused() if base is None else nullcontext():  # a rebuild: ~50 objects per turn
             loaded = self.engine.records.load(user_id, after=index.last_seqs)
             index.extend(loaded.packets, loaded.descriptors)
-        index.version, index.epoch = loaded.version, epoch
+        index.version, index.epoch, index.digest = loaded.version, epoch, loaded.digest
         try:
             self._read_vectors(index, [p.packet_id for p in loaded.packets], tail)
             if base is None:  # a full load checks the vectors (also of a user with no records: a forget interrupted)
@@ -190,7 +215,7 @@ class IndexCache:
         vectors from the vector store)."""
         records = self.engine.records
         with records.write_lock(index.user_id, blocking=False) as held:
-            if not held or records.head(index.user_id) != (index.version, index.epoch):
+            if not held or records.head(index.user_id) != head_of(index):
                 return False
             try:
                 write(index)
@@ -198,3 +223,8 @@ class IndexCache:
             except OSError as exc:
                 log.warning("could not save the index snapshot of %r: %s", index.user_id, exc)
                 return False
+
+
+def head_of(index: UserIndex) -> Head:
+    """The records' head `index` was built at."""
+    return Head(index.version, index.epoch, index.digest)

@@ -20,7 +20,7 @@ from ..extract.base import Extractor
 from ..index import UserIndex, packet_document
 from ..llm.store import LLMStore
 from ..records import Descriptor, Intent, SourcePacket
-from ..store.protocols import RecordsStore, VectorsStore, VectorStoreError
+from ..store.protocols import RecordsStore, StoreError, VectorsStore, VectorStoreError
 from ..store.stats import user_stats
 
 log = logging.getLogger(__name__)
@@ -40,6 +40,7 @@ class Engine:
     path: Path | None = None  # the store directory (None: in memory, or records in PostgreSQL)
     llm_updates: Any = None  # evidence/llm_updates.LLMUpdates when a model decides knowledge-update marks
     embedding_id: str | None = field(init=False)
+    store_id: str = field(default="", init=False)  # what the derived state was named after when the store opened
     cache: Any = field(default=None, init=False)  # runtime/cache.IndexCache, attached by MemCompile
     _warned: set[str] = field(default_factory=set, init=False, repr=False)
     _background: ThreadPoolExecutor | None = field(default=None, init=False, repr=False)
@@ -63,6 +64,16 @@ class Engine:
         self.records.close()
         if self.llm_store is not None:
             self.llm_store.close()
+
+    def check_store(self) -> None:
+        """Refuses to write when the records got another store id since this memory opened them (a restored or cloned
+        database opened by another worker was re-keyed): this process's snapshot folder and Chroma collections are
+        named after the old id, and writing or forgetting there would split the store's vectors."""
+        if self.records.store_id() != self.store_id:
+            raise StoreError(
+                "the records were given a new store id since this memory opened them (a copy, clone or restore was "
+                "opened by another worker): close this memory and open the store again"
+            )
 
     def stats(self, user_id: str) -> dict[str, Any]:
         problems: list[str] = []
@@ -167,7 +178,7 @@ def build_engine(
     offline stages, and the paper's LLM stages through `llm` where one is given."""
     from ..evidence.schedule import DeterministicScheduler
     from ..extract.heuristic import HeuristicExtractor
-    from ..store.open import open_records, open_vectors
+    from ..store.open import open_records, open_vectors, records_url_from
     from .cache import IndexCache
     from .snapshot_file import SnapshotFiles
 
@@ -204,11 +215,17 @@ def build_engine(
         path,
         llm_updates,
     )
-    # snapshot files are signed with a key derived from the store's id and a secret kept with the records
-    key = hashlib.sha256(f"{records.store_id()}:{records.secret()}".encode()).digest()
-    files = SnapshotFiles(snapshot_folder(path, records), key, config, engine.embedding_id)
-    if path is None:  # this machine's cache of a shared store: a forget on another machine left its files here
+    files = None
+    if path is not None or records_url_from(records_url):  # in memory: nothing of it goes to disk
+        # snapshot files are signed with a key derived from the store's id and a secret kept with the records
+        key = hashlib.sha256(f"{records.store_id()}:{records.secret()}".encode()).digest()
+        levels = 1 if path is not None else 2  # a machine's cache of stores: the folder naming them is private too
+        files = SnapshotFiles(
+            snapshot_folder(path, records), key, config, engine.embedding_id, records.digest_at, levels
+        )
+        # files the records no longer back (a forget, a restore, elsewhere), of earlier formats, of failed writes
         files.sweep(records.head)
+    engine.store_id = records.store_id()
     engine.cache = IndexCache(engine, files, cache_size)
     return engine
 

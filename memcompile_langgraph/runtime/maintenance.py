@@ -13,6 +13,7 @@ from .engine import Engine
 
 def forget(engine: Engine, user_id: str) -> None:
     with engine.records.write_lock(user_id):
+        engine.check_store()
         engine.records.forget(user_id)
         engine.vectors.drop(user_id)
         if engine.llm_store is not None:
@@ -22,6 +23,7 @@ def forget(engine: Engine, user_id: str) -> None:
 
 def delete_turns(engine: Engine, user_id: str, dia_ids: list[str]) -> int:
     with engine.records.write_lock(user_id):
+        engine.check_store()
         index = engine.cache.snapshot(user_id)
         pids = [index.by_dia[d] for d in dict.fromkeys(dia_ids) if d in index.by_dia]
         if pids:
@@ -35,6 +37,7 @@ def delete_turns(engine: Engine, user_id: str, dia_ids: list[str]) -> int:
 
 def reembed_user(engine: Engine, user_id: str) -> int:
     with engine.records.write_lock(user_id):
+        engine.check_store()
         made_by = engine.records.embedding(user_id) or ""
         # marked first: the load then neither repairs nor reads the vectors that are about to be replaced
         engine.records.set_embedding(user_id, REEMBEDDING)
@@ -46,6 +49,7 @@ def reembed_user(engine: Engine, user_id: str) -> int:
 
 
 def repair(engine: Engine, user_id: str | None) -> dict[str, Any]:
+    engine.check_store()
     aside = engine.vectors.quarantine() if engine.vectors.damaged() else None
     users = engine.records.users() if aside or user_id is None else [user_id]
     for user in users:

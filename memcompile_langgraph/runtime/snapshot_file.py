@@ -1,22 +1,27 @@
 """Persisted index snapshots: a user's derived indexes saved so a cold start reads one file instead of replaying
 every record (Cells, BM25, packet vectors).
 
-Never trusted over the records: a file is used only when its epoch equals the records' (nothing was deleted or
-re-embedded since it was written) and its version is not newer; the records added after it are then replayed
-on top. A file that is damaged, of another format, config or embedding model, or not signed with this store's
-key is ignored (and rebuilt). The signature (HMAC-SHA256 with a key kept in the records store) is what allows
-unpickling: a file nobody with access to the records wrote is never loaded.
+Never trusted over the records: a file is used only when the records' digest chain (store/protocols.py) at the
+file's newest packet equals the digest the file carries, so it holds exactly the records' packets up to there
+(a restore, a clone, a hand-edited row all change it), its epoch equals the records' (nothing was deleted or
+re-embedded since) and its version is not newer; the records added after it are then replayed on top. A file that
+is damaged, of another format, config or embedding model, or not signed with this store's key is ignored (and
+rebuilt). The signature (HMAC-SHA256 with a key kept in the records store) is what allows unpickling: a file
+nobody with access to the records wrote is never loaded.
+
+The files hold users' turns: they are made 0600 in 0700 folders whatever the umask, a write that fails removes
+its temporary file, and the sweep removes what no one will read again.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import hmac
 import json
 import logging
 import os
 import pickle
+import time
 from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
@@ -27,17 +32,30 @@ import numpy as np
 from ..config import MemCompileConfig
 from ..gc_pause import gc_paused
 from ..index import UserIndex
+from ..store.protocols import Head
 from ..store.records import user_key
 
 log = logging.getLogger(__name__)
 FORMAT = 4  # bump when UserIndex or anything it holds changes shape
 TAIL = ".tail"  # the vectors-only file beside a snapshot
+STALE_TMP = 3600  # seconds after which a temporary file of a live process is taken as abandoned too
+DigestAt = Callable[[str, int], "str | None"]  # RecordsStore.digest_at
 
 
 class SnapshotFiles:
-    def __init__(self, folder: Path, key: bytes, config: MemCompileConfig, embedding_id: str | None):
+    def __init__(
+        self,
+        folder: Path,
+        key: bytes,
+        config: MemCompileConfig,
+        embedding_id: str | None,
+        digest_at: DigestAt,
+        private_levels: int = 1,
+    ):
         self.folder = folder
+        self._private_levels = private_levels  # 2 for a machine's cache of stores: their ids stay private too
         self._key = key
+        self._digest_at = digest_at
         self._embedding_id = embedding_id or ""
         # one file per user and build: processes opening a store with another config or model (dense off, a
         # profile) keep their own files instead of replacing each other's
@@ -51,14 +69,26 @@ class SnapshotFiles:
         return {"format": FORMAT, "user": index.user_id, "config": asdict(index.cfg), "embedding": self._embedding_id}
 
     def _write(self, target: Path, index: UserIndex, payload: bytes) -> None:
-        head = {**self._identity(index), "version": index.version, "epoch": index.epoch}
+        head = {
+            **self._identity(index),
+            "version": index.version,
+            "epoch": index.epoch,
+            "seq": index.last_seqs[0],
+            "digest": index.digest,
+        }
         head_bytes = json.dumps(head, sort_keys=True, default=str).encode()
         mac = hmac.new(self._key, head_bytes + b"\n" + payload, hashlib.sha256).hexdigest().encode()
-        self.folder.mkdir(parents=True, exist_ok=True)
+        private_folder(self.folder, self._private_levels)
         tmp = target.with_name(f"{target.name}.{os.getpid()}.tmp")
-        with open(tmp, "wb") as fh:
-            fh.write(mac + b"\n" + head_bytes + b"\n" + payload)
-        os.replace(tmp, target)
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            os.fchmod(fd, 0o600)  # also a file left by an earlier run with other bits
+            with open(fd, "wb") as fh:
+                fh.write(mac + b"\n" + head_bytes + b"\n" + payload)
+            os.replace(tmp, target)
+        except BaseException:
+            tmp.unlink(missing_ok=True)  # a full disk: what was written of it is freed at once
+            raise
 
     def write(self, index: UserIndex) -> None:
         self._write(self.path(index.user_id), index, pickle.dumps(index, protocol=pickle.HIGHEST_PROTOCOL))
@@ -73,9 +103,9 @@ class SnapshotFiles:
             self.path(index.user_id, TAIL), index, pickle.dumps((ids, matrix), protocol=pickle.HIGHEST_PROTOCOL)
         )
 
-    def _read(self, target: Path, version: int, epoch: int, template: UserIndex) -> Any:
-        """The unpickled payload of a signed file of this build that the records back, else None (a file that
-        can never be used again is removed)."""
+    def _read(self, target: Path, records_head: Head, template: UserIndex) -> tuple[dict, Any] | None:
+        """(header, unpickled payload) of a signed file of this build that the records back, else None (a file
+        that can never be used again is removed)."""
         try:
             data = target.read_bytes()
         except FileNotFoundError:
@@ -96,36 +126,48 @@ class SnapshotFiles:
         expected = json.loads(json.dumps(self._identity(template), sort_keys=True, default=str))
         if not ok or {k: head.get(k) for k in expected} != expected:
             log.warning("index snapshot %s is damaged or of another build: rebuilding from the records", target)
-            target.unlink(missing_ok=True)
+            _unlink(target)
             return None
-        if not _backed(head, (version, epoch)):
-            self.remove(template.user_id)  # records deleted, re-embedded or forgotten since: it may hold what is gone
+        if not self._backed(head, records_head):
+            self.remove(template.user_id)  # not what the records hold: deleted, restored, re-embedded, forgotten
             return None
         try:
             with gc_paused():
-                return pickle.loads(payload)
+                return head, pickle.loads(payload)
         except Exception as exc:  # signed but unloadable (another library version): rebuilt
             log.warning("index snapshot %s could not be loaded (%s): rebuilding", target, exc)
-            target.unlink(missing_ok=True)
+            _unlink(target)
             return None
 
-    def read(self, user_id: str, version: int, epoch: int, template: UserIndex) -> UserIndex | None:
+    def read(self, user_id: str, records_head: Head, template: UserIndex) -> UserIndex | None:
         """The user's snapshot when it can be brought up to date from the records, else None."""
-        index = self._read(self.path(user_id), version, epoch, template)
-        if index is not None:
-            index.cfg = template.cfg
+        found = self._read(self.path(user_id), records_head, template)
+        if found is None:
+            return None
+        head, index = found
+        index.cfg = template.cfg
+        index.digest = head["digest"]  # the one the records were checked against
         return index
 
-    def read_tail(self, user_id: str, version: int, epoch: int, template: UserIndex) -> dict[str, np.ndarray]:
+    def read_tail(self, user_id: str, records_head: Head, template: UserIndex) -> dict[str, np.ndarray]:
         """Vectors of packets newer than the snapshot file (write_tail), by packet id."""
-        tail = self._read(self.path(user_id, TAIL), version, epoch, template)
-        return {} if tail is None else dict(zip(tail[0], tail[1]))
+        found = self._read(self.path(user_id, TAIL), records_head, template)
+        return {} if found is None else dict(zip(found[1][0], found[1][1]))
 
-    def sweep(self, head: Callable[[str], tuple[int, int]]) -> int:
-        """Removes files of an earlier format and files the records no longer back (their user forgotten, deleted
-        from or re-embedded since): on a store shared by several machines a forget cannot reach the others' files,
-        so each worker sweeps its own folder when it opens the store. Reads only each file's header; returns how
-        many files were removed."""
+    def _backed(self, header: dict, records_head: Head) -> bool:
+        """The records can bring a file up to date: their digest at the file's newest packet is the file's (it holds
+        exactly their packets up to there), the same epoch (nothing deleted or re-embedded since) and a version not
+        newer than theirs. One indexed read."""
+        version, epoch, _ = records_head
+        if header["epoch"] != epoch or header["version"] > version or not version:
+            return False
+        return self._digest_at(header["user"], header["seq"]) == header["digest"]
+
+    def sweep(self, head: Callable[[str], Head]) -> int:
+        """Removes files of an earlier format, files the records no longer back (their user forgotten, deleted from,
+        restored or re-embedded since) and temporary files of writes that never finished: a forget on another
+        machine cannot reach this one's files, so each worker sweeps its own folder when it opens the store. Reads
+        only each file's header; returns how many files were removed."""
         removed = 0
         for file in self.folder.glob("*.snapshot") if self.folder.is_dir() else ():
             try:
@@ -133,24 +175,58 @@ class SnapshotFiles:
                     fh.readline()
                     header = json.loads(fh.readline())
                 # a file of an earlier format is never read again: one 100k-turn user leaves ~350 MB per upgrade
-                stale = header["format"] != FORMAT or not _backed(header, head(header["user"]))
+                stale = header["format"] != FORMAT or not self._backed(header, head(header["user"]))
             except (OSError, ValueError, KeyError, TypeError):
                 stale = True  # unreadable: it would be ignored and rebuilt anyway
             if stale:
-                with contextlib.suppress(FileNotFoundError):
-                    os.remove(file)
-                removed += 1
+                removed += _unlink(file)
+        for tmp in self.folder.glob("*.snapshot.*.tmp") if self.folder.is_dir() else ():
+            if _abandoned(tmp):
+                removed += _unlink(tmp)
         return removed
 
     def remove(self, user_id: str) -> None:
         """Removes the user's files of every build (what they hold is gone from the records)."""
         for file in self.folder.glob(f"{user_key(user_id)}.*snapshot") if self.folder.is_dir() else ():
-            with contextlib.suppress(FileNotFoundError):
-                os.remove(file)
+            _unlink(file)
+
+    def discard(self, user_id: str) -> None:
+        """Removes the user's files of this build: two unlinks, no listing (cheap enough for every load of a user
+        with no records; other builds' files go at the next sweep)."""
+        for target in (self.path(user_id), self.path(user_id, TAIL)):
+            _unlink(target)
 
 
-def _backed(header: dict, records_head: tuple[int, int]) -> bool:
-    """The records can bring a file up to date: same epoch (nothing deleted, re-embedded or forgotten since) and a
-    version not newer than theirs."""
-    version, epoch = records_head
-    return header["epoch"] == epoch and header["version"] <= version
+def _unlink(file: Path) -> bool:
+    """Removes a file; one that cannot be (a read-only folder) is logged and left, never an error of the caller's
+    query or open. Whether it was removed."""
+    try:
+        os.remove(file)
+        return True
+    except FileNotFoundError:
+        return False
+    except OSError as exc:
+        log.warning("could not remove %s (%s): it holds derived data the records no longer back", file, exc)
+        return False
+
+
+def private_folder(folder: Path, levels: int = 1) -> None:
+    """`folder` (and with levels=2 its parent) made 0700 whatever the umask."""
+    for level in [folder.parent, folder][-levels:]:
+        level.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if level.stat().st_mode & 0o077:
+            os.chmod(level, 0o700)  # made by an earlier release, or by mkdir under a umask that kept more bits
+
+
+def _abandoned(tmp: Path) -> bool:
+    """A temporary file (name.<pid>.tmp) whose writer is gone, or that is older than any write takes."""
+    try:
+        pid = int(tmp.name.rsplit(".", 2)[-2])
+        if time.time() - tmp.stat().st_mtime > STALE_TMP:
+            return True
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except (ValueError, OSError):
+        return False  # another owner's process (EPERM) or a file that went meanwhile: left alone
+    return False

@@ -58,6 +58,7 @@ class UnitOfWork:
     def __enter__(self) -> UnitOfWork:
         self._stack.enter_context(self.engine.records.write_lock(self.user_id))
         try:
+            self.engine.check_store()
             base = self.cache.snapshot(self.user_id)
             self.index = base.fork()
             repair = self.user_id in self.cache.repair_pending
@@ -89,7 +90,7 @@ class UnitOfWork:
         made searchable in the private index and their vectors stored (embedded ahead, or queued now)."""
         index = self.index
         self.engine.records.commit(self.user_id, packets, placed, counts)
-        index.version, index.epoch = self.engine.records.head(self.user_id)  # a new user's first commit sets its epoch
+        index.version, index.epoch, index.digest = self.engine.records.head(self.user_id)  # (a new user: its epoch)
         for p in packets:
             index.add_packet(p)
         index.register([d for d, _ in placed])

@@ -14,6 +14,7 @@ dies mid-write closes its connection and the server releases the lock with it.
 from __future__ import annotations
 
 import contextlib
+import logging
 import re
 import threading
 import time
@@ -26,23 +27,32 @@ import psycopg_pool
 
 from ..locks import UserLocks
 from ..records import Descriptor, SourcePacket
-from .protocols import LoadedRecords, StoredTurn, StoreError
-from .records import _DESC_COLS, _PACKET_COLS, _embedding_key, descriptor_row, descriptors_from_rows, packet_row
+from .protocols import NO_RECORDS, Head, LoadedRecords, StoredTurn, StoreError
+from .records import (
+    _DESC_COLS,
+    _EDITABLE,
+    _PACKET_COLS,
+    _embedding_key,
+    chained_rows,
+    descriptors_from_rows,
+    rechain,
+)
 
-# numbered as the SQLite store's: 1 had no epochs and no created_at, 2 no (user_id, seq) indexes
-SCHEMA_VERSION = 3
+log = logging.getLogger(__name__)
+# numbered as the SQLite store's: 1 had no epochs and no created_at, 2 no (user_id, seq) indexes, 3 no digest chain
+SCHEMA_VERSION = 4
 DEFAULT_SCHEMA = "memcompile"
 _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS users (user_id TEXT PRIMARY KEY, version BIGINT NOT NULL DEFAULT 0,
-    epoch BIGINT NOT NULL DEFAULT 0);
+    epoch BIGINT NOT NULL DEFAULT 0, digest TEXT NOT NULL DEFAULT '');
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS packets (
     user_id TEXT NOT NULL, packet_id TEXT NOT NULL, seq BIGINT NOT NULL, dia_id TEXT NOT NULL,
     speaker TEXT NOT NULL, session BIGINT NOT NULL, session_label TEXT NOT NULL, session_time TEXT,
     session_time_raw TEXT NOT NULL, text TEXT NOT NULL, image_caption TEXT NOT NULL, image_query TEXT NOT NULL,
-    content_hash TEXT NOT NULL, created_at DOUBLE PRECISION NOT NULL DEFAULT 0,
+    content_hash TEXT NOT NULL, created_at DOUBLE PRECISION NOT NULL DEFAULT 0, digest TEXT NOT NULL DEFAULT '',
     PRIMARY KEY (user_id, packet_id), UNIQUE (user_id, dia_id));
 CREATE INDEX IF NOT EXISTS packets_seq ON packets (user_id, seq);
 CREATE TABLE IF NOT EXISTS descriptors (
@@ -56,6 +66,36 @@ CREATE INDEX IF NOT EXISTS descriptors_seq ON descriptors (user_id, seq);
 CREATE TABLE IF NOT EXISTS counters (user_id TEXT NOT NULL, name TEXT NOT NULL, value BIGINT NOT NULL,
     PRIMARY KEY (user_id, name));
 """
+
+
+def _triggers(schema: str) -> list[str]:
+    """As the SQLite store's TRIGGERS (store/records.py); inserts and deletes per statement (a forget deletes every
+    row of a user in one), edits per row (a column list rules out transition tables)."""
+    epoch = f"UPDATE {schema}.users SET epoch = -1 - floor(random() * 4e18)::bigint WHERE user_id IN"
+    out = [
+        f"""CREATE OR REPLACE FUNCTION {schema}.rows_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            IF TG_OP = 'INSERT' THEN {epoch} (SELECT user_id FROM changed WHERE digest = '');
+            ELSE {epoch} (SELECT user_id FROM changed);
+            END IF;
+            RETURN NULL;
+        END $$""",
+        f"""CREATE OR REPLACE FUNCTION {schema}.row_edited() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN {epoch} (OLD.user_id, NEW.user_id); RETURN NULL; END $$""",
+        f"DROP TRIGGER IF EXISTS packets_inserted ON {schema}.packets",
+        f"CREATE TRIGGER packets_inserted AFTER INSERT ON {schema}.packets REFERENCING NEW TABLE AS changed "
+        f"FOR EACH STATEMENT EXECUTE FUNCTION {schema}.rows_changed()",
+    ]
+    for table, cols in _EDITABLE.items():
+        out += [
+            f"DROP TRIGGER IF EXISTS {table}_deleted ON {schema}.{table}",
+            f"CREATE TRIGGER {table}_deleted AFTER DELETE ON {schema}.{table} REFERENCING OLD TABLE AS changed "
+            f"FOR EACH STATEMENT EXECUTE FUNCTION {schema}.rows_changed()",
+            f"DROP TRIGGER IF EXISTS {table}_edited ON {schema}.{table}",
+            f"CREATE TRIGGER {table}_edited AFTER UPDATE OF {cols} ON {schema}.{table} "
+            f"FOR EACH ROW EXECUTE FUNCTION {schema}.row_edited()",
+        ]
+    return out
 
 
 def split_url(url: str) -> tuple[str, str]:
@@ -88,6 +128,7 @@ class PgRecordStore:
         try:
             with psycopg.connect(self.conninfo, connect_timeout=15) as conn:
                 self._migrate(conn, create)
+                self._bind_home(conn)
         except psycopg.Error as exc:
             raise StoreError(f"PostgreSQL at {self.where}: {_first_line(exc)}") from None
         self.pool = psycopg_pool.ConnectionPool(
@@ -138,15 +179,50 @@ class PgRecordStore:
                 conn.execute("ALTER TABLE users ADD COLUMN epoch BIGINT NOT NULL DEFAULT 0")
                 conn.execute("ALTER TABLE packets ADD COLUMN created_at DOUBLE PRECISION NOT NULL DEFAULT 0")
                 conn.execute("UPDATE users SET epoch = version")
-            for statement in SCHEMA.split(";"):
+            if found is not None:
+                for table in ("users", "packets"):
+                    conn.execute(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS digest TEXT NOT NULL DEFAULT ''")
+            for statement in [*SCHEMA.split(";"), *_triggers(self.schema)]:
                 if statement.strip():
                     conn.execute(statement)
             top = conn.execute("SELECT COALESCE(MAX(version), 0) FROM users").fetchone()[0]
             conn.execute(f"CREATE SEQUENCE IF NOT EXISTS generation START WITH {int(top) + 1}")
+            for (user,) in conn.execute("SELECT user_id FROM users").fetchall():  # once: stores without the chain
+                rechain(conn, "%s", user, -1)
             conn.execute(
                 "INSERT INTO meta (key, value) VALUES ('schema_version', %s) ON CONFLICT (key) "
                 "DO UPDATE SET value = excluded.value",
                 (str(SCHEMA_VERSION),),
+            )
+
+    def _bind_home(self, conn: psycopg.Connection) -> None:
+        """Binds the store id to where the records live (cluster, database, schema): a clone (CREATE DATABASE ...
+        TEMPLATE, a dump restored into another database or schema) gets a new store id here, before anything derived
+        is named after it, so it never shares the original's snapshot files or Chroma collections."""
+        with conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (f"{self.schema}/setup",))
+            try:
+                with conn.transaction():  # a savepoint: the control data may be closed to this role
+                    cluster = conn.execute("SELECT system_identifier FROM pg_control_system()").fetchone()[0]
+            except psycopg.errors.InsufficientPrivilege:
+                cluster = "?"
+            db = conn.execute("SELECT oid FROM pg_database WHERE datname = current_database()").fetchone()[0]
+            home = f"{cluster}:{db}:{self.schema}"
+            row = conn.execute(f"SELECT value FROM {self.schema}.meta WHERE key='home'").fetchone()
+            if row is not None and row[0] == home:
+                return
+            if row is not None:
+                gone = conn.execute(f"DELETE FROM {self.schema}.meta WHERE key='store_id'").rowcount
+                if gone:
+                    log.warning(
+                        "%s holds a copy of another store's records (a clone or a restore elsewhere): it gets a new "
+                        "store id; its vectors on a Chroma server are rebuilt from the records",
+                        self.where,
+                    )
+            conn.execute(
+                f"INSERT INTO {self.schema}.meta (key, value) VALUES ('home', %s) ON CONFLICT (key) "
+                "DO UPDATE SET value = excluded.value",
+                (home,),
             )
 
     def close(self) -> None:
@@ -194,7 +270,10 @@ class PgRecordStore:
             return conn.execute(sql, args).fetchall()
 
     def store_id(self) -> str:
-        """A random id fixed at creation: names this store's collections on a shared Chroma server."""
+        """A random id fixed at creation (or at a re-key): names this store's derived state."""
+        row = self._one("SELECT value FROM meta WHERE key='store_id'", ())
+        if row is not None:
+            return row[0]  # a read: writers check it at every unit of work
         with self.transaction() as conn:
             conn.execute(
                 "INSERT INTO meta (key, value) VALUES ('store_id', %s) ON CONFLICT (key) DO NOTHING",
@@ -242,10 +321,17 @@ class PgRecordStore:
     def version(self, user_id: str) -> int:
         return self.head(user_id)[0]
 
-    def head(self, user_id: str) -> tuple[int, int]:
-        """(version, epoch) of the user in one indexed read; (0, 0) for a user with no records."""
-        row = self._one("SELECT version, epoch FROM users WHERE user_id=%s", (user_id,))
-        return (row[0], row[1]) if row else (0, 0)
+    def head(self, user_id: str) -> Head:
+        """(version, epoch, digest) of the user in one indexed read; NO_RECORDS for a user with no records."""
+        row = self._one("SELECT version, epoch, digest FROM users WHERE user_id=%s", (user_id,))
+        return Head(*row) if row else NO_RECORDS
+
+    def digest_at(self, user_id: str, seq: int) -> str | None:
+        """The chain digest at the user's packet `seq` ("" before the first; None: no such packet)."""
+        if seq < 0:
+            return ""
+        row = self._one("SELECT digest FROM packets WHERE user_id=%s AND seq=%s", (user_id, seq))
+        return row[0] if row else None
 
     def users(self) -> list[str]:
         # byte order, as SQLite sorts: the database's collation may be a locale's
@@ -254,15 +340,15 @@ class PgRecordStore:
     def load(self, user_id: str, after: tuple[int, int] = (-1, -1)) -> LoadedRecords:
         """The user's records; with after=(packet seq, descriptor seq), only the rows beyond them."""
         with self.transaction(repeatable=True) as conn:
-            row = conn.execute("SELECT version FROM users WHERE user_id=%s", (user_id,)).fetchone()
+            row = conn.execute("SELECT version, digest FROM users WHERE user_id=%s", (user_id,)).fetchone()
             prows = conn.execute(
                 f"SELECT {_PACKET_COLS} FROM packets WHERE user_id=%s AND seq>%s ORDER BY seq", (user_id, after[0])
             ).fetchall()
             drows = conn.execute(
                 f"SELECT {_DESC_COLS} FROM descriptors WHERE user_id=%s AND seq>%s ORDER BY seq", (user_id, after[1])
             ).fetchall()
-        version = row[0] if row else 0
-        return LoadedRecords(version, [SourcePacket(*r) for r in prows], descriptors_from_rows(drows))
+        version, digest = row if row else (0, "")
+        return LoadedRecords(version, [SourcePacket(*r) for r in prows], descriptors_from_rows(drows), digest)
 
     def turns(
         self, user_id: str, dia_ids: list[str] | None = None, limit: int | None = None, offset: int = 0
@@ -293,15 +379,17 @@ class PgRecordStore:
             ).fetchone()
             if made:
                 self._bump(conn, user_id, epoch=True)  # a user made again after forget starts a new epoch
+            prev = conn.execute("SELECT digest FROM users WHERE user_id=%s FOR UPDATE", (user_id,)).fetchone()[0]
+            prows, drows, digests = chained_rows(prev, user_id, packets, placed, now)
             with conn.cursor() as cur:
                 cur.executemany(
-                    f"INSERT INTO packets ({_PACKET_COLS}, created_at) VALUES ({','.join(['%s'] * 14)})",
-                    [packet_row(p, now) for p in packets],
+                    f"INSERT INTO packets ({_PACKET_COLS}, created_at, digest) VALUES ({','.join(['%s'] * 15)})", prows
                 )
                 cur.executemany(
-                    f"INSERT INTO descriptors (user_id, {_DESC_COLS}) VALUES ({','.join(['%s'] * 16)})",
-                    [descriptor_row(user_id, d, cell) for d, cell in placed],
+                    f"INSERT INTO descriptors (user_id, {_DESC_COLS}) VALUES ({','.join(['%s'] * 16)})", drows
                 )
+            if digests:
+                conn.execute("UPDATE users SET digest=%s WHERE user_id=%s", (digests[-1], user_id))
             self._count(conn, user_id, counts or {})
             return self._bump(conn, user_id, epoch=False)
 
@@ -338,8 +426,13 @@ class PgRecordStore:
     def delete_packets(self, user_id: str, packet_ids: list[str]) -> int:
         with self.transaction() as conn:
             ids = list(packet_ids)
+            first = conn.execute(
+                "SELECT MIN(seq) FROM packets WHERE user_id=%s AND packet_id = ANY(%s)", (user_id, ids)
+            ).fetchone()[0]
             conn.execute("DELETE FROM descriptors WHERE user_id=%s AND packet_id = ANY(%s)", (user_id, ids))
             conn.execute("DELETE FROM packets WHERE user_id=%s AND packet_id = ANY(%s)", (user_id, ids))
+            if first is not None:
+                rechain(conn, "%s", user_id, first)
             return self._bump(conn, user_id, epoch=True)
 
     def forget(self, user_id: str) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from contextlib import AbstractContextManager as ContextManager
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import NamedTuple, Protocol, runtime_checkable
 
 from ..records import Descriptor, SourcePacket
 
@@ -21,6 +21,17 @@ class VectorStoreError(StoreError):
     """The vector store cannot be read or written (a damaged Chroma file, a server that does not answer)."""
 
 
+class Head(NamedTuple):
+    """Where a user's records stand, in one indexed read: see RecordsStore."""
+
+    version: int
+    epoch: int
+    digest: str  # the chain digest at the user's newest packet ("" with no packets)
+
+
+NO_RECORDS = Head(0, 0, "")
+
+
 @dataclass(frozen=True, slots=True)
 class LoadedRecords:
     """One consistent read of a user's records (no writer's commit falls between its parts)."""
@@ -28,6 +39,7 @@ class LoadedRecords:
     version: int
     packets: list[SourcePacket]  # in dialogue order (seq)
     descriptors: list[tuple[Descriptor, str]]  # (descriptor, its Cell id) in construction order (seq)
+    digest: str = ""  # the chain digest at the newest packet, read with the rows
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,12 +60,24 @@ class RecordsStore(Protocol):
     serve forgotten records). `head(user)` is (version, epoch): the epoch changes when records change other than by
     appending (delete_packets, a re-embed, the user made again after forget), so a cached index or snapshot file of
     the same epoch can be brought up to date with `load(user, after=(packet seq, descriptor seq))`.
+
+    Counters alone cannot tell a restored, cloned or hand-edited database from the one an artefact was built from
+    (a restore brings old versions back, and writes push them past the artefact's). So every committed packet also
+    carries a digest chained over the user's packets in seq order with their descriptors and Cells
+    (`digest_at(user, seq)`, one indexed read; recomputed from the first changed packet on delete), and `head(user)`
+    is (version, epoch, digest at the newest packet). An artefact built up to packet seq S with digest D is extended
+    only while `digest_at(user, S) == D`: it holds exactly the records' packets up to S.
+
+    `store_id()` names the store's derived state (snapshot folder, Chroma collections). It is bound to where the
+    records live (the SQLite file, or the PostgreSQL cluster, database and schema): a copy or clone opened elsewhere
+    gets a new store id on open, so it never shares the original's collections or files.
     Writers of one user hold `write_lock(user)` (across threads and processes)."""
 
     def store_id(self) -> str: ...
     def secret(self) -> str: ...
     def version(self, user_id: str) -> int: ...
-    def head(self, user_id: str) -> tuple[int, int]: ...
+    def head(self, user_id: str) -> Head: ...
+    def digest_at(self, user_id: str, seq: int) -> str | None: ...
     def users(self) -> list[str]: ...
     def load(self, user_id: str, after: tuple[int, int] = (-1, -1)) -> LoadedRecords: ...
     def commit(

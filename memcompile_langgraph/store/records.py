@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import hmac
 import json
+import logging
+import os
 import sqlite3
 import threading
 import time
@@ -16,21 +19,24 @@ from pathlib import Path
 from ..locks import FileLock, UserLocks
 from ..records import Descriptor, SourcePacket
 from .layout import check_store_path
-from .protocols import LoadedRecords, StoredTurn, StoreError
+from .protocols import NO_RECORDS, Head, LoadedRecords, StoredTurn, StoreError
 
-# 1: no epochs, no created_at (stores of 2026-11 and before); 2: no (user_id, seq) indexes. Migrated on open.
-SCHEMA_VERSION = 3
+log = logging.getLogger(__name__)
+# 1: no epochs, no created_at (stores of 2026-11 and before); 2: no (user_id, seq) indexes; 3: no digest chain.
+# Migrated on open.
+SCHEMA_VERSION = 4
 FILE = "memcompile.sqlite3"
+WRITER_STRIPES = 256  # cross-process writer lock files: users share them by a keyed hash (locks/writers-N.lock)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS users (user_id TEXT PRIMARY KEY, version INTEGER NOT NULL DEFAULT 0,
-    epoch INTEGER NOT NULL DEFAULT 0);
+    epoch INTEGER NOT NULL DEFAULT 0, digest TEXT NOT NULL DEFAULT '');
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS packets (
     user_id TEXT NOT NULL, packet_id TEXT NOT NULL, seq INTEGER NOT NULL, dia_id TEXT NOT NULL,
     speaker TEXT NOT NULL, session INTEGER NOT NULL, session_label TEXT NOT NULL, session_time TEXT,
     session_time_raw TEXT NOT NULL, text TEXT NOT NULL, image_caption TEXT NOT NULL, image_query TEXT NOT NULL,
-    content_hash TEXT NOT NULL, created_at REAL NOT NULL DEFAULT 0,
+    content_hash TEXT NOT NULL, created_at REAL NOT NULL DEFAULT 0, digest TEXT NOT NULL DEFAULT '',
     PRIMARY KEY (user_id, packet_id), UNIQUE (user_id, dia_id));
 CREATE TABLE IF NOT EXISTS descriptors (
     user_id TEXT NOT NULL, descriptor_id TEXT NOT NULL, packet_id TEXT NOT NULL, seq INTEGER NOT NULL,
@@ -44,6 +50,31 @@ CREATE INDEX IF NOT EXISTS descriptors_seq ON descriptors (user_id, seq);
 CREATE TABLE IF NOT EXISTS counters (user_id TEXT NOT NULL, name TEXT NOT NULL, value INTEGER NOT NULL,
     PRIMARY KEY (user_id, name));
 """
+
+# A row changed by hand (or by anything but this code) gives its user a new epoch, negative and random so it never
+# equals one drawn from the generation: no cached index or snapshot file of before the change is extended. This
+# code's own writes do not fire them (inserted rows carry their digest; only digests are updated), or fire them
+# right before giving a new epoch anyway (delete_packets, forget).
+_EDITABLE = {
+    "packets": "packet_id, user_id, seq, dia_id, speaker, session, session_label, session_time, session_time_raw, text, "
+    "image_caption, image_query, content_hash",
+    "descriptors": "user_id, descriptor_id, packet_id, seq, claim, dia_id, speaker, session, session_time, people, "
+    "keywords, event_time, interaction_time, n_tokens, negated, cell_id",
+}
+_NEW_EPOCH = "UPDATE users SET epoch = -1 - abs(random() / 2) WHERE user_id IN ({who})"
+TRIGGERS = [
+    *(
+        f"CREATE TRIGGER IF NOT EXISTS {t}_edited AFTER UPDATE OF {cols} ON {t} "
+        f"BEGIN {_NEW_EPOCH.format(who='OLD.user_id, NEW.user_id')}; END"
+        for t, cols in _EDITABLE.items()
+    ),
+    *(
+        f"CREATE TRIGGER IF NOT EXISTS {t}_deleted AFTER DELETE ON {t} BEGIN {_NEW_EPOCH.format(who='OLD.user_id')}; END"
+        for t in _EDITABLE
+    ),
+    "CREATE TRIGGER IF NOT EXISTS packets_inserted AFTER INSERT ON packets WHEN NEW.digest = '' "
+    f"BEGIN {_NEW_EPOCH.format(who='NEW.user_id')}; END",
+]
 
 _PACKET_COLS = (
     "packet_id, user_id, dia_id, speaker, session, session_label, session_time, session_time_raw, text, seq, image_caption, "
@@ -83,6 +114,7 @@ class RecordStore:
             raise StoreError(f"cannot open {target}: {exc}") from None
         self._mutex = threading.RLock()
         self._writers = UserLocks()
+        self._lock_key: bytes | None = None  # keys the writer-lock stripes (from secret(), read at first use)
         setup = FileLock(self.dir / "locks" / "setup.lock").hold() if self.dir is not None else contextlib.nullcontext()
         # processes opening a new store at once: switching to WAL can fail with "locked" without waiting
         with self._mutex, setup:
@@ -93,6 +125,7 @@ class RecordStore:
                 self.conn.execute("PRAGMA synchronous=NORMAL")
                 self.conn.execute("PRAGMA secure_delete=ON")  # forgotten text is overwritten, not left in free pages
                 self._migrate()
+                self._bind_home()
             except sqlite3.DatabaseError as exc:
                 self.conn.close()
                 raise StoreError(f"{target} is not a readable MemCompile records file ({exc})") from None
@@ -117,12 +150,44 @@ class RecordStore:
                 tx.execute("ALTER TABLE users ADD COLUMN epoch INTEGER NOT NULL DEFAULT 0")
                 tx.execute("ALTER TABLE packets ADD COLUMN created_at REAL NOT NULL DEFAULT 0")
                 tx.execute("UPDATE users SET epoch = version")
-            for statement in SCHEMA.split(";"):  # executescript would commit the open transaction
+            for table in ("users", "packets") if found is not None else ():
+                if "digest" not in {r[1] for r in tx.execute(f"PRAGMA table_info({table})")}:
+                    tx.execute(f"ALTER TABLE {table} ADD COLUMN digest TEXT NOT NULL DEFAULT ''")
+            for statement in [*SCHEMA.split(";"), *TRIGGERS]:  # executescript would commit the open transaction
                 if statement.strip():
                     tx.execute(statement)
             top = tx.execute("SELECT COALESCE(MAX(version), 0) FROM users").fetchone()[0]
             tx.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('generation', ?)", (str(top),))
+            for (user,) in tx.execute("SELECT user_id FROM users").fetchall():  # once: stores without the chain
+                rechain(tx, "?", user, -1)
             tx.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+        if found is not None and found < 4 and self.dir is not None:
+            # writer locks were one file per user named by a hash of the id (confirmable by guessing): now striped
+            for old in (self.dir / "locks").glob("*.lock"):
+                if len(old.stem) == 40 and all(c in "0123456789abcdef" for c in old.stem):
+                    old.unlink(missing_ok=True)
+
+    def _bind_home(self) -> None:
+        """Binds the store id to the records file itself (device and inode): a copy of the store directory opened
+        elsewhere gets a new store id here, before anything derived is named after it, so it never shares the
+        original's Chroma collections or snapshot files."""
+        if self.dir is None:
+            return
+        st = os.stat(self.dir / FILE)
+        home = f"{st.st_dev}:{st.st_ino}"
+        if self._one("SELECT value FROM meta WHERE key='home'", ()) == (home,):
+            return  # the usual case: nothing written (a read-only open stays read-only)
+        with self.transaction() as tx:
+            row = tx.execute("SELECT value FROM meta WHERE key='home'").fetchone()
+            if row is not None and row[0] != home:
+                had = tx.execute("DELETE FROM meta WHERE key='store_id'").rowcount
+                if had:
+                    log.warning(
+                        "%s is a copy of another store's records (its file moved or was copied): it gets a new "
+                        "store id; its vectors on a Chroma server are rebuilt from the records",
+                        self.dir / FILE,
+                    )
+            tx.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('home', ?)", (home,))
 
     def close(self) -> None:
         with self._mutex:
@@ -144,8 +209,14 @@ class RecordStore:
         Yields whether it is held: with blocking=False it gives up at once when another writer has it."""
         if self.dir is None:
             return self._writers.hold(user_id, lambda _: contextlib.nullcontext(True), blocking)
-        lock = FileLock(self.dir / "locks" / f"{user_key(user_id)}.lock")
+        lock = FileLock(self.writer_lock_path(user_id))
         return self._writers.hold(user_id, lambda b: lock.hold(blocking=b), blocking)
+
+    def writer_lock_path(self, user_id: str) -> Path:
+        """The file whose lock serializes the user's writers across processes: one of WRITER_STRIPES files."""
+        if self._lock_key is None:
+            self._lock_key = self.secret().encode()
+        return self.dir / "locks" / f"writers-{writer_stripe(self._lock_key, user_id)}.lock"
 
     def _one(self, sql: str, args: tuple) -> tuple | None:
         with self._mutex:
@@ -156,7 +227,10 @@ class RecordStore:
             return self.conn.execute(sql, args).fetchall()
 
     def store_id(self) -> str:
-        """A random id fixed at creation: names this store's collections on a shared Chroma server."""
+        """A random id fixed at creation (or at a re-key): names this store's derived state."""
+        row = self._one("SELECT value FROM meta WHERE key='store_id'", ())
+        if row is not None:
+            return row[0]  # a read: writers check it at every unit of work
         with self._mutex:
             self.conn.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('store_id', ?)", (uuid.uuid4().hex,))
             return self.conn.execute("SELECT value FROM meta WHERE key='store_id'").fetchone()[0]
@@ -197,10 +271,17 @@ class RecordStore:
     def version(self, user_id: str) -> int:
         return self.head(user_id)[0]
 
-    def head(self, user_id: str) -> tuple[int, int]:
-        """(version, epoch) of the user in one indexed read; (0, 0) for a user with no records."""
-        row = self._one("SELECT version, epoch FROM users WHERE user_id=?", (user_id,))
-        return (row[0], row[1]) if row else (0, 0)
+    def head(self, user_id: str) -> Head:
+        """(version, epoch, digest) of the user in one indexed read; NO_RECORDS for a user with no records."""
+        row = self._one("SELECT version, epoch, digest FROM users WHERE user_id=?", (user_id,))
+        return Head(*row) if row else NO_RECORDS
+
+    def digest_at(self, user_id: str, seq: int) -> str | None:
+        """The chain digest at the user's packet `seq` ("" before the first; None: no such packet)."""
+        if seq < 0:
+            return ""
+        row = self._one("SELECT digest FROM packets WHERE user_id=? AND seq=?", (user_id, seq))
+        return row[0] if row else None
 
     def users(self) -> list[str]:
         return [r[0] for r in self._all("SELECT user_id FROM users ORDER BY user_id", ())]
@@ -210,7 +291,7 @@ class RecordStore:
         with self._mutex:
             self.conn.execute("BEGIN")  # one snapshot: another process may commit between the reads
             try:
-                version = self.version(user_id)
+                version, _, digest = self.head(user_id)
                 prows = self.conn.execute(
                     f"SELECT {_PACKET_COLS} FROM packets WHERE user_id=? AND seq>? ORDER BY seq", (user_id, after[0])
                 ).fetchall()
@@ -219,7 +300,7 @@ class RecordStore:
                 ).fetchall()
             finally:
                 self.conn.execute("COMMIT")
-        return LoadedRecords(version, [SourcePacket(*r) for r in prows], descriptors_from_rows(drows))
+        return LoadedRecords(version, [SourcePacket(*r) for r in prows], descriptors_from_rows(drows), digest)
 
     def turns(
         self, user_id: str, dia_ids: list[str] | None = None, limit: int | None = None, offset: int = 0
@@ -246,14 +327,14 @@ class RecordStore:
             if tx.execute("SELECT 1 FROM users WHERE user_id=?", (user_id,)).fetchone() is None:
                 tx.execute("INSERT INTO users (user_id, version, epoch) VALUES (?, 0, 0)", (user_id,))
                 self._bump(tx, user_id, epoch=True)  # a user made again after forget starts a new epoch
+            prev = tx.execute("SELECT digest FROM users WHERE user_id=?", (user_id,)).fetchone()[0]
+            prows, drows, digests = chained_rows(prev, user_id, packets, placed, now)
             tx.executemany(
-                f"INSERT INTO packets ({_PACKET_COLS}, created_at) VALUES ({','.join('?' * 14)})",
-                [packet_row(p, now) for p in packets],
+                f"INSERT INTO packets ({_PACKET_COLS}, created_at, digest) VALUES ({','.join('?' * 15)})", prows
             )
-            tx.executemany(
-                f"INSERT INTO descriptors (user_id, {_DESC_COLS}) VALUES ({','.join('?' * 16)})",
-                [descriptor_row(user_id, d, cell) for d, cell in placed],
-            )
+            tx.executemany(f"INSERT INTO descriptors (user_id, {_DESC_COLS}) VALUES ({','.join('?' * 16)})", drows)
+            if digests:
+                tx.execute("UPDATE users SET digest=? WHERE user_id=?", (digests[-1], user_id))
             self._count(tx, user_id, counts or {})
             return self._bump(tx, user_id, epoch=False)
 
@@ -286,9 +367,14 @@ class RecordStore:
 
     def delete_packets(self, user_id: str, packet_ids: list[str]) -> int:
         with self.transaction() as tx:
+            first = None
             for pid in packet_ids:
+                row = tx.execute("SELECT seq FROM packets WHERE user_id=? AND packet_id=?", (user_id, pid)).fetchone()
+                first = row[0] if row and (first is None or row[0] < first) else first
                 tx.execute("DELETE FROM descriptors WHERE user_id=? AND packet_id=?", (user_id, pid))
                 tx.execute("DELETE FROM packets WHERE user_id=? AND packet_id=?", (user_id, pid))
+            if first is not None:
+                rechain(tx, "?", user_id, first)
             version = self._bump(tx, user_id, epoch=True)
         self.purge_log()
         return version
@@ -305,6 +391,68 @@ class RecordStore:
         if self.dir is not None:
             with self._mutex:
                 self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+
+def writer_stripe(key: bytes, user_id: str) -> int:
+    """Which writer-lock stripe a user takes: keyed by the store's secret, so a lock file neither names a user nor
+    lets anyone confirm a guessed id, and the files do not grow with the users (nothing to remove at forget)."""
+    mac = hmac.new(key, user_id.encode("utf-8", "surrogatepass"), hashlib.sha256).digest()
+    return int.from_bytes(mac[:4], "big") % WRITER_STRIPES
+
+
+def chain(prev: str, packets: list[tuple], descriptors: list[tuple]) -> list[str]:
+    """The digests of `packets` (rows in _PACKET_COLS order, by seq) chained after `prev`: each over the previous
+    digest, the packet and its descriptors with their Cells (rows in user_id + _DESC_COLS order), in canonical
+    JSON, so the value is the same whether computed from a commit's objects or read back from either database."""
+    claims: dict[str, list] = {}
+    for d in sorted(descriptors, key=lambda r: (r[13], r[1])):
+        claims.setdefault(d[2], []).append(list(d))
+    out = []
+    for p in packets:
+        body = json.dumps([prev, list(p), claims.get(p[0], [])], ensure_ascii=True, separators=(",", ":"))
+        prev = hashlib.sha256(body.encode()).hexdigest()
+        out.append(prev)
+    return out
+
+
+def chained_rows(
+    prev: str, user_id: str, packets: list[SourcePacket], placed: list[tuple[Descriptor, str]], now: float
+) -> tuple[list[tuple], list[tuple], list[str]]:
+    """A commit's packet rows (with created_at and digest), descriptor rows, and the packets' digests in seq order."""
+    ordered = sorted(packets, key=lambda p: p.seq)
+    drows = [descriptor_row(user_id, d, cell) for d, cell in placed]
+    digests = chain(prev, [packet_row(p, now)[:-1] for p in ordered], drows)
+    return [(*packet_row(p, now), dg) for p, dg in zip(ordered, digests)], drows, digests
+
+
+def rechain(tx, ph: str, user_id: str, first_seq: int) -> str:
+    """Recomputes the user's chain from packet `first_seq` on (after a delete; once for stores made before the
+    chain) inside the caller's transaction, `ph` being the driver's placeholder; returns the newest digest."""
+    row = tx.execute(
+        f"SELECT digest FROM packets WHERE user_id={ph} AND seq<{ph} ORDER BY seq DESC LIMIT 1", (user_id, first_seq)
+    ).fetchone()
+    prev = row[0] if row else ""
+    prows = tx.execute(
+        f"SELECT {_PACKET_COLS} FROM packets WHERE user_id={ph} AND seq>={ph} ORDER BY seq", (user_id, first_seq)
+    ).fetchall()
+    dcols = ", ".join(f"d.{c.strip()}" for c in f"user_id, {_DESC_COLS}".split(","))
+    drows = tx.execute(
+        f"SELECT {dcols} FROM descriptors d JOIN packets p ON p.user_id = d.user_id AND p.packet_id = d.packet_id "
+        f"WHERE d.user_id={ph} AND p.seq>={ph}",
+        (user_id, first_seq),
+    ).fetchall()
+    digests = chain(prev, prows, drows)
+    cur = tx.cursor()
+    try:
+        cur.executemany(
+            f"UPDATE packets SET digest={ph} WHERE user_id={ph} AND packet_id={ph}",
+            [(dg, user_id, p[0]) for p, dg in zip(prows, digests)],
+        )
+    finally:
+        cur.close()
+    newest = digests[-1] if digests else prev
+    tx.execute(f"UPDATE users SET digest={ph} WHERE user_id={ph}", (newest, user_id))
+    return newest
 
 
 def packet_row(p: SourcePacket, created_at: float) -> tuple:

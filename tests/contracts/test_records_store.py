@@ -16,6 +16,7 @@ import psycopg
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from record_backends import SqliteBackend
 
 from memcompile_langgraph.records import Descriptor, SourcePacket
 from memcompile_langgraph.store.protocols import RecordsStore, StoredTurn, StoreError
@@ -126,25 +127,48 @@ def test_versions_strictly_increase_and_never_repeat_across_forget(store):
 
 
 def test_epoch_changes_on_delete_bump_and_remake_but_not_on_commit(store):
-    assert store.head("u") == (0, 0)
+    assert store.head("u") == (0, 0, "")
     fill(store, "u", range(2))
-    v1, e1 = store.head("u")
+    v1, e1, _ = store.head("u")
     assert v1 > 0 and e1 > 0
     fill(store, "u", range(2, 4))
-    v2, e2 = store.head("u")
+    v2, e2, _ = store.head("u")
     assert v2 > v1 and e2 == e1  # an append: a snapshot of epoch e1 extends with load(after=...)
     store.delete_packets("u", ["p0"])
-    v3, e3 = store.head("u")
+    v3, e3, d3 = store.head("u")
     assert v3 > v2 and e3 > e2
     store.set_embedding("u", "m", bump=False)
-    assert store.head("u") == (v3, e3)
+    assert store.head("u") == (v3, e3, d3)
     v4 = store.set_embedding("u", "m2", bump=True)
-    assert store.head("u") == (v4, v4) and v4 > v3
+    assert store.head("u")[:2] == (v4, v4) and v4 > v3
     store.forget("u")
     fill(store, "u", range(1))
-    v5, e5 = store.head("u")
+    v5, e5, _ = store.head("u")
     assert v5 > v4 and e5 > v4  # made again after forget: no snapshot of the old user applies
-    assert store.version("u") == v5 and store.head("other") == (0, 0)
+    assert store.version("u") == v5 and store.head("other") == (0, 0, "")
+
+
+def test_the_digest_chain_names_the_content_up_to_each_packet(store, tmp_path):
+    fill(store, "u", range(3))
+    fill(store, "u", range(3, 5))
+    head = store.head("u")
+    chain = [store.digest_at("u", s) for s in range(5)]
+    assert head.digest == chain[-1] and len(set(chain)) == 5 and store.digest_at("u", -1) == ""
+    assert store.digest_at("u", 9) is None and store.load("u").digest == head.digest
+    # the same records give the same chain in either database, however they were batched
+    other = SqliteBackend(tmp_path / "twin").open()
+    fill(other, "u", range(5))
+    assert [other.digest_at("u", s) for s in range(5)] == chain
+    fill(other, "u", range(5, 6))
+    fill(store, "v", range(5, 6))
+    ps = [packet("u", 5, text="another turn 5")]
+    store.commit("u", ps, [(descriptor(ps[0], 10), "cell2")])
+    assert store.digest_at("u", 5) != other.digest_at("u", 5)  # same seq, other content
+    other.close()
+    # a delete changes the chain from the deleted packet on, and only there
+    store.delete_packets("u", ["p2"])
+    assert [store.digest_at("u", s) for s in (0, 1)] == chain[:2] and store.digest_at("u", 2) is None
+    assert store.digest_at("u", 3) != chain[3] and store.head("u").digest == store.digest_at("u", 5)
 
 
 def test_turns_select_by_dia_ids_limit_and_offset_with_created_at(store):
@@ -200,7 +224,7 @@ def test_forget_leaves_nothing_of_the_user(store):
     store.forget("u")
     got = store.load("u")
     assert (got.version, got.packets, got.descriptors) == (0, [], [])
-    assert store.head("u") == (0, 0) and store.users() == ["v"] and store.turns("u") == []
+    assert store.head("u") == (0, 0, "") and store.users() == ["v"] and store.turns("u") == []
     assert store.counters("u") == {} and store.embedding("u") is None
     assert store.counts("u") == {"packets": 0, "descriptors": 0, "cells": 0, "sessions": 0}
     assert len(store.load("v").packets) == 2
@@ -268,7 +292,8 @@ V1 = [  # the layout of schema 1 (before epochs and created_at), as stores of 20
 def test_an_older_schema_is_migrated_on_open_keeping_its_records(backend):
     backend.sql(*V1)
     store = backend.open(create=False)
-    assert store.head("u") == (3, 3)
+    assert store.head("u")[:2] == (3, 3)
+    assert store.digest_at("u", 0) == store.head("u").digest != ""  # the chain computed once, on open
     got = store.load("u")
     assert [p.text for p in got.packets] == ["old turn"] and got.descriptors[0][0].people == ("Ann",)
     assert store.turns("u")[0].created_at == 0 and store.counters("u") == {"stored": 1}

@@ -14,7 +14,6 @@ import pytest
 
 from memcompile_langgraph import MemCompile
 from memcompile_langgraph.runtime.consistency import STALE, reconcile
-from memcompile_langgraph.store.records import user_key
 from memcompile_langgraph.store.vectors import VectorStore
 
 from .harness import cli_env, packet_ids, rows, spawn, synthetic_turns, vector_view, write_json
@@ -166,7 +165,7 @@ def test_reconcile_skips_while_another_process_writes_then_repairs(tmp_path, emb
     mem.add_turns(synthetic_turns("held", 6), user_id="held")
     lost = sorted(packet_ids(store, "held"))[:2]
     mem.engine.vectors.delete("held", lost)  # as if a crash had hit between commit and embedding
-    lock = store / "locks" / f"{user_key('held')}.lock"
+    lock = mem.engine.records.writer_lock_path("held")
     holder = _python(
         "import fcntl,sys,time; f=open(sys.argv[1],'a+'); fcntl.flock(f, fcntl.LOCK_EX); time.sleep(60)", lock
     )
