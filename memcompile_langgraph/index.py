@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import copy
-from dataclasses import MISSING, dataclass, field, fields
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -12,8 +12,8 @@ from .address.cells import CellLayout
 from .address.dense import PacketVectors
 from .config import MemCompileConfig
 from .gc_pause import gc_paused
-from .persistent import persistent, plain_state, push, push_all, put
-from .records import Descriptor, SourcePacket, from_columns, to_columns
+from .persistent import persistent, push, push_all, put
+from .records import Descriptor, SourcePacket
 from .text import terms
 
 
@@ -115,29 +115,6 @@ class UserIndex:
             self.vectors.fork(),
         )
         return out
-
-    def __getstate__(self) -> dict:
-        # derived arrays are not saved: made again on first use, so a file of another release never brings stale
-        # or missing ones; records are saved as columns, and the maps that only regroup them are made again
-        state = plain_state(self, leave_out=_CACHES + _REGROUPED)
-        state["packets"] = to_columns(SourcePacket, [self.packets[p] for p in self.packet_order])
-        state["descriptors"] = to_columns(Descriptor, list(self.descriptors))
-        return state
-
-    def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state)
-        order, descriptors = self.packet_order, from_columns(Descriptor, state["descriptors"])
-        self.packets = dict(zip(order, from_columns(SourcePacket, state["packets"])))
-        self.descriptors = descriptors
-        self.position = dict(zip([d.descriptor_id for d in descriptors], range(len(descriptors))))
-        self.packet_position = dict(zip(order, range(len(order))))
-        self.by_packet = {pid: [] for pid in order}
-        for d in descriptors:
-            self.by_packet[d.packet_id].append(d)
-        self.layout.restore_members(descriptors, self.position)
-        for f in fields(self):
-            if f.name in _CACHES:
-                setattr(self, f.name, f.default if f.default_factory is MISSING else f.default_factory())
 
     @property
     def last_seqs(self) -> tuple[int, int]:
@@ -274,8 +251,6 @@ _PERSISTENT = (
     "packet_speakers",
     "packet_timed",
 )
-# maps a snapshot file leaves out: __setstate__ makes them from the records
-_REGROUPED = ("by_packet", "position", "packet_position")
 # arrays derived from the lists above, each cached until the list grows
 _CACHES = ("_sessions", "_speakers", "_speaker_codes", "_rows", "_rows_key", "_claim_rows", "_timed")
 # insertion-ordered and small (names, sessions): copied by fork()

@@ -7,14 +7,13 @@ shares them: maps are HAMTs (immutables.Map, the structure behind contextvars, w
 their own), lists are `Column`s (tuples of fixed-size chunks plus a short tail). A fork is O(1), an insert
 O(log n) or O(CHUNK), and what a new version adds is a few small objects.
 
-An index built in one go (a rebuild, a snapshot file) holds plain dicts and lists, which build and unpickle
-several times faster; its first fork converts them (once per process and user). A snapshot file is always
-written plain (`plain`).
+An index built in one go (a rebuild, a snapshot file) holds plain dicts and lists, which build several times
+faster; its first fork converts them (once per process and user).
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from itertools import chain
 from typing import Any
 
@@ -125,12 +124,6 @@ def plain(c: Any) -> Any:
     if isinstance(c, Column):
         return list(c)
     return c
-
-
-def plain_state(obj: Any, leave_out: Collection[str] = (), **fixed: Any) -> dict:
-    """obj's attributes as a snapshot file holds them: plain containers, without `leave_out`, with `fixed` (a fork's
-    record of what it copied is not saved: a loaded object owns everything it holds)."""
-    return {k: plain(v) for k, v in obj.__dict__.items() if k not in leave_out} | fixed
 
 
 def put(c: Any, key: Any, value: Any) -> Any:

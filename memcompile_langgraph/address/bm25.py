@@ -14,7 +14,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from ..growarray import GrowArray
-from ..persistent import persistent, plain_state, push, put, put_many
+from ..persistent import persistent, push, put, put_many
 
 
 class BM25Index:
@@ -46,9 +46,6 @@ class BM25Index:
             setattr(out, name, persistent(getattr(self, name)))
         out._doc_len, out._owned = self._doc_len.fork(), set()
         return out
-
-    def __getstate__(self) -> dict:
-        return plain_state(self, _owned=None)
 
     def _own_postings(self, tids: Iterable[int]) -> None:
         if self._owned is None:

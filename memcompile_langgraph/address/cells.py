@@ -12,12 +12,12 @@ from __future__ import annotations
 import math
 from collections import Counter, deque
 from collections.abc import Iterable
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 from itertools import repeat
 
 from ..config import MemCompileConfig
-from ..persistent import persistent, plain_state, put
-from ..records import Cell, Descriptor, from_columns, to_columns
+from ..persistent import persistent, put
+from ..records import Cell, Descriptor
 from ..text import jaccard
 from .routing import RouteIndex
 
@@ -158,28 +158,6 @@ class CellLayout:
         out._owned, out.route = set(), self.route.fork()
         return out
 
-    def __getstate__(self) -> dict:
-        # Cells as columns, their counters as plain dicts; members are made again from the descriptors
-        state = plain_state(self, leave_out=("members",), _owned=None)
-        columns = to_columns(Cell, list(state["cells"].values()))
-        state["cells"] = tuple(
-            [dict(c) for c in col] if f in _COUNTED else col for f, col in zip(_CELL_FIELDS, columns)
-        )
-        return state
-
-    def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state)
-        columns = tuple(_counters(col) if f in _COUNTED else col for f, col in zip(_CELL_FIELDS, state["cells"]))
-        cells = from_columns(Cell, columns)
-        self.cells = {c.cell_id: c for c in cells}
-
-    def restore_members(self, descriptors: list[Descriptor], position: dict[str, int]) -> None:
-        """The member lists after a load, from each Cell's descriptor ids (mapped in C: ~190k at 100k turns)."""
-        self.members = {
-            cid: list(map(descriptors.__getitem__, map(position.__getitem__, cell.descriptor_ids)))
-            for cid, cell in self.cells.items()
-        }
-
     def _own_cell(self, cell: Cell) -> Cell:
         if self._owned is None or cell.cell_id in self._owned:
             return cell
@@ -269,10 +247,6 @@ class CellLayout:
         self._index(cell, d)
         self._unindex_if_full(cell)
         return cell.cell_id
-
-
-_CELL_FIELDS = tuple(f.name for f in fields(Cell))
-_COUNTED = ("keyword_counts", "person_counts", "dia_counts")
 
 
 def _counters(dicts: list[dict]) -> list[Counter]:

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from ..growarray import GrowArray
-from ..persistent import persistent, plain, push_all, put
+from ..persistent import persistent, push_all, put
 from ..records import DenseHit
 
 _STAMPS = itertools.count()  # process-wide: a stamp names one matrix content across PacketVectors objects
@@ -68,9 +68,6 @@ class PacketVectors:
             self.stamp,
         )
         return out
-
-    def __getstate__(self) -> dict:
-        return {**self.__dict__, "ids": plain(self.ids), "row": plain(self.row)}
 
     def set(self, ids: list[str], vectors) -> None:
         if not len(ids):

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..config import MemCompileConfig
-from ..persistent import drop, persistent, plain_state, push, put
+from ..persistent import drop, persistent, push, put
 from ..records import Cell, Descriptor, Intent
 from ..text import jaccard, terms
 
@@ -62,9 +62,6 @@ class _Postings:
         out = _Postings()
         out._cells, out._arrays, out._owned = persistent(self._cells), persistent(self._arrays), set()
         return out
-
-    def __getstate__(self) -> dict:
-        return plain_state(self, leave_out=("_arrays",), _arrays={}, _owned=None)  # the cache is made again on use
 
     def _own(self, key: str) -> set[int]:
         cells = self._cells.get(key)
@@ -132,9 +129,6 @@ class RouteIndex:
         )
         out._density, out._own_keys = self._density, set()
         return out
-
-    def __getstate__(self) -> dict:
-        return plain_state(self, _own_keys=None)
 
     def add(self, cell: Cell, d: Descriptor) -> None:
         """Record d's features after add_to_cell(cell, d)."""

@@ -4,8 +4,8 @@ every record (Cells, BM25, packet vectors).
 Never trusted over the records: a file is used only when its epoch equals the records' (nothing was deleted or
 re-embedded since it was written) and its version is not newer; the records added after it are then replayed
 on top. A file that is damaged, of another format, config or embedding model, or not signed with this store's
-key is ignored (and rebuilt). The signature (HMAC-SHA256 with a key kept in the records store) is what allows
-unpickling: a file nobody with access to the records wrote is never loaded.
+key is ignored (and rebuilt). The signature (HMAC-SHA256 with a key kept in the records store) keeps out files
+nobody with access to the records wrote; the payload is data only (index_codec), checked part by part as it is read.
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ import hmac
 import json
 import logging
 import os
-import pickle
 from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
@@ -27,10 +26,11 @@ import numpy as np
 from ..config import MemCompileConfig
 from ..gc_pause import gc_paused
 from ..index import UserIndex
+from ..index_codec import decode_index, decode_tail, encode_index, encode_tail
 from ..store.records import user_key
 
 log = logging.getLogger(__name__)
-FORMAT = 4  # bump when UserIndex or anything it holds changes shape
+FORMAT = 5  # bump when the header or the payload (index_codec.VERSION) changes
 TAIL = ".tail"  # the vectors-only file beside a snapshot
 
 
@@ -61,7 +61,7 @@ class SnapshotFiles:
         os.replace(tmp, target)
 
     def write(self, index: UserIndex) -> None:
-        self._write(self.path(index.user_id), index, pickle.dumps(index, protocol=pickle.HIGHEST_PROTOCOL))
+        self._write(self.path(index.user_id), index, encode_index(index))
         self.path(index.user_id, TAIL).unlink(missing_ok=True)  # the file holds what the tail held
 
     def write_tail(self, index: UserIndex, packet_ids: list[str]) -> None:
@@ -69,12 +69,10 @@ class SnapshotFiles:
         instead of opening the vector store (importing and opening Chroma: ~2 s)."""
         ids = [p for p in packet_ids if p in index.vectors.row]
         matrix = index.vectors.matrix()[[index.vectors.row[p] for p in ids]]
-        self._write(
-            self.path(index.user_id, TAIL), index, pickle.dumps((ids, matrix), protocol=pickle.HIGHEST_PROTOCOL)
-        )
+        self._write(self.path(index.user_id, TAIL), index, encode_tail(ids, matrix))
 
-    def _read(self, target: Path, version: int, epoch: int, template: UserIndex) -> Any:
-        """The unpickled payload of a signed file of this build that the records back, else None (a file that
+    def _read(self, target: Path, version: int, epoch: int, template: UserIndex, decode: Callable) -> Any:
+        """The decoded payload of a signed file of this build that the records back, else None (a file that
         can never be used again is removed)."""
         try:
             data = target.read_bytes()
@@ -103,22 +101,22 @@ class SnapshotFiles:
             return None
         try:
             with gc_paused():
-                return pickle.loads(payload)
-        except Exception as exc:  # signed but unloadable (another library version): rebuilt
+                return decode(payload, template)
+        except Exception as exc:  # signed but malformed (index_codec checks every part) or of another version
             log.warning("index snapshot %s could not be loaded (%s): rebuilding", target, exc)
             target.unlink(missing_ok=True)
             return None
 
     def read(self, user_id: str, version: int, epoch: int, template: UserIndex) -> UserIndex | None:
         """The user's snapshot when it can be brought up to date from the records, else None."""
-        index = self._read(self.path(user_id), version, epoch, template)
+        index = self._read(self.path(user_id), version, epoch, template, decode_index)
         if index is not None:
             index.cfg = template.cfg
         return index
 
     def read_tail(self, user_id: str, version: int, epoch: int, template: UserIndex) -> dict[str, np.ndarray]:
         """Vectors of packets newer than the snapshot file (write_tail), by packet id."""
-        tail = self._read(self.path(user_id, TAIL), version, epoch, template)
+        tail = self._read(self.path(user_id, TAIL), version, epoch, template, decode_tail)
         return {} if tail is None else dict(zip(tail[0], tail[1]))
 
     def sweep(self, head: Callable[[str], tuple[int, int]]) -> int:
