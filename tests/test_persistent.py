@@ -7,9 +7,9 @@ from hypothesis import strategies as st
 
 from memcompile_langgraph import MemCompile
 from memcompile_langgraph.bench.synthetic import generate
-from memcompile_langgraph.index import _PERSISTENT, UserIndex
+from memcompile_langgraph.index import UserIndex
 from memcompile_langgraph.index_codec import decode_index, encode_index
-from memcompile_langgraph.persistent import Column, drop, persistent, plain, push, push_all, put
+from memcompile_langgraph.persistent import Column, Forkable, drop, persistent, plain, push, push_all, put
 
 keys = st.text(min_size=1, max_size=4)
 ops = st.lists(
@@ -69,7 +69,7 @@ def round_trip(index: UserIndex) -> UserIndex:
 
 
 def contents(index) -> dict:
-    out = {name: plain(getattr(index, name)) for name in _PERSISTENT}
+    out = {name: plain(getattr(index, name)) for name in UserIndex.SHARED}
     out["of_descriptor"] = plain(index.layout.of_descriptor)
     out["members"] = {c: [d.descriptor_id for d in m] for c, m in index.layout.members.items()}
     out["cells"] = {c: (list(x.descriptor_ids), x.tokens) for c, x in index.layout.cells.items()}
@@ -91,11 +91,11 @@ def test_writes_after_a_snapshot_never_change_it_and_the_file_form_is_plain():
     mem.compile(turns[-1]["text"], user_id="u")  # fills the routing's array cache of the latest snapshot
     assert latest.layout.route.key_post._arrays
     copied = round_trip(latest)
-    assert all(type(getattr(copied, name)) in (dict, list) for name in _PERSISTENT)
+    assert all(type(getattr(copied, name)) in (dict, list) for name in UserIndex.SHARED)
     assert contents(copied) == contents(latest)
     # what a fork copied is not saved: the loaded index owns everything it holds
     route = copied.layout.route
-    owners = [copied.layout._owned, copied.bm25._owned, copied.packet_bm25._owned, route._own_keys]
+    owners = [copied.layout._owned, copied.bm25._owned, copied.packet_bm25._owned, route._owned]
     assert owners + [p._owned for p in (route.key_post, route.people_post, route.title_post)] == [None] * 7
     assert type(copied.bm25._term_ids) is dict and type(route.ids) is list and not route.key_post._arrays
 
@@ -132,3 +132,54 @@ def test_a_snapshot_file_form_rebuilds_records_cells_and_their_maps_equal_and_sh
     first = {id(d) for d in loaded.descriptors}
     assert {id(d) for ds in loaded.by_packet.values() for d in ds} == first
     assert {id(d) for ds in loaded.layout.members.values() for d in ds} == first
+
+
+class _Tables(Forkable):
+    """A class declared as the index containers are: a shared map and list, a copied dict, sets owned per key."""
+
+    SHARED = ("names", "rows", "members")
+    COPIED = ("small",)
+    OWN = {"members": set}
+
+    def __init__(self):
+        self.names, self.rows, self.members, self.small = {}, [], {}, {}
+
+    def write(self, op):
+        kind, key, value = op
+        if kind == "name":
+            self._put("names", key, value)
+        elif kind == "row":
+            self._push("rows", value)
+        elif kind == "member":
+            self._own("members", key, set).add(value)
+        elif kind == "unmember" and key in self.members:
+            self._own("members", key).discard(value)
+        else:
+            self.small[key] = value
+
+    def contents(self):
+        return plain(self.names), list(self.rows), {k: set(v) for k, v in plain(self.members).items()}, dict(self.small)
+
+
+writes = st.lists(
+    st.tuples(
+        st.sampled_from(["name", "row", "member", "unmember", "small"]), st.sampled_from("abc"), st.integers(0, 5)
+    ),
+    max_size=30,
+)
+
+
+@given(writes, st.lists(writes, max_size=4))
+def test_a_declared_class_takes_writes_alike_before_and_after_forks_and_its_sources_never_change(first, later):
+    """The writes of each version, replayed on one never-forked object, give what the chain of forks gives; every
+    earlier version keeps what it held."""
+    chained, replayed, versions = _Tables(), _Tables(), []
+    for script in [first, *later]:
+        for op in script:
+            chained.write(op)
+            replayed.write(op)
+        versions.append((chained, chained.contents()))
+        assert chained.contents() == replayed.contents()
+        chained = chained.fork()
+    for version, held in versions:
+        assert version.contents() == held
