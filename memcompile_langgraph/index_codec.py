@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import fields
@@ -30,6 +31,7 @@ from .growarray import GrowArray
 from .records import Cell, Descriptor, SourcePacket, from_columns
 
 VERSION = 1
+_HEADER_MAX = 10000  # np.load's own bound on a header
 NAME = "memcompile-index"
 _NULL = -1  # code of None in a nullable string column (the table is read with None appended)
 
@@ -68,8 +70,11 @@ class _Writer:
 
 class _Reader:
     def __init__(self, payload: bytes | memoryview, kind: str):
-        stream = io.BytesIO(payload)
-        doc = json.loads(bytes(_load(stream, np.uint8)))
+        view = memoryview(payload)
+        text, at = _record(view, 0)
+        if text.dtype != np.uint8 or text.ndim != 1:
+            raise FormatError("no document")
+        doc = json.loads(text.tobytes())
         if not isinstance(doc, dict) or doc.get("format") != NAME:
             raise FormatError("not an index snapshot payload")
         if doc.get("version") != VERSION or doc.get("kind") != kind:
@@ -77,8 +82,10 @@ class _Reader:
         self.doc = doc
         self.strings = self.list("strings", str)
         self._table = [*self.strings, None]  # _NULL (-1) reads as None
-        self.arrays = {name: _load(stream) for name in self.list("arrays", str)}
-        if stream.read(1):
+        self.arrays = {}
+        for name in self.list("arrays", str):
+            self.arrays[name], at = _record(view, at)
+        if at != len(view):
             raise FormatError("trailing bytes")
 
     def value(self, key: str, kind: type | tuple[type, ...]) -> Any:
@@ -126,14 +133,26 @@ class _Reader:
         return list(map(row, map(values.__getitem__, map(slice, off[:-1], off[1:]))))
 
 
-def _load(stream: io.BytesIO, dtype: type | None = None) -> np.ndarray:
+def _record(view: memoryview, at: int) -> tuple[np.ndarray, int]:
+    """The .npy record (np.save) at `at`, read only, and where the next one starts. The header is parsed by numpy's
+    own reader; the data is a view of the payload, not a copy (np.load reads through a file object: the whole
+    payload would be copied twice). Object arrays are refused: nothing is ever unpickled."""
+    head = io.BytesIO(view[at : at + 12 + _HEADER_MAX])
     try:
-        array = np.load(stream, allow_pickle=False)
-    except (ValueError, EOFError, OSError) as exc:  # truncated, not .npy, an object array
+        major, _ = np.lib.format.read_magic(head)
+        read = {1: np.lib.format.read_array_header_1_0, 2: np.lib.format.read_array_header_2_0}.get(major)
+        if read is None:
+            raise FormatError(f"npy version {major}")
+        shape, fortran, dtype = read(head, max_header_size=_HEADER_MAX)
+    except (ValueError, EOFError) as exc:  # truncated, not .npy, a header that is not a literal
         raise FormatError(f"unreadable array: {exc}") from None
-    if not isinstance(array, np.ndarray) or array.dtype.hasobject or (dtype is not None and array.dtype != dtype):
-        raise FormatError("unexpected array")
-    return array
+    if dtype.hasobject or fortran or min(shape, default=0) < 0:
+        raise FormatError("an object, Fortran-ordered or negative-shaped array")
+    start, count = at + head.tell(), math.prod(shape)
+    end = start + count * dtype.itemsize
+    if end > len(view):
+        raise FormatError("truncated")
+    return np.frombuffer(view, dtype, count, start).reshape(shape), end
 
 
 def _decoding(decode: Callable[..., Any]) -> Callable[..., Any]:
@@ -144,7 +163,7 @@ def _decoding(decode: Callable[..., Any]) -> Callable[..., Any]:
             return decode(*args)
         except FormatError:
             raise
-        except (ValueError, TypeError, KeyError, IndexError, OverflowError, UnicodeDecodeError) as exc:
+        except (ValueError, TypeError, KeyError, IndexError, OverflowError, RecursionError) as exc:
             raise FormatError(f"malformed payload: {type(exc).__name__}: {exc}") from None
 
     guarded.__name__, guarded.__doc__ = decode.__name__, decode.__doc__
@@ -415,7 +434,7 @@ def _decode_bm25(r: _Reader, name: str, cfg, documents: int) -> BM25Index:
     term_ids = dict(zip(vocab, range(len(vocab))))
     _unique(vocab, f"{name} terms")
     df = r.array(f"{name}.df", np.int64, (len(vocab),), 0)
-    doc_len = r.array(f"{name}.doc_len", np.float64, (None,))
+    doc_len = r.array(f"{name}.doc_len", np.float64, (None,)).copy()
     doc = r.value(name, dict)
     open_, open_len, total_len = doc.get("open"), doc.get("open_len"), doc.get("total_len")
     if open_ is not None and (
@@ -426,8 +445,8 @@ def _decode_bm25(r: _Reader, name: str, cfg, documents: int) -> BM25Index:
     ):
         raise FormatError(f"{name}: open document")
     closed = len(doc_len)
-    docs = r.array(f"{name}.docs", np.int64, (None,), 0, closed)
-    tfs = r.array(f"{name}.tfs", np.float64, (len(docs),))
+    docs = r.array(f"{name}.docs", np.int64, (None,), 0, closed).copy()  # GrowArrays hold them: their own memory
+    tfs = r.array(f"{name}.tfs", np.float64, (len(docs),)).copy()
     offsets = r.offsets(f"{name}.docs", len(vocab), len(docs))
     first = np.zeros(len(docs), dtype=bool)  # each posting list ascends
     first[offsets[:-1][offsets[:-1] < len(docs)]] = True
@@ -464,7 +483,7 @@ def _encode_vectors(w: _Writer, vectors: PacketVectors, packet_position) -> None
 def _decode_vectors(r: _Reader, order: list[str]) -> PacketVectors:
     dim = r.value("dim", int)
     rows = r.array("vectors.packets", np.int32, (None,), 0, len(order)).tolist()
-    matrix = r.array("vectors.matrix", np.float32, (len(rows), dim))
+    matrix = r.array("vectors.matrix", np.float32, (len(rows), dim)).copy()
     if dim < 1 or not np.isfinite(matrix).all():
         raise FormatError("vectors")
     vectors = PacketVectors(dim)
@@ -495,4 +514,4 @@ def decode_tail(payload: bytes | memoryview, template=None) -> tuple[list[str], 
     matrix = r.array("matrix", np.float32, (len(ids), None))
     if matrix.shape[1] < 1 or not np.isfinite(matrix).all():
         raise FormatError("tail vectors")
-    return ids, matrix
+    return ids, matrix.copy()  # not a view that keeps the whole file in memory
