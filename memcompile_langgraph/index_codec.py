@@ -81,7 +81,7 @@ class _Reader:
             raise FormatError(f"a {doc.get('kind')!r} payload of version {doc.get('version')!r}")
         self.doc = doc
         self.strings = self.list("strings", str)
-        self._table = [*self.strings, None]  # _NULL (-1) reads as None
+        self._table = np.array([*self.strings, None], dtype=object)  # _NULL (-1) reads as None
         self.arrays = {}
         for name in self.list("arrays", str):
             self.arrays[name], at = _record(view, at)
@@ -119,7 +119,7 @@ class _Reader:
         return self.array(name, np.int32, (n,), _NULL if nullable else 0, len(self.strings))
 
     def texts(self, name: str, n: int | None, nullable: bool = False) -> list:
-        return list(map(self._table.__getitem__, self.codes(name, n, nullable).tolist()))
+        return self._table[self.codes(name, n, nullable)].tolist()  # references taken in C, no int per code
 
     def offsets(self, name: str, rows: int, flat: int) -> np.ndarray:
         off = self.array(name + ".offsets", np.int64, (rows + 1,))
@@ -130,7 +130,10 @@ class _Reader:
     def ragged(self, name: str, rows: int, values: list | np.ndarray, row: type = tuple) -> list:
         """values cut into rows by the offsets array (each row made in C: ~190k rows per column at 100k turns)."""
         off = self.offsets(name, rows, len(values)).tolist()
-        return list(map(row, map(values.__getitem__, map(slice, off[:-1], off[1:]))))
+        spans = map(slice, off[:-1], off[1:])
+        if row is tuple or row is list:  # a slice of a tuple (list) is the row itself: one object per row
+            return list(map((values if type(values) is row else row(values)).__getitem__, spans))
+        return list(map(row, map(values.__getitem__, spans)))
 
 
 def _record(view: memoryview, at: int) -> tuple[np.ndarray, int]:
@@ -233,7 +236,7 @@ def decode_index(payload: bytes | memoryview, template):
     values["session"] = r.array("packets.session", np.int64, (n,)).tolist()
     values["seq"] = r.array("packets.seq", np.int64, (n,)).tolist()
     packets = from_columns(SourcePacket, tuple(values[f.name] for f in fields(SourcePacket)))
-    _unique(order, "packet ids")
+    columns_of_packets = values
 
     columns = r.value("descriptors", dict)
     ids = _strings(columns, "descriptor_id", None)
@@ -246,24 +249,27 @@ def decode_index(payload: bytes | memoryview, template):
     for name in ("people", "keywords"):
         values[name] = r.ragged(f"descriptors.{name}", m, r.texts(f"descriptors.{name}", None))
     descriptors = from_columns(Descriptor, tuple(values[f.name] for f in fields(Descriptor)))
-    _unique(ids, "descriptor ids")
 
-    # what add_packet and register keep, made again from the records
+    # what add_packet and register keep, made again from the records (and their columns)
+    values = columns_of_packets
     index.packets = dict(zip(order, packets))
     index.packet_order = order
     index.packet_position = dict(zip(order, range(n)))
-    index.by_dia = dict(zip((p.dia_id for p in packets), order))
-    index.hashes = dict(zip((p.content_hash for p in packets), order))
-    index.packet_sessions = [p.session for p in packets]
-    index.packet_speakers = [p.speaker for p in packets]
+    index.by_dia = dict(zip(values["dia_id"], order))
+    index.hashes = dict(zip(values["content_hash"], order))
+    index.packet_sessions = values["session"]
+    index.packet_speakers = values["speaker"]
     index.packet_timed = r.array("packets.timed", np.bool_, (n,)).tolist()
-    for p in packets:
-        index.sessions.setdefault(p.session, (p.session_label, p.session_time))
+    for session, label, time in zip(values["session"], values["session_label"], values["session_time"]):
+        if session not in index.sessions:
+            index.sessions[session] = (label, time)
     index.session_packets = dict(Counter(index.packet_sessions))
     index.last_session = max(index.packet_sessions, default=None)
     index.people = dict.fromkeys(r.list("people", str))
     index.descriptors = descriptors
     index.position = dict(zip(ids, range(m)))
+    if len(index.packet_position) != n or len(index.position) != m:
+        raise FormatError("duplicate packet or descriptor ids")
     index.claim_packets = rows
     index.by_packet = {pid: [] for pid in order}
     for d in descriptors:
@@ -326,7 +332,6 @@ def _decode_layout(r: _Reader, cfg, descriptors: list[Descriptor], ids: list[str
     doc = r.value("layout", dict)
     cids = _strings(doc, "cell_id", None)
     k, m = len(cids), len(descriptors)
-    _unique(cids, "Cell ids")
     titles = _strings(doc, "title", k)
     bounds = [doc.get(f"session_{e}") for e in ("min", "max")]
     if not all(isinstance(b, list) and len(b) == k and set(map(type, b)) <= {int, type(None)} for b in bounds):
@@ -362,6 +367,8 @@ def _decode_layout(r: _Reader, cfg, descriptors: list[Descriptor], ids: list[str
 
     layout = CellLayout(cfg)
     layout.cells = dict(zip(cids, cells))
+    if len(layout.cells) != k:
+        raise FormatError("duplicate Cell ids")
     layout.members = dict(zip(cids, members))
     sizes = np.diff(r.offsets("cells.descriptors", k, len(placed)))
     cell_of = np.full(m, -1, dtype=np.int64)
@@ -432,7 +439,8 @@ def _decode_bm25(r: _Reader, name: str, cfg, documents: int) -> BM25Index:
     bm25 = BM25Index(cfg.bm25_k1, cfg.bm25_b, cfg.bm25_epsilon)
     vocab = r.texts(f"{name}.terms", None)
     term_ids = dict(zip(vocab, range(len(vocab))))
-    _unique(vocab, f"{name} terms")
+    if len(term_ids) != len(vocab):
+        raise FormatError(f"{name}: a term twice")
     df = r.array(f"{name}.df", np.int64, (len(vocab),), 0)
     doc_len = r.array(f"{name}.doc_len", np.float64, (None,)).copy()
     doc = r.value(name, dict)
@@ -489,7 +497,8 @@ def _decode_vectors(r: _Reader, order: list[str]) -> PacketVectors:
     vectors = PacketVectors(dim)
     vectors.ids = _pick(order, rows)
     vectors.row = dict(zip(vectors.ids, range(len(rows))))
-    _unique(vectors.ids, "vector ids")
+    if len(vectors.row) != len(rows):
+        raise FormatError("a packet's vector twice")
     vectors._m = GrowArray.of(matrix)
     return vectors
 
