@@ -1,9 +1,10 @@
 """Snapshot payloads as data: a UserIndex (or a tail file's vectors) as NumPy arrays and one JSON document.
 
-A payload is a run of .npy records (np.save, read back with np.load(allow_pickle=False)): first a uint8 array
-holding the JSON document (kind, version, scalars, the unique text columns and one interned string table), then
-the arrays it names, in its order. Columns are stored, not objects: a descriptor's people are codes into the
-string table cut by an offsets array, a BM25 posting list a slice of one flat array. Whatever a load can make
+A payload is a run of .npy records (np.save; read back as views by numpy's header parser and np.frombuffer, object
+arrays refused, so nothing is ever unpickled): first a uint8 array holding the JSON document (kind, version,
+scalars, the unique text columns and one interned string table), then the arrays it names, in its order. Columns
+are stored, not objects: a descriptor's people are codes into the string table cut by an offsets array, a BM25
+posting list a slice of one flat array. Whatever a load can make
 again from the records themselves (packet order, regrouped maps, routing postings, Cell indexes, route columns)
 is not stored, so a file cannot hold them inconsistent.
 
@@ -62,7 +63,8 @@ class _Writer:
         self.doc["strings"] = list(self._codes)
         self.doc["arrays"] = list(self.arrays)
         out = io.BytesIO()
-        np.save(out, np.frombuffer(json.dumps(self.doc, ensure_ascii=False).encode(), np.uint8), allow_pickle=False)
+        # ASCII with escapes: a lone surrogate in a turn's text survives (UTF-8 could not encode it)
+        np.save(out, np.frombuffer(json.dumps(self.doc).encode(), np.uint8), allow_pickle=False)
         for array in self.arrays.values():
             np.save(out, np.ascontiguousarray(array), allow_pickle=False)
         return out.getvalue()

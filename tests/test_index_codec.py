@@ -238,6 +238,7 @@ def test_a_tail_round_trips_and_refuses_malformed_ones(sample):
     ids, matrix = ["a", "b", "c"], np.arange(12, dtype=np.float32).reshape(3, 4) / 7
     got_ids, got = decode_tail(encode_tail(ids, matrix))
     assert got_ids == ids and got.dtype == np.float32
+    assert decode_tail(encode_tail(["a lone \ud83d surrogate", "ü"], matrix[:2]))[0] == ["a lone \ud83d surrogate", "ü"]
     np.testing.assert_allclose(got, matrix, rtol=1e-7)
     doc, arrays = explode(encode_tail(ids, matrix))
     for broken in (
