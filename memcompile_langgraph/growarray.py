@@ -33,12 +33,12 @@ class GrowArray:
     def __len__(self) -> int:
         return self.n
 
-    def __getstate__(self) -> tuple:
-        return self.data[: max(self.n, 1)].copy(), self.n
-
-    def __setstate__(self, state: tuple) -> None:
-        self.data, self.n = state
-        self._mark = _Mark(self.n)
+    @classmethod
+    def of(cls, rows: np.ndarray) -> GrowArray:
+        """A view holding `rows` itself, not a copy (views of one loaded array): being full, its first append copies."""
+        out = object.__new__(cls)
+        out.data, out.n, out._mark = rows, len(rows), _Mark(len(rows))
+        return out
 
     def fork(self) -> GrowArray:
         out = object.__new__(GrowArray)

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import copy
-from dataclasses import MISSING, dataclass, field, fields
+from contextlib import nullcontext
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -12,8 +12,8 @@ from .address.cells import CellLayout
 from .address.dense import PacketVectors
 from .config import MemCompileConfig
 from .gc_pause import gc_paused
-from .persistent import persistent, plain_state, push, push_all, put
-from .records import Descriptor, SourcePacket, from_columns, to_columns
+from .persistent import Forkable
+from .records import Descriptor, SourcePacket
 from .text import terms
 
 
@@ -51,9 +51,29 @@ def packet_lexical_document(
 
 
 @dataclass
-class UserIndex:
+class UserIndex(Forkable):
     """A snapshot of one user's records at `version`. Published snapshots are never changed: a writer extends a
     fork(), which shares every container with this one (persistent maps and columns, big arrays copy-on-write)."""
+
+    # the containers a writer extends, one entry or more per turn, are shared; names and sessions are small
+    SHARED = (
+        "packets",
+        "packet_order",
+        "by_dia",
+        "hashes",
+        "descriptors",
+        "position",
+        "by_packet",
+        "claim_packets",
+        "claim_terms",
+        "key_terms",
+        "packet_position",
+        "packet_sessions",
+        "packet_speakers",
+        "packet_timed",
+    )
+    COPIED = ("people", "sessions", "session_packets")
+    CHILDREN = ("layout", "bm25", "packet_bm25", "vectors")
 
     user_id: str
     cfg: MemCompileConfig
@@ -97,48 +117,9 @@ class UserIndex:
         self.vectors = PacketVectors()
 
     def fork(self) -> UserIndex:
-        if type(self.packets) is dict:  # built in one go: converted once, with the collector paused (4x faster)
-            with gc_paused():
-                return self._fork()
-        return self._fork()
-
-    def _fork(self) -> UserIndex:
-        out = object.__new__(UserIndex)
-        out.__dict__.update(self.__dict__)
-        for name in _PERSISTENT:
-            setattr(out, name, persistent(getattr(self, name)))
-        for name in _COPIED:
-            setattr(out, name, copy.copy(getattr(self, name)))
-        out.layout, out.bm25, out.packet_bm25, out.vectors = (
-            self.layout.fork(),
-            self.bm25.fork(),
-            self.packet_bm25.fork(),
-            self.vectors.fork(),
-        )
-        return out
-
-    def __getstate__(self) -> dict:
-        # derived arrays are not saved: made again on first use, so a file of another release never brings stale
-        # or missing ones; records are saved as columns, and the maps that only regroup them are made again
-        state = plain_state(self, leave_out=_CACHES + _REGROUPED)
-        state["packets"] = to_columns(SourcePacket, [self.packets[p] for p in self.packet_order])
-        state["descriptors"] = to_columns(Descriptor, list(self.descriptors))
-        return state
-
-    def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state)
-        order, descriptors = self.packet_order, from_columns(Descriptor, state["descriptors"])
-        self.packets = dict(zip(order, from_columns(SourcePacket, state["packets"])))
-        self.descriptors = descriptors
-        self.position = dict(zip([d.descriptor_id for d in descriptors], range(len(descriptors))))
-        self.packet_position = dict(zip(order, range(len(order))))
-        self.by_packet = {pid: [] for pid in order}
-        for d in descriptors:
-            self.by_packet[d.packet_id].append(d)
-        self.layout.restore_members(descriptors, self.position)
-        for f in fields(self):
-            if f.name in _CACHES:
-                setattr(self, f.name, f.default if f.default_factory is MISSING else f.default_factory())
+        # built in one go (plain containers): converted once, with the collector paused (4x faster)
+        with gc_paused() if type(self.packets) is dict else nullcontext():
+            return super().fork()
 
     @property
     def last_seqs(self) -> tuple[int, int]:
@@ -218,21 +199,21 @@ class UserIndex:
                 else None
             )
             documents.append(self._lexical_document(pos, following))
-            self.packet_timed = put(self.packet_timed, pos, any(d.event_time for d in self.by_packet[packet.packet_id]))
+            self._put("packet_timed", pos, any(d.event_time for d in self.by_packet[packet.packet_id]))
         self.packet_bm25.add_many(documents)
 
     def add_packet(self, p: SourcePacket) -> None:
         pid = p.packet_id
-        self.packets = put(self.packets, pid, p)
-        self.packet_position = put(self.packet_position, pid, len(self.packet_order))
-        self.packet_order = push(self.packet_order, pid)
-        self.packet_sessions = push(self.packet_sessions, p.session)
-        self.packet_speakers = push(self.packet_speakers, p.speaker)
-        self.packet_timed = push(self.packet_timed, False)
-        self.by_dia = put(self.by_dia, p.dia_id, pid)
-        self.hashes = put(self.hashes, p.content_hash, pid)
+        self._put("packets", pid, p)
+        self._put("packet_position", pid, len(self.packet_order))
+        self._push("packet_order", pid)
+        self._push("packet_sessions", p.session)
+        self._push("packet_speakers", p.speaker)
+        self._push("packet_timed", False)
+        self._put("by_dia", p.dia_id, pid)
+        self._put("hashes", p.content_hash, pid)
         if pid not in self.by_packet:
-            self.by_packet = put(self.by_packet, pid, [])
+            self._put("by_packet", pid, [])
         self.people.setdefault(p.speaker, None)
         self.sessions.setdefault(p.session, (p.session_label, p.session_time))
         self.session_packets[p.session] = self.session_packets.get(p.session, 0) + 1
@@ -242,42 +223,17 @@ class UserIndex:
         """Make placed descriptors addressable: BM25 documents, term sets, packet bundles."""
         documents, claim_terms, key_terms = [], [], []
         for d in descriptors:
-            self.position = put(self.position, d.descriptor_id, len(self.descriptors) + len(documents))
+            self._put("position", d.descriptor_id, len(self.descriptors) + len(documents))
             # a new list: the bundle of a published snapshot is never appended to
-            self.by_packet = put(self.by_packet, d.packet_id, [*self.by_packet.get(d.packet_id, ()), d])
+            self._put("by_packet", d.packet_id, [*self.by_packet.get(d.packet_id, ()), d])
             claim, keys, document = descriptor_terms(d)
             claim_terms.append(tuple(dict.fromkeys(claim)))  # distinct terms: tuples load ~3x faster than sets
             key_terms.append(tuple(dict.fromkeys(keys)))
             documents.append(document)
             for name in d.people:
                 self.people.setdefault(name, None)
-        self.descriptors = push_all(self.descriptors, descriptors)
-        self.claim_packets = push_all(self.claim_packets, [self.packet_position[d.packet_id] for d in descriptors])
-        self.claim_terms = push_all(self.claim_terms, claim_terms)
-        self.key_terms = push_all(self.key_terms, key_terms)
+        self._push_all("descriptors", descriptors)
+        self._push_all("claim_packets", [self.packet_position[d.packet_id] for d in descriptors])
+        self._push_all("claim_terms", claim_terms)
+        self._push_all("key_terms", key_terms)
         self.bm25.add_many(documents)
-
-
-# containers a writer extends, one entry or more per turn: shared with the fork (see persistent.py)
-_PERSISTENT = (
-    "packets",
-    "packet_order",
-    "by_dia",
-    "hashes",
-    "descriptors",
-    "position",
-    "by_packet",
-    "claim_packets",
-    "claim_terms",
-    "key_terms",
-    "packet_position",
-    "packet_sessions",
-    "packet_speakers",
-    "packet_timed",
-)
-# maps a snapshot file leaves out: __setstate__ makes them from the records
-_REGROUPED = ("by_packet", "position", "packet_position")
-# arrays derived from the lists above, each cached until the list grows
-_CACHES = ("_sessions", "_speakers", "_speaker_codes", "_rows", "_rows_key", "_claim_rows", "_timed")
-# insertion-ordered and small (names, sessions): copied by fork()
-_COPIED = ("people", "sessions", "session_packets")

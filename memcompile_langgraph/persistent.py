@@ -7,14 +7,14 @@ shares them: maps are HAMTs (immutables.Map, the structure behind contextvars, w
 their own), lists are `Column`s (tuples of fixed-size chunks plus a short tail). A fork is O(1), an insert
 O(log n) or O(CHUNK), and what a new version adds is a few small objects.
 
-An index built in one go (a rebuild, a snapshot file) holds plain dicts and lists, which build and unpickle
-several times faster; its first fork converts them (once per process and user). A snapshot file is always
-written plain (`plain`).
+An index built in one go (a rebuild, a snapshot file) holds plain dicts and lists, which build several times
+faster; its first fork converts them (once per process and user).
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Iterator
+import copy
+from collections.abc import Callable, Iterable, Iterator
 from itertools import chain
 from typing import Any
 
@@ -127,12 +127,6 @@ def plain(c: Any) -> Any:
     return c
 
 
-def plain_state(obj: Any, leave_out: Collection[str] = (), **fixed: Any) -> dict:
-    """obj's attributes as a snapshot file holds them: plain containers, without `leave_out`, with `fixed` (a fork's
-    record of what it copied is not saved: a loaded object owns everything it holds)."""
-    return {k: plain(v) for k, v in obj.__dict__.items() if k not in leave_out} | fixed
-
-
 def put(c: Any, key: Any, value: Any) -> Any:
     """c with c[key] = value: a plain container is changed in place, a persistent one gives its next version."""
     if type(c) is dict or type(c) is list:
@@ -173,3 +167,79 @@ def push_all(c: Any, values: list) -> Any:
         c.extend(values)
         return c
     return c.extend(values)
+
+
+class Forkable:
+    """The one fork mechanism of the index containers, declared per class:
+
+    SHARED    containers a fork shares with its source (persistent from the fork on, see above);
+    COPIED    small containers a fork copies;
+    CHILDREN  parts that fork themselves;
+    OWN       tables whose values are changed in place (a Cell, a set, a posting array), each with how to copy one
+              value: a fork copies a value the first time it changes it (`_own`) and remembers it in `_owned`.
+
+    Every write rebinds its attribute (`_put`, `_push`, ...), so a plain container (a build, a loaded file) and a
+    persistent one (a fork) take a write alike: no caller keeps a version a write left behind."""
+
+    SHARED: tuple[str, ...] = ()
+    COPIED: tuple[str, ...] = ()
+    CHILDREN: tuple[str, ...] = ()
+    OWN: dict[str, Callable[[Any], Any]] = {}
+    _owned: set | None = None  # None: never forked (built or loaded here), every value is its own
+
+    def fork(self) -> Any:
+        """An equal object that can be written without changing this one."""
+        out = object.__new__(type(self))
+        out.__dict__.update(self.__dict__)
+        for name in self.SHARED:
+            setattr(out, name, persistent(getattr(self, name)))
+        for name in self.COPIED:
+            setattr(out, name, copy.copy(getattr(self, name)))
+        for name in self.CHILDREN:
+            setattr(out, name, getattr(self, name).fork())
+        if self.OWN:
+            out._owned = set()
+        return out
+
+    def _put(self, name: str, key: Any, value: Any) -> None:
+        setattr(self, name, put(getattr(self, name), key, value))
+
+    def _put_many(self, name: str, items: dict) -> None:
+        setattr(self, name, put_many(getattr(self, name), items))
+
+    def _drop(self, name: str, key: Any) -> None:
+        setattr(self, name, drop(getattr(self, name), key))
+
+    def _push(self, name: str, value: Any) -> None:
+        setattr(self, name, push(getattr(self, name), value))
+
+    def _push_all(self, name: str, values: list) -> None:
+        setattr(self, name, push_all(getattr(self, name), values))
+
+    def _own(self, name: str, key: Any, new: Callable[[], Any] | None = None) -> Any:
+        """getattr(self, name)[key], this object's own to change in place: in a fork copied (OWN[name]) at its first
+        change; made by new() when missing (maps only)."""
+        value = getattr(self, name).get(key) if new is not None else getattr(self, name)[key]
+        if value is None:
+            value = new()
+        elif self._owned is None or (name, key) in self._owned:
+            return value
+        else:
+            value = self.OWN[name](value)
+        self._put(name, key, value)
+        self._adopt(name, key)
+        return value
+
+    def _own_many(self, name: str, keys: Iterable) -> None:
+        """_own for each key (one new version of the table, not one per key)."""
+        if self._owned is not None:
+            fresh = [k for k in keys if (name, k) not in self._owned]
+            if fresh:
+                table, copier = getattr(self, name), self.OWN[name]
+                self._put_many(name, {k: copier(table[k]) for k in fresh})
+                self._owned.update((name, k) for k in fresh)
+
+    def _adopt(self, name: str, key: Any) -> None:
+        """Records that this object made table[key] itself (a fork never copies it)."""
+        if self._owned is not None:
+            self._owned.add((name, key))

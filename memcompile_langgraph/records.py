@@ -6,7 +6,6 @@ import hashlib
 from collections import Counter, deque
 from dataclasses import dataclass, field, fields
 from itertools import repeat
-from operator import attrgetter
 from typing import Any
 
 
@@ -18,14 +17,10 @@ def stable_hash(*parts: object, length: int = 20) -> str:
     return h.hexdigest()[:length]
 
 
-def to_columns(cls: type, records: list) -> tuple[list, ...]:
-    """Records of a slots dataclass as one list per field (how index snapshot files hold them, ~3 per turn)."""
-    return tuple(list(map(attrgetter(f.name), records)) for f in fields(cls))
-
-
 def from_columns(cls: type, columns: tuple[list, ...]) -> list:
-    """The records back, built field by field straight into their slots. Every loop runs in C: one Python call
-    per record (a reconstructor, or the frozen __init__) was half of a 100k-turn snapshot's load."""
+    """Records of a slots dataclass from one list per field (a snapshot file's columns), built field by field
+    straight into their slots. Every loop runs in C: one Python call per record (the frozen __init__) was half of a
+    100k-turn snapshot's load."""
     records = list(map(object.__new__, repeat(cls, len(columns[0]))))
     for f, column in zip(fields(cls), columns):
         deque(map(getattr(cls, f.name).__set__, records, column), maxlen=0)

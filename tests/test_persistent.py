@@ -1,16 +1,15 @@
 """Persistent containers: a fork's writes never reach the snapshot it came from, and both forms hold the same."""
 
-import pickle
 from collections import Counter
 
-import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
 from memcompile_langgraph import MemCompile
 from memcompile_langgraph.bench.synthetic import generate
-from memcompile_langgraph.index import _PERSISTENT, UserIndex
-from memcompile_langgraph.persistent import Column, drop, persistent, plain, push, push_all, put
+from memcompile_langgraph.index import UserIndex
+from memcompile_langgraph.index_codec import decode_index, encode_index
+from memcompile_langgraph.persistent import Column, Forkable, drop, persistent, plain, push, push_all, put
 
 keys = st.text(min_size=1, max_size=4)
 ops = st.lists(
@@ -64,8 +63,13 @@ def test_a_column_reads_like_the_list_it_was_made_from(start, more, data):
         assert changed[i] == "x" and grown[i] == expected[i]
 
 
+def round_trip(index: UserIndex) -> UserIndex:
+    """The index as a snapshot file gives it back."""
+    return decode_index(encode_index(index), UserIndex(index.user_id, index.cfg))
+
+
 def contents(index) -> dict:
-    out = {name: plain(getattr(index, name)) for name in _PERSISTENT}
+    out = {name: plain(getattr(index, name)) for name in UserIndex.SHARED}
     out["of_descriptor"] = plain(index.layout.of_descriptor)
     out["members"] = {c: [d.descriptor_id for d in m] for c, m in index.layout.members.items()}
     out["cells"] = {c: (list(x.descriptor_ids), x.tokens) for c, x in index.layout.cells.items()}
@@ -86,12 +90,12 @@ def test_writes_after_a_snapshot_never_change_it_and_the_file_form_is_plain():
     assert len(latest.packets) == 160 and len(latest.descriptors) > len(published.descriptors)
     mem.compile(turns[-1]["text"], user_id="u")  # fills the routing's array cache of the latest snapshot
     assert latest.layout.route.key_post._arrays
-    copied = pickle.loads(pickle.dumps(latest))
-    assert all(type(getattr(copied, name)) in (dict, list) for name in _PERSISTENT)
+    copied = round_trip(latest)
+    assert all(type(getattr(copied, name)) in (dict, list) for name in UserIndex.SHARED)
     assert contents(copied) == contents(latest)
     # what a fork copied is not saved: the loaded index owns everything it holds
     route = copied.layout.route
-    owners = [copied.layout._owned, copied.bm25._owned, copied.packet_bm25._owned, route._own_keys]
+    owners = [copied.layout._owned, copied.bm25._owned, copied.packet_bm25._owned, route._owned]
     assert owners + [p._owned for p in (route.key_post, route.people_post, route.title_post)] == [None] * 7
     assert type(copied.bm25._term_ids) is dict and type(route.ids) is list and not route.key_post._arrays
 
@@ -103,23 +107,17 @@ def test_a_snapshot_loads_without_its_derived_arrays_and_answers_alike():
     who = [index.packet_speakers[0]]
     expected = (index.session_array().tolist(), index.timed_array().tolist(), index.speaker_mask(who).tolist())
     assert 0 < sum(expected[2]) < len(expected[2])
-    state = pickle.loads(pickle.dumps(index)).__dict__
-    assert "_timed" not in pickle.loads(pickle.dumps(index.__getstate__()))
-    old = {k: v for k, v in index.__getstate__().items()}  # a file of an earlier release: other caches, or none
-    old["_speakers"] = np.asarray(list(index.packet_speakers), dtype=object)
-    again = UserIndex.__new__(UserIndex)
-    again.__setstate__(old)
-    for loaded in (again, pickle.loads(pickle.dumps(index))):
-        got = (loaded.session_array().tolist(), loaded.timed_array().tolist(), loaded.speaker_mask(who).tolist())
-        assert got == expected
-    assert state["_rows_key"] == (-1, -1)
+    loaded = round_trip(index)
+    assert loaded._rows_key == (-1, -1) and not len(loaded._timed) and not loaded._speaker_codes  # made on use
+    got = (loaded.session_array().tolist(), loaded.timed_array().tolist(), loaded.speaker_mask(who).tolist())
+    assert got == expected
 
 
 def test_a_snapshot_file_form_rebuilds_records_cells_and_their_maps_equal_and_shared():
     mem = MemCompile(None, dense=False)
     mem.add_turns(generate(150, seed=11).turns, user_id="u")
     index = mem.index("u")
-    loaded = pickle.loads(pickle.dumps(index))
+    loaded = round_trip(index)
     assert dict(loaded.packets.items()) == dict(index.packets.items())
     assert list(loaded.descriptors) == list(index.descriptors)
     for name in ("by_packet", "position", "packet_position"):
@@ -134,3 +132,54 @@ def test_a_snapshot_file_form_rebuilds_records_cells_and_their_maps_equal_and_sh
     first = {id(d) for d in loaded.descriptors}
     assert {id(d) for ds in loaded.by_packet.values() for d in ds} == first
     assert {id(d) for ds in loaded.layout.members.values() for d in ds} == first
+
+
+class _Tables(Forkable):
+    """A class declared as the index containers are: a shared map and list, a copied dict, sets owned per key."""
+
+    SHARED = ("names", "rows", "members")
+    COPIED = ("small",)
+    OWN = {"members": set}
+
+    def __init__(self):
+        self.names, self.rows, self.members, self.small = {}, [], {}, {}
+
+    def write(self, op):
+        kind, key, value = op
+        if kind == "name":
+            self._put("names", key, value)
+        elif kind == "row":
+            self._push("rows", value)
+        elif kind == "member":
+            self._own("members", key, set).add(value)
+        elif kind == "unmember" and key in self.members:
+            self._own("members", key).discard(value)
+        else:
+            self.small[key] = value
+
+    def contents(self):
+        return plain(self.names), list(self.rows), {k: set(v) for k, v in plain(self.members).items()}, dict(self.small)
+
+
+writes = st.lists(
+    st.tuples(
+        st.sampled_from(["name", "row", "member", "unmember", "small"]), st.sampled_from("abc"), st.integers(0, 5)
+    ),
+    max_size=30,
+)
+
+
+@given(writes, st.lists(writes, max_size=4))
+def test_a_declared_class_takes_writes_alike_before_and_after_forks_and_its_sources_never_change(first, later):
+    """The writes of each version, replayed on one never-forked object, give what the chain of forks gives; every
+    earlier version keeps what it held."""
+    chained, replayed, versions = _Tables(), _Tables(), []
+    for script in [first, *later]:
+        for op in script:
+            chained.write(op)
+            replayed.write(op)
+        versions.append((chained, chained.contents()))
+        assert chained.contents() == replayed.contents()
+        chained = chained.fork()
+    for version, held in versions:
+        assert version.contents() == held

@@ -9,21 +9,24 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable
 
 import numpy as np
 
 from ..growarray import GrowArray
-from ..persistent import persistent, plain_state, push, put, put_many
+from ..persistent import Forkable
 
 
-class BM25Index:
+class BM25Index(Forkable):
     """The newest document stays open: its term counts are kept beside the posting arrays, so replace_last (a
     packet's document gains the next turn of its session) changes no row a published snapshot reads. The next
     add_many closes it by appending its postings (its id is the highest, so postings stay sorted).
 
     A fork shares the vocabulary, the document frequencies and the posting lists with its snapshot (persistent after
     the first fork, see persistent.py) and makes a term's posting arrays its own the first time it appends to them."""
+
+    SHARED = ("_term_ids", "_df", "_post_docs", "_post_tfs")
+    CHILDREN = ("_doc_len",)
+    OWN = {"_post_docs": GrowArray.fork, "_post_tfs": GrowArray.fork}
 
     def __init__(self, k1: float = 1.5, b: float = 0.75, epsilon: float = 0.25):
         self.k1, self.b, self.epsilon = k1, b, epsilon
@@ -36,28 +39,6 @@ class BM25Index:
         self._open_len = 0
         self._total_len = 0
         self._avg_idf: float | None = None
-        self._owned: set[int] | None = None  # in a fork: the terms whose posting arrays are its own
-
-    def fork(self) -> BM25Index:
-        """An index equal to this one that can be extended without changing this one (copy-on-write)."""
-        out = object.__new__(BM25Index)
-        out.__dict__.update(self.__dict__)
-        for name in _SHARED:
-            setattr(out, name, persistent(getattr(self, name)))
-        out._doc_len, out._owned = self._doc_len.fork(), set()
-        return out
-
-    def __getstate__(self) -> dict:
-        return plain_state(self, _owned=None)
-
-    def _own_postings(self, tids: Iterable[int]) -> None:
-        if self._owned is None:
-            return
-        fresh = [tid for tid in tids if tid not in self._owned]
-        if fresh:
-            self._owned.update(fresh)
-            self._post_docs = put_many(self._post_docs, {t: self._post_docs[t].fork() for t in fresh})
-            self._post_tfs = put_many(self._post_tfs, {t: self._post_tfs[t].fork() for t in fresh})
 
     def __len__(self) -> int:
         return len(self._doc_len) + (self._open is not None)
@@ -66,12 +47,12 @@ class BM25Index:
         tid = self._term_ids.get(term)
         if tid is None:
             tid = len(self._df)
-            self._term_ids = put(self._term_ids, term, tid)
-            self._df = push(self._df, 0)
-            self._post_docs = push(self._post_docs, GrowArray(np.int64))
-            self._post_tfs = push(self._post_tfs, GrowArray(np.float64))
-            if self._owned is not None:
-                self._owned.add(tid)
+            self._put("_term_ids", term, tid)
+            self._push("_df", 0)
+            self._push("_post_docs", GrowArray(np.int64))
+            self._push("_post_tfs", GrowArray(np.float64))
+            self._adopt("_post_docs", tid)
+            self._adopt("_post_tfs", tid)
         return tid
 
     def add(self, tokens: list[str]) -> int:
@@ -96,7 +77,8 @@ class BM25Index:
                     entry = grouped[tid] = ([], [])
                 entry[0].append(doc)
                 entry[1].append(tf)
-        self._own_postings(grouped)
+        self._own_many("_post_docs", grouped)
+        self._own_many("_post_tfs", grouped)
         for tid, (docs, tfs) in grouped.items():
             self._post_docs[tid].extend(docs)
             self._post_tfs[tid].extend(tfs)
@@ -108,7 +90,7 @@ class BM25Index:
         counts = Counter(tokens)
         tids = [self._tid(term) for term in counts]
         df = self._df
-        self._df = put_many(df, {tid: df[tid] + 1 for tid in tids})
+        self._put_many("_df", {tid: df[tid] + 1 for tid in tids})
         self._total_len += len(tokens)
         return counts
 
@@ -117,7 +99,7 @@ class BM25Index:
         if self._open is None:
             raise IndexError("replace_last on an empty index")
         df = self._df
-        self._df = put_many(df, {tid: df[tid] - 1 for tid in map(self._term_ids.__getitem__, self._open)})
+        self._put_many("_df", {tid: df[tid] - 1 for tid in map(self._term_ids.__getitem__, self._open)})
         self._total_len -= self._open_len
         self._open, self._open_len = self._count(tokens), len(tokens)
         self._avg_idf = None
@@ -176,7 +158,3 @@ class BM25Index:
             hits = hits[s[hits] >= cutoff]
         order = np.lexsort((hits, -s[hits]))[:k]
         return [(int(hits[i]), float(s[hits[i]])) for i in order]
-
-
-# what a fork shares with its snapshot (persistent containers after the first fork)
-_SHARED = ("_term_ids", "_df", "_post_docs", "_post_tfs")

@@ -12,12 +12,12 @@ from __future__ import annotations
 import math
 from collections import Counter, deque
 from collections.abc import Iterable
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 from itertools import repeat
 
 from ..config import MemCompileConfig
-from ..persistent import persistent, plain_state, put
-from ..records import Cell, Descriptor, from_columns, to_columns
+from ..persistent import Forkable
+from ..records import Cell, Descriptor
 from ..text import jaccard
 from .routing import RouteIndex
 
@@ -131,8 +131,23 @@ def add_to_cell(cell: Cell, d: Descriptor, cfg: MemCompileConfig) -> None:
     cell.title = ", ".join(k for k, _ in top)
 
 
-class CellLayout:
-    """The Cells of one user, with a person/keyword index over Cells that still have room."""
+def _copy_cell(cell: Cell) -> Cell:
+    return replace(
+        cell,
+        descriptor_ids=list(cell.descriptor_ids),
+        keyword_counts=Counter(cell.keyword_counts),
+        person_counts=Counter(cell.person_counts),
+        dia_counts=Counter(cell.dia_counts),
+    )
+
+
+class CellLayout(Forkable):
+    """The Cells of one user, with a person/keyword index over Cells that still have room. A fork shares the tables
+    (persistent maps) and copies a Cell, its member list or an index set the first time it changes it."""
+
+    SHARED = ("cells", "members", "of_descriptor", "_by_key", "_by_person")
+    CHILDREN = ("route",)
+    OWN = {"cells": _copy_cell, "members": list, "_by_key": set, "_by_person": set}
 
     def __init__(self, cfg: MemCompileConfig):
         self.cfg = cfg
@@ -143,75 +158,16 @@ class CellLayout:
         self._by_person: dict[str, set[str]] = {}
         self.route = RouteIndex()  # routing reads every Cell, full or not (Algorithm 3)
         self._next = 0
-        self._owned: set | None = None  # in a fork: Cell ids and (table, key) index sets already copied for it
 
     def __len__(self) -> int:
         return len(self.cells)
 
-    def fork(self) -> CellLayout:
-        """An equal layout that can be extended without changing this one: the tables are shared (persistent
-        maps), a Cell, its member list or an index set is copied the first time the fork changes it."""
-        out = object.__new__(CellLayout)
-        out.__dict__.update(self.__dict__)
-        for name in _TABLES:
-            setattr(out, name, persistent(getattr(self, name)))
-        out._owned, out.route = set(), self.route.fork()
-        return out
-
-    def __getstate__(self) -> dict:
-        # Cells as columns, their counters as plain dicts; members are made again from the descriptors
-        state = plain_state(self, leave_out=("members",), _owned=None)
-        columns = to_columns(Cell, list(state["cells"].values()))
-        state["cells"] = tuple(
-            [dict(c) for c in col] if f in _COUNTED else col for f, col in zip(_CELL_FIELDS, columns)
-        )
-        return state
-
-    def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state)
-        columns = tuple(_counters(col) if f in _COUNTED else col for f, col in zip(_CELL_FIELDS, state["cells"]))
-        cells = from_columns(Cell, columns)
-        self.cells = {c.cell_id: c for c in cells}
-
-    def restore_members(self, descriptors: list[Descriptor], position: dict[str, int]) -> None:
-        """The member lists after a load, from each Cell's descriptor ids (mapped in C: ~190k at 100k turns)."""
-        self.members = {
-            cid: list(map(descriptors.__getitem__, map(position.__getitem__, cell.descriptor_ids)))
-            for cid, cell in self.cells.items()
-        }
-
-    def _own_cell(self, cell: Cell) -> Cell:
-        if self._owned is None or cell.cell_id in self._owned:
-            return cell
-        self._owned.add(cell.cell_id)
-        copy = replace(
-            cell,
-            descriptor_ids=list(cell.descriptor_ids),
-            keyword_counts=Counter(cell.keyword_counts),
-            person_counts=Counter(cell.person_counts),
-            dia_counts=Counter(cell.dia_counts),
-        )
-        self.cells = put(self.cells, cell.cell_id, copy)
-        self.members = put(self.members, cell.cell_id, list(self.members[cell.cell_id]))
-        return copy
-
-    def _own_set(self, name: str, key: str) -> set[str]:
-        """The index set of `key` in table `name` (_by_key or _by_person), this layout's own to change."""
-        table = getattr(self, name)
-        if self._owned is None:
-            return table.setdefault(key, set())
-        if (name, key) not in self._owned:
-            self._owned.add((name, key))
-            table = put(table, key, set(table.get(key, ())))
-            setattr(self, name, table)
-        return table[key]
-
     def _index(self, cell: Cell, d: Descriptor) -> None:
         cid = cell.cell_id
         for k in d.keywords:
-            self._own_set("_by_key", k).add(cid)
+            self._own("_by_key", k, set).add(cid)
         for p in d.people:
-            self._own_set("_by_person", p).add(cid)
+            self._own("_by_person", p, set).add(cid)
         self.route.add(cell, d)
 
     def _unindex_if_full(self, cell: Cell) -> None:
@@ -219,10 +175,10 @@ class CellLayout:
         if len(cell) >= self.cfg.cell_item_capacity:
             for k in cell.keyword_counts:
                 if k in self._by_key:
-                    self._own_set("_by_key", k).discard(cell.cell_id)
+                    self._own("_by_key", k).discard(cell.cell_id)
             for p in cell.person_counts:
                 if p in self._by_person:
-                    self._own_set("_by_person", p).discard(cell.cell_id)
+                    self._own("_by_person", p).discard(cell.cell_id)
 
     def candidates(self, d: Descriptor) -> list[Cell]:
         ids: set[str] = set()
@@ -257,22 +213,17 @@ class CellLayout:
             if cell_id[1:].isdigit():
                 self._next = max(self._next, int(cell_id[1:]) + 1)
             cell = Cell(cell_id=cell_id, seq=len(self.cells))
-            self.cells = put(self.cells, cell_id, cell)
-            self.members = put(self.members, cell_id, [])
-            if self._owned is not None:
-                self._owned.add(cell_id)
+            for name, value in (("cells", cell), ("members", [])):
+                self._put(name, cell_id, value)
+                self._adopt(name, cell_id)
         else:
-            cell = self._own_cell(cell)
+            cell = self._own("cells", cell.cell_id)
         add_to_cell(cell, d, self.cfg)
-        self.members[cell.cell_id].append(d)
-        self.of_descriptor = put(self.of_descriptor, d.descriptor_id, cell.cell_id)
+        self._own("members", cell.cell_id).append(d)
+        self._put("of_descriptor", d.descriptor_id, cell.cell_id)
         self._index(cell, d)
         self._unindex_if_full(cell)
         return cell.cell_id
-
-
-_CELL_FIELDS = tuple(f.name for f in fields(Cell))
-_COUNTED = ("keyword_counts", "person_counts", "dia_counts")
 
 
 def _counters(dicts: list[dict]) -> list[Counter]:
@@ -280,7 +231,3 @@ def _counters(dicts: list[dict]) -> list[Counter]:
     counters = list(map(dict.__new__, repeat(Counter, len(dicts))))
     deque(map(dict.update, counters, dicts), maxlen=0)
     return counters
-
-
-# what a writer extends per placed descriptor: shared with a fork (see persistent.py)
-_TABLES = ("cells", "members", "of_descriptor", "_by_key", "_by_person")

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from ..growarray import GrowArray
-from ..persistent import persistent, plain, push_all, put
+from ..persistent import Forkable
 from ..records import DenseHit
 
 _STAMPS = itertools.count()  # process-wide: a stamp names one matrix content across PacketVectors objects
@@ -46,7 +46,12 @@ class QuerySimilarities:
         return {"packets": len(self.arrays[0]) if self.arrays else 0, "query_vectors": len(self.arrays)}
 
 
-class PacketVectors:
+class PacketVectors(Forkable):
+    """A fork shares the ids and rows (persistent after the first fork) and the matrix (copy-on-write rows)."""
+
+    SHARED = ("ids", "row")
+    CHILDREN = ("_m",)
+
     def __init__(self, dim: int = 384):
         self.dim = dim
         self._m = GrowArray(np.float32, 256, (dim,))
@@ -56,21 +61,6 @@ class PacketVectors:
 
     def __len__(self) -> int:
         return len(self.ids)
-
-    def fork(self) -> PacketVectors:
-        """Equal vectors that can be extended without changing these (copy-on-write)."""
-        out = object.__new__(PacketVectors)
-        out.dim, out._m, out.ids, out.row, out.stamp = (
-            self.dim,
-            self._m.fork(),
-            persistent(self.ids),
-            persistent(self.row),
-            self.stamp,
-        )
-        return out
-
-    def __getstate__(self) -> dict:
-        return {**self.__dict__, "ids": plain(self.ids), "row": plain(self.row)}
 
     def set(self, ids: list[str], vectors) -> None:
         if not len(ids):
@@ -85,9 +75,8 @@ class PacketVectors:
         if new:
             start = len(self.ids)
             self._m.reserve(len(new))
-            for k, pid in enumerate(new):
-                self.row = put(self.row, pid, start + k)
-            self.ids = push_all(self.ids, new)
+            self._put_many("row", {pid: start + k for k, pid in enumerate(new)})
+            self._push_all("ids", new)
             last = {i: k for k, i in enumerate(ids)}  # the last vector given for an id wins, as before
             self._m.data[start : start + len(new)] = arr[[last[i] for i in new]]
             self._m.n = len(self.ids)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..config import MemCompileConfig
-from ..persistent import drop, persistent, plain_state, push, put
+from ..persistent import Forkable
 from ..records import Cell, Descriptor, Intent
 from ..text import jaccard, terms
 
@@ -49,43 +49,28 @@ class Routing:
     stop: str  # why opening ended
 
 
-class _Postings:
+class _Postings(Forkable):
     """key -> Cell numbers holding it, read as a cached array. A fork shares both maps (persistent after the
     first fork, see persistent.py) and copies a key's set the first time it changes it."""
+
+    SHARED = ("_cells", "_arrays")
+    OWN = {"_cells": set}
 
     def __init__(self) -> None:
         self._cells: dict[str, set[int]] = {}
         self._arrays: dict[str, np.ndarray] = {}  # a cache: each version keeps its own binding
-        self._owned: set[str] | None = None  # in a fork: the keys whose sets are its own
-
-    def fork(self) -> _Postings:
-        out = _Postings()
-        out._cells, out._arrays, out._owned = persistent(self._cells), persistent(self._arrays), set()
-        return out
-
-    def __getstate__(self) -> dict:
-        return plain_state(self, leave_out=("_arrays",), _arrays={}, _owned=None)  # the cache is made again on use
-
-    def _own(self, key: str) -> set[int]:
-        cells = self._cells.get(key)
-        if cells is None or (self._owned is not None and key not in self._owned):
-            cells = set(cells or ())
-            self._cells = put(self._cells, key, cells)
-            if self._owned is not None:
-                self._owned.add(key)
-        return cells
 
     def _stale(self, key: str) -> None:
         if key in self._arrays:
-            self._arrays = drop(self._arrays, key)
+            self._drop("_arrays", key)
 
     def add(self, key: str, cell_no: int) -> None:
-        self._own(key).add(cell_no)
+        self._own("_cells", key, set).add(cell_no)
         self._stale(key)
 
     def discard(self, key: str, cell_no: int) -> None:
         if key in self._cells:
-            self._own(key).discard(cell_no)
+            self._own("_cells", key).discard(cell_no)
             self._stale(key)
 
     def get(self, key: str) -> np.ndarray:
@@ -93,7 +78,7 @@ class _Postings:
         if arr is None:
             cells = self._cells.get(key)
             arr = np.fromiter(cells, dtype=np.int64, count=len(cells)) if cells else _EMPTY
-            self._arrays = put(self._arrays, key, arr)
+            self._put("_arrays", key, arr)
         return arr
 
     def count(self, keys: Iterable[str], n: int) -> np.ndarray:
@@ -104,8 +89,15 @@ class _Postings:
         return out
 
 
-class RouteIndex:
-    """What Eq. 22 reads of every Cell, full or not: |key terms|, |people|, |title terms|, size, has_time."""
+class RouteIndex(Forkable):
+    """What Eq. 22 reads of every Cell, full or not: |key terms|, |people|, |title terms|, size, has_time. A fork
+    shares the per-Cell lists (persistent after the first fork), copies the 5 integers per Cell, and copies a Cell's
+    key-term set the first time it changes it."""
+
+    SHARED = ("ids", "_key_terms", "_title_terms")
+    COPIED = ("_cols",)
+    CHILDREN = ("key_post", "people_post", "title_post")
+    OWN = {"_key_terms": set}
 
     def __init__(self) -> None:
         self.ids: list[str] = []  # Cell number (= Cell.seq) -> id
@@ -114,44 +106,21 @@ class RouteIndex:
         self._title_terms: list[frozenset[str]] = []
         self.key_post, self.people_post, self.title_post = _Postings(), _Postings(), _Postings()
         self._density: tuple[tuple[float, int], list[float]] = ((0.0, 0), [])
-        self._own_keys: set[int] | None = None  # in a fork: the Cells whose key-term sets are its own
 
     def __len__(self) -> int:
         return len(self.ids)
-
-    def fork(self) -> RouteIndex:
-        """An equal RouteIndex that can be extended without changing this one (copy-on-write; the per-Cell lists
-        are persistent after the first fork)."""
-        out = object.__new__(RouteIndex)
-        out.ids, out._cols = persistent(self.ids), self._cols.copy()  # 5 integers per Cell
-        out._key_terms, out._title_terms = persistent(self._key_terms), persistent(self._title_terms)
-        out.key_post, out.people_post, out.title_post = (
-            self.key_post.fork(),
-            self.people_post.fork(),
-            self.title_post.fork(),
-        )
-        out._density, out._own_keys = self._density, set()
-        return out
-
-    def __getstate__(self) -> dict:
-        return plain_state(self, _own_keys=None)
 
     def add(self, cell: Cell, d: Descriptor) -> None:
         """Record d's features after add_to_cell(cell, d)."""
         no = cell.seq
         if no == len(self.ids):
-            self.ids = push(self.ids, cell.cell_id)
-            self._key_terms = push(self._key_terms, set())
-            self._title_terms = push(self._title_terms, frozenset())
-            if self._own_keys is not None:
-                self._own_keys.add(no)
+            self._push("ids", cell.cell_id)
+            self._push("_key_terms", set())
+            self._push("_title_terms", frozenset())
+            self._adopt("_key_terms", no)
             if no == self._cols.shape[1]:
                 self._cols = np.concatenate([self._cols, np.zeros_like(self._cols)], axis=1)
-        elif self._own_keys is not None and no not in self._own_keys:
-            # a Cell of the snapshot this was forked from: its term set is copied once
-            self._key_terms = put(self._key_terms, no, set(self._key_terms[no]))
-            self._own_keys.add(no)
-        cols, keys = self._cols, self._key_terms[no]
+        cols, keys = self._cols, self._own("_key_terms", no)
         for t in (t for k in d.keywords for t in _term_set(k)):
             if t not in keys:
                 keys.add(t)
@@ -164,7 +133,7 @@ class RouteIndex:
                 self.title_post.discard(t, no)
             for t in title - self._title_terms[no]:
                 self.title_post.add(t, no)
-            self._title_terms = put(self._title_terms, no, title)
+            self._put("_title_terms", no, title)
         cols[0, no], cols[1, no], cols[2, no], cols[3, no] = len(keys), len(cell.person_counts), len(title), len(cell)
         cols[4, no] |= bool(d.event_time)
 

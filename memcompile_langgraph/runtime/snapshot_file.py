@@ -6,8 +6,8 @@ file's newest packet equals the digest the file carries, so it holds exactly the
 (a restore, a clone, a hand-edited row all change it), its epoch equals the records' (nothing was deleted or
 re-embedded since) and its version is not newer; the records added after it are then replayed on top. A file that
 is damaged, of another format, config or embedding model, or not signed with this store's key is ignored (and
-rebuilt). The signature (HMAC-SHA256 with a key kept in the records store) is what allows unpickling: a file
-nobody with access to the records wrote is never loaded.
+rebuilt). The signature (HMAC-SHA256 with a key kept in the records store) keeps out files nobody with access to
+the records wrote; the payload is data only (index_codec), checked part by part as it is read.
 
 The files hold users' turns: they are made 0600 in 0700 folders whatever the umask, a write that fails removes
 its temporary file, and the sweep removes what no one will read again.
@@ -20,7 +20,6 @@ import hmac
 import json
 import logging
 import os
-import pickle
 import time
 from collections.abc import Callable
 from dataclasses import asdict
@@ -32,11 +31,12 @@ import numpy as np
 from ..config import MemCompileConfig
 from ..gc_pause import gc_paused
 from ..index import UserIndex
+from ..index_codec import decode_index, decode_tail, encode_index, encode_tail
 from ..store.protocols import Head
 from ..store.records import user_key
 
 log = logging.getLogger(__name__)
-FORMAT = 4  # bump when UserIndex or anything it holds changes shape
+FORMAT = 5  # bump when the header or the payload (index_codec.VERSION) changes
 TAIL = ".tail"  # the vectors-only file beside a snapshot
 STALE_TMP = 3600  # seconds after which a temporary file of a live process is taken as abandoned too
 DigestAt = Callable[[str, int], "str | None"]  # RecordsStore.digest_at
@@ -91,7 +91,7 @@ class SnapshotFiles:
             raise
 
     def write(self, index: UserIndex) -> None:
-        self._write(self.path(index.user_id), index, pickle.dumps(index, protocol=pickle.HIGHEST_PROTOCOL))
+        self._write(self.path(index.user_id), index, encode_index(index))
         self.path(index.user_id, TAIL).unlink(missing_ok=True)  # the file holds what the tail held
 
     def write_tail(self, index: UserIndex, packet_ids: list[str]) -> None:
@@ -99,13 +99,13 @@ class SnapshotFiles:
         instead of opening the vector store (importing and opening Chroma: ~2 s)."""
         ids = [p for p in packet_ids if p in index.vectors.row]
         matrix = index.vectors.matrix()[[index.vectors.row[p] for p in ids]]
-        self._write(
-            self.path(index.user_id, TAIL), index, pickle.dumps((ids, matrix), protocol=pickle.HIGHEST_PROTOCOL)
-        )
+        self._write(self.path(index.user_id, TAIL), index, encode_tail(ids, matrix))
 
-    def _read(self, target: Path, records_head: Head, template: UserIndex) -> tuple[dict, Any] | None:
-        """(header, unpickled payload) of a signed file of this build that the records back, else None (a file
-        that can never be used again is removed)."""
+    def _read(
+        self, target: Path, records_head: Head, template: UserIndex, decode: Callable[[Any, UserIndex], Any]
+    ) -> tuple[dict, Any] | None:
+        """(header, decoded payload) of a signed file of this build that the records back, else None (a file that
+        can never be used again is removed)."""
         try:
             data = target.read_bytes()
         except FileNotFoundError:
@@ -133,15 +133,15 @@ class SnapshotFiles:
             return None
         try:
             with gc_paused():
-                return head, pickle.loads(payload)
-        except Exception as exc:  # signed but unloadable (another library version): rebuilt
+                return head, decode(payload, template)
+        except Exception as exc:  # signed but malformed (index_codec checks every part) or of another version
             log.warning("index snapshot %s could not be loaded (%s): rebuilding", target, exc)
             _unlink(target)
             return None
 
     def read(self, user_id: str, records_head: Head, template: UserIndex) -> UserIndex | None:
         """The user's snapshot when it can be brought up to date from the records, else None."""
-        found = self._read(self.path(user_id), records_head, template)
+        found = self._read(self.path(user_id), records_head, template, decode_index)
         if found is None:
             return None
         head, index = found
@@ -151,7 +151,7 @@ class SnapshotFiles:
 
     def read_tail(self, user_id: str, records_head: Head, template: UserIndex) -> dict[str, np.ndarray]:
         """Vectors of packets newer than the snapshot file (write_tail), by packet id."""
-        found = self._read(self.path(user_id, TAIL), records_head, template)
+        found = self._read(self.path(user_id, TAIL), records_head, template, decode_tail)
         return {} if found is None else dict(zip(found[1][0], found[1][1]))
 
     def _backed(self, header: dict, records_head: Head) -> bool:
