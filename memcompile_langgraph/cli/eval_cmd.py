@@ -28,6 +28,20 @@ def _csv(value: str | None) -> list[str]:
     return [x.strip() for x in (value or "").split(",") if x.strip()]
 
 
+def cv_choices(args: argparse.Namespace, config: Any) -> dict[str, dict[str, Any]]:
+    """The cross-validation choices --folds runs (none without it)."""
+    from ..eval.crossval import choices, parse_space
+
+    if not args.folds:
+        if args.space is not None:
+            raise UsageError("--space needs --folds K")
+        return {}
+    try:
+        return choices(parse_space(args.space, config), config)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
 def eval_options(args: argparse.Namespace) -> Any:
     from ..eval.paper import ABLATIONS
     from ..eval.runner import EvalOptions
@@ -54,10 +68,11 @@ def eval_options(args: argparse.Namespace) -> Any:
 
         judge = chat_model(args.judge_model, args.llm_base_url)
     out = Path(args.out)
+    config = profile_config(args).with_overrides(**overrides)
     return EvalOptions(
         out=out,
         store=Path(args.store) if args.store else out / "stores",
-        config=profile_config(args).with_overrides(**overrides),
+        config=config,
         view=args.view,
         ablations=tuple(ablations),
         llm=llm,
@@ -66,6 +81,8 @@ def eval_options(args: argparse.Namespace) -> Any:
         progress=not args.quiet,
         records_url=records_url_from(args.records_url),
         chroma_url=args.chroma_url,
+        folds=args.folds,
+        choices=cv_choices(args, config),
     )
 
 
@@ -92,7 +109,18 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
     for name, a in report["ablations"].items():
         if name != report["config"]["variant"]:
             lines.append(f"{name} {a['label']}: Gold Recall {100 * a.get('gold_recall', 0):.2f}%")
+    cv = report.get("cross_validation")
+    if cv:
+        fixed, tuned = cv["per_choice"]["default"]["gold_recall"], cv["selected"]["gold_recall"]
+        lines.append(
+            f"{cv['folds']}-fold CV Gold Recall: default {_mean_sd(fixed)}, selected on the other folds "
+            f"{_mean_sd(tuned)} (chosen: {', '.join(f['selected'] for f in cv['per_fold'])})"
+        )
     return lines
+
+
+def _mean_sd(s: dict[str, Any]) -> str:
+    return "-" if s["mean"] is None else f"{100 * s['mean']:.2f} +- {100 * s['sd']:.2f}"
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
@@ -110,6 +138,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     bench = loader(args.file, _csv(args.samples))
     if not bench.questions:
         raise UsageError(f"{args.file}: no question to evaluate (left out: {dict(bench.skipped) or 'none'})")
+    if args.folds and not 2 <= args.folds <= len(bench.dialogues):
+        raise UsageError(f"--folds {args.folds}: needs 2 to {len(bench.dialogues)} folds for these dialogues")
     opts = eval_options(args)
     if opts.records_url:  # a bad URL or an unreachable server: one line before any work or report file
         from ..store.open import open_records
@@ -192,6 +222,22 @@ def register(sub: argparse._SubParsersAction) -> None:
             default=None,
             metavar="LIST",
             help="also run these settings over the same stores: A1,...,A7 or 'all'",
+        )
+        cv = b.add_argument_group("cross-validation over dialogues")
+        cv.add_argument(
+            "--folds",
+            type=int,
+            default=0,
+            metavar="K",
+            help="split the dialogues into K folds; each fold is scored with the search-space choice that does best "
+            "on the other folds (report: per-fold figures, mean and spread)",
+        )
+        cv.add_argument(
+            "--space",
+            default=None,
+            metavar="SPEC",
+            help="the choices --folds selects among: 'FIELD=V1,V2 FIELD2=V3' (config fields the query reads) or "
+            "'none' for the configured setting alone (default: the declared space of eval/crossval.py)",
         )
         add_llm_args(b, answer=True)
         add_profile_arg(b)

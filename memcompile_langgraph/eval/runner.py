@@ -23,6 +23,7 @@ from .question import evaluate_question
 from .results import DialogueLog, ResultLog, fingerprint
 
 log = logging.getLogger(__name__)
+CHOICE_PREFIX = "cv-"  # variant (and results file) name of a cross-validation choice
 
 
 @dataclass
@@ -38,6 +39,8 @@ class EvalOptions:
     progress: bool = True
     records_url: str | None = None  # records in PostgreSQL (None: $MEMCOMPILE_RECORDS_URL, else SQLite per dialogue)
     chroma_url: str | None = None  # vectors in a Chroma server (None: Chroma in each dialogue's directory)
+    folds: int = 0  # cross-validation over dialogues (eval/crossval.py); 0 = none
+    choices: dict[str, dict[str, Any]] = field(default_factory=dict)  # CV choice -> config overrides of `config`
 
 
 @dataclass
@@ -107,6 +110,9 @@ class EvalRun:
         full_system = {k: k != "dense_only" for k in SWITCHES}  # A0's switches; each setting then sets its own
         for name in self.opts.ablations:
             configs.setdefault(ran(name), main.with_overrides(**{**full_system, **ABLATIONS[name][1]}))
+        for name, overrides in self.opts.choices.items():
+            if overrides:  # the choice without overrides is the main setting itself
+                configs.setdefault(CHOICE_PREFIX + name, main.with_overrides(**overrides))
         out = []
         for name, cfg in configs.items():
             results = ResultLog(self.opts.out / f"results-{name}-{fingerprint(self.settings(cfg))}.jsonl")
@@ -116,6 +122,14 @@ class EvalRun:
     @property
     def main(self) -> Variant:
         return self.variants[0]
+
+    def choice_records(self) -> dict[str, list[dict[str, Any]]]:
+        """Cross-validation choice -> its finished records, in the order the choices were declared."""
+        named = {v.name: v for v in self.variants}
+        return {
+            name: self.records(named[CHOICE_PREFIX + name] if overrides else self.main)
+            for name, overrides in self.opts.choices.items()
+        }
 
     # --- running -----------------------------------------------------------------------------------
     def run(self) -> None:
