@@ -175,3 +175,33 @@ def test_bad_cv_flags_are_one_line_and_exit_2(extra, message, tmp_path, capsys):
     assert main(["eval", "locomo", LOCOMO_MINI, "--out", str(tmp_path / "o"), *extra, "--quiet"]) == 2
     err = capsys.readouterr().err.strip()
     assert message in err and len(err.splitlines()) == 1
+
+
+class CountingEmbeddings:
+    identity = "counting-model"
+
+    def __init__(self):
+        self.calls: list[str] = []
+
+    def embed_query(self, text):
+        self.calls.append(text)
+        return [float(len(text)), 1.0]
+
+    def embed_documents(self, texts):
+        self.calls += texts
+        return [[float(len(t)), 1.0] for t in texts]
+
+
+def test_choices_share_each_querys_vectors_and_the_models_identity():
+    from memcompile_langgraph.eval.runner import QueryVectors
+    from memcompile_langgraph.runtime.engine import embedding_identity
+
+    inner = CountingEmbeddings()
+    memo = QueryVectors(inner, size=2)
+    assert embedding_identity(memo) == "counting-model"  # stores it built stay the model's
+    assert memo.embed_documents(["what did I say?", "say"]) == [[15.0, 1.0], [3.0, 1.0]]
+    assert memo.embed_query("say") == [3.0, 1.0] and inner.calls == ["what did I say?", "say"]
+    assert memo.embed_documents(["a", "bb", "ccc"]) == [[1.0, 1.0], [2.0, 1.0], [3.0, 1.0]]  # a batch passes through
+    memo.embed_query("new")  # over `size`, the least recently used query goes
+    memo.embed_query("what did I say?")
+    assert inner.calls.count("what did I say?") == 2 and inner.calls.count("say") == 1

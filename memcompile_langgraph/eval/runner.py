@@ -5,15 +5,20 @@ from __future__ import annotations
 
 import logging
 import re
+import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from langchain_core.embeddings import Embeddings
+
 from ..config import MemCompileConfig
 from ..records import stable_hash
+from ..runtime.engine import embedding_identity
 from .answers import AnswerStage
 from .baselines import RawTurnBaselines
 from .dataset import Benchmark, Dialogue, Question
@@ -77,8 +82,43 @@ def store_path(root: Path, user_id: str, builder: str | None) -> Path:
     return root / safe(builder) / safe(user_id) if builder else root / safe(user_id)
 
 
+class QueryVectors(Embeddings):
+    """The embedder of a run whose choices ask the same questions: each query's vectors are made once (by the main
+    setting, which runs first and is the one timed) and reused by every choice. It records the vectors it stores as
+    the model's own, so a store stays the model's. Batches (a store build, the baselines) pass through."""
+
+    def __init__(self, inner: Embeddings, size: int = 4096):
+        self.inner, self.size = inner, size
+        self.identity = embedding_identity(inner)
+        self._memo: OrderedDict[str, list[float]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def _vector(self, text: str) -> list[float]:
+        with self._lock:
+            hit = self._memo.get(text)
+            if hit is not None:
+                self._memo.move_to_end(text)
+                return hit
+        vector = self.inner.embed_query(text)
+        with self._lock:
+            self._memo[text] = vector
+            if len(self._memo) > self.size:
+                self._memo.popitem(last=False)
+        return vector
+
+    def embed_query(self, text: str) -> list[float]:
+        return self._vector(text)
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        if len(texts) > 2:  # not a query's [e(q+), e(q)]
+            return self.inner.embed_documents(texts)
+        return [self._vector(t) for t in texts]
+
+
 class EvalRun:
     def __init__(self, bench: Benchmark, opts: EvalOptions, embeddings: Any):
+        if embeddings is not None and len(opts.choices) > 1:
+            embeddings = QueryVectors(embeddings)
         self.bench, self.opts, self.embeddings = bench, opts, embeddings
         self.tokenizer, self.count_tokens = token_counter()
         self.answers = (
@@ -97,7 +137,9 @@ class EvalRun:
             "config": config.to_dict(),
             "view": self.opts.view,
             "tokenizer": self.tokenizer,
-            "embeddings": type(self.embeddings).__name__ if self.embeddings is not None else None,
+            "embeddings": type(getattr(self.embeddings, "inner", self.embeddings)).__name__
+            if self.embeddings is not None
+            else None,
             "llm": model_name(self.opts.llm),
             "answer_llm": model_name(self.opts.answer_llm),
             "judge_llm": model_name(self.opts.judge_llm or self.opts.answer_llm),
