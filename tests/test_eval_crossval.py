@@ -149,7 +149,10 @@ def test_report_has_the_cross_validation_section(cv_run):
     assert cv["per_choice"]["k0=4"]["folds_better"] == 0
     assert set(default["by_category"]) >= {"single-hop", "multi-hop", "temporal", "open-domain"}
     assert "cv-k0=4" not in report["ablations"]  # choices are not Table 2 settings
-    assert len(list(cv_run.glob("results-cv-k0=4-*.jsonl"))) == 1
+    (choice_file,) = cv_run.glob("results-cv-k0=4-*.jsonl")
+    light = [json.loads(x) for x in choice_file.read_text().splitlines()]
+    assert len(light) == report["overall"]["questions"]
+    assert {"qid", "dialogue", "gold", "selected", "replaced"} <= set(light[0]) and "k10" not in light[0]
     md = (cv_run / "report.md").read_text()
     assert "2-fold cross-validation over dialogues" in md and "k0=4" in md
 

@@ -217,7 +217,8 @@ class EvalRun:
                     else None
                 )
                 jobs = [(q, baselines[n] if baselines else None) for n, q in enumerate(todo[v.name])]
-                for record in self._map(lambda job: self._question(mem, job[0], job[1]), jobs):
+                light = v.name.startswith(CHOICE_PREFIX)
+                for record in self._map(lambda job: self._question(mem, job[0], job[1], light), jobs):
                     v.log.append(record)
                     if bar is not None:
                         bar.update(1)
@@ -238,9 +239,9 @@ class EvalRun:
         else:
             self.dialogues.update(d.user_id, store=str(path), **facts)
 
-    def _question(self, mem: Any, q: Question, baseline: dict[str, list[str]] | None) -> dict[str, Any]:
-        record, state = evaluate_question(mem, q, self.opts.view, self.count_tokens, baseline)
-        if self.answers is not None:
+    def _question(self, mem: Any, q: Question, baseline: dict[str, list[str]] | None, light: bool) -> dict[str, Any]:
+        record, state = evaluate_question(mem, q, self.opts.view, self.count_tokens, baseline, light)
+        if self.answers is not None and not light:  # choices are compared on retrieval only
             record.update(self.answers(mem, q, state))
         return record
 
