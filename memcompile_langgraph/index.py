@@ -14,7 +14,7 @@ from .config import MemCompileConfig
 from .gc_pause import gc_paused
 from .persistent import persistent, plain_state, push, push_all, put
 from .records import Descriptor, SourcePacket, from_columns, to_columns
-from .text import terms
+from .text import only_asks, terms
 
 
 def descriptor_terms(d: Descriptor) -> tuple[list[str], list[str], list[str]]:
@@ -88,6 +88,7 @@ class UserIndex:
     _rows_key: tuple[int, int] = (-1, -1)
     _claim_rows: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64), repr=False)
     _timed: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
+    _asking: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
 
     def __post_init__(self) -> None:
         self.layout = CellLayout(self.cfg)
@@ -180,6 +181,17 @@ class UserIndex:
     def timed_array(self) -> np.ndarray:
         """packet_timed as 1.0 / 0.0."""
         return self._array("_timed", "packet_timed", np.float64)
+
+    def asking_array(self) -> np.ndarray:
+        """1.0 for packets that only ask (text.only_asks; a shared image states something); packets are append-only,
+        so only new ones are read (a new array: a fork shares the old one)."""
+        n, done = len(self.packet_order), len(self._asking)
+        if done != n:
+            done = done if done < n else 0
+            packets = (self.packets[self.packet_order[i]] for i in range(done, n))
+            tail = np.fromiter((not p.image_caption and only_asks(p.text) for p in packets), np.float64, n - done)
+            self._asking = np.concatenate([self._asking[:done], tail])
+        return self._asking
 
     def speaker_mask(self, names) -> np.ndarray:
         """1.0 for packets spoken by one of the names (compared as integer codes: isin over 20k strings took ~2 ms)."""
@@ -277,6 +289,6 @@ _PERSISTENT = (
 # maps a snapshot file leaves out: __setstate__ makes them from the records
 _REGROUPED = ("by_packet", "position", "packet_position")
 # arrays derived from the lists above, each cached until the list grows
-_CACHES = ("_sessions", "_speakers", "_speaker_codes", "_rows", "_rows_key", "_claim_rows", "_timed")
+_CACHES = ("_sessions", "_speakers", "_speaker_codes", "_rows", "_rows_key", "_claim_rows", "_timed", "_asking")
 # insertion-ordered and small (names, sessions): copied by fork()
 _COPIED = ("people", "sessions", "session_packets")

@@ -19,6 +19,7 @@ _BREAK_RUN = re.compile(rf"\s*[{_LINE_BREAKS}]\s*")
 # dangerous, removed: controls other than tab and line breaks, bidi embeddings/overrides/isolates (can reorder
 # what a reader sees), a BOM inside text; invalid: lone surrogates (JSON can carry them), replaced by U+FFFD.
 # Joiners (U+200C/U+200D), direction marks and every other character are kept.
+_SENTENCE = re.compile(r"[^.!?\n]+[.!?]*")
 _DANGEROUS = re.compile("[\x00-\x08\x0e-\x1b\x1f\x7f-\x84\x86-\x9f\u202a-\u202e\u2066-\u2069\ufeff]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 # the separators of a provenance header "[dia_id] speaker | time | session N": a field shows look-alikes instead
@@ -137,3 +138,16 @@ def jaccard(a: set | frozenset, b: Collection[str]) -> float:
 
 def name_key(name: str) -> str:
     return " ".join(words(name))
+
+
+def only_asks(text: str) -> bool:
+    """A turn that asks and states nothing: every sentence of more than three words ends in a question mark
+    ("What is my dog called?", "Hey! How was the trip?"). Such a turn is weak evidence for its own answer."""
+    asked = False
+    for sentence in _SENTENCE.findall(text):
+        sentence = sentence.strip()
+        if sentence.endswith("?"):
+            asked = True
+        elif len(sentence.split()) > 3:
+            return False
+    return asked
