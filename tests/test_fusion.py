@@ -230,6 +230,14 @@ def test_feedback_terms_of_equal_weight_come_in_term_order():
         ("Hey Mel! How was the trip? Did you swim?", True),
         ("My dog is called Rex. What is yours called?", False),  # it states something too
         ("Can you fix this? Here is the code: x = 1", False),
+        ("So, what is your dog called?", True),
+        # states first, asks at the end: the statement is evidence
+        ("I've completed 10 problems and scored 8 of 10, can you help me with harder ones?", False),
+        # a long question sets out a problem of its own
+        (
+            "Can you help me with this: if a triangle has sides 5, 5 and 7 and one angle of 90 degrees, is it isosceles?",
+            False,
+        ),
         ("Great, thanks.", False),
         ("", False),
     ],
