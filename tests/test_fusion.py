@@ -270,7 +270,7 @@ def test_a_turn_that_only_asks_loses_fusion_asking_and_is_no_longer_first():
     index = _dog_index()
     assert index.asking_array().tolist() == [1.0] + [0.0] * 9
     intent = Intent(query="What is the name of my dog?", terms=tuple(terms("What is the name of my dog?")))
-    cfg = MemCompileConfig(fusion_addressed=0.0)
+    cfg = MemCompileConfig(fusion_addressed=0.0, fusion_asking=0.0)
     off = fused_scores(index, intent, [], [], cfg)
     on = fused_scores(index, intent, [], [], cfg.with_overrides(fusion_asking=2.0))
     assert int(np.argmax(off)) == 0  # the earlier question shares every word of the new one

@@ -31,7 +31,7 @@ SEARCH_SPACE: dict[str, tuple[Any, ...]] = {
     "fusion_addressed": (1.5,),
     "fusion_temporal": (0.0, 0.6),
     "fusion_speaker": (0.75,),
-    "fusion_asking": (0.5, 1.5),
+    "fusion_asking": (0.0, 0.5),
     "fusion_recency": (0.3, 1.0),
 }
 
