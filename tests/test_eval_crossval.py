@@ -208,3 +208,26 @@ def test_choices_share_each_querys_vectors_and_the_models_identity():
     memo.embed_query("new")  # over `size`, the least recently used query goes
     memo.embed_query("what did I say?")
     assert inner.calls.count("what did I say?") == 2 and inner.calls.count("say") == 1
+
+
+def test_the_model_path_runs_through_the_folds(tmp_path, monkeypatch, embeddings):
+    from openai_server import FakeOpenAI
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    out = tmp_path / "llm"
+    with FakeOpenAI() as server:
+        args = ["eval", "locomo", LOCOMO_MINI, "--out", str(out), "--folds", "2", "--space", "k0=4", "--quiet"]
+        assert main([*args, "--llm-model", "fake", "--llm-base-url", server.base_url]) == 0
+        report = json.loads((out / "report.json").read_text())
+        questions = report["overall"]["questions"]
+        assert server.count("answer") == questions  # choices are compared on retrieval: only the main setting answers
+        # both settings scheduled with the model: the choice asks for its own K0 anchors
+        assert any(
+            "Return exactly 4 distinct labels" in m["content"] for b in server.of("schedule") for m in b["messages"]
+        )
+    cv = report["cross_validation"]
+    assert report["config"]["llm"] == "fake" and cv["choices"] == ["default", "k0=4"]
+    assert len(cv["per_fold"]) == 2 and all(f["questions"] for f in cv["per_fold"])
+    (choice_file,) = out.glob("results-cv-k0=4-*.jsonl")
+    records = [json.loads(x) for x in choice_file.read_text().splitlines()]
+    assert len(records) == questions and max(len(r["selected"]) for r in records) <= 4 + 2
