@@ -87,6 +87,8 @@ def eval_options(args: argparse.Namespace) -> Any:
 
 
 def summary_lines(report: dict[str, Any]) -> list[str]:
+    from ..eval.markdown import mean_sd
+
     o = report["overall"]
     if not o.get("questions"):
         return ["no question has a result"]
@@ -113,14 +115,10 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
     if cv:
         fixed, tuned = cv["per_choice"]["default"]["gold_recall"], cv["selected"]["gold_recall"]
         lines.append(
-            f"{cv['folds']}-fold CV Gold Recall: default {_mean_sd(fixed)}, selected on the other folds "
-            f"{_mean_sd(tuned)} (chosen: {', '.join(f['selected'] for f in cv['per_fold'])})"
+            f"{cv['folds']}-fold CV Gold Recall: default {mean_sd(fixed)}, selected on the other folds "
+            f"{mean_sd(tuned)} (chosen: {', '.join(f['selected'] for f in cv['per_fold'])})"
         )
     return lines
-
-
-def _mean_sd(s: dict[str, Any]) -> str:
-    return "-" if s["mean"] is None else f"{100 * s['mean']:.2f} +- {100 * s['sd']:.2f}"
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
@@ -138,8 +136,13 @@ def cmd_eval(args: argparse.Namespace) -> int:
     bench = loader(args.file, _csv(args.samples))
     if not bench.questions:
         raise UsageError(f"{args.file}: no question to evaluate (left out: {dict(bench.skipped) or 'none'})")
-    if args.folds and not 2 <= args.folds <= len(bench.dialogues):
-        raise UsageError(f"--folds {args.folds}: needs 2 to {len(bench.dialogues)} folds for these dialogues")
+    if args.folds:  # a fold count these dialogues cannot make is refused before any work
+        from ..eval.crossval import make_folds
+
+        try:
+            make_folds([d.user_id for d in bench.dialogues], args.folds)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
     opts = eval_options(args)
     if opts.records_url:  # a bad URL or an unreachable server: one line before any work or report file
         from ..store.open import open_records

@@ -152,11 +152,12 @@ def cross_validate(
     """The CV section of report.json from every choice's records (all over the same questions; `by_choice` starts
     with the default). The selection for a fold only reads records of dialogues outside it."""
     folds = make_folds(dialogues, k)
+    everyone = set(dialogues)
     per_fold, held_records = [], []
     fixed: dict[str, list[dict[str, Any]]] = {name: [] for name in by_choice}
     for i, held in enumerate(folds):
         inside = set(held)
-        training = set(dialogues) - inside
+        training = everyone - inside
         chosen = select_choice(by_choice, training)
         mine = [r for r in by_choice[chosen] if r["dialogue"] in inside]
         held_records += mine
@@ -166,7 +167,7 @@ def cross_validate(
     default = fixed[DEFAULT_CHOICE]
     per_choice = {}
     for name, groups in fixed.items():
-        pooled = [r for r in by_choice[name] if r["dialogue"] in set(dialogues)]
+        pooled = [r for r in by_choice[name] if r["dialogue"] in everyone]
         deltas = [
             g["gold_recall"] - d["gold_recall"]
             for g, d in zip(groups, default)
@@ -179,7 +180,7 @@ def cross_validate(
             "folds_better": sum(d > 1e-12 for d in deltas),
             "folds_worse": sum(d < -1e-12 for d in deltas),
         }
-    all_dev = select_choice(by_choice, set(dialogues))
+    all_dev = select_choice(by_choice, everyone)
     return {
         "folds": k,
         "metric": "gold_recall",

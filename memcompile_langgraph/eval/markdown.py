@@ -190,7 +190,7 @@ def _usage_table(usage: dict[str, Any]) -> str:
     return table(["stage", "phase", "calls", "cache hits", "tokens"], rows)
 
 
-def _mean_sd(s: dict[str, Any]) -> str:
+def mean_sd(s: dict[str, Any]) -> str:
     return DASH if s.get("mean") is None else f"{pct(s['mean'])} ± {pct(s['sd'])}"
 
 
@@ -217,19 +217,19 @@ def cv_section(report: dict[str, Any], categories: Sequence[str]) -> list[str]:
             "",
             "",
             "",
-            _mean_sd(sel["gold_recall"]),
-            _mean_sd(cv["per_choice"]["default"]["gold_recall"]),
-            *(_mean_sd(sel["by_category"].get(c, {})) for c in categories),
+            mean_sd(sel["gold_recall"]),
+            mean_sd(cv["per_choice"]["default"]["gold_recall"]),
+            *(mean_sd(sel["by_category"].get(c, {})) for c in categories),
         ]
     )
     rows = [
         [
             name,
-            _mean_sd(c["gold_recall"]),
-            _mean_sd(c["delta_vs_default"]),
+            mean_sd(c["gold_recall"]),
+            mean_sd(c["delta_vs_default"]),
             f"{c['folds_better']} / {c['folds_worse']}",
             pct(c["gold_recall"]["pooled"]),
-            *(_mean_sd(c["by_category"].get(cat, {})) for cat in categories),
+            *(mean_sd(c["by_category"].get(cat, {})) for cat in categories),
             pct(c["update_selected"]["mean"]),
         ]
         for name, c in cv["per_choice"].items()
