@@ -104,6 +104,13 @@ class MemCompileConfig:
     # a user-assistant memory: the user asks, so "I/my" points at the user's turns and "you" at the assistant's
     # (the names the remember node and the BEAM loader store); no effect where no speaker has these names (LoCoMo)
     fusion_addressed: float = 3.0  # BEAM dev 0.691 -> 0.732 (1.0: 0.719, 2.0: 0.726, 4.0: 0.739 with spread, 6.0 lower)
+    # a turn that only asks ("What is my dog called?") is weak evidence for its own answer, though it shares the
+    # question's words: this much is taken off its fused score (text.only_asks); 0 = off. Chosen under 5-fold CV on
+    # both dev sets (docs/cross-validation.md)
+    fusion_asking: float = 1.5
+    # later turns of the memory score up to this much more (linear in dialogue order): a restated fact's newest
+    # statement wins over the older one; 0 = off
+    fusion_recency: float = 0.0
     self_speaker: str = "User"
     assistant_speaker: str = "Assistant"
     # questions about the whole history (evidence/spread.py): anchors round-robin over the sessions among the best

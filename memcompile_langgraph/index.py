@@ -14,7 +14,7 @@ from .config import MemCompileConfig
 from .gc_pause import gc_paused
 from .persistent import Forkable
 from .records import Descriptor, SourcePacket
-from .text import terms
+from .text import only_asks, terms
 
 
 def descriptor_terms(d: Descriptor) -> tuple[list[str], list[str], list[str]]:
@@ -109,6 +109,7 @@ class UserIndex(Forkable):
     _rows_key: tuple[int, int] = (-1, -1)
     _claim_rows: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64), repr=False)
     _timed: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
+    _asking: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
 
     def __post_init__(self) -> None:
         self.layout = CellLayout(self.cfg)
@@ -162,6 +163,17 @@ class UserIndex(Forkable):
     def timed_array(self) -> np.ndarray:
         """packet_timed as 1.0 / 0.0."""
         return self._array("_timed", "packet_timed", np.float64)
+
+    def asking_array(self) -> np.ndarray:
+        """1.0 for packets that only ask (text.only_asks; a shared image states something); packets are append-only,
+        so only new ones are read (a new array: a fork shares the old one)."""
+        n, done = len(self.packet_order), len(self._asking)
+        if done != n:
+            done = done if done < n else 0
+            packets = (self.packets[self.packet_order[i]] for i in range(done, n))
+            tail = np.fromiter((not p.image_caption and only_asks(p.text) for p in packets), np.float64, n - done)
+            self._asking = np.concatenate([self._asking[:done], tail])
+        return self._asking
 
     def speaker_mask(self, names) -> np.ndarray:
         """1.0 for packets spoken by one of the names (compared as integer codes: isin over 20k strings took ~2 ms)."""

@@ -19,6 +19,14 @@ _BREAK_RUN = re.compile(rf"\s*[{_LINE_BREAKS}]\s*")
 # dangerous, removed: controls other than tab and line breaks, bidi embeddings/overrides/isolates (can reorder
 # what a reader sees), a BOM inside text; invalid: lone surrogates (JSON can carry them), replaced by U+FFFD.
 # Joiners (U+200C/U+200D), direction marks and every other character are kept.
+_SENTENCE = re.compile(r"[^.!?\n]+[.!?]*")
+_INTERROGATIVE = frozenset(
+    """what what's whats which who who's whom whose when where where's why how how's is are am was were do does did
+    have has had can could will would should shall may might must don't doesn't didn't isn't aren't wasn't weren't
+    haven't hasn't can't couldn't won't wouldn't shouldn't any anything""".split()
+)
+_ASK_MAX_WORDS = 20
+_LEADING = frozenset("so and but oh hey well ok okay also then hmm um btw anyway wait now".split())
 _DANGEROUS = re.compile("[\x00-\x08\x0e-\x1b\x1f\x7f-\x84\x86-\x9f\u202a-\u202e\u2066-\u2069\ufeff]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 # the separators of a provenance header "[dia_id] speaker | time | session N": a field shows look-alikes instead
@@ -137,3 +145,25 @@ def jaccard(a: set | frozenset, b: Collection[str]) -> float:
 
 def name_key(name: str) -> str:
     return " ".join(words(name))
+
+
+def _opens_question(ws: list[str]) -> bool:
+    first = ws[1:2] if ws[:1] and ws[0] in _LEADING else ws[:1]
+    return bool(first) and first[0] in _INTERROGATIVE
+
+
+def only_asks(text: str) -> bool:
+    """A turn that asks and states nothing ("What is my dog called?", "Hey! How was the trip?"): every sentence of
+    more than three words is a question opening with a question word or an auxiliary (after "so", "and", ...). A
+    sentence that states first and asks at its end ("I've done 10 problems, can you help me ...?"), or a long one
+    (a problem set out in the asking), states something.
+    Such a turn is weak evidence for its own answer."""
+    asked = False
+    for sentence in _SENTENCE.findall(text):
+        sentence = sentence.strip()
+        ws = words(sentence)
+        if sentence.endswith("?") and len(ws) <= _ASK_MAX_WORDS and _opens_question(ws):
+            asked = True
+        elif len(sentence.split()) > 3:
+            return False
+    return asked

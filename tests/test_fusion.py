@@ -221,3 +221,78 @@ def test_feedback_terms_of_equal_weight_come_in_term_order():
         index.index_packet_text([p.packet_id])
     got = feedback_terms(index, np.array([0, 1, 2]), set(terms("camping")), 5)
     assert got == sorted(terms("tent stove"))  # same packets, same idf: the order cannot depend on set iteration
+
+
+@pytest.mark.parametrize(
+    "text, asks",
+    [
+        ("What is the name of my dog?", True),
+        ("Hey Mel! How was the trip? Did you swim?", True),
+        ("My dog is called Rex. What is yours called?", False),  # it states something too
+        ("Can you fix this? Here is the code: x = 1", False),
+        ("So, what is your dog called?", True),
+        # states first, asks at the end: the statement is evidence
+        ("I've completed 10 problems and scored 8 of 10, can you help me with harder ones?", False),
+        # a long question sets out a problem of its own
+        (
+            "Can you help me with this: if a triangle has sides 5, 5 and 7 and one angle of 90 degrees, is it isosceles?",
+            False,
+        ),
+        ("Great, thanks.", False),
+        ("", False),
+    ],
+)
+def test_only_asks_is_a_turn_whose_sentences_are_questions(text, asks):
+    from memcompile_langgraph.text import only_asks
+
+    assert only_asks(text) is asks
+
+
+def _dog_index():
+    texts = [
+        ("User", "What is the name of my dog?"),
+        ("Assistant", "I do not know yet."),
+        ("User", "My dog is called Rex and his name came from a film."),
+        ("Assistant", "Rex is a good name."),
+        *(("User", f"Filler turn number {i} about the weather.") for i in range(6)),
+    ]
+    return _index(  # one session per turn: no turn gains its neighbour's words
+        [
+            make_packet(t, speaker=s, dia_id=f"D{i}:1", session=i, packet_id=f"p{i}", seq=i)
+            for i, (s, t) in enumerate(texts)
+        ]
+    )
+
+
+def test_a_turn_that_only_asks_loses_fusion_asking_and_is_no_longer_first():
+    from memcompile_langgraph.evidence.fusion import fused_scores
+
+    index = _dog_index()
+    assert index.asking_array().tolist() == [1.0] + [0.0] * 9
+    intent = Intent(query="What is the name of my dog?", terms=tuple(terms("What is the name of my dog?")))
+    cfg = MemCompileConfig(fusion_addressed=0.0, fusion_asking=0.0)
+    off = fused_scores(index, intent, [], [], cfg)
+    on = fused_scores(index, intent, [], [], cfg.with_overrides(fusion_asking=2.0))
+    assert int(np.argmax(off)) == 0  # the earlier question shares every word of the new one
+    assert on - off == pytest.approx([-2.0] + [0.0] * 9)
+    assert int(np.argmax(on)) == 2  # the turn that states the name
+
+
+def test_asking_array_reads_only_new_packets_and_a_fork_keeps_its_own():
+    index = _dog_index()
+    before = index.asking_array()
+    fork = index.fork()
+    p = make_packet("Where does Rex sleep?", speaker="User", dia_id="D99:1", session=99, packet_id="p99", seq=99)
+    fork.add_packet(p)
+    assert fork.asking_array().tolist() == [1.0] + [0.0] * 9 + [1.0]
+    assert index.asking_array() is before and before.tolist() == [1.0] + [0.0] * 9
+
+
+def test_recency_raises_later_turns_linearly():
+    from memcompile_langgraph.evidence.fusion import fused_scores
+
+    index = _dog_index()
+    intent = Intent(query="dog", terms=tuple(terms("dog")))
+    off = fused_scores(index, intent, [], [], MemCompileConfig())
+    on = fused_scores(index, intent, [], [], MemCompileConfig(fusion_recency=0.6))
+    assert on - off == pytest.approx([0.6 * i / 9 for i in range(10)])

@@ -84,6 +84,27 @@ def test_first_person_forms(ex, text, expected):
     assert ex.facts(context(text)) == [expected]
 
 
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        # "you" as the subject of a clause after a noun or a verb: the verb agrees with the name
+        ("It will help the people you work with.", "It will help the people Melanie works with."),
+        ("It's great you have people to support you.", "It's great Melanie has people to support Melanie."),
+        ("Ensure you have Flask installed.", "Ensure Melanie has Flask installed."),
+        ("It's more than you think.", "It's more than Melanie thinks."),
+        # "you" as an object: the bare verb after it stays
+        ("It makes you feel relaxed.", "It makes Melanie feel relaxed."),
+        ("I can't wait to see you play.", "Caroline can't wait to see Melanie play."),
+        ("That gives you hope.", "That gives Melanie hope."),
+        ("It helps you understand.", "It helps Melanie understand."),
+    ],
+)
+def test_second_person_verbs_agree_only_where_you_is_the_subject(text, expected):
+    from memcompile_langgraph.extract.rewrite import rewriter
+
+    assert rewriter("Caroline", "Melanie")(text) == expected
+
+
 def test_we_and_our_become_speaker_and_others(ex):
     ctx = context("We went camping with our kids last weekend.", speaker="Melanie", previous_speaker="Caroline")
     facts = ex.facts(ctx)

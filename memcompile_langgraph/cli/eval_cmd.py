@@ -28,6 +28,20 @@ def _csv(value: str | None) -> list[str]:
     return [x.strip() for x in (value or "").split(",") if x.strip()]
 
 
+def cv_choices(args: argparse.Namespace, config: Any) -> dict[str, dict[str, Any]]:
+    """The cross-validation choices --folds runs (none without it)."""
+    from ..eval.crossval import choices, parse_space
+
+    if not args.folds:
+        if args.space is not None:
+            raise UsageError("--space needs --folds K")
+        return {}
+    try:
+        return choices(parse_space(args.space, config), config)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
 def eval_options(args: argparse.Namespace) -> Any:
     from ..eval.paper import ABLATIONS
     from ..eval.runner import EvalOptions
@@ -54,10 +68,11 @@ def eval_options(args: argparse.Namespace) -> Any:
 
         judge = chat_model(args.judge_model, args.llm_base_url)
     out = Path(args.out)
+    config = profile_config(args).with_overrides(**overrides)
     return EvalOptions(
         out=out,
         store=Path(args.store) if args.store else out / "stores",
-        config=profile_config(args).with_overrides(**overrides),
+        config=config,
         view=args.view,
         ablations=tuple(ablations),
         llm=llm,
@@ -66,10 +81,14 @@ def eval_options(args: argparse.Namespace) -> Any:
         progress=not args.quiet,
         records_url=records_url_from(args.records_url),
         chroma_url=args.chroma_url,
+        folds=args.folds,
+        choices=cv_choices(args, config),
     )
 
 
 def summary_lines(report: dict[str, Any]) -> list[str]:
+    from ..eval.markdown import mean_sd
+
     o = report["overall"]
     if not o.get("questions"):
         return ["no question has a result"]
@@ -92,6 +111,13 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
     for name, a in report["ablations"].items():
         if name != report["config"]["variant"]:
             lines.append(f"{name} {a['label']}: Gold Recall {100 * a.get('gold_recall', 0):.2f}%")
+    cv = report.get("cross_validation")
+    if cv:
+        fixed, tuned = cv["per_choice"]["default"]["gold_recall"], cv["selected"]["gold_recall"]
+        lines.append(
+            f"{cv['folds']}-fold CV Gold Recall: default {mean_sd(fixed)}, selected on the other folds "
+            f"{mean_sd(tuned)} (chosen: {', '.join(f['selected'] for f in cv['per_fold'])})"
+        )
     return lines
 
 
@@ -110,6 +136,13 @@ def cmd_eval(args: argparse.Namespace) -> int:
     bench = loader(args.file, _csv(args.samples))
     if not bench.questions:
         raise UsageError(f"{args.file}: no question to evaluate (left out: {dict(bench.skipped) or 'none'})")
+    if args.folds:  # a fold count these dialogues cannot make is refused before any work
+        from ..eval.crossval import make_folds
+
+        try:
+            make_folds([d.user_id for d in bench.dialogues], args.folds)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
     opts = eval_options(args)
     if opts.records_url:  # a bad URL or an unreachable server: one line before any work or report file
         from ..store.open import open_records
@@ -192,6 +225,22 @@ def register(sub: argparse._SubParsersAction) -> None:
             default=None,
             metavar="LIST",
             help="also run these settings over the same stores: A1,...,A7 or 'all'",
+        )
+        cv = b.add_argument_group("cross-validation over dialogues")
+        cv.add_argument(
+            "--folds",
+            type=int,
+            default=0,
+            metavar="K",
+            help="split the dialogues into K folds; each fold is scored with the search-space choice that does best "
+            "on the other folds (report: per-fold figures, mean and spread)",
+        )
+        cv.add_argument(
+            "--space",
+            default=None,
+            metavar="SPEC",
+            help="the choices --folds selects among: 'FIELD=V1,V2 FIELD2=V3' (config fields the query reads) or "
+            "'none' for the configured setting alone (default: the declared space of eval/crossval.py)",
         )
         add_llm_args(b, answer=True)
         add_profile_arg(b)

@@ -190,6 +190,66 @@ def _usage_table(usage: dict[str, Any]) -> str:
     return table(["stage", "phase", "calls", "cache hits", "tokens"], rows)
 
 
+def mean_sd(s: dict[str, Any]) -> str:
+    return DASH if s.get("mean") is None else f"{pct(s['mean'])} ± {pct(s['sd'])}"
+
+
+def cv_section(report: dict[str, Any], categories: Sequence[str]) -> list[str]:
+    """Cross-validation over dialogues: per fold the choice selected on the other folds and its held-out figures,
+    then every choice's own per-fold mean and spread beside the default's."""
+    cv = report["cross_validation"]
+    folds = [
+        [
+            str(f["fold"]),
+            ", ".join(f["dialogues"]),
+            str(f["questions"]),
+            f["selected"],
+            pct(f["gold_recall"]),
+            pct(cv["per_choice"]["default"]["fold_gold_recall"][f["fold"] - 1]),
+            *(pct(f["by_category"].get(c)) for c in categories),
+        ]
+        for f in cv["per_fold"]
+    ]
+    sel = cv["selected"]
+    folds.append(
+        [
+            "mean ± sd",
+            "",
+            "",
+            "",
+            mean_sd(sel["gold_recall"]),
+            mean_sd(cv["per_choice"]["default"]["gold_recall"]),
+            *(mean_sd(sel["by_category"].get(c, {})) for c in categories),
+        ]
+    )
+    rows = [
+        [
+            name,
+            mean_sd(c["gold_recall"]),
+            mean_sd(c["delta_vs_default"]),
+            f"{c['folds_better']} / {c['folds_worse']}",
+            pct(c["gold_recall"]["pooled"]),
+            *(mean_sd(c["by_category"].get(cat, {})) for cat in categories),
+            pct(c["update_selected"]["mean"]),
+        ]
+        for name, c in cv["per_choice"].items()
+    ]
+    dev = cv["all_dev"]
+    return [
+        f"## {cv['folds']}-fold cross-validation over dialogues (Gold Recall, %)",
+        f"Each fold is scored with the choice that has the best Gold Recall on the other folds' questions. Chosen on "
+        f"all dialogues (the dev total): {dev['selected']} ({pct(dev['gold_recall'])}; default "
+        f"{pct(dev['default_gold_recall'])}).",
+        table(["fold", "held-out dialogues", "questions", "selected", "Recall", "default", *categories], folds),
+        "Every choice at fixed setting, per held-out fold (mean ± sd over folds; Δ is paired with the default, fold by "
+        "fold; pooled = all questions once):",
+        table(
+            ["choice", "Recall", "Δ vs default", "folds +/-", "pooled", *categories, "update selected"],
+            rows,
+        ),
+    ]
+
+
 def paper_section(report: dict[str, Any]) -> list[str]:
     """The paper's published figures, apart from this run's: its LLM pipeline on the full benchmark."""
     benchmark, llm = report["benchmark"], report["config"].get("llm")
@@ -275,6 +335,8 @@ def render_markdown(report: dict[str, Any], plots: Sequence[str]) -> str:
             "## Answers (%), this run: token F1 and BLEU-1 leave open-domain out",
             _answers_table(report, categories),
         ]
+    if report.get("cross_validation"):
+        parts += cv_section(report, categories)
     parts += ["## Pipeline paths (Table 2 settings), this run", _ablation_table(report)]
     parts += [
         "## Controlled selection at K=10 (Table 3 stages; %, DBR = share of duplicate slots), this run",

@@ -59,14 +59,27 @@ def evaluate_question(
     view: str,
     count_tokens: Callable[[str], int],
     baseline: dict[str, list[str]] | None = None,
+    light: bool = False,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(record, query state) for one question; the state carries the context and intent the model path needs."""
+    """(record, query state) for one question; the state carries the context and intent the model path needs.
+    A light record (a cross-validation choice) holds what selection and recall need: no diagnostics or tokens."""
     started = time.perf_counter()
     state = mem.query_graph.invoke({"query": q.question, "view": view}, context=mem.context(q.dialogue))
     ms = (time.perf_counter() - started) * 1000
     index = mem.index(q.dialogue)
     gold = set(q.gold)
     selected = list(state.get("selected", []))
+    if light:
+        return {
+            "qid": q.qid,
+            "dialogue": q.dialogue,
+            "category": q.category,
+            "question": q.question,
+            "gold": list(q.gold),
+            "selected": [index.packets[p].dia_id for p in selected],
+            "replaced": list(q.replaced),
+            "ms": round(ms, 3),
+        }, state
     reps = {p.packet_id: p.representative for p in state.get("pool", [])}
     frontier_pool = list(dict.fromkeys([*state.get("anchors", []), *(h.packet_id for h in state.get("dense", []))]))
     whole = render_context(index, selected, view, reps)

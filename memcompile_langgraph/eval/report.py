@@ -7,8 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from .aggregate import baseline_figures, budget_curves, by_category, figures
+from .crossval import cross_validate
 from .paper import ABLATIONS
-from .runner import EvalRun
+from .runner import CHOICE_PREFIX, EvalRun
 
 ABLATION_KEYS = (
     "questions",
@@ -58,13 +59,15 @@ def build_report(run: EvalRun, source: str) -> dict[str, Any]:
     records = run.records(run.main)
     ablations = {}
     for v in run.variants:
+        if v.name.startswith(CHOICE_PREFIX):  # cross-validation choices have their own section
+            continue
         f = figures(run.records(v), view)
         ablations[v.name] = {
             "label": ABLATIONS.get(v.name, ("custom switches",))[0],
             **{k: f[k] for k in ABLATION_KEYS if k in f},
         }
     ingest = [d["ingest_seconds"] for d in run.dialogues.data.values() if "ingest_seconds" in d]
-    return {
+    report = {
         "benchmark": bench.name,
         "tokenizer": run.tokenizer,
         "overall": figures(records, view),
@@ -89,6 +92,10 @@ def build_report(run: EvalRun, source: str) -> dict[str, Any]:
             **{k: v for k, v in run.settings(run.main.config).items() if k != "view"},
         },
     }
+    if opts.folds:
+        cv = cross_validate(run.choice_records(), [d.user_id for d in bench.dialogues], opts.folds, bench.categories)
+        report["cross_validation"] = {**cv, "overrides": opts.choices}
+    return report
 
 
 def write_report(report: dict[str, Any], out: Path) -> Path:

@@ -5,15 +5,20 @@ from __future__ import annotations
 
 import logging
 import re
+import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from langchain_core.embeddings import Embeddings
+
 from ..config import MemCompileConfig
 from ..records import stable_hash
+from ..runtime.engine import embedding_identity
 from .answers import AnswerStage
 from .baselines import RawTurnBaselines
 from .dataset import Benchmark, Dialogue, Question
@@ -23,6 +28,7 @@ from .question import evaluate_question
 from .results import DialogueLog, ResultLog, fingerprint
 
 log = logging.getLogger(__name__)
+CHOICE_PREFIX = "cv-"  # variant (and results file) name of a cross-validation choice
 
 
 @dataclass
@@ -38,6 +44,8 @@ class EvalOptions:
     progress: bool = True
     records_url: str | None = None  # records in PostgreSQL (None: $MEMCOMPILE_RECORDS_URL, else SQLite per dialogue)
     chroma_url: str | None = None  # vectors in a Chroma server (None: Chroma in each dialogue's directory)
+    folds: int = 0  # cross-validation over dialogues (eval/crossval.py); 0 = none
+    choices: dict[str, dict[str, Any]] = field(default_factory=dict)  # CV choice -> config overrides of `config`
 
 
 @dataclass
@@ -74,8 +82,43 @@ def store_path(root: Path, user_id: str, builder: str | None) -> Path:
     return root / safe(builder) / safe(user_id) if builder else root / safe(user_id)
 
 
+class QueryVectors(Embeddings):
+    """The embedder of a run whose choices ask the same questions: each query's vectors are made once (by the main
+    setting, which runs first and is the one timed) and reused by every choice. It records the vectors it stores as
+    the model's own, so a store stays the model's. Batches (a store build, the baselines) pass through."""
+
+    def __init__(self, inner: Embeddings, size: int = 4096):
+        self.inner, self.size = inner, size
+        self.identity = embedding_identity(inner)
+        self._memo: OrderedDict[str, list[float]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def _vector(self, text: str) -> list[float]:
+        with self._lock:
+            hit = self._memo.get(text)
+            if hit is not None:
+                self._memo.move_to_end(text)
+                return hit
+        vector = self.inner.embed_query(text)
+        with self._lock:
+            self._memo[text] = vector
+            if len(self._memo) > self.size:
+                self._memo.popitem(last=False)
+        return vector
+
+    def embed_query(self, text: str) -> list[float]:
+        return self._vector(text)
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        if len(texts) > 2:  # not a query's [e(q+), e(q)]
+            return self.inner.embed_documents(texts)
+        return [self._vector(t) for t in texts]
+
+
 class EvalRun:
     def __init__(self, bench: Benchmark, opts: EvalOptions, embeddings: Any):
+        if embeddings is not None and len(opts.choices) > 1:
+            embeddings = QueryVectors(embeddings)
         self.bench, self.opts, self.embeddings = bench, opts, embeddings
         self.tokenizer, self.count_tokens = token_counter()
         self.answers = (
@@ -94,7 +137,9 @@ class EvalRun:
             "config": config.to_dict(),
             "view": self.opts.view,
             "tokenizer": self.tokenizer,
-            "embeddings": type(self.embeddings).__name__ if self.embeddings is not None else None,
+            "embeddings": type(getattr(self.embeddings, "inner", self.embeddings)).__name__
+            if self.embeddings is not None
+            else None,
             "llm": model_name(self.opts.llm),
             "answer_llm": model_name(self.opts.answer_llm),
             "judge_llm": model_name(self.opts.judge_llm or self.opts.answer_llm),
@@ -107,6 +152,9 @@ class EvalRun:
         full_system = {k: k != "dense_only" for k in SWITCHES}  # A0's switches; each setting then sets its own
         for name in self.opts.ablations:
             configs.setdefault(ran(name), main.with_overrides(**{**full_system, **ABLATIONS[name][1]}))
+        for name, overrides in self.opts.choices.items():
+            if overrides:  # the choice without overrides is the main setting itself
+                configs.setdefault(CHOICE_PREFIX + name, main.with_overrides(**overrides))
         out = []
         for name, cfg in configs.items():
             results = ResultLog(self.opts.out / f"results-{name}-{fingerprint(self.settings(cfg))}.jsonl")
@@ -116,6 +164,14 @@ class EvalRun:
     @property
     def main(self) -> Variant:
         return self.variants[0]
+
+    def choice_records(self) -> dict[str, list[dict[str, Any]]]:
+        """Cross-validation choice -> its finished records, in the order the choices were declared."""
+        named = {v.name: v for v in self.variants}
+        return {
+            name: self.records(named[CHOICE_PREFIX + name] if overrides else self.main)
+            for name, overrides in self.opts.choices.items()
+        }
 
     # --- running -----------------------------------------------------------------------------------
     def run(self) -> None:
@@ -161,7 +217,8 @@ class EvalRun:
                     else None
                 )
                 jobs = [(q, baselines[n] if baselines else None) for n, q in enumerate(todo[v.name])]
-                for record in self._map(lambda job: self._question(mem, job[0], job[1]), jobs):
+                light = v.name.startswith(CHOICE_PREFIX)
+                for record in self._map(lambda job: self._question(mem, job[0], job[1], light), jobs):
                     v.log.append(record)
                     if bar is not None:
                         bar.update(1)
@@ -182,9 +239,9 @@ class EvalRun:
         else:
             self.dialogues.update(d.user_id, store=str(path), **facts)
 
-    def _question(self, mem: Any, q: Question, baseline: dict[str, list[str]] | None) -> dict[str, Any]:
-        record, state = evaluate_question(mem, q, self.opts.view, self.count_tokens, baseline)
-        if self.answers is not None:
+    def _question(self, mem: Any, q: Question, baseline: dict[str, list[str]] | None, light: bool) -> dict[str, Any]:
+        record, state = evaluate_question(mem, q, self.opts.view, self.count_tokens, baseline, light)
+        if self.answers is not None and not light:  # choices are compared on retrieval only
             record.update(self.answers(mem, q, state))
         return record
 

@@ -98,6 +98,10 @@ def fused_scores(
         for weight, sims in zip((cfg.fusion_dense, cfg.fusion_dense_question), arrays):
             signal = signal + weight * zscore(sims[rows].astype(np.float64))
     signal = neighbor_support(signal, index.session_array(), cfg.fusion_previous, cfg.fusion_next)
+    if cfg.fusion_asking:
+        signal = signal - cfg.fusion_asking * index.asking_array()
+    if cfg.fusion_recency and n > 1:
+        signal = signal + cfg.fusion_recency * np.arange(n) / (n - 1)
     if intent.temporal:
         signal = signal + cfg.fusion_temporal * index.timed_array()
     if intent.people:

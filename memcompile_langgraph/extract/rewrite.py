@@ -52,9 +52,15 @@ _INVERTING_AUX = frozenset(
     "am are were have do don't haven't aren't weren't did didn't can can't could will won't would should "
     "shall might must may let to does has".split()
 )
-_YOU_SUBJECT_AFTER = frozenset(
-    """and but so if when that because since as while what where how why who which though although or hope
-    think bet guess know glad sure wish before after until unless then""".split()
+# After these "you" is an object and a verb that follows is bare ("makes you feel", "help you find", "gives you
+# hope", "proud of you"); after any other word a "you" followed by one of _YOU_VERBS is its subject ("the people you
+# work with", "ensure you have", "than you think"). Listing the object side: the subject side is open-ended
+_YOU_OBJECT_AFTER = frozenset(
+    """make makes made making let lets letting help helps helped helping see sees saw seen seeing watch watched
+    watching hear hears heard hearing notice noticed give gives gave giving send sends sent bring brings brought
+    show shows showed tell tells told teach taught offer offers offered get gets got keep keeps kept thank thanks
+    wish wishes wished love loved miss missed need needs needed want wants wanted ask asks asked to for with at of
+    from about by on into""".split()
 )
 
 
@@ -160,7 +166,7 @@ class Rewriter:
         if prev in _INVERTING_AUX:
             out[at[n - 1]] = _match_case(_THIRD_PERSON.get(prev, prev), source[at[n - 1]])
             return
-        if not always and prev and prev not in _YOU_SUBJECT_AFTER:
+        if not always and prev in _YOU_OBJECT_AFTER:
             return
         k = n + 1
         while k < len(at) and _adjacent(source, at, k - 1):

@@ -1,0 +1,235 @@
+"""Cross-validation over dialogues (`memcompile eval ... --folds K`): folds, selection that never reads the held
+fold, the figures, and the report end to end on the small LoCoMo file."""
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from memcompile_langgraph.cli import main
+from memcompile_langgraph.config import MemCompileConfig
+from memcompile_langgraph.eval.crossval import (
+    SEARCH_SPACE,
+    choices,
+    cross_validate,
+    make_folds,
+    parse_space,
+    select_choice,
+)
+
+LOCOMO_MINI = str(Path(__file__).parent / "data" / "locomo_mini.json")
+DIALOGUES = [f"d{i}" for i in range(1, 8)]
+
+
+def rec(dialogue: str, n: int, hit: bool, category: str = "single-hop") -> dict:
+    return {
+        "qid": f"{dialogue}#{n}",
+        "dialogue": dialogue,
+        "category": category,
+        "gold": ["g"],
+        "selected": ["g", "x"] if hit else ["x"],
+    }
+
+
+def records(hits: dict[str, int], per_dialogue: int = 4) -> list[dict]:
+    """`hits[d]` of each dialogue's questions have their gold selected."""
+    return [rec(d, n, n < hits.get(d, 0)) for d in DIALOGUES for n in range(per_dialogue)]
+
+
+@pytest.mark.parametrize("k", [2, 3, 5, 7])
+def test_folds_partition_the_dialogues_and_never_share_one(k):
+    folds = make_folds(DIALOGUES, k)
+    assert len(folds) == k and all(folds)
+    flat = [d for f in folds for d in f]
+    assert sorted(flat) == sorted(DIALOGUES) and len(flat) == len(set(flat))
+    assert max(map(len, folds)) - min(map(len, folds)) <= 1
+    assert make_folds(DIALOGUES, k) == folds  # deterministic
+
+
+@pytest.mark.parametrize("k", [0, 1, 8])
+def test_fold_count_outside_two_to_the_dialogues_is_refused(k):
+    with pytest.raises(ValueError, match="folds"):
+        make_folds(DIALOGUES, k)
+
+
+def test_a_choice_best_on_the_dev_total_is_selected_only_where_the_training_folds_show_it():
+    base = {d: 2 for d in DIALOGUES}
+    by_choice = {
+        "default": records(base),
+        # planted: perfect on d1, one question worse everywhere else; over all dialogues it wins
+        "planted": records({**{d: 1 for d in DIALOGUES}, "d1": 4}),
+        "worse": records({d: 1 for d in DIALOGUES}),
+    }
+    assert select_choice(by_choice, set(DIALOGUES)) == "default"  # 7 x 2 = 14 hits vs 6 + 4 = 10
+    by_choice["planted"] = records({**{d: 1 for d in DIALOGUES}, "d1": 4, "d2": 4, "d3": 4})
+    assert select_choice(by_choice, set(DIALOGUES)) == "planted"  # 3 x 4 + 4 = 16 hits: best on the dev total
+    cv = cross_validate(by_choice, DIALOGUES, 7)
+    for fold in cv["per_fold"]:
+        (held,) = fold["dialogues"]
+        training = set(DIALOGUES) - {held}
+        assert fold["selected"] == select_choice(by_choice, training)
+        assert fold["selected"] != "worse"
+        if held in ("d1", "d2", "d3"):  # 2 of the 3 planted dialogues left: 12 hits vs the default's 12: a tie
+            assert fold["selected"] == "default"
+            assert fold["gold_recall"] == pytest.approx(0.5)
+        else:
+            assert fold["selected"] == "planted"
+            assert fold["gold_recall"] == pytest.approx(0.25)
+
+
+def test_a_choice_that_only_helps_the_held_fold_is_never_selected_for_it():
+    by_choice = {"default": records({d: 2 for d in DIALOGUES}), "other": records({d: 2 for d in DIALOGUES})}
+    before = cross_validate(by_choice, DIALOGUES, 7)
+    assert [f["selected"] for f in before["per_fold"]] == ["default"] * 7  # a tie keeps the default
+    # "other" becomes perfect on d4 only: only folds that train on d4 may pick it; the fold holding d4 may not
+    by_choice["other"] = [dict(r, selected=["g"]) if r["dialogue"] == "d4" else r for r in by_choice["other"]]
+    after = cross_validate(by_choice, DIALOGUES, 7)
+    for fold in after["per_fold"]:
+        assert fold["selected"] == ("default" if fold["dialogues"] == ["d4"] else "other")
+
+
+def test_figures_mean_spread_pooled_and_categories():
+    hits = {"d1": 4, "d2": 0, "d3": 2, "d4": 2, "d5": 2, "d6": 2, "d7": 2}
+    rs = records(hits)
+    rs.append(rec("d1", 9, False, category="temporal"))
+    cv = cross_validate({"default": rs, "alt": records({d: 3 for d in DIALOGUES})}, DIALOGUES, 7, ["single-hop"])
+    default = cv["per_choice"]["default"]
+    folds = default["fold_gold_recall"]
+    assert folds[0] == pytest.approx(4 / 5) and folds[1] == pytest.approx(0.0) and folds[2] == pytest.approx(0.5)
+    expected = [4 / 5, 0.0, 0.5, 0.5, 0.5, 0.5, 0.5]
+    assert default["gold_recall"]["mean"] == pytest.approx(sum(expected) / 7, abs=1e-6)
+    assert default["gold_recall"]["min"] == pytest.approx(0.0) and default["gold_recall"]["max"] == pytest.approx(0.8)
+    assert default["gold_recall"]["pooled"] == pytest.approx(14 / 29, abs=1e-6)
+    assert default["gold_recall"]["sd"] > 0.2
+    # a category present in one fold only: its mean is over that fold, its sd 0
+    assert default["by_category"]["temporal"]["folds"] == 1
+    assert default["by_category"]["temporal"]["mean"] == pytest.approx(0.0)
+    assert list(default["by_category"]) == ["single-hop", "temporal"]
+    # alt beats the default on every fold but d1's: paired deltas
+    alt = cv["per_choice"]["alt"]
+    assert (alt["folds_better"], alt["folds_worse"]) == (6, 1)
+    assert alt["delta_vs_default"]["mean"] == pytest.approx(sum(0.75 - e for e in expected) / 7, abs=1e-6)
+    assert cv["all_dev"]["selected"] == "alt"
+
+
+def test_search_space_choices_change_one_query_field_each():
+    cfg = MemCompileConfig()
+    named = choices(SEARCH_SPACE, cfg)
+    assert next(iter(named)) == "default" and named["default"] == {}
+    for name, overrides in list(named.items())[1:]:
+        ((field, value),) = overrides.items()
+        assert name == f"{field}={value}" and value != getattr(cfg, field)
+    assert parse_space("fusion_feedback=0,0.5 dense_top=30", cfg) == {"fusion_feedback": (0.0, 0.5), "dense_top": (30,)}
+    assert parse_space("none", cfg) == {}
+    with pytest.raises(ValueError, match="nonexistent"):
+        parse_space("nonexistent=1", cfg)
+    # the configured value is the default choice, not a second one
+    assert choices({"dense_top": (cfg.dense_top, 30)}, cfg) == {"default": {}, "dense_top=30": {"dense_top": 30}}
+
+
+@pytest.fixture(scope="module")
+def cv_run(tmp_path_factory, embeddings):
+    out = tmp_path_factory.mktemp("cv") / "out"
+    args = ["eval", "locomo", LOCOMO_MINI, "--out", str(out), "--folds", "2", "--space", "k0=4", "--quiet"]
+    assert main(args) == 0
+    return out
+
+
+def test_report_has_the_cross_validation_section(cv_run):
+    report = json.loads((cv_run / "report.json").read_text())
+    cv = report["cross_validation"]
+    assert cv["folds"] == 2 and cv["choices"] == ["default", "k0=4"]
+    assert sorted(d for f in cv["fold_dialogues"] for d in f) == ["mini-1", "mini-2"]
+    assert [f["dialogues"] for f in cv["per_fold"]] == cv["fold_dialogues"]
+    assert sum(f["questions"] for f in cv["per_fold"]) == report["overall"]["questions"]
+    default = cv["per_choice"]["default"]
+    # the default choice is the run's own setting: its pooled figure is the report's overall one
+    assert default["gold_recall"]["pooled"] == pytest.approx(report["overall"]["gold_recall"], abs=1e-6)
+    # four anchors instead of ten select fewer packets: never more recall on any fold
+    assert cv["per_choice"]["k0=4"]["folds_better"] == 0
+    assert set(default["by_category"]) >= {"single-hop", "multi-hop", "temporal", "open-domain"}
+    assert "cv-k0=4" not in report["ablations"]  # choices are not Table 2 settings
+    (choice_file,) = cv_run.glob("results-cv-k0=4-*.jsonl")
+    light = [json.loads(x) for x in choice_file.read_text().splitlines()]
+    assert len(light) == report["overall"]["questions"]
+    assert {"qid", "dialogue", "gold", "selected", "replaced"} <= set(light[0]) and "k10" not in light[0]
+    md = (cv_run / "report.md").read_text()
+    assert "2-fold cross-validation over dialogues" in md and "k0=4" in md
+
+
+def test_folds_reuse_the_choices_records_on_a_rerun(cv_run, capsys):
+    results = sorted(cv_run.glob("results-*.jsonl"))
+    sizes = [p.stat().st_size for p in results]
+    args = ["eval", "locomo", LOCOMO_MINI, "--out", str(cv_run), "--folds", "2", "--space", "k0=4", "--quiet"]
+    assert main(args) == 0
+    assert [p.stat().st_size for p in sorted(cv_run.glob("results-*.jsonl"))] == sizes  # nothing ran again
+    assert re.search(r"2-fold CV Gold Recall: default \d+\.\d\d ± \d+\.\d\d", capsys.readouterr().out)
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--folds", "3"], "needs 2 to 2 folds"),
+        (["--folds", "1"], "needs 2 to 2 folds"),
+        (["--space", "k0=4"], "--space needs --folds"),
+        (["--folds", "2", "--space", "k0"], "bad search axis"),
+    ],
+)
+def test_bad_cv_flags_are_one_line_and_exit_2(extra, message, tmp_path, capsys):
+    assert main(["eval", "locomo", LOCOMO_MINI, "--out", str(tmp_path / "o"), *extra, "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1
+
+
+class CountingEmbeddings:
+    identity = "counting-model"
+
+    def __init__(self):
+        self.calls: list[str] = []
+
+    def embed_query(self, text):
+        self.calls.append(text)
+        return [float(len(text)), 1.0]
+
+    def embed_documents(self, texts):
+        self.calls += texts
+        return [[float(len(t)), 1.0] for t in texts]
+
+
+def test_choices_share_each_querys_vectors_and_the_models_identity():
+    from memcompile_langgraph.eval.runner import QueryVectors
+    from memcompile_langgraph.runtime.engine import embedding_identity
+
+    inner = CountingEmbeddings()
+    memo = QueryVectors(inner, size=2)
+    assert embedding_identity(memo) == "counting-model"  # stores it built stay the model's
+    assert memo.embed_documents(["what did I say?", "say"]) == [[15.0, 1.0], [3.0, 1.0]]
+    assert memo.embed_query("say") == [3.0, 1.0] and inner.calls == ["what did I say?", "say"]
+    assert memo.embed_documents(["a", "bb", "ccc"]) == [[1.0, 1.0], [2.0, 1.0], [3.0, 1.0]]  # a batch passes through
+    memo.embed_query("new")  # over `size`, the least recently used query goes
+    memo.embed_query("what did I say?")
+    assert inner.calls.count("what did I say?") == 2 and inner.calls.count("say") == 1
+
+
+def test_the_model_path_runs_through_the_folds(tmp_path, monkeypatch, embeddings):
+    from openai_server import FakeOpenAI
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    out = tmp_path / "llm"
+    with FakeOpenAI() as server:
+        args = ["eval", "locomo", LOCOMO_MINI, "--out", str(out), "--folds", "2", "--space", "k0=4", "--quiet"]
+        assert main([*args, "--llm-model", "fake", "--llm-base-url", server.base_url]) == 0
+        report = json.loads((out / "report.json").read_text())
+        questions = report["overall"]["questions"]
+        assert server.count("answer") == questions  # choices are compared on retrieval: only the main setting answers
+        # both settings scheduled with the model: the choice asks for its own K0 anchors
+        assert any(
+            "Return exactly 4 distinct labels" in m["content"] for b in server.of("schedule") for m in b["messages"]
+        )
+    cv = report["cross_validation"]
+    assert report["config"]["llm"] == "fake" and cv["choices"] == ["default", "k0=4"]
+    assert len(cv["per_fold"]) == 2 and all(f["questions"] for f in cv["per_fold"])
+    (choice_file,) = out.glob("results-cv-k0=4-*.jsonl")
+    records = [json.loads(x) for x in choice_file.read_text().splitlines()]
+    assert len(records) == questions and max(len(r["selected"]) for r in records) <= 4 + 2
