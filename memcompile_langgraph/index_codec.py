@@ -193,7 +193,7 @@ def encode_index(index) -> bytes:
     packets = [index.packets[p] for p in index.packet_order]
     descriptors = list(index.descriptors)
     n, m = len(packets), len(descriptors)
-    w.doc |= {"user": index.user_id, "records_version": index.version, "epoch": index.epoch}
+    w.doc |= {"user": index.user_id, "records_version": index.version, "epoch": index.epoch, "digest": index.digest}
     w.doc["people"] = list(index.people)
     w.doc["packets"] = {name: [getattr(p, name) for p in packets] for name in _PACKET_TEXT}
     for name in _PACKET_CODED:
@@ -229,6 +229,7 @@ def decode_index(payload: bytes | memoryview, template):
         raise FormatError("another user's payload")
     index = type(template)(template.user_id, template.cfg)
     index.version, index.epoch = r.value("records_version", int), r.value("epoch", int)
+    index.digest = r.value("digest", str)
 
     columns = r.value("packets", dict)
     order = _strings(columns, "packet_id", None)

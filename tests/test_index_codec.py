@@ -311,12 +311,17 @@ def test_a_pickle_file_of_the_previous_format_is_removed_unread(stored, tmp_path
 
 
 def test_a_malformed_tail_is_removed_and_its_vectors_read_elsewhere(stored):
-    path, files, target, index, expected = stored
-    tail = files.path("u", snapshot_file.TAIL)
-    files._write(tail, index, encode_index(index))  # an index where the tail belongs
-    assert files.read_tail("u", index.version, index.epoch, index) == {} and not tail.exists()
-    files._write(tail, index, encode_tail(["p1"], np.ones((1, 4), np.float32)))
-    assert list(files.read_tail("u", index.version, index.epoch, index)) == ["p1"]
+    path, _, _, index, _ = stored
+    mem = MemCompile(path, dense=False)  # the files are checked against open records
+    try:
+        files, head = mem.engine.cache.files, mem.engine.records.head("u")
+        tail = files.path("u", snapshot_file.TAIL)
+        files._write(tail, index, encode_index(index))  # an index where the tail belongs
+        assert files.read_tail("u", head, index) == {} and not tail.exists()
+        files._write(tail, index, encode_tail(["p1"], np.ones((1, 4), np.float32)))
+        assert list(files.read_tail("u", head, index)) == ["p1"]
+    finally:
+        mem.close()
 
 
 # --- the package -------------------------------------------------------------------------------------------------
