@@ -178,9 +178,15 @@ class IndexCache:
             packet_ids = [p for p in packet_ids if p not in tail]
             if not packet_ids:
                 return
-        ids, vectors = engine.vectors.vectors(index.user_id, packet_ids if index.vectors else None)
-        known = [(i, v) for i, v in zip(ids, vectors) if i in index.packets]
-        index.vectors.set([i for i, _ in known], [v for _, v in known])
+        ids, vectors, sources = engine.vectors.vectors(
+            index.user_id, packet_ids if index.vectors else None, sources=True
+        )
+        known = [k for k, i in enumerate(ids) if i in index.packets]
+        # a vector built from other content than its packet's document (a row edited by hand) is left out: the
+        # full load's reconcile makes it again
+        ok = engine.built_from_current(index, [ids[k] for k in known], [sources[k] for k in known])
+        known = [k for k, good in zip(known, ok) if good]
+        index.vectors.set([ids[k] for k in known], [vectors[k] for k in known])
 
     def persist_all(self) -> None:
         """Saves every cached snapshot whose file lags behind by 1/64 of its packets or more (at close: the next
