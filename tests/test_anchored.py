@@ -12,6 +12,7 @@ import sqlite3
 import subprocess
 import tempfile
 import threading
+import time
 import uuid
 from pathlib import Path
 
@@ -598,3 +599,41 @@ def sqlite_sql(store: Path, *statements: str) -> None:
     with contextlib.closing(sqlite3.connect(store / sqlite_records.FILE)) as conn, conn:
         for s in statements:
             conn.execute(s)
+
+
+# --- a running worker sweeps on its own ---------------------------------------------------------------------------
+
+
+def test_a_running_worker_sweeps_users_forgotten_elsewhere_that_it_never_touches_again(
+    tmp_path, monkeypatch, postgres_url, chroma_url
+):
+    url = f"{postgres_url}?schema=t_{uuid.uuid4().hex[:12]}"
+    a = worker(tmp_path / "a", monkeypatch, url, chroma_url)
+    for user in ("u", "v"):
+        a.add_turns([turn(f"{user}: my bank PIN is 4711.", 1)], user)
+    b = worker(tmp_path / "b", monkeypatch, url, chroma_url)
+    assert served(b, "u") == served(b, "v") == {"D1:1"}
+    b.close()  # its files of both users are saved
+    b = worker(tmp_path / "b", monkeypatch, url, chroma_url)
+    now = [time.monotonic()]
+    b.engine.cache.clock = lambda: now[0]
+    assert served(b, "u") == {"D1:1"}  # held in its cache too
+
+    def traces(user: str) -> list[Path]:
+        return [p for p in (tmp_path / "b").rglob("*") if user_key(user) in p.name]
+
+    assert traces("u") and traces("v")
+    a.forget("u")  # on another machine; b is never asked about u again
+    now[0] += cache_module.SWEEP_EVERY - 1
+    assert b.compile("PIN", "v").packets
+    assert traces("u") and "u" in b.engine.cache._published  # not swept on every call
+    now[0] += 1
+    assert b.compile("PIN", "v").packets  # an ordinary call for another user sweeps
+    assert not traces("u") and "u" not in b.engine.cache._published
+    assert traces("v") and served(b, "v") == {"D1:1"}
+    a.forget("v")
+    now[0] += cache_module.SWEEP_EVERY
+    b.add_turns([turn("w: we adopted a beagle.", 1)], "w")  # a write sweeps as well
+    assert not traces("v") and "v" not in b.engine.cache._published
+    for mem in (a, b):
+        mem.close()

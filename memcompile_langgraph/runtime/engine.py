@@ -246,10 +246,11 @@ def build_engine(
         files = SnapshotFiles(
             snapshot_folder(path, records), key, config, engine.embedding_id, records.digest_at, levels
         )
-        # files the records no longer back (a forget, a restore, elsewhere), of earlier formats, of failed writes
-        files.sweep(records.head)
     engine.store_id = records.store_id()
     engine.cache = IndexCache(engine, files, cache_size)
+    # files the records no longer back (a forget, a restore, elsewhere), of earlier formats, of failed writes; and
+    # again while the memory runs (IndexCache.sweep_when_due)
+    engine.cache.sweep()
     return engine
 
 
