@@ -14,7 +14,8 @@ Lock order: a thread holding a lock may only take locks listed below it, never o
    directory lock (store/chroma_local.py: `FileLock` on chroma.lock), the LLM store mutex, the setup lock taken
    once while a store is created.
 A lock may be *tried* out of order (blocking=False, giving up when busy): a reader holding a load lock tries the
-writer lock to repair vectors or save a snapshot file; a try never waits, so it cannot deadlock.
+writer lock to repair vectors or save a snapshot file; a try never waits, so it cannot deadlock. The cache's sweep
+lock (runtime/cache.py) is only ever tried: one caller runs the periodic sweep, the others go on without it.
 Waits between threads: a writer's embedding job (runtime/unit_of_work.py, on the engine's background threads) waits
 for its writer to decide whether its batch was committed; the writer always decides before it waits for the job,
 and takes no lock the job holds (the job takes only store-internal locks).

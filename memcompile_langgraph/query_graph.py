@@ -126,10 +126,15 @@ def dense_node(state: QueryWork, runtime: Runtime[MemoryContext]) -> dict[str, A
         hits = index.vectors.top_from(out["similarities"].arrays[0], cfg.dense_top)
     else:  # vectors still being reconciled: ask the vector store
         try:
-            hits = [DenseHit(pid, sim) for pid, sim in engine.vectors.query(ctx.user_id, vectors[0], cfg.dense_top)]
+            found = engine.vectors.query(ctx.user_id, vectors[0], cfg.dense_top, sources=True)
         except VectorStoreError as exc:  # damaged or unreachable: the lexical channels answer alone
             engine.warn_once(f"vectors:{ctx.user_id}", f"dense channel off for user {ctx.user_id!r}: {exc}")
             return {"dense": [], "_trace": {"hits": 0, "vectors_unavailable": True}}
+        # as in the index: a vector built from other content than its packet's document now is not served
+        ids = [pid for pid, _, _ in found if pid in index.packets]
+        sources = [source for pid, _, source in found if pid in index.packets]
+        ok = dict(zip(ids, engine.built_from_current(index, ids, sources)))
+        hits = [DenseHit(pid, sim) for pid, sim, _ in found if ok.get(pid, True)]
     return {**out, "dense": hits, "_trace": {"hits": len(hits)}}
 
 

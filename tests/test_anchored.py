@@ -11,9 +11,12 @@ import shutil
 import sqlite3
 import subprocess
 import tempfile
+import threading
+import time
 import uuid
 from pathlib import Path
 
+import numpy as np
 import psycopg
 import pytest
 from hypothesis import example, given, settings
@@ -22,6 +25,8 @@ from pg_server import BINDIR
 
 from memcompile_langgraph import MemCompile
 from memcompile_langgraph.runtime import cache as cache_module
+from memcompile_langgraph.runtime import consistency
+from memcompile_langgraph.runtime.engine import bundles
 from memcompile_langgraph.store import records as sqlite_records
 from memcompile_langgraph.store.protocols import StoreError
 from memcompile_langgraph.store.records import user_key
@@ -481,3 +486,154 @@ def test_a_hand_edited_row_is_never_served_from_a_cache_or_a_file(backend, tmp_p
     again.add_turns([turn("Biscuit learned to swim.", 4)], "u")  # the chain goes on from the edited records
     assert served(again, "u") == {"D1:2", "D1:3", "D1:4"}
     again.close()
+
+
+# --- vectors built from what the records hold ---------------------------------------------------------------------
+
+KAYAK = ["We adopted a beagle named Biscuit.", "We bought a red kayak.", "I signed up for a pottery class."]
+EDIT = "UPDATE packets SET text = 'Grandma knitted me a green scarf.' WHERE dia_id = 'D1:2'"
+
+
+def cosine(a, b) -> float:
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    return float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)))
+
+
+def dense_vector(mem: MemCompile, dia_id: str):
+    """The vector the dense channel compares queries with for a turn of user u (None: it has none)."""
+    index = mem.index("u")
+    pid = index.by_dia[dia_id]
+    return index.vectors.matrix()[index.vectors.row[pid]] if pid in index.vectors.row else None
+
+
+def stored_vector(mem: MemCompile, dia_id: str):
+    ids, vectors = mem.engine.vectors.vectors("u", [mem.index("u").by_dia[dia_id]])
+    return vectors[0] if ids else None
+
+
+def embedded_now(mem: MemCompile, embeddings, dia_id: str):
+    """The embedding of the turn's packet document as the records hold it now."""
+    index = mem.index("u")
+    pid = index.by_dia[dia_id]
+    document = mem.engine.documents(bundles(index, [pid]))[0]
+    assert "green scarf" in document
+    return embeddings.embed_documents([document])[0]
+
+
+def test_a_hand_edited_packet_is_served_with_a_vector_of_its_new_text(backend, tmp_path, chroma_url, embeddings):
+    from record_backends import Where
+
+    where = Where(backend.path or tmp_path / "store", backend.url)
+    mem = where.memory(embeddings=embeddings, chroma_url=chroma_url)
+    mem.add_turns([turn(t, n) for n, t in enumerate(KAYAK, 1)], "u")
+    old = dense_vector(mem, "D1:2")
+    mem.close()  # its snapshot file (vectors included) is current
+    backend.sql(EDIT)
+    again = where.memory(embeddings=embeddings, chroma_url=chroma_url)
+    new = embedded_now(again, embeddings, "D1:2")
+    assert cosine(new, old) < 0.9  # the two texts are far apart: a tolerance cannot mistake one for the other
+    assert cosine(dense_vector(again, "D1:2"), new) > 0.999 and cosine(stored_vector(again, "D1:2"), new) > 0.999
+    again.close()
+
+
+def test_a_reader_leaves_many_edited_vectors_to_the_writer_and_serves_none_of_them(
+    tmp_path, monkeypatch, chroma_url, embeddings
+):
+    monkeypatch.setattr(consistency, "READER_REPAIR_LIMIT", 0)  # as for a user with many edited rows
+    mem = MemCompile(tmp_path / "store", embeddings=embeddings, chroma_url=chroma_url)
+    mem.add_turns([turn(t, n) for n, t in enumerate(KAYAK, 1)], "u")
+    sqlite_sql(tmp_path / "store", EDIT)
+    assert dense_vector(mem, "D1:2") is None and stored_vector(mem, "D1:2") is None  # neither index nor store
+    assert mem.compile("green scarf", "u").trace["dense"]["hits"] == 2  # the query falls back on the store
+    mem.add_turns([turn("Biscuit learned to swim.", 4)], "u")  # the user's next writer makes it
+    new = embedded_now(mem, embeddings, "D1:2")
+    assert cosine(dense_vector(mem, "D1:2"), new) > 0.999 and cosine(stored_vector(mem, "D1:2"), new) > 0.999
+    mem.close()
+
+
+def test_a_vector_of_other_content_is_not_served_while_a_writer_holds_the_user(tmp_path, chroma_url, embeddings):
+    mem = MemCompile(tmp_path / "store", embeddings=embeddings, chroma_url=chroma_url)
+    mem.add_turns([turn(t, n) for n, t in enumerate(KAYAK, 1)], "u")
+    sqlite_sql(tmp_path / "store", EDIT)
+    holding, done = threading.Event(), threading.Event()
+
+    def writer() -> None:
+        with mem.engine.records.write_lock("u"):
+            holding.set()
+            done.wait(30)
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    try:
+        assert holding.wait(30)
+        # the reader cannot repair: the edited packet's old vector is still in the store, and the query asks it
+        assert stored_vector(mem, "D1:2") is not None and dense_vector(mem, "D1:2") is None
+        assert mem.compile("green scarf", "u").trace["dense"]["hits"] == 2
+    finally:
+        done.set()
+        thread.join()
+    new = embedded_now(mem, embeddings, "D1:2")  # the next read repairs
+    assert cosine(dense_vector(mem, "D1:2"), new) > 0.999
+    mem.close()
+
+
+def test_vectors_written_before_sources_are_made_again_once(tmp_path, embeddings):
+    mem = MemCompile(tmp_path / "store", embeddings=embeddings)
+    mem.add_turns([turn(t, n) for n, t in enumerate(KAYAK, 1)], "u")
+    vectors = mem.engine.vectors
+    ids, stored = vectors.vectors("u")
+    dia_ids = [mem.index("u").packets[i].dia_id for i in ids]
+    vectors.drop("u")
+    vectors.upsert("u", ids, stored, dia_ids)  # as an earlier version wrote them: no source
+    assert set(vectors.sources("u").values()) == {None}
+    mem.close()
+    sqlite_sql(tmp_path / "store", EDIT)
+    again = MemCompile(tmp_path / "store", embeddings=embeddings)
+    new = embedded_now(again, embeddings, "D1:2")
+    assert cosine(dense_vector(again, "D1:2"), new) > 0.999
+    assert None not in again.engine.vectors.sources("u").values() and len(again.engine.vectors.ids("u")) == 3
+    again.close()
+
+
+def sqlite_sql(store: Path, *statements: str) -> None:
+    with contextlib.closing(sqlite3.connect(store / sqlite_records.FILE)) as conn, conn:
+        for s in statements:
+            conn.execute(s)
+
+
+# --- a running worker sweeps on its own ---------------------------------------------------------------------------
+
+
+def test_a_running_worker_sweeps_users_forgotten_elsewhere_that_it_never_touches_again(
+    tmp_path, monkeypatch, postgres_url, chroma_url
+):
+    url = f"{postgres_url}?schema=t_{uuid.uuid4().hex[:12]}"
+    a = worker(tmp_path / "a", monkeypatch, url, chroma_url)
+    for user in ("u", "v"):
+        a.add_turns([turn(f"{user}: my bank PIN is 4711.", 1)], user)
+    b = worker(tmp_path / "b", monkeypatch, url, chroma_url)
+    assert served(b, "u") == served(b, "v") == {"D1:1"}
+    b.close()  # its files of both users are saved
+    b = worker(tmp_path / "b", monkeypatch, url, chroma_url)
+    now = [time.monotonic()]
+    b.engine.cache.clock = lambda: now[0]
+    assert served(b, "u") == {"D1:1"}  # held in its cache too
+
+    def traces(user: str) -> list[Path]:
+        return [p for p in (tmp_path / "b").rglob("*") if user_key(user) in p.name]
+
+    assert traces("u") and traces("v")
+    a.forget("u")  # on another machine; b is never asked about u again
+    now[0] += cache_module.SWEEP_EVERY - 1
+    assert b.compile("PIN", "v").packets
+    assert traces("u") and "u" in b.engine.cache._published  # not swept on every call
+    now[0] += 1
+    assert b.compile("PIN", "v").packets  # an ordinary call for another user sweeps
+    assert not traces("u") and "u" not in b.engine.cache._published
+    assert traces("v") and served(b, "v") == {"D1:1"}
+    a.forget("v")
+    now[0] += cache_module.SWEEP_EVERY
+    b.add_turns([turn("w: we adopted a beagle.", 1)], "w")  # a write sweeps as well
+    assert not traces("v") and "v" not in b.engine.cache._published
+    for mem in (a, b):
+        mem.close()

@@ -5,15 +5,17 @@ head (version, epoch and digest chain: store/protocols.py) with one indexed read
 builds the next snapshot under that user's load lock only: from the cached one plus the newer records when the
 records still hold exactly its packets (same epoch, same digest at its newest packet), else from the persisted
 snapshot file plus the newer records (checked the same way), else from all records. A user the records no longer
-hold leaves nothing behind in this process: its cached snapshot and its files here go. Lock order: locks.py.
+hold leaves nothing behind in this process: its cached snapshot and its files here go, at its next touch or at the
+periodic sweep (a user forgotten on another machine and never asked for here again). Lock order: locks.py.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 
 from ..gc_pause import gc_paused
@@ -25,6 +27,11 @@ from .snapshot_file import SnapshotFiles
 
 log = logging.getLogger(__name__)
 PERSIST_EVERY = 2048  # records a persisted snapshot may lag behind before a writer saves a new one
+# seconds between sweeps of a running worker (one at open): how long a user forgotten on another machine may stay in
+# this worker's files and cache when nobody asks for it here. A sweep reads each file's header and its user's head
+# in the records, on the thread of the call that runs it: rare enough that a folder of many users costs that call
+# alone, every quarter of an hour.
+SWEEP_EVERY = 15 * 60
 
 
 class _LoadLock:
@@ -34,7 +41,13 @@ class _LoadLock:
 
 
 class IndexCache:
-    def __init__(self, engine: Engine, files: SnapshotFiles | None, capacity: int = 64):
+    def __init__(
+        self,
+        engine: Engine,
+        files: SnapshotFiles | None,
+        capacity: int = 64,
+        clock: Callable[[], float] = time.monotonic,
+    ):
         self.engine = engine
         self.files = files
         self.capacity = max(1, capacity)
@@ -44,6 +57,9 @@ class IndexCache:
         self._load_locks: dict[str, _LoadLock] = {}
         self.repair_pending: set[str] = set()  # users whose vectors a reader could not repair: their next writer does
         self._retry: set[str] = set()  # users whose repair met a busy writer: the next read tries again
+        self.clock = clock
+        self._swept = clock()  # build_engine swept when the store opened
+        self._sweeping = threading.Lock()
 
     def __len__(self) -> int:
         return len(self._published)
@@ -57,6 +73,7 @@ class IndexCache:
 
     def snapshot(self, user_id: str) -> UserIndex:
         """The newest published snapshot of the user's records (loaded or brought up to date when needed)."""
+        self.sweep_when_due()
         head = self.engine.records.head(user_id)
         index = self._cached(user_id)
         if index is not None and head_of(index) == head and user_id not in self._retry:
@@ -98,6 +115,29 @@ class IndexCache:
             self._retry.add(index.user_id)
         elif outcome == FOR_WRITER:
             self.repair_pending.add(index.user_id)
+
+    def sweep_when_due(self) -> None:
+        """The periodic sweep, run by the first ordinary call (a query, a write) once SWEEP_EVERY has passed; other
+        callers meanwhile go on without it. No thread of its own: a worker nobody calls holds nothing it did not
+        hold at its last call, and its next call sweeps first."""
+        if self.clock() - self._swept < SWEEP_EVERY or not self._sweeping.acquire(blocking=False):
+            return
+        try:
+            if self.clock() - self._swept >= SWEEP_EVERY:  # not swept by the caller that just let go of the lock
+                self._swept = self.clock()  # before the sweep: one that fails is not retried by every call
+                self.sweep()
+        finally:
+            self._sweeping.release()
+
+    def sweep(self) -> int:
+        """Drops cached snapshots of users the records no longer hold and removes the snapshot files they no longer
+        back (a forget, a restore elsewhere); returns how many files were removed."""
+        with self._map_lock:
+            cached = list(self._published)
+        for user_id in cached:
+            if not self.engine.records.head(user_id).version:
+                self._drop(user_id)
+        return self.files.sweep(self.engine.records.head) if self.files is not None else 0
 
     def publish(self, index: UserIndex) -> None:
         """Makes `index` the user's snapshot unless a newer one is published already (versions only grow)."""
@@ -178,9 +218,15 @@ class IndexCache:
             packet_ids = [p for p in packet_ids if p not in tail]
             if not packet_ids:
                 return
-        ids, vectors = engine.vectors.vectors(index.user_id, packet_ids if index.vectors else None)
-        known = [(i, v) for i, v in zip(ids, vectors) if i in index.packets]
-        index.vectors.set([i for i, _ in known], [v for _, v in known])
+        ids, vectors, sources = engine.vectors.vectors(
+            index.user_id, packet_ids if index.vectors else None, sources=True
+        )
+        known = [k for k, i in enumerate(ids) if i in index.packets]
+        # a vector built from other content than its packet's document (a row edited by hand) is left out: the
+        # full load's reconcile makes it again
+        ok = engine.built_from_current(index, [ids[k] for k in known], [sources[k] for k in known])
+        known = [k for k, good in zip(known, ok) if good]
+        index.vectors.set([ids[k] for k in known], [vectors[k] for k in known])
 
     def persist_all(self) -> None:
         """Saves every cached snapshot whose file lags behind by 1/64 of its packets or more (at close: the next

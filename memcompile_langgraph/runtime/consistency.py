@@ -1,4 +1,12 @@
-"""Records and vectors agree: missing vectors re-made, orphans removed, another model's vectors replaced whole.
+"""Records and vectors agree: missing vectors re-made, orphans removed, another model's vectors replaced whole, and
+vectors built from other content than their packet's document now (a row edited by hand) made again.
+
+Every vector is stored with a digest of the document it embedded (Engine.sources). A full load of a user (the one
+kind of load that reads all its vectors) checks them: one whose digest is not its packet's is neither put in the
+index nor left in the vector store for the query fallback, but re-embedded like a missing one. A vector written
+before digests were has none: it is served as before and made again once (a reader does it for a small user,
+else the user's next writer), so that a hand edit after an upgrade is caught as well; trusting such vectors for
+good would leave every packet stored before the upgrade open to the stale-vector case.
 
 The records are the truth. A reader repairs only small gaps, and only while it can take the user's writer lock
 at once; everything else is left to the user's next writer (a unit of work), which calls `prepare_writer`.
@@ -11,10 +19,10 @@ import logging
 from ..address.dense import PacketVectors
 from ..index import UserIndex
 from ..store.records import REEMBEDDING
-from .engine import Engine
+from .engine import Engine, bundles
 
 log = logging.getLogger(__name__)
-READER_REPAIR_LIMIT = 256  # missing vectors a read repairs on the spot (~1.4 s of embedding); more wait for a writer
+READER_REPAIR_LIMIT = 256  # vectors a read makes on the spot (~1.4 s of embedding); more wait for a writer
 REEMBED_CHUNK = 2048  # packets embedded and stored at a time when a user's vectors are made again
 
 
@@ -24,7 +32,7 @@ DONE, BUSY, STALE, FOR_WRITER = "done", "busy", "stale", "for_writer"  # what re
 def reconcile(engine: Engine, index: UserIndex, writer: bool) -> str:
     """Brings the vector store in line with `index` (the records at index.version), whose matrix gains the vectors
     it makes. BUSY: another writer holds the user (try again later); STALE: the records moved on since `index`
-    was loaded (nothing touched); FOR_WRITER: a reader met more missing vectors than it repairs."""
+    was loaded (nothing touched); FOR_WRITER: a reader met more vectors to make than it repairs."""
     user = index.user_id
     if engine.embeddings is None or (not index.packets and not engine.vectors.ids(user)):
         return DONE  # nothing to repair (e.g. an unknown user): no lock taken, no lock file made
@@ -34,21 +42,27 @@ def reconcile(engine: Engine, index: UserIndex, writer: bool) -> str:
         # a reader comparing an older load with the vectors would delete the ones a live writer just added
         if engine.records.version(user) != index.version:
             return STALE
-        stored = engine.vectors.ids(user)
+        stored = engine.vectors.sources(user)  # packet id -> digest of what its vector was built from
         if stored and not index.packets:
             engine.vectors.drop(user)  # a forget interrupted between records and vectors
             return DONE
         if engine.foreign_vectors(user):
             return DONE  # another model's vectors are replaced whole by the next writer (reembed), not patched
-        missing = [pid for pid in index.packet_order if pid not in stored]
         orphans = [pid for pid in stored if pid not in index.packets]
-        if orphans:
-            engine.vectors.delete(user, orphans)
-        if len(missing) > READER_REPAIR_LIMIT and not writer:
+        kept = [pid for pid in index.packet_order if pid in stored]
+        current = dict(zip(kept, engine.sources(bundles(index, kept))))
+        other = [pid for pid in kept if stored[pid] is not None and stored[pid] != current[pid]]
+        unstamped = [pid for pid in kept if stored[pid] is None]  # written before digests: made again once
+        missing = [pid for pid in index.packet_order if pid not in stored]
+        redo = missing + other + unstamped
+        if len(redo) > READER_REPAIR_LIMIT and not writer:
+            # left for the writer, but a vector of other content goes now: the query fallback would serve it
+            engine.vectors.delete(user, orphans + other)
             return FOR_WRITER
-        if missing:
-            log.info("re-embedding %d packets missing from the vector store", len(missing))
-            engine.embed_packets(user, [(index.packets[p], index.by_packet[p]) for p in missing], index)
+        engine.vectors.delete(user, orphans)
+        if redo:
+            log.info("re-embedding %d packets whose vectors are missing or not built from their documents", len(redo))
+            embed(engine, index, redo)
         return DONE
 
 
@@ -69,13 +83,17 @@ def reembed(engine: Engine, index: UserIndex, made_by: str | None = None) -> Non
             user,
             made_by or "an unrecorded model",
         )
-        order = index.packet_order
-        for start in range(0, len(order), REEMBED_CHUNK):  # bounded memory for a large user
-            chunk = order[start : start + REEMBED_CHUNK]
-            engine.embed_packets(user, [(index.packets[p], index.by_packet[p]) for p in chunk], index)
+        embed(engine, index, index.packet_order)
     # a new version and epoch: every cached index and snapshot file of this user (other processes too) is dropped
     index.version = engine.records.set_embedding(user, engine.embedding_id, bump=True)
     index.epoch = engine.records.head(user)[1]
+
+
+def embed(engine: Engine, index: UserIndex, packet_ids: list[str]) -> None:
+    """Embeds and stores those packets of `index` (its matrix gains them), a chunk at a time: bounded memory for a
+    large user."""
+    for start in range(0, len(packet_ids), REEMBED_CHUNK):
+        engine.embed_packets(index.user_id, bundles(index, packet_ids[start : start + REEMBED_CHUNK]), index)
 
 
 def prepare_writer(engine: Engine, index: UserIndex, repair: bool) -> None:

@@ -111,9 +111,27 @@ class Engine:
         self.store_vectors(user_id, items, self.packet_vectors(items), index)
         return len(items)
 
+    def documents(self, items: Bundles) -> list[str]:
+        """The packet documents z(p) as they are embedded."""
+        return [packet_document(p, claims)[: self.config.embed_max_chars] for p, claims in items]
+
     def packet_vectors(self, items: Bundles) -> list[list[float]]:
-        docs = [packet_document(p, claims)[: self.config.embed_max_chars] for p, claims in items]
-        return self.embeddings.embed_documents(docs)
+        return self.embeddings.embed_documents(self.documents(items))
+
+    def sources(self, items: Bundles) -> list[str]:
+        """What each packet's vector is built from, as a digest stored with the vector: one whose digest is not its
+        packet's now was embedded from other content (a row edited by hand) and is made again (consistency.py)."""
+        return [
+            hashlib.blake2b(doc.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
+            for doc in self.documents(items)
+        ]
+
+    def built_from_current(self, index: UserIndex, ids: list[str], sources: list[str | None]) -> list[bool]:
+        """Whether each stored vector (of a packet of `index`, with its stored source digest) may be served: it was
+        built from the packet's document as the records hold it now. A vector with no digest was written before
+        digests were; it is served as it was then, and made again once by the user's repair (consistency.py)."""
+        current = self.sources(bundles(index, ids))
+        return [s is None or s == c for s, c in zip(sources, current)]
 
     def store_vectors(
         self,
@@ -123,7 +141,7 @@ class Engine:
         index: UserIndex | None = None,
     ) -> None:
         ids = [p.packet_id for p, _ in items]
-        self.vectors.upsert(user_id, ids, vectors, [p.dia_id for p, _ in items])
+        self.vectors.upsert(user_id, ids, vectors, [p.dia_id for p, _ in items], self.sources(items))
         if index is not None:
             index.vectors.set(ids, vectors)
 
@@ -145,6 +163,11 @@ class Engine:
         if key not in self._warned:
             self._warned.add(key)
             log.warning("%s", message)
+
+
+def bundles(index: UserIndex, packet_ids: list[str]) -> Bundles:
+    """The packets of `index` with their claim bundles."""
+    return [(index.packets[p], index.by_packet[p]) for p in packet_ids]
 
 
 def embedding_identity(embeddings: Embeddings | None) -> str | None:
@@ -223,10 +246,11 @@ def build_engine(
         files = SnapshotFiles(
             snapshot_folder(path, records), key, config, engine.embedding_id, records.digest_at, levels
         )
-        # files the records no longer back (a forget, a restore, elsewhere), of earlier formats, of failed writes
-        files.sweep(records.head)
     engine.store_id = records.store_id()
     engine.cache = IndexCache(engine, files, cache_size)
+    # files the records no longer back (a forget, a restore, elsewhere), of earlier formats, of failed writes; and
+    # again while the memory runs (IndexCache.sweep_when_due)
+    engine.cache.sweep()
     return engine
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import sqlite3
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -15,6 +16,8 @@ from chromadb.errors import ChromaError, NotFoundError
 from .chroma_local import DirectChroma, LocalChroma, UnavailableChroma
 from .protocols import VectorStoreError
 from .records import user_key
+
+SOURCE = "source"  # metadata key of what a vector was built from: a digest of the packet document it embedded
 
 
 def _guarded(method):
@@ -104,58 +107,85 @@ class VectorStore:
         return col
 
     @_guarded
-    def upsert(self, user_id: str, ids: list[str], embeddings: list[list[float]], dia_ids: list[str]) -> None:
+    def upsert(
+        self,
+        user_id: str,
+        ids: list[str],
+        embeddings: list[list[float]],
+        dia_ids: list[str],
+        sources: list[str | None] | None = None,
+    ) -> None:
+        """sources: what each vector was built from (Engine.sources), written with it; a
+        vector given none keeps none (Chroma merges metadata on upsert: None removes the key)."""
         if not ids:
             return
+        sources = sources if sources is not None else [None] * len(ids)
+        metadatas = [{"dia_id": d, SOURCE: s} for d, s in zip(dia_ids, sources)]
         step = 2000  # below Chroma's max batch size
         with self.chroma.access(write=True):
             col = self.collection(user_id)
             for i in range(0, len(ids), step):
                 col.upsert(
-                    ids=ids[i : i + step],
-                    embeddings=embeddings[i : i + step],
-                    metadatas=[{"dia_id": d} for d in dia_ids[i : i + step]],
+                    ids=ids[i : i + step], embeddings=embeddings[i : i + step], metadatas=metadatas[i : i + step]
                 )
 
     @_guarded
-    def query(self, user_id: str, embedding: list[float], k: int) -> list[tuple[str, float]]:
+    def query(self, user_id: str, embedding: list[float], k: int, sources: bool = False) -> list[tuple]:
+        """(packet id, cosine) of the k nearest, best first; with sources, (packet id, cosine, source digest)."""
         with self.chroma.access(write=False):
             col = self.collection(user_id, create=False)
             n = col.count() if col is not None else 0
             if n == 0:
                 return []
-            res = col.query(query_embeddings=[embedding], n_results=min(k, n), include=["distances"])
-        return [(pid, 1.0 - float(dist)) for pid, dist in zip(res["ids"][0], res["distances"][0])]
+            include = ["distances", "metadatas"] if sources else ["distances"]
+            res = col.query(query_embeddings=[embedding], n_results=min(k, n), include=include)
+        hits = [(pid, 1.0 - float(dist)) for pid, dist in zip(res["ids"][0], res["distances"][0])]
+        if sources:
+            return [(pid, sim, _source(meta)) for (pid, sim), meta in zip(hits, res["metadatas"][0])]
+        return hits
 
     @_guarded
     def ids(self, user_id: str) -> set[str]:
-        out: set[str] = set()
         with self.chroma.access(write=False):
-            col = self.collection(user_id, create=False)
-            n, step = (col.count() if col is not None else 0), 5000
-            for off in range(0, n, step):
-                out.update(col.get(limit=step, offset=off, include=[])["ids"])
-        return out
+            return {i for got in self._pages(user_id, None, []) for i in got["ids"]}
 
     @_guarded
-    def vectors(self, user_id: str, ids: list[str] | None = None) -> tuple[list[str], list[list[float]]]:
-        """Stored (id, vector) pairs of the user, paged: all of them, or those of the given ids that exist."""
+    def sources(self, user_id: str) -> dict[str, str | None]:
+        """Each stored vector's id with the digest of what it was built from (None: written before digests were)."""
+        with self.chroma.access(write=False):
+            return {
+                i: _source(m)
+                for got in self._pages(user_id, None, ["metadatas"])
+                for i, m in zip(got["ids"], got["metadatas"])
+            }
+
+    @_guarded
+    def vectors(self, user_id: str, ids: list[str] | None = None, sources: bool = False) -> tuple[list, ...]:
+        """Stored (ids, vectors) of the user, paged: all of them, or those of the given ids that exist; with sources,
+        (ids, vectors, source digests)."""
         out_ids: list[str] = []
         vectors: list = []
-        step = 5000
+        found: list[str | None] = []
         with self.chroma.access(write=False):
-            col = self.collection(user_id, create=False)
-            if col is None:
-                return out_ids, vectors
-            pages = (
-                (col.get(ids=ids[i : i + step], include=["embeddings"]) for i in range(0, len(ids), step))
-                if ids is not None
-                else (col.get(limit=step, offset=off, include=["embeddings"]) for off in range(0, col.count(), step))
-            )
-            for got in pages:
+            for got in self._pages(user_id, ids, ["embeddings", "metadatas"] if sources else ["embeddings"]):
                 out_ids += got["ids"]
                 vectors += list(got["embeddings"])
-        return out_ids, vectors
+                if sources:
+                    found += [_source(m) for m in got["metadatas"]]
+        return (out_ids, vectors, found) if sources else (out_ids, vectors)
+
+    def _pages(self, user_id: str, ids: list[str] | None, include: list[str]) -> Iterator[dict]:
+        """Chroma `get` results of the user's collection (none when absent), in pages; call inside an access."""
+        step = 5000
+        col = self.collection(user_id, create=False)
+        if col is None:
+            return
+        if ids is not None:
+            for i in range(0, len(ids), step):
+                yield col.get(ids=ids[i : i + step], include=include)
+        else:
+            for off in range(0, col.count(), step):
+                yield col.get(limit=step, offset=off, include=include)
 
     @_guarded
     def delete(self, user_id: str, ids: list[str]) -> None:
@@ -170,18 +200,14 @@ class VectorStore:
             col.delete(ids=list(ids))
             if not self.chroma.scrubs:
                 return
-            ids, vectors = self.vectors(user_id)
-            dia_ids = [m["dia_id"] for m in self._metadatas(col, ids)]
+            kept, vectors, dia_ids, sources = [], [], [], []
+            for got in self._pages(user_id, None, ["embeddings", "metadatas"]):
+                kept += got["ids"]
+                vectors += list(got["embeddings"])
+                dia_ids += [m["dia_id"] for m in got["metadatas"]]
+                sources += [_source(m) for m in got["metadatas"]]
             self._drop(user_id)
-            self.upsert(user_id, ids, vectors, dia_ids)
-
-    def _metadatas(self, col, ids: list[str]) -> list[dict]:
-        step, out = 5000, []
-        for i in range(0, len(ids), step):
-            got = col.get(ids=ids[i : i + step], include=["metadatas"])
-            by_id = dict(zip(got["ids"], got["metadatas"]))
-            out += [by_id[x] for x in ids[i : i + step]]
-        return out
+            self.upsert(user_id, kept, vectors, dia_ids, sources)
 
     @_guarded
     def drop(self, user_id: str) -> None:
@@ -209,3 +235,7 @@ class VectorStore:
             return
         self.chroma.dropped()
         self.chroma.scrub()
+
+
+def _source(metadata: dict | None) -> str | None:
+    return (metadata or {}).get(SOURCE)

@@ -81,6 +81,21 @@ def test_delete_removes_only_the_given_ids_of_that_user(vectors):
     assert [h[0] for h in vectors.query("u", unit(1, 0), k=3)] == ["b"]
 
 
+def test_each_vector_keeps_the_source_it_was_written_with(vectors):
+    vectors.upsert("u", ["a", "b", "c"], [unit(1, 0), unit(1, 1), unit(0, 1)], ["1", "2", "3"], ["sa", "sb", "sc"])
+    vectors.upsert("u", ["b"], [unit(1, 2)], ["2"])  # made again without one: it keeps none, not b's old one
+    assert vectors.sources("u") == {"a": "sa", "b": None, "c": "sc"}
+    ids, _, sources = vectors.vectors("u", ["c", "a"], sources=True)
+    assert dict(zip(ids, sources)) == {"a": "sa", "c": "sc"}
+    assert [(h[0], h[2]) for h in vectors.query("u", unit(0, 1), k=3, sources=True)] == [
+        ("c", "sc"),
+        ("b", None),
+        ("a", "sa"),
+    ]
+    vectors.delete("u", ["b"])  # a local directory rebuilds the collection: the others keep theirs
+    assert vectors.sources("u") == {"a": "sa", "c": "sc"} and vectors.sources("ghost") == {}
+
+
 def test_drop_forgets_the_user_and_a_new_upsert_starts_again(vectors):
     vectors.upsert("u", ["a", "b"], [unit(1, 0), unit(0, 1)], ["1", "2"])
     vectors.upsert("v", ["z"], [unit(1, 0)], ["1"])
