@@ -5,7 +5,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from paths import LOCOMO, MODEL_DIR, ROOT, SHARED  # noqa: F401  (ROOT, SHARED: for the fixtures below)
+from support.paths import LOCOMO, MODEL_DIR, ROOT, SHARED  # noqa: F401  (ROOT, SHARED: for the fixtures below)
 
 if "MEMCOMPILE_MODEL_DIR" not in os.environ and MODEL_DIR.is_dir():
     os.environ["MEMCOMPILE_MODEL_DIR"] = str(MODEL_DIR)
@@ -39,7 +39,7 @@ def embeddings(model_dir):
 @pytest.fixture(scope="session")
 def postgres_url():
     """A real PostgreSQL 15 for the session (started on first use); tests share it, each in a schema of its own."""
-    from pg_server import missing, running_postgres
+    from support.pg_server import missing, running_postgres
 
     why = missing()
     if why:
@@ -50,9 +50,9 @@ def postgres_url():
 
 @pytest.fixture(params=["sqlite", "postgres"])
 def backend(request, tmp_path):
-    """Where the test's records live (record_backends.py): SQLite in tmp_path, then PostgreSQL (skipped with the
+    """Where the test's records live (support/record_backends.py): SQLite in tmp_path, then PostgreSQL (skipped with the
     reason where its binaries are missing)."""
-    from record_backends import PostgresBackend, SqliteBackend
+    from support.record_backends import PostgresBackend, SqliteBackend
 
     if request.param == "sqlite":
         return SqliteBackend(tmp_path / "store")
@@ -62,7 +62,7 @@ def backend(request, tmp_path):
 @pytest.fixture(scope="session")
 def chroma_url(tmp_path_factory):
     """A real `chroma run` server on a free loopback port for the session."""
-    from servers import free_port, running
+    from support.servers import free_port, running
 
     beside = Path(sys.executable).parent / "chroma"  # the venv's own, also when the venv is not activated
     chroma = str(beside) if beside.is_file() else shutil.which("chroma")

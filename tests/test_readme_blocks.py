@@ -3,7 +3,7 @@ directory (what a user following the README along has): python blocks in a subpr
 `memcompile` from this environment on PATH.
 
 A block that needs something names it on the line before its fence, `<!-- docs-test: needs NAME[, NAME] -->`:
-- openai: a loopback OpenAI-compatible server (tests/openai_server.py) through OPENAI_BASE_URL / OPENAI_API_KEY;
+- openai: a loopback OpenAI-compatible server (tests/support/openai_server.py) through OPENAI_BASE_URL / OPENAI_API_KEY;
 - chroma-server, langgraph-dev: the real server on a free port; the README's port (8000, 2024) is replaced by it,
   and a line of the block that starts the server itself is run as that server, until the block's other lines end;
 - locomo: `locomo10.json` in the working directory (stand-in: the first conversation of the LoCoMo dev split, cut
@@ -25,10 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from paths import LOCOMO
-from servers import free_port, running
+from support.paths import LOCOMO, ROOT
+from support.servers import free_port, running
 
-ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 FENCE = re.compile(r"^```(\S*)\s*$")
 NEEDS = re.compile(r"^<!-- docs-test: needs (?P<names>[\w-]+(?:\s*,\s*[\w-]+)*) -->\s*$")
@@ -144,7 +143,7 @@ def stand_ins(block: Block, workdir: Path, env: dict[str, str]) -> Iterator[str]
     code = block.code
     with contextlib.ExitStack() as stack:
         if "openai" in block.needs:
-            from openai_server import FakeOpenAI
+            from support.openai_server import FakeOpenAI
 
             server = stack.enter_context(FakeOpenAI())
             env.update(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY="docs-test-key")
@@ -153,7 +152,7 @@ def stand_ins(block: Block, workdir: Path, env: dict[str, str]) -> Iterator[str]
                 pytest.skip(f"needs locomo: the LoCoMo dev split is not at {LOCOMO}")
             (workdir / "locomo10.json").write_text(json.dumps([first_sessions(json.loads(LOCOMO.read_text())[0])]))
         if "postgres" in block.needs:
-            from pg_server import missing, running_postgres
+            from support.pg_server import missing, running_postgres
 
             if missing():
                 pytest.skip(f"needs postgres: {missing()}")

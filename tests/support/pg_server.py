@@ -15,7 +15,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from servers import free_port
+from support.servers import free_port
 
 BINDIR = Path(os.environ.get("MEMCOMPILE_PG_BINDIR", "/usr/lib/postgresql/15/bin"))
 USER = "memcompile"  # the cluster's superuser, trusted on loopback only
