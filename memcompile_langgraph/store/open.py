@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..extras import missing_extra
 from .protocols import RecordsStore, VectorsStore
 
 RECORDS_URL_ENV = "MEMCOMPILE_RECORDS_URL"
@@ -23,10 +24,13 @@ def records_url_from(records_url: str | None) -> str | None:
 def open_records(path: str | Path | None, records_url: str | None = None, create: bool = True) -> RecordsStore:
     url = records_url_from(records_url)
     if url:
-        from .pg_records import (
-            PgRecordStore,  # psycopg is imported only by memories that use PostgreSQL
-        )
-
+        try:
+            from .pg_records import PgRecordStore  # psycopg is imported only by memories that use PostgreSQL
+        except ImportError as exc:
+            missing = missing_extra(exc, "records_url=postgresql://...")
+            if missing is None:
+                raise
+            raise missing from None
         return PgRecordStore(url, create=create)
     from .records import RecordStore
 
