@@ -61,19 +61,12 @@ def assert_same_fingerprint(a: tuple, b: tuple, atol: float = 0.0) -> None:
 
 
 @pytest.fixture()
-def mem(tmp_path, embeddings):
-    m = MemCompile(tmp_path / "store", embeddings=embeddings)
-    m.add_turns(demo_turns(), user_id="u")
-    yield m
-    m.close()
-
-
-@pytest.fixture()
 def small_batches(monkeypatch):
     monkeypatch.setattr(ingest_module, "INGEST_BATCH", 40)  # several batches in one unit of work, at small cost
 
 
-def test_a_write_never_changes_a_published_snapshot(mem, small_batches):
+def test_a_write_never_changes_a_published_snapshot(make_mem, small_batches):
+    mem = make_mem("store", turns=demo_turns())
     old = mem.index("u")
     before = _fingerprint(old)
     answers = [mem.compile(q, "u").text for q in QUESTIONS]
@@ -88,7 +81,8 @@ def test_a_write_never_changes_a_published_snapshot(mem, small_batches):
         assert query_graph.invoke({"query": q}, context=context)["context"] == text
 
 
-def test_the_extended_snapshot_equals_a_fresh_load(mem, tmp_path, embeddings, small_batches):
+def test_the_extended_snapshot_equals_a_fresh_load(make_mem, tmp_path, embeddings, small_batches):
+    mem = make_mem("store", turns=demo_turns())
     mem.add_turns(_turns(90, "later"), user_id="u")
     live = mem.index("u")
     again = MemCompile(tmp_path / "store", embeddings=embeddings)
@@ -100,7 +94,8 @@ def test_the_extended_snapshot_equals_a_fresh_load(mem, tmp_path, embeddings, sm
         assert_same_context(a.packets, a.text, b.packets, b.text)
 
 
-def test_a_failed_write_publishes_nothing(mem, monkeypatch):
+def test_a_failed_write_publishes_nothing(make_mem, monkeypatch):
+    mem = make_mem("store", turns=demo_turns())
     old = mem.index("u")
 
     def broken(*args, **kwargs):
@@ -113,8 +108,9 @@ def test_a_failed_write_publishes_nothing(mem, monkeypatch):
 
 
 def test_a_batch_is_embedded_while_it_commits_and_its_vectors_stored_only_once_committed(
-    mem, monkeypatch, small_batches
+    make_mem, monkeypatch, small_batches
 ):
+    mem = make_mem("store", turns=demo_turns())
     embed, commit = mem.engine.embeddings.embed_documents, mem.engine.records.commit
     embedding, seen = threading.Event(), []
 
@@ -275,7 +271,8 @@ def test_processes_of_other_builds_keep_their_own_snapshot_files(tmp_path, embed
     assert not list((tmp_path / "store" / "snapshots").glob("*.snapshot"))  # a forget removes every build's file
 
 
-def test_a_user_loading_cold_does_not_block_another_users_queries(mem):
+def test_a_user_loading_cold_does_not_block_another_users_queries(make_mem):
+    mem = make_mem("store", turns=demo_turns())
     mem.add_turns(_turns(5, "b"), user_id="b")
     cache = mem.engine.cache
     cache.invalidate("u")
@@ -304,7 +301,8 @@ def test_the_cache_holds_at_most_cache_size_users(tmp_path, embeddings):
     assert len(mem.engine.cache) == 2 and not mem.engine.cache._load_locks  # nothing kept for ids nobody stored
 
 
-def test_graphs_need_a_context_and_take_the_user_from_it(mem):
+def test_graphs_need_a_context_and_take_the_user_from_it(make_mem):
+    mem = make_mem("store", turns=demo_turns())
     with pytest.raises(ValueError, match="context"):
         query_graph.invoke({"query": "kayak"})
     out = query_graph.invoke({"query": "What is the beagle called?"}, context=mem.context("u"))

@@ -1,15 +1,17 @@
-"""Real servers for the slow integration tests: a free loopback port, start, wait until ready, always stop."""
+"""Real servers for the slow integration tests: a free loopback port, start, wait until ready, always stop; and
+servers shared by the processes of one test run (the xdist workers), started once, stopped by the last user."""
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import socket
 import subprocess
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 
@@ -63,3 +65,57 @@ def running(
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+
+
+@contextlib.contextmanager
+def shared(state_dir: Path, name: str, start: Callable[[], dict], stop: Callable[[dict], None]) -> Iterator[dict]:
+    """A server for every process of a test run that asks for it (they share state_dir): the first to ask starts it
+    (start() returns what the others need to reach and stop it), the last to let go stops it."""
+    from filelock import FileLock
+
+    state, lock = state_dir / f"{name}.json", FileLock(str(state_dir / f"{name}.lock"))
+    with lock:
+        server = json.loads(state.read_text()) if state.is_file() else {**start(), "users": 0}
+        server["users"] += 1
+        state.write_text(json.dumps(server))
+    try:
+        yield server
+    finally:
+        with lock:
+            server = json.loads(state.read_text())
+            server["users"] -= 1
+            if server["users"]:
+                state.write_text(json.dumps(server))
+            else:
+                state.unlink()
+                stop(server)
+
+
+def start_detached(cmd: list[str], ready_url: str, log: Path, timeout: float = 120) -> int:
+    """Start cmd in a process group of its own that outlives this process; its pid once ready_url answers 200."""
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    deadline = time.monotonic() + timeout
+    while not _ready(ready_url):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            stop_group(proc.pid)
+            raise RuntimeError(f"{cmd[0]} did not become ready (exit {proc.poll()}):\n{log.read_text()[-3000:]}")
+        time.sleep(0.5)
+    return proc.pid
+
+
+def stop_group(pid: int, timeout: float = 20) -> None:
+    """Stop the process group a start_detached() began, from any process of the run."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)  # reaped here when this process started it
+        try:
+            os.killpg(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.2)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pid, signal.SIGKILL)
