@@ -1,6 +1,6 @@
 """What each CLI command loads, in a fresh process as a user runs it: `--help` and `stats` load none of LangGraph,
 LangChain, Chroma or onnxruntime; `query` on a store whose snapshot file is current never imports chromadb, and it
-prints what it prints with Chroma opened. (How long they take: `memcompile bench --startup`, in the README.)"""
+prints what it prints with Chroma opened. (How long they take: `memcompile bench --startup`, docs/performance.md.)"""
 
 import json
 import os

@@ -51,7 +51,7 @@ def open_vectors(path: str | Path | None, records: RecordsStore, chroma_url: str
 
 class LazyVectors:
     """A VectorStore opened at its first use, once, whichever thread asks first: importing chromadb and opening
-    its client cost ~1.5 s here, which a query answered from a current snapshot file (vectors included) never
+    its client take seconds, which a query answered from a current snapshot file (vectors included) never
     needs. A failed open (a server that does not answer) raises to that caller and is tried again by the next."""
 
     def __init__(self, connect: Callable[[], VectorsStore]):
