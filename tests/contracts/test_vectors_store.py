@@ -37,7 +37,8 @@ def unit(*xs: float) -> list[float]:
 
 
 def names(vs: VectorStore) -> set[str]:
-    return {c.name for c in vs.client.list_collections()}
+    """This store's collections (a Chroma server also holds other tests' stores, written meanwhile)."""
+    return {c.name for c in vs.client.list_collections() if c.name.startswith(f"{vs.prefix}_")}
 
 
 def test_implements_the_protocol(vectors):
