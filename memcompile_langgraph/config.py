@@ -1,8 +1,9 @@
 """Every constant of the method in one place, with the paper's value and where it is defined.
 
 Two profiles: `MemCompileConfig()` is the project's best measured setting (the default); `MemCompileConfig.paper()`
-makes every choice as the paper does. Each field where they differ says so here and has a row in the README's
-"Deviations from the paper" table; fields marked "engineering" are choices the paper leaves open."""
+makes every choice as the paper does. Each field where they differ says so here and has a row in the "Deviations
+from the paper" table of docs/configuration.md; fields marked "engineering" are choices the paper leaves open. The
+comments say why a value was chosen; the figures live in docs/benchmarks.md."""
 
 from __future__ import annotations
 
@@ -74,8 +75,7 @@ class MemCompileConfig:
     # --- Evidence plane (Sec. 3.4, App. B.3, C.2, Table 6) ---
     k0: int = 10  # K_0 scheduled packets, Eq. 11
     # deviation (paper: K_D = 40, Sec. 3.2.4): a wider dense channel D_q joins the closed pool and the frontier window
-    # W_q; offline LoCoMo dev 0.797 -> 0.800, BEAM dev 0.759 -> 0.766 (30: 0.798 / 0.762, 45: - / 0.764, 60: 0.799 /
-    # 0.767). With a model the frontier request lists up to ten more candidates
+    # W_q, which found more gold on both dev sets; with a model the frontier request lists up to ten more candidates
     dense_top: int = 50
     frontier_rank_cutoff: int = 5  # K_R, Eq. 13; the frontier request asks for the first K_R labels of sigma_q
     frontier_append_cap: int = 2  # K_Delta, Eq. 13
@@ -92,18 +92,18 @@ class MemCompileConfig:
     fusion_lexical: float = 1.0  # z(BM25 over the packet's claim bundle + adjacent turns)
     fusion_dense: float = 1.0  # z(cosine of q+ and z(p))
     fusion_dense_question: float = 0.5  # z(cosine of the bare question and z(p))
-    # z(best single claim's BM25 per packet): passage-level lexical evidence. Off: BEAM dev +1.3 points at 1.0 but
-    # LoCoMo dev -1.1 at 0.5 and -1.5 at 1.0 (and +0.5 on BEAM beside the addressed-speaker bonus)
+    # z(best single claim's BM25 per packet): passage-level lexical evidence. Off: it helps long chats (BEAM) but
+    # costs more on LoCoMo than it gains there
     fusion_passage: float = 0.0
     fusion_passage_min_claims: int = 0  # the passage score only for packets of at least this many claims (0: all)
-    fusion_address: float = 0.0  # z(s(p,q)) of Eq. 10; measured at 0.1: -0.3 points on dev, so off offline
+    fusion_address: float = 0.0  # z(s(p,q)) of Eq. 10; off: the fused ranking is no better with it offline
     fusion_previous: float = 0.2  # support from the preceding turn of the session
     fusion_next: float = 0.2  # support from the following turn of the session
     fusion_speaker: float = 1.5  # the packet's speaker is named in the query
     fusion_temporal: float = 0.3  # a temporal query and a packet whose claims carry an event time
     # a user-assistant memory: the user asks, so "I/my" points at the user's turns and "you" at the assistant's
     # (the names the remember node and the BEAM loader store); no effect where no speaker has these names (LoCoMo)
-    fusion_addressed: float = 3.0  # BEAM dev 0.691 -> 0.732 (1.0: 0.719, 2.0: 0.726, 4.0: 0.739 with spread, 6.0 lower)
+    fusion_addressed: float = 3.0  # the best of the weights tried on BEAM (higher ones crowd out other evidence)
     # a turn that only asks ("What is my dog called?") is weak evidence for its own answer, though it shares the
     # question's words: this much is taken off its fused score (text.only_asks); 0 = off. Chosen under 5-fold CV on
     # both dev sets (docs/cross-validation.md)
@@ -114,28 +114,24 @@ class MemCompileConfig:
     self_speaker: str = "User"
     assistant_speaker: str = "Assistant"
     # questions about the whole history (evidence/spread.py): anchors round-robin over the sessions among the best
-    # this many fused packets; 0 = off
-    # BEAM dev event ordering 0.189 -> 0.242 (depth 24: 0.204, 40: 0.225); no LoCoMo dev question is one of these
+    # this many fused packets (the gold of such a question lies in many sessions); 0 = off
     spread_depth: int = 60
     # a history question addressing one speaker ("the order in which I brought up ...") spreads over that speaker's
-    # packets first; BEAM dev event ordering 0.292 -> 0.302, LoCoMo dev unchanged (no such question there)
+    # packets first: what the question asks about is what that speaker said
     spread_speaker: bool = True
     # a history question's spread also takes this many of the frontier's K_Delta slots (the frontier would fill them
-    # from the one best-matching session): BEAM dev 0.751 -> 0.759 (event ordering 0.302 -> 0.354; 2 slots: 0.750,
-    # the multi-session questions lose their frontier); no LoCoMo dev question is a history question
+    # from the one best-matching session); one, so the frontier keeps the other
     spread_frontier_slots: int = 1
     # pseudo-relevance feedback, last in the fused score: a second packet-level BM25 pass with at most
     # feedback_terms terms that the query-matching claims of at least two of the best feedback_packets fused packets
-    # share (by packets x idf), weighted by fusion_feedback on its z-score; 0 = off. LoCoMo dev 0.800 -> 0.805
-    # (multi-hop +0.9, open-domain +1.3, temporal +0.5, single-hop +0.4), BEAM dev 0.766 -> 0.767 (weight 0.25:
-    # 0.805 / 0.763, 0.3: 0.804 / 0.758; 6 packets: 0.807 / 0.762 at 0.25). Taken before the addressed-speaker bonus
-    # BEAM fell to 0.741 (0.25), with every claim of the packets, not only matching ones, to 0.758
+    # share (by packets x idf), weighted by fusion_feedback on its z-score; 0 = off. It finds the words a question
+    # leaves unsaid; taken after the addressed-speaker bonus, and only from claims that match the query, so a long
+    # reply's code and lists bring no terms
     fusion_feedback: float = 0.2
     feedback_packets: int = 5
     feedback_terms: int = 5
     # ...only over memories of at least this many packets: the best 5 of a small memory are much of it, and their
-    # shared words are its topic, not the question's (the 12-turn demo lost its answer). Every LoCoMo conversation
-    # (369+ turns) and BEAM chat (188+ messages) is above it: the dev figures above are unchanged
+    # shared words are its topic, not the question's
     feedback_min_packets: int = 100
     pool_proposals: int = 60  # best fused packets joining the closed pool beside D_q
     pool_budget: int = 60  # closed pool U_q cut after fusion

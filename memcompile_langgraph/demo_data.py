@@ -50,8 +50,8 @@ QUESTIONS = [
     "What kind of dog did Tom adopt and what is its name?",
     "When did Tom start the pottery class?",
     "Why is Priya seeing a physiotherapist?",
-    "Where does Priya work now?",
-    "Who is coming to Lisbon with Priya?",
+    "Which startup did Priya get a new job at?",
+    "Who is flying in for the Lisbon race?",
 ]
 
 

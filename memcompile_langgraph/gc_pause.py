@@ -6,7 +6,7 @@ and containers without reference cycles, so deferring collection loses nothing; 
 last concurrent load ends.
 
 They are long-lived, too: left in the youngest generation, the first collections after the load would walk all
-of them once per generation (0.25 s each at 20k turns, in the first queries). So the last load to end moves every
+of them once per generation (a pause in each of the first queries after a large load). So the last load to end moves every
 tracked object to the oldest generation (gc.freeze() then gc.unfreeze(), as documented), which only full
 collections visit, unless the host process keeps objects frozen itself (then it is left as it is)."""
 

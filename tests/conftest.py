@@ -5,7 +5,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from paths import LOCOMO, MODEL_DIR, ROOT, SHARED  # noqa: F401  (ROOT, SHARED: for the fixtures below)
+from support.paths import LOCOMO, MODEL_DIR, ROOT, SHARED  # noqa: F401  (ROOT, SHARED: for the fixtures below)
 
 if "MEMCOMPILE_MODEL_DIR" not in os.environ and MODEL_DIR.is_dir():
     os.environ["MEMCOMPILE_MODEL_DIR"] = str(MODEL_DIR)
@@ -36,23 +36,54 @@ def embeddings(model_dir):
     return default_embeddings()  # the local model found above, as users get it
 
 
+@pytest.fixture
+def make_mem(request, tmp_path):
+    """Makes the test's memories and closes them after it. make_mem() keeps its records in memory,
+    make_mem("store") in tmp_path/store; dense by default (the local model), dense=False for BM25 only; turns= are
+    added for user_id first; other keywords go to MemCompile."""
+    from memcompile_langgraph import MemCompile
+
+    made = []
+
+    def make(path: str | None = None, *, turns=None, user_id: str = "u", dense: bool = True, **kwargs):
+        if dense:
+            kwargs.setdefault("embeddings", request.getfixturevalue("embeddings"))
+        mem = MemCompile(tmp_path / path if path is not None else None, dense=dense, **kwargs)
+        made.append(mem)
+        if turns:
+            mem.add_turns(turns, user_id=user_id)
+        return mem
+
+    yield make
+    for mem in made:
+        mem.close()
+
+
 @pytest.fixture(scope="session")
-def postgres_url():
-    """A real PostgreSQL 15 for the session (started on first use); tests share it, each in a schema of its own."""
-    from pg_server import missing, running_postgres
+def run_dir(tmp_path_factory) -> Path:
+    """A folder of this test run shared by its xdist workers (each has a base temp of its own inside it)."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+@pytest.fixture(scope="session")
+def postgres_url(run_dir):
+    """A real PostgreSQL 15, started once per test run at its first use and shared by the xdist workers; each test
+    keeps to a schema (or database) of its own."""
+    from support.pg_server import missing, shared_postgres
 
     why = missing()
     if why:
         pytest.skip(why)
-    with running_postgres() as url:
+    with shared_postgres(run_dir) as url:
         yield url
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
 def backend(request, tmp_path):
-    """Where the test's records live (record_backends.py): SQLite in tmp_path, then PostgreSQL (skipped with the
+    """Where the test's records live (support/record_backends.py): SQLite in tmp_path, then PostgreSQL (skipped with the
     reason where its binaries are missing)."""
-    from record_backends import PostgresBackend, SqliteBackend
+    from support.record_backends import PostgresBackend, SqliteBackend
 
     if request.param == "sqlite":
         return SqliteBackend(tmp_path / "store")
@@ -60,16 +91,22 @@ def backend(request, tmp_path):
 
 
 @pytest.fixture(scope="session")
-def chroma_url(tmp_path_factory):
-    """A real `chroma run` server on a free loopback port for the session."""
-    from servers import free_port, running
+def chroma_url(run_dir):
+    """A real `chroma run` server on a free loopback port, started once per test run and shared by the xdist
+    workers (stores on it keep to collections of their own)."""
+    from support.servers import free_port, shared, start_detached, stop_group
 
     beside = Path(sys.executable).parent / "chroma"  # the venv's own, also when the venv is not activated
     chroma = str(beside) if beside.is_file() else shutil.which("chroma")
     if chroma is None:
         pytest.skip("the `chroma` command (chromadb's server) is not installed")
-    tmp = tmp_path_factory.mktemp("chroma-server")
-    port = free_port()
-    cmd = [chroma, "run", "--path", str(tmp / "db"), "--host", "127.0.0.1", "--port", str(port)]
-    with running(cmd, f"http://127.0.0.1:{port}/api/v2/heartbeat", tmp / "chroma.log"):
-        yield f"http://127.0.0.1:{port}"
+
+    def start() -> dict:
+        port, folder = free_port(), run_dir / "chroma-server"
+        folder.mkdir(exist_ok=True)
+        cmd = [chroma, "run", "--path", str(folder / "db"), "--host", "127.0.0.1", "--port", str(port)]
+        pid = start_detached(cmd, f"http://127.0.0.1:{port}/api/v2/heartbeat", folder / "chroma.log")
+        return {"url": f"http://127.0.0.1:{port}", "pid": pid}
+
+    with shared(run_dir, "chroma", start, lambda server: stop_group(server["pid"])) as server:
+        yield server["url"]

@@ -21,7 +21,7 @@ import psycopg
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
-from pg_server import BINDIR
+from support.pg_server import BINDIR
 
 from memcompile_langgraph import MemCompile
 from memcompile_langgraph.runtime import cache as cache_module
@@ -463,7 +463,7 @@ def test_no_artefact_serves_a_turn_its_records_do_not_hold_and_every_held_turn_i
 
 
 def test_a_hand_edited_row_is_never_served_from_a_cache_or_a_file(backend, tmp_path):
-    from record_backends import Where
+    from support.record_backends import Where
 
     where = Where(backend.path or tmp_path / "vectors", backend.url)
     mem = where.memory(dense=False)
@@ -521,7 +521,7 @@ def embedded_now(mem: MemCompile, embeddings, dia_id: str):
 
 
 def test_a_hand_edited_packet_is_served_with_a_vector_of_its_new_text(backend, tmp_path, chroma_url, embeddings):
-    from record_backends import Where
+    from support.record_backends import Where
 
     where = Where(backend.path or tmp_path / "store", backend.url)
     mem = where.memory(embeddings=embeddings, chroma_url=chroma_url)

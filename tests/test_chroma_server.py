@@ -6,7 +6,7 @@ import subprocess
 import chromadb
 import pytest
 from chromadb.config import Settings
-from servers import free_port
+from support.servers import free_port
 
 from memcompile_langgraph import MemCompile
 from memcompile_langgraph.demo_data import demo_turns

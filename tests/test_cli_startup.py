@@ -1,6 +1,6 @@
 """What each CLI command loads, in a fresh process as a user runs it: `--help` and `stats` load none of LangGraph,
 LangChain, Chroma or onnxruntime; `query` on a store whose snapshot file is current never imports chromadb, and it
-prints what it prints with Chroma opened. (How long they take: `memcompile bench --startup`, in the README.)"""
+prints what it prints with Chroma opened. (How long they take: `memcompile bench --startup`, docs/performance.md.)"""
 
 import json
 import os
@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import pytest
+from support.ranking import assert_same_context
 
 from memcompile_langgraph import MemCompile
 from memcompile_langgraph.demo_data import demo_turns
@@ -67,10 +68,7 @@ def test_query_from_a_current_snapshot_file_needs_no_chroma_and_answers_as_with_
     out, loaded = run("query", QUESTION, "--store", store, "--user", "demo", "--json")
     assert "chromadb" in loaded
     from_chroma = json.loads(out)
-    assert from_chroma["context"] == from_snapshot["context"]
-    assert [p["dia_id"] for p in from_chroma["packets"]] == [p["dia_id"] for p in from_snapshot["packets"]]
-    for a, b in zip(from_chroma["packets"], from_snapshot["packets"]):
-        assert a["score"] == pytest.approx(b["score"], abs=1e-6)
+    assert_same_context(from_chroma["packets"], from_chroma["context"], from_snapshot["packets"], from_snapshot["context"])
     assert (store / "snapshots").is_dir()  # that load saved the snapshot file again: the next query skips Chroma
     _, loaded = run("query", QUESTION, "--store", store, "--user", "demo")
     assert "chromadb" not in loaded

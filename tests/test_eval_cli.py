@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from openai_server import FakeOpenAI, Status
+from support.openai_server import FakeOpenAI, Status
 
 from memcompile_langgraph.cli import main
 from memcompile_langgraph.eval.metrics import bleu1, gold_recall, token_f1

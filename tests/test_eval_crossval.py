@@ -213,7 +213,7 @@ def test_choices_share_each_querys_vectors_and_the_models_identity():
 
 
 def test_the_model_path_runs_through_the_folds(tmp_path, monkeypatch, embeddings):
-    from openai_server import FakeOpenAI
+    from support.openai_server import FakeOpenAI
 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     out = tmp_path / "llm"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from paths import LOCOMO
+from support.paths import LOCOMO
 
 from memcompile_langgraph.eval.locomo import load_locomo
 from memcompile_langgraph.eval.runner import EvalOptions, EvalRun

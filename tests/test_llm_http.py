@@ -1,10 +1,10 @@
-"""End to end through ChatOpenAI against a real OpenAI-compatible HTTP server on 127.0.0.1 (tests/openai_server.py)."""
+"""End to end through ChatOpenAI against a real OpenAI-compatible HTTP server on 127.0.0.1 (tests/support/openai_server.py)."""
 
 import json
 import re
 
 import pytest
-from openai_server import FakeOpenAI, Slow, Status
+from support.openai_server import FakeOpenAI, Slow, Status
 
 from memcompile_langgraph import MemCompile, MemCompileConfig
 from memcompile_langgraph.cli import main

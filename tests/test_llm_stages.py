@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 import pytest
-from scripted_model import HTTPError, ScriptedChatModel
+from support.scripted_model import HTTPError, ScriptedChatModel
 
 from memcompile_langgraph import MemCompile, MemCompileConfig
 from memcompile_langgraph.demo_data import demo_turns

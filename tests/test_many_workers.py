@@ -14,14 +14,12 @@ import uuid
 from pathlib import Path
 
 import pytest
+from support.paths import LOCOMO, ROOT
 
 from memcompile_langgraph import MemCompile
 from memcompile_langgraph.loaders import load_file
 from memcompile_langgraph.store.pg_records import PgRecordStore
 from memcompile_langgraph.store.vectors import VectorStore
-
-ROOT = Path(__file__).resolve().parents[1]
-LOCOMO = Path(os.environ.get("MEMCOMPILE_LOCOMO") or ROOT.parent / "shared" / "data" / "locomo" / "locomo10-dev.json")
 
 pytestmark = pytest.mark.slow
 

@@ -4,17 +4,16 @@ whose tools come from langchain-mcp-adapters."""
 import json
 import os
 import sys
-from pathlib import Path
 
 import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamablehttp_client
-from servers import free_port, running
+from support.paths import ROOT
+from support.servers import free_port, running
 
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parents[1]
 CLI = [sys.executable, "-c", "import sys; from memcompile_langgraph.cli import main; sys.exit(main())"]
 ENV = {"PYTHONPATH": str(ROOT), "ANONYMIZED_TELEMETRY": "False"}
 TURNS = [
@@ -92,7 +91,7 @@ async def test_langchain_mcp_adapters_agent_remembers_then_recalls(tmp_path):
     from langchain_core.messages import AIMessage, ToolMessage
     from langchain_mcp_adapters.client import MultiServerMCPClient
     from langchain_mcp_adapters.tools import load_mcp_tools
-    from scripted_model import ScriptedChatModel
+    from support.scripted_model import ScriptedChatModel
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

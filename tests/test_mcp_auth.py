@@ -10,7 +10,7 @@ import httpx
 import pytest
 from mcp import ClientSession
 from mcp.client.streamable_http import streamablehttp_client
-from servers import free_port, running
+from support.servers import free_port, running
 
 pytestmark = pytest.mark.slow
 

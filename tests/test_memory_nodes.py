@@ -10,7 +10,6 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, MessagesState, StateGraph
 from pydantic import Field
 
-from memcompile_langgraph import MemCompile
 from memcompile_langgraph.integrations.chat_agent import build_chat_agent
 from memcompile_langgraph.integrations.memory_nodes import RECALL_HEADER, is_recall_message, make_recall_node
 from memcompile_langgraph.users import MissingUserId
@@ -24,13 +23,6 @@ class RecordingModel(GenericFakeChatModel):
     def _generate(self, messages, stop=None, run_manager=None, **kwargs):
         self.seen.append(list(messages))
         return super()._generate(messages, stop, run_manager, **kwargs)
-
-
-@pytest.fixture
-def mem(tmp_path, embeddings):
-    m = MemCompile(tmp_path / "store", embeddings=embeddings)
-    yield m
-    m.close()
 
 
 def chat(mem, replies, **names):
@@ -50,7 +42,8 @@ def stored(mem, user):
     return [index.packets[p] for p in index.packet_order]
 
 
-def test_next_recall_finds_the_stored_exchange(mem):
+def test_next_recall_finds_the_stored_exchange(make_mem):
+    mem = make_mem("store")
     agent, model = chat(
         mem, ["Congratulations on Biscuit!", "Your dog is called Biscuit."], user_name="Tom", assistant_name="Aria"
     )
@@ -73,7 +66,8 @@ def test_next_recall_finds_the_stored_exchange(mem):
     assert out["messages"][-1].text == "Your dog is called Biscuit."
 
 
-def test_nothing_is_stored_twice_and_recall_messages_are_not_stored(mem):
+def test_nothing_is_stored_twice_and_recall_messages_are_not_stored(make_mem):
+    mem = make_mem("store")
     agent, _ = chat(mem, ["Nice.", "Sounds fun.", "Good luck!"])
     for text in ["I moved to Oslo in March.", "I joined a rowing club in Oslo.", "The regatta is in June."]:
         out = say(agent, text, "one-thread", user_id="ann")
@@ -87,7 +81,8 @@ def test_nothing_is_stored_twice_and_recall_messages_are_not_stored(mem):
     assert len(stored(mem, "ann")) == 6 and "already_stored" not in mem.stats("ann")["counters"]
 
 
-def test_user_id_from_configurable_or_context_object_and_none_is_an_error(mem):
+def test_user_id_from_configurable_or_context_object_and_none_is_an_error(make_mem):
+    mem = make_mem("store")
     exchange = {
         "messages": [HumanMessage("I live in Oslo near the fjord.", id="h1"), AIMessage("Lovely place.", id="a1")]
     }
@@ -114,7 +109,8 @@ def test_user_id_from_configurable_or_context_object_and_none_is_an_error(mem):
     assert isinstance(out["messages"][-1], SystemMessage) and "Oslo" in out["messages"][-1].text
 
 
-def test_speaker_names_from_context_and_message_name(mem):
+def test_speaker_names_from_context_and_message_name(make_mem):
+    mem = make_mem("store")
     agent, _ = chat(mem, ["Noted."])
     say(agent, "My bike is red.", "t", user_id="u", user_name="Kim", assistant_name="Aria")
     assert [p.speaker for p in stored(mem, "u")] == ["Kim", "Aria"]
@@ -124,7 +120,8 @@ def test_speaker_names_from_context_and_message_name(mem):
     assert stored(mem, "u")[-1].speaker == "Lee"
 
 
-def test_tool_traffic_is_not_dialogue(mem):
+def test_tool_traffic_is_not_dialogue(make_mem):
+    mem = make_mem("store")
     call = {"name": "weather", "args": {"city": "Oslo"}, "id": "c1"}
     messages = [
         HumanMessage("What is the weather in Oslo?", id="h"),
@@ -136,7 +133,8 @@ def test_tool_traffic_is_not_dialogue(mem):
     assert [p.text for p in stored(mem, "kim")] == ["What is the weather in Oslo?", "It is 12 C and sunny in Oslo."]
 
 
-def test_messages_without_ids_are_stored_once(mem):
+def test_messages_without_ids_are_stored_once(make_mem):
+    mem = make_mem("store")
     state = {
         "messages": [
             {"role": "user", "content": "I collect vinyl records."},
@@ -160,13 +158,15 @@ def test_messages_without_ids_are_stored_once(mem):
         "not a state",
     ],
 )
-def test_bad_input_gives_no_update(mem, state):
+def test_bad_input_gives_no_update(make_mem, state):
+    mem = make_mem("store")
     assert mem.recall_node(state, KIM) == {}
     assert mem.remember_node(state, KIM) == {}
     assert stored(mem, "kim") == []
 
 
-def test_recall_k_limits_the_blocks(mem):
+def test_recall_k_limits_the_blocks(make_mem):
+    mem = make_mem("store")
     turns = [HumanMessage(f"I visited museum number {i} in Oslo.", id=f"h{i}") for i in range(4)]
     mem.remember_node({"messages": turns}, KIM)
     update = make_recall_node(mem, k=2)({"messages": [HumanMessage("Which museums did I visit in Oslo?")]}, KIM)

@@ -1,6 +1,6 @@
 """The `paper` profile (MemCompileConfig.paper()): every choice as the paper makes it, checked against the default.
 
-Model paths run through ChatOpenAI against the loopback OpenAI-compatible server (tests/openai_server.py)."""
+Model paths run through ChatOpenAI against the loopback OpenAI-compatible server (tests/support/openai_server.py)."""
 
 import json
 import logging
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
-from openai_server import FakeOpenAI
+from support.openai_server import FakeOpenAI
 
 from memcompile_langgraph import MemCompile, MemCompileConfig
 from memcompile_langgraph.address.candidates import bm25_top, candidate_union

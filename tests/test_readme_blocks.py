@@ -1,13 +1,15 @@
-"""Every ```python and ```bash block of README.md runs as written, in README order, in one temporary working
-directory (what a user following the README along has): python blocks in a subprocess each, bash blocks via bash,
-`memcompile` from this environment on PATH.
+"""Every ```python and ```bash block of README.md and of each docs/*.md page runs as written, in the page's order,
+in one temporary working directory per page (what a user following that page along has): python blocks in a
+subprocess each, bash blocks via bash, `memcompile` from this environment on PATH. A page's blocks stay together in
+one xdist worker (the xdist_group mark; pytest runs with --dist loadgroup).
 
 A block that needs something names it on the line before its fence, `<!-- docs-test: needs NAME[, NAME] -->`:
-- openai: a loopback OpenAI-compatible server (tests/openai_server.py) through OPENAI_BASE_URL / OPENAI_API_KEY;
+- openai: a loopback OpenAI-compatible server (tests/support/openai_server.py) through OPENAI_BASE_URL / OPENAI_API_KEY;
 - chroma-server, langgraph-dev: the real server on a free port; the README's port (8000, 2024) is replaced by it,
   and a line of the block that starts the server itself is run as that server, until the block's other lines end;
 - locomo: `locomo10.json` in the working directory (stand-in: the first conversation of the LoCoMo dev split, cut
   to its first sessions and the questions about them, so every block runs in seconds);
+- postgres: a database of its own on the test run's PostgreSQL; the page's `postgresql://...` URL is replaced by it;
 - install: installs the package into the running environment (CI's own install step, .ci/run, runs it verbatim).
 A need without a stand-in here is reported as skipped with the reason, never as passed.
 """
@@ -25,11 +27,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from paths import LOCOMO
-from servers import free_port, running
+from support.paths import LOCOMO, ROOT
+from support.servers import free_port, running
 
-ROOT = Path(__file__).resolve().parents[1]
-README = ROOT / "README.md"
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 FENCE = re.compile(r"^```(\S*)\s*$")
 NEEDS = re.compile(r"^<!-- docs-test: needs (?P<names>[\w-]+(?:\s*,\s*[\w-]+)*) -->\s*$")
 RUNNABLE = ("python", "bash")
@@ -54,13 +55,14 @@ class Block:
     lang: str
     code: str
     needs: tuple[str, ...]
+    page: str = "README.md"  # relative to the repository root
 
     @property
     def id(self) -> str:
-        return f"L{self.line}-{self.lang}" + "".join(f"-{n}" for n in self.needs)
+        return f"{self.page}-L{self.line}-{self.lang}" + "".join(f"-{n}" for n in self.needs)
 
 
-def readme_blocks(text: str) -> list[Block]:
+def readme_blocks(text: str, page: str = "README.md") -> list[Block]:
     """Every fenced block with its language, first line number and needs."""
     blocks, lines, i = [], text.splitlines(), 0
     while i < len(lines):
@@ -71,15 +73,15 @@ def readme_blocks(text: str) -> list[Block]:
         end = next(j for j in range(i + 1, len(lines)) if lines[j].startswith("```"))
         marker = NEEDS.match(lines[i - 1]) if i else None
         needs = tuple(n.strip() for n in marker["names"].split(",")) if marker else ()
-        blocks.append(Block(i + 1, m.group(1), "\n".join(lines[i + 1 : end]) + "\n", needs))
+        blocks.append(Block(i + 1, m.group(1), "\n".join(lines[i + 1 : end]) + "\n", needs, page))
         i = end + 1
     return blocks
 
 
-BLOCKS = readme_blocks(README.read_text(encoding="utf-8"))
+BLOCKS = [b for page in PAGES for b in readme_blocks(page.read_text(encoding="utf-8"), str(page.relative_to(ROOT)))]
 
 
-def test_readme_fences_are_all_run_or_plainly_not_code():
+def test_docs_fences_are_all_run_or_plainly_not_code():
     assert {b.lang for b in BLOCKS} <= set(RUNNABLE) | set(OTHER_FENCES), "a fence the docs test would not run"
     runnable = [b for b in BLOCKS if b.lang in RUNNABLE]
     assert len(runnable) >= 10
@@ -100,13 +102,19 @@ def test_needs_markers_parse():
 
 
 @pytest.fixture(scope="module")
-def workdir(tmp_path_factory) -> Path:
-    """The user's working directory for the whole README; it sees the repository's graphs/ and tests/ as a clone
-    does."""
-    tmp = tmp_path_factory.mktemp("readme")
-    for folder in ("graphs", "tests"):  # what README commands name by relative path
-        (tmp / folder).symlink_to(ROOT / folder, target_is_directory=True)
-    return tmp
+def workdirs(tmp_path_factory) -> dict[str, Path]:
+    return {}
+
+
+@pytest.fixture
+def workdir(block: Block, workdirs: dict[str, Path], tmp_path_factory) -> Path:
+    """The user's working directory for the block's whole page; it sees the repository's graphs/ and tests/ as a
+    clone does."""
+    if block.page not in workdirs:
+        tmp = workdirs[block.page] = tmp_path_factory.mktemp(Path(block.page).stem)
+        for folder in ("graphs", "tests"):  # what the pages' commands name by relative path
+            (tmp / folder).symlink_to(ROOT / folder, target_is_directory=True)
+    return workdirs[block.page]
 
 
 def first_sessions(sample: dict, sessions: int = STAND_IN_SESSIONS) -> dict:
@@ -139,12 +147,12 @@ def is_server_line(line: str, need: str) -> bool:
 
 
 @contextlib.contextmanager
-def stand_ins(block: Block, workdir: Path, env: dict[str, str]) -> Iterator[str]:
+def stand_ins(block: Block, workdir: Path, env: dict[str, str], request) -> Iterator[str]:
     """Start what the block needs; yields the block's code with the documented ports replaced."""
     code = block.code
     with contextlib.ExitStack() as stack:
         if "openai" in block.needs:
-            from openai_server import FakeOpenAI
+            from support.openai_server import FakeOpenAI
 
             server = stack.enter_context(FakeOpenAI())
             env.update(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY="docs-test-key")
@@ -153,11 +161,10 @@ def stand_ins(block: Block, workdir: Path, env: dict[str, str]) -> Iterator[str]
                 pytest.skip(f"needs locomo: the LoCoMo dev split is not at {LOCOMO}")
             (workdir / "locomo10.json").write_text(json.dumps([first_sessions(json.loads(LOCOMO.read_text())[0])]))
         if "postgres" in block.needs:
-            from pg_server import missing, running_postgres
+            from support.pg_server import new_database
 
-            if missing():
-                pytest.skip(f"needs postgres: {missing()}")
-            code = PG_URL.sub(stack.enter_context(running_postgres()), code).replace("chroma.internal", "127.0.0.1")
+            database = new_database(request.getfixturevalue("postgres_url"))  # skips with the reason without one
+            code = PG_URL.sub(database, code).replace("chroma.internal", "127.0.0.1")
         for need in (n for n in block.needs if n in SERVERS):
             documented, start, ready = SERVERS[need]
             port = free_port()
@@ -192,18 +199,21 @@ def stand_ins(block: Block, workdir: Path, env: dict[str, str]) -> Iterator[str]
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("block", [b for b in BLOCKS if b.lang in RUNNABLE], ids=lambda b: b.id)
-def test_readme_block_runs_as_written(block: Block, workdir: Path):
+@pytest.mark.parametrize(
+    "block",
+    [pytest.param(b, id=b.id, marks=pytest.mark.xdist_group(b.page)) for b in BLOCKS if b.lang in RUNNABLE],
+)
+def test_docs_block_runs_as_written(block: Block, workdir: Path, request):
     missing = [n for n in block.needs if n not in STAND_INS]
     if missing:
         pytest.skip("; ".join(f"needs {n}: {SKIPPED.get(n, 'unknown need')}" for n in missing))
     env = base_env()
-    with stand_ins(block, workdir, env) as code:
+    with stand_ins(block, workdir, env, request) as code:
         script = workdir / f"block-{block.line}.{'py' if block.lang == 'python' else 'sh'}"
         script.write_text(code, encoding="utf-8")
         cmd = [sys.executable, script.name] if block.lang == "python" else ["bash", "-e", "-o", "pipefail", script.name]
         proc = subprocess.run(cmd, cwd=workdir, env=env, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, (
-        f"README.md line {block.line}:\n{code}\n--- stdout\n{proc.stdout[-3000:]}\n--- stderr\n{proc.stderr[-3000:]}"
+        f"{block.page} line {block.line}:\n{code}\n--- stdout\n{proc.stdout[-3000:]}\n--- stderr\n{proc.stderr[-3000:]}"
     )
     assert "Traceback" not in proc.stderr, proc.stderr[-3000:]

@@ -13,18 +13,10 @@ from memcompile_langgraph.integrations.retriever import METADATA_KEYS, MemCompil
 QUESTION = "What kind of dog did Tom adopt and what is its name?"
 
 
-@pytest.fixture(scope="module")
-def mem(tmp_path_factory, embeddings):
-    m = MemCompile(tmp_path_factory.mktemp("retriever"), embeddings=embeddings)
-    m.add_turns(demo_turns(), user_id="demo")
-    yield m
-    m.close()
-
-
 class TestMemCompileRetrieverStandard(RetrieversIntegrationTests):
     @pytest.fixture(autouse=True)
-    def _memory(self, mem):
-        self.memory = mem
+    def _memory(self, make_mem):
+        self.memory = make_mem("store", turns=demo_turns(), user_id="demo")
 
     @property
     def retriever_constructor(self) -> type[MemCompileRetriever]:
@@ -39,7 +31,8 @@ class TestMemCompileRetrieverStandard(RetrieversIntegrationTests):
         return QUESTION
 
 
-def test_one_document_per_packet_in_schedule_order(mem):
+def test_one_document_per_packet_in_schedule_order(make_mem):
+    mem = make_mem("store", turns=demo_turns(), user_id="demo")
     ctx = mem.compile(QUESTION, user_id="demo")
     docs = mem.as_retriever(user_id="demo").invoke(QUESTION)
     assert 3 <= len(docs) == len(ctx.packets) <= 12
@@ -53,7 +46,8 @@ def test_one_document_per_packet_in_schedule_order(mem):
     assert "Biscuit" in docs[0].page_content
 
 
-async def test_async_matches_sync_and_k_truncates(mem):
+async def test_async_matches_sync_and_k_truncates(make_mem):
+    mem = make_mem("store", turns=demo_turns(), user_id="demo")
     retriever = mem.as_retriever(user_id="demo", k=12)
     full = retriever.invoke(QUESTION)
     assert [d.id for d in await retriever.ainvoke(QUESTION)] == [d.id for d in full]
@@ -61,18 +55,21 @@ async def test_async_matches_sync_and_k_truncates(mem):
     assert [d.id for d in await retriever.ainvoke(QUESTION, k=1)] == [full[0].id]
 
 
-def test_users_are_separate_and_blank_query_matches_nothing(mem):
+def test_users_are_separate_and_blank_query_matches_nothing(make_mem):
+    mem = make_mem("store", turns=demo_turns(), user_id="demo")
     assert mem.as_retriever(user_id="someone-else").invoke(QUESTION) == []
     assert mem.as_retriever(user_id="demo").invoke("   ") == []
 
 
 @pytest.mark.parametrize("params", [{"k": 0}, {"k": -3}, {"user_id": ""}, {"user_id": "bad\x00id"}])
-def test_bad_parameters_are_rejected(mem, params):
+def test_bad_parameters_are_rejected(make_mem, params):
+    mem = make_mem("store", turns=demo_turns(), user_id="demo")
     with pytest.raises(ValidationError):
         MemCompileRetriever(memory=mem, **params)
 
 
-def test_bad_k_at_invoke_and_wrong_memory_type(mem):
+def test_bad_k_at_invoke_and_wrong_memory_type(make_mem):
+    mem = make_mem("store", turns=demo_turns(), user_id="demo")
     with pytest.raises(ValueError, match="k must be a positive integer"):
         mem.as_retriever(user_id="demo").invoke(QUESTION, k=0)
     with pytest.raises(ValidationError):

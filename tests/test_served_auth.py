@@ -5,7 +5,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from servers import LANGGRAPH_OFFLINE, free_port, running
+from support.servers import LANGGRAPH_OFFLINE, free_port, running
 
 from memcompile_langgraph import MemCompile
 

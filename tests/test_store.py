@@ -6,7 +6,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langgraph.store.base import GetOp, InvalidNamespaceError, PutOp, SearchOp
-from scripted_model import ScriptedChatModel
+from support.scripted_model import ScriptedChatModel
 
 from memcompile_langgraph import MemCompile
 from memcompile_langgraph.integrations.store import MemCompileStore

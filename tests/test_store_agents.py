@@ -10,7 +10,7 @@ from langgraph.config import get_store
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from langmem import create_manage_memory_tool, create_search_memory_tool
-from scripted_model import ScriptedChatModel
+from support.scripted_model import ScriptedChatModel
 from typing_extensions import TypedDict
 
 from memcompile_langgraph import MemCompile

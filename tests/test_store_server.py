@@ -1,16 +1,14 @@
 """`langgraph dev` with MemCompileStore as its long-term store (graphs/langgraph.store.json): /store/items and the
 chat graph read and write one memory."""
 
-from pathlib import Path
-
 import httpx
 import pytest
-from servers import LANGGRAPH_OFFLINE, free_port, running
+from support.paths import ROOT
+from support.servers import LANGGRAPH_OFFLINE, free_port, running
 from test_studio import assistants
 
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parents[1]
 PET = {"speaker": "Tom", "text": "I adopted a beagle named Biscuit.", "time": "4 March 2024"}
 
 

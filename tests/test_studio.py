@@ -4,17 +4,15 @@ import json
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import httpx
 import pytest
-from servers import LANGGRAPH_OFFLINE, free_port, running
+from support.paths import ROOT
+from support.servers import LANGGRAPH_OFFLINE, free_port, running
 
 from memcompile_langgraph.query_graph import STAGES
 
 pytestmark = pytest.mark.slow
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")

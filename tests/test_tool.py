@@ -6,7 +6,6 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode
 from typing_extensions import TypedDict
 
-from memcompile_langgraph import MemCompile
 from memcompile_langgraph.demo_data import demo_turns
 from memcompile_langgraph.integrations.tool import NOTHING_STORED
 from memcompile_langgraph.users import MissingUserId
@@ -14,24 +13,19 @@ from memcompile_langgraph.users import MissingUserId
 QUESTION = "What kind of dog did Tom adopt?"
 
 
-@pytest.fixture(scope="module")
-def mem(embeddings):
-    memory = MemCompile(None, embeddings=embeddings)  # in memory: the tool does not care where records live
-    memory.add_turns(demo_turns(), user_id="demo")
-    return memory
-
-
 def call(query, id="c1"):
     return {"type": "tool_call", "id": id, "name": "search_memory", "args": {"query": query}}
 
 
-def test_the_model_sees_only_a_query_argument(mem):
+def test_the_model_sees_only_a_query_argument(make_mem):
+    mem = make_mem(turns=demo_turns(), user_id="demo")
     tool = mem.as_tool()
     assert tool.name == "search_memory"
     assert set(tool.tool_call_schema.model_json_schema()["properties"]) == {"query"}
 
 
-def test_tool_call_returns_context_and_packet_artifact(mem):
+def test_tool_call_returns_context_and_packet_artifact(make_mem):
+    mem = make_mem(turns=demo_turns(), user_id="demo")
     msg = mem.as_tool().invoke(call(QUESTION), {"configurable": {"user_id": "demo"}})
     assert isinstance(msg, ToolMessage) and msg.tool_call_id == "c1"
     assert "Biscuit" in msg.content
@@ -40,7 +34,8 @@ def test_tool_call_returns_context_and_packet_artifact(mem):
     assert {"dia_id", "time", "score", "rank"} <= set(msg.artifact[0])
 
 
-def test_fixed_user_and_k(mem):
+def test_fixed_user_and_k(make_mem):
+    mem = make_mem(turns=demo_turns(), user_id="demo")
     tool = mem.as_tool(user_id="demo", k=2)
     msg = tool.invoke(call(QUESTION), {"configurable": {"user_id": "someone-else"}})
     assert len(msg.artifact) == 2 and msg.content.count("\n\n") == 1
@@ -49,14 +44,16 @@ def test_fixed_user_and_k(mem):
         mem.as_tool().invoke({"query": QUESTION})
 
 
-async def test_async_and_empty_query(mem):
+async def test_async_and_empty_query(make_mem):
+    mem = make_mem(turns=demo_turns(), user_id="demo")
     tool = mem.as_tool(user_id="demo")
     msg = await tool.ainvoke(call(QUESTION))
     assert "Biscuit" in msg.content
     assert "empty" in tool.invoke({"query": "  "})
 
 
-def test_user_from_runtime_context_inside_a_tool_node(mem):
+def test_user_from_runtime_context_inside_a_tool_node(make_mem):
+    mem = make_mem(turns=demo_turns(), user_id="demo")
     class Ctx(TypedDict):
         user_id: str
 
@@ -73,6 +70,7 @@ def test_user_from_runtime_context_inside_a_tool_node(mem):
 
 
 @pytest.mark.parametrize("kwargs", [{"k": 0}, {"user_id": ""}])
-def test_bad_tool_parameters_are_rejected(mem, kwargs):
+def test_bad_tool_parameters_are_rejected(make_mem, kwargs):
+    mem = make_mem(turns=demo_turns(), user_id="demo")
     with pytest.raises(ValueError):
         mem.as_tool(**kwargs)

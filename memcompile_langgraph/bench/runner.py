@@ -120,9 +120,9 @@ def _query_stats(mem: MemCompile, qs: list[str]) -> dict[str, Any]:
 
 def _check_store(path: Path | None, records_url: str | None = None) -> None:
     if records_url:
-        from ..store.pg_records import PgRecordStore
+        from ..store.open import open_records
 
-        records = PgRecordStore(records_url)
+        records = open_records(None, records_url)
         try:
             if USER in records.users():
                 raise ValueError("the records URL already holds a bench history; give an empty schema (?schema=NAME)")

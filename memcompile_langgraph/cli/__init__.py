@@ -61,10 +61,15 @@ def reader_gone() -> int:
 def error_line(exc: Exception, store: str | None) -> tuple[str, int]:
     """The one line a failed command prints, and its exit code: 2 when the input, the arguments or the store are
     at fault, 1 for anything else (a bug: --debug shows its traceback)."""
+    from ..extras import MissingExtra, missing_extra
     from ..store.protocols import StoreError
 
     where = f"store {store}: " if store else ""
-    if isinstance(exc, sqlite3.DatabaseError):  # a damaged or foreign file where the store's database should be
+    if isinstance(exc, ImportError) and not isinstance(exc, MissingExtra):
+        exc = missing_extra(exc, "this command") or exc  # an optional dependency the command needs
+    if isinstance(exc, MissingExtra):
+        message, code = str(exc), 2
+    elif isinstance(exc, sqlite3.DatabaseError):  # a damaged or foreign file where the store's database should be
         message, code = f"{where}{exc}", 2
     elif type(exc).__module__.split(".")[0] == "chromadb":  # the vector store's files could not be used
         message, code = f"{where}vector store: {exc or type(exc).__name__}", 2

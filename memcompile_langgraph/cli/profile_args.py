@@ -14,7 +14,7 @@ def add_profile_arg(p: argparse.ArgumentParser) -> None:
         choices=PROFILES,
         default="default",
         help="default: the best measured setting; paper: every choice as MemCompile's paper makes it "
-        "(without a model its LLM-free path, A2); the README's 'Deviations from the paper' lists "
+        "(without a model its LLM-free path, A2); docs/configuration.md's 'Deviations from the paper' lists "
         "the differences",
     )
 

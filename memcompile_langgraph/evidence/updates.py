@@ -54,8 +54,8 @@ _COUNTED = re.compile(r"\bhow (?:many|much)\s+((?:[a-z-]+\s+){0,2}[a-z-]+)", re.
 UPDATE_MIN_SHARED_IDF = 1.5  # summed relative idf (idf / the idf of a term one claim holds) of the shared topic
 # terms: two or three terms rare in this user's memory; relative, so it means the same in a small and a large memory
 UPDATE_MAX_CLAIM_TERMS = 60  # longer claims (code, lists) are not statements of one fact
-# a claim with more values (a date or a time is one) is a list or a table, not one statement; 4 (was 3): BEAM dev
-# found 12 -> 13 of 17 pairs, LoCoMo dev marks unchanged
+# a claim with more values (a date or a time is one) is a list or a table, not one statement; 4 leaves room for a
+# date and a time beside the changed value and its old one
 UPDATE_MAX_VALUES = 4
 
 

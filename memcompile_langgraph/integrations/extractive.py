@@ -96,10 +96,11 @@ def _relevance(question: str, texts: Sequence[str], embeddings: Any) -> list[flo
     return [sum(idf[t] for t in asked & s) / norm for s in sets]
 
 
-def answer(question: str, claims: Sequence[Claim], embeddings: Any = None) -> Answer | None:
-    """The claim that best answers the question, or None when no claim states anything beyond it."""
+def ranked(question: str, claims: Sequence[Claim], embeddings: Any = None) -> list[tuple[float, Claim]]:
+    """(score, claim) for every claim that states something beyond the question, best first; equal scores keep the
+    context's order (the schedule ranked the earlier block higher)."""
     if not claims:
-        return None
+        return []
     relevance = _relevance(question, [c.text for c in claims], embeddings)
     asked, cue = term_set(question), _asks_for(question)
     turn_lift: dict[str, float] = {}
@@ -112,11 +113,16 @@ def answer(question: str, claims: Sequence[Claim], embeddings: Any = None) -> An
             turn_lift[c.dia_id] = max(turn_lift.get(c.dia_id, 0.0), rel)
             continue
         candidates.append((rel + (CUE_BONUS if _fits(cue, said, question) else 0.0), c))
-    if not candidates:
+    scored = [(score + TURN_WEIGHT * turn_lift.get(c.dia_id, 0.0), c) for score, c in candidates]
+    return sorted(scored, key=lambda x: -x[0])  # stable: ties keep the earlier claim
+
+
+def answer(question: str, claims: Sequence[Claim], embeddings: Any = None) -> Answer | None:
+    """The claim that best answers the question, or None when no claim states anything beyond it."""
+    scored = ranked(question, claims, embeddings)
+    if not scored:
         return None
-    # ties keep the earlier claim: the schedule ranked its block higher
-    best = max(candidates, key=lambda x: x[0] + TURN_WEIGHT * turn_lift.get(x[1].dia_id, 0.0))
-    c = best[1]
+    c = scored[0][1]
     when = f" (said on {c.date})" if c.date else ""
     return Answer(f"{c.text.rstrip()}{when}", (c.dia_id,))
 

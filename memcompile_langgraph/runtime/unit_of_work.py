@@ -111,7 +111,7 @@ class UnitOfWork:
         self._pending = self.engine.background().submit(self._embed, items, ahead, started)
         if ahead is not None:
             # a job needs the interpreter to start: waiting hands it over now (else it may wait out the switch
-            # interval, ~2.7 ms of a one-turn add, while this thread places Cells); bounded, as other writers'
+            # interval, milliseconds of a one-turn add, while this thread places Cells); bounded, as other writers'
             # jobs may hold every worker
             started.wait(JOB_START_WAIT)
 

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..extras import missing_extra
 from .protocols import RecordsStore, VectorsStore
 
 RECORDS_URL_ENV = "MEMCOMPILE_RECORDS_URL"
@@ -23,10 +24,13 @@ def records_url_from(records_url: str | None) -> str | None:
 def open_records(path: str | Path | None, records_url: str | None = None, create: bool = True) -> RecordsStore:
     url = records_url_from(records_url)
     if url:
-        from .pg_records import (
-            PgRecordStore,  # psycopg is imported only by memories that use PostgreSQL
-        )
-
+        try:
+            from .pg_records import PgRecordStore  # psycopg is imported only by memories that use PostgreSQL
+        except ImportError as exc:
+            missing = missing_extra(exc, "records_url=postgresql://...")
+            if missing is None:
+                raise
+            raise missing from None
         return PgRecordStore(url, create=create)
     from .records import RecordStore
 
@@ -47,7 +51,7 @@ def open_vectors(path: str | Path | None, records: RecordsStore, chroma_url: str
 
 class LazyVectors:
     """A VectorStore opened at its first use, once, whichever thread asks first: importing chromadb and opening
-    its client cost ~1.5 s here, which a query answered from a current snapshot file (vectors included) never
+    its client take seconds, which a query answered from a current snapshot file (vectors included) never
     needs. A failed open (a server that does not answer) raises to that caller and is tried again by the next."""
 
     def __init__(self, connect: Callable[[], VectorsStore]):

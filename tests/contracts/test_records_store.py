@@ -10,20 +10,18 @@ import sys
 import threading
 import time
 import uuid
-from pathlib import Path
 
 import psycopg
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from record_backends import SqliteBackend
+from support.paths import ROOT
+from support.record_backends import SqliteBackend
 
 from memcompile_langgraph.records import Descriptor, SourcePacket
 from memcompile_langgraph.store.protocols import RecordsStore, StoredTurn, StoreError
 from memcompile_langgraph.store.records import SCHEMA_VERSION
 from memcompile_langgraph.text import clean_text
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def packet(user: str, seq: int, text: str = "", speaker: str = "Ann", session: int = 1) -> SourcePacket:

@@ -11,7 +11,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from record_backends import Where
+from support.record_backends import Where
 
 from memcompile_langgraph.store.vectors import VectorStore
 

@@ -6,22 +6,15 @@ from __future__ import annotations
 
 import itertools
 
-import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memcompile_langgraph import MemCompile
 from memcompile_langgraph.build import MAX_SPEAKER
 from memcompile_langgraph.runtime.ingest import INGEST_BATCH
 
 from .strategies import examples
 
 _users = itertools.count()
-
-
-@pytest.fixture(scope="module")
-def mem():
-    return MemCompile(None, dense=False)
 
 
 # few distinct values, so equal turns (the case deduplication used to merge) are frequent
@@ -36,7 +29,8 @@ plain_turn = st.fixed_dictionaries(
 
 @examples(25)
 @given(turns=st.lists(plain_turn, min_size=1, max_size=30))
-def test_every_turn_kept_and_a_resend_is_a_no_op(mem, turns):
+def test_every_turn_kept_and_a_resend_is_a_no_op(make_mem, turns):
+    mem = make_mem(dense=False)
     user = f"i{next(_users)}"
     first = mem.add_turns(turns, user_id=user)
     assert first["stored"] == len(turns), first  # equal replies are separate turns
@@ -45,16 +39,18 @@ def test_every_turn_kept_and_a_resend_is_a_no_op(mem, turns):
     assert len(mem.index(user).packets) == len(turns)
 
 
-def test_equal_replies_across_ingest_batches(mem):
+def test_equal_replies_across_ingest_batches(make_mem):
     """Positions count across the whole call: a reply in the second batch is not taken for one in the first."""
+    mem = make_mem(dense=False)
     turns = [{"speaker": "Tom", "text": "Yes"}] * (INGEST_BATCH + 44)
     user = f"i{next(_users)}"
     assert mem.add_turns(turns, user_id=user)["stored"] == len(turns)
     assert mem.add_turns(turns, user_id=user)["already_stored"] == len(turns)
 
 
-def test_a_later_call_appends(mem):
+def test_a_later_call_appends(make_mem):
     """New turns sent later (an appended file) are stored; the ones sent before stay known."""
+    mem = make_mem(dense=False)
     user = f"i{next(_users)}"
     day1 = [{"speaker": "Tom", "text": "Did you call?"}, {"speaker": "Ann", "text": "Yes"}]
     day2 = day1 + [{"speaker": "Tom", "text": "And the dentist?"}, {"speaker": "Ann", "text": "Yes"}]
@@ -68,8 +64,9 @@ def test_a_later_call_appends(mem):
     prefix=st.builds(lambda c, s: c * MAX_SPEAKER + s, st.characters(), st.text(max_size=5)),
     tails=st.lists(st.text(min_size=1, max_size=5), min_size=2, max_size=4, unique=True),
 )
-def test_speaker_cut_is_counted_and_keeps_identity(mem, prefix, tails):
+def test_speaker_cut_is_counted_and_keeps_identity(make_mem, prefix, tails):
     """Speakers equal in their first 200 characters stay different turns, and each cut is counted."""
+    mem = make_mem(dense=False)
     from memcompile_langgraph.text import clean_text
 
     speakers = list(dict.fromkeys(clean_text(prefix + "x" + t) for t in tails))
@@ -86,7 +83,8 @@ def test_speaker_cut_is_counted_and_keeps_identity(mem, prefix, tails):
 
 @examples(25)
 @given(turns=st.lists(plain_turn, min_size=1, max_size=20), extra=plain_turn, at=st.integers(0, 20))
-def test_a_resend_with_an_inserted_turn_stores_only_that_turn(mem, turns, extra, at):
+def test_a_resend_with_an_inserted_turn_stores_only_that_turn(make_mem, turns, extra, at):
+    mem = make_mem(dense=False)
     user = f"i{next(_users)}"
     mem.add_turns(turns, user_id=user)
     edited = turns[:at] + [{**extra, "text": "a turn inserted later"}] + turns[at:]
@@ -94,14 +92,16 @@ def test_a_resend_with_an_inserted_turn_stores_only_that_turn(mem, turns, extra,
     assert counts["stored"] == 1 and counts["already_stored"] == len(turns), counts
 
 
-def test_one_turn_sent_again_alone_is_known(mem):
+def test_one_turn_sent_again_alone_is_known(make_mem):
+    mem = make_mem(dense=False)
     user = f"i{next(_users)}"
     turns = [{"speaker": "Tom", "text": "Yes", "time": "2024-03-01T10:00"}, {"speaker": "Ann", "text": "Great"}]
     mem.add_turns(turns, user_id=user)
     assert mem.add_turns([turns[1]], user_id=user)["already_stored"] == 1
 
 
-def test_speaker_cut_without_dia_id(mem):
+def test_speaker_cut_without_dia_id(make_mem):
+    mem = make_mem(dense=False)
     speakers = ["N" * MAX_SPEAKER + "-one", "N" * MAX_SPEAKER + "-two"]
     turns = [{"speaker": s, "text": "Yes", "session": 1} for s in speakers]
     user = f"i{next(_users)}"

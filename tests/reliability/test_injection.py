@@ -98,7 +98,7 @@ def test_labels_outside_the_closed_set_are_refused():
 
 
 def test_the_answer_prompt_fences_stored_text_as_quoted_data(tmp_path):
-    from scripted_model import ScriptedChatModel
+    from support.scripted_model import ScriptedChatModel
 
     from memcompile_langgraph.eval.answers import AnswerStage
     from memcompile_langgraph.eval.dataset import Question

@@ -6,7 +6,6 @@ from __future__ import annotations
 import itertools
 import re
 
-import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, HumanMessage
@@ -20,11 +19,6 @@ _users = itertools.count()
 NUMBERED = re.compile(r"^(?:session[ _-]?)?(\d{1,9})$", re.I)
 
 
-@pytest.fixture(scope="module")
-def mem():
-    return MemCompile(None, dense=False)
-
-
 labels = st.one_of(
     st.sampled_from(["session_3", "2024-03-04 call", "Morning chat", "s\u00e9ance 2", "3", "session 7"]), any_unicode
 )
@@ -32,7 +26,8 @@ labels = st.one_of(
 
 @examples(20)
 @given(first=st.lists(labels, min_size=1, max_size=8), second=st.lists(labels, min_size=1, max_size=8))
-def test_session_labels_get_stable_numbers(mem, first, second):
+def test_session_labels_get_stable_numbers(make_mem, first, second):
+    mem = make_mem(dense=False)
     user = f"s{next(_users)}"
     numbers: dict[str, int] = {}
     for call, batch in enumerate((first, second)):  # two calls: a label keeps its number across them
@@ -54,7 +49,8 @@ def test_session_labels_get_stable_numbers(mem, first, second):
             assert n == int(m.group(1))  # "session_3" and "3" are session 3
 
 
-def test_reported_labels(mem):
+def test_reported_labels(make_mem):
+    mem = make_mem(dense=False)
     turns = [
         {"speaker": "Ann", "text": "we met in Lisbon", "session": "session_3"},
         {"speaker": "Bob", "text": "the call went well", "session": "2024-03-04 call"},
@@ -73,7 +69,8 @@ def _messages(n: int) -> list:
 
 @examples(20)
 @given(n=st.integers(1, 10), data=st.data())
-def test_remember_stores_every_message_not_stored_yet(mem, n, data):
+def test_remember_stores_every_message_not_stored_yet(make_mem, n, data):
+    mem = make_mem(dense=False)
     messages = _messages(n)
     stored_before = data.draw(st.sets(st.integers(0, n - 1)))
     user = f"r{next(_users)}"

@@ -11,7 +11,7 @@ import socket
 import time
 
 import pytest
-from openai_server import FakeOpenAI, Slow, Status
+from support.openai_server import FakeOpenAI, Slow, Status
 
 from memcompile_langgraph import MemCompile, MemCompileConfig
 from memcompile_langgraph.demo_data import demo_turns

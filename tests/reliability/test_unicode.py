@@ -28,11 +28,6 @@ KEPT = {
 _users = itertools.count()
 
 
-@pytest.fixture(scope="module")
-def mem():
-    return MemCompile(None, dense=False)
-
-
 def _store(mem: MemCompile, text: str) -> tuple[dict, object]:
     user = f"x{next(_users)}"
     counts = mem.add_turns([{"speaker": "Ann", "text": text, "dia_id": "D1:1"}], user_id=user)
@@ -42,7 +37,8 @@ def _store(mem: MemCompile, text: str) -> tuple[dict, object]:
 
 
 @pytest.mark.parametrize("name", sorted(KEPT))
-def test_script_characters_survive_storage_and_rendering(mem, name):
+def test_script_characters_survive_storage_and_rendering(make_mem, name):
+    mem = make_mem(dense=False)
     counts, packet = _store(mem, KEPT[name])
     assert packet.text == KEPT[name] and "cleaned_text" not in counts
     user = packet.user_id
@@ -52,8 +48,9 @@ def test_script_characters_survive_storage_and_rendering(mem, name):
 
 @examples(40)
 @given(text=st.text(st.characters(exclude_categories=("Cs",), exclude_characters=DANGEROUS + "\x0e\x1f"), max_size=60))
-def test_every_ordinary_character_is_kept(mem, text):
+def test_every_ordinary_character_is_kept(make_mem, text):
     """Apart from NFC, line breaks written as \\n and surrounding space: the text as given."""
+    mem = make_mem(dense=False)
     counts, packet = _store(mem, text)
     expected = unicodedata.normalize("NFC", text).replace("\r\n", "\n")
     for brk in LINE_BREAKS:
@@ -72,7 +69,8 @@ def test_every_ordinary_character_is_kept(mem, text):
     bad=st.sampled_from(DANGEROUS),
     at=st.integers(0, 30),
 )
-def test_dangerous_characters_are_removed_and_counted(mem, text, bad, at):
+def test_dangerous_characters_are_removed_and_counted(make_mem, text, bad, at):
+    mem = make_mem(dense=False)
     given_text = f"kayak {text[:at]}{bad}{text[at:]}"
     counts, packet = _store(mem, given_text)
     assert bad not in packet.text and not any(c in packet.text for c in DANGEROUS)
@@ -85,7 +83,8 @@ def test_dangerous_characters_are_removed_and_counted(mem, text, bad, at):
     at=st.integers(0, 20),
     surrogate=st.characters(categories=("Cs",)),
 )
-def test_invalid_characters_are_replaced_and_counted(mem, text, at, surrogate):
+def test_invalid_characters_are_replaced_and_counted(make_mem, text, at, surrogate):
+    mem = make_mem(dense=False)
     counts, packet = _store(mem, f"kayak {text[:at]}{surrogate}{text[at:]}")
     assert "\ufffd" in packet.text and counts.get("invalid_unicode") == 1
     packet.text.encode("utf-8")

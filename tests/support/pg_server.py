@@ -12,10 +12,11 @@ import shutil
 import subprocess
 import tempfile
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-from servers import free_port
+from support.servers import free_port, shared
 
 BINDIR = Path(os.environ.get("MEMCOMPILE_PG_BINDIR", "/usr/lib/postgresql/15/bin"))
 USER = "memcompile"  # the cluster's superuser, trusted on loopback only
@@ -41,7 +42,34 @@ def _as_owner(cmd: list[str]) -> list[str]:
 
 @contextlib.contextmanager
 def running_postgres() -> Iterator[str]:
-    """Yields the URL of a new cluster's `postgres` database."""
+    """Yields the URL of a new cluster's `postgres` database; stops the cluster on exit."""
+    cluster = start_cluster()
+    try:
+        yield cluster["url"]
+    finally:
+        stop_cluster(cluster)
+
+
+@contextlib.contextmanager
+def shared_postgres(state_dir: Path) -> Iterator[str]:
+    """One cluster for every process of a test run (support.servers.shared); each test keeps to a schema or
+    database of its own."""
+    with shared(state_dir, "postgres", start_cluster, stop_cluster) as cluster:
+        yield cluster["url"]
+
+
+def new_database(server_url: str) -> str:
+    """The URL of a new empty database on the server (for code that uses a database's default schema)."""
+    import psycopg
+
+    name = f"d_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(server_url, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    return f"{server_url.rsplit('/', 1)[0]}/{name}"
+
+
+def start_cluster() -> dict[str, str]:
+    """A new cluster in a temporary folder on a free loopback port: {"url": its `postgres` database, "root"}."""
     root = Path(tempfile.mkdtemp(prefix="memcompile-pg-"))  # under /tmp: the postgres user can reach it
     data, log, port = root / "data", root / "server.log", free_port()
     if os.geteuid() == 0:
@@ -54,7 +82,7 @@ def running_postgres() -> Iterator[str]:
             capture_output=True,
             timeout=120,
         )
-        opts = f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200"
+        opts = f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=300"
         subprocess.run(
             _as_owner([str(BINDIR / "pg_ctl"), "-D", str(data), "-o", opts, "-l", str(log), "-w", "start"]),
             check=True,
@@ -63,17 +91,22 @@ def running_postgres() -> Iterator[str]:
         )
         url = f"postgresql://{USER}@127.0.0.1:{port}/postgres"
         _wait(url, log)
-        try:
-            yield url
-        finally:
-            subprocess.run(
-                _as_owner([str(BINDIR / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "stop"]),
-                check=False,
-                capture_output=True,
-                timeout=120,
-            )
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
+    except BaseException:
+        stop_cluster({"root": str(root)})
+        raise
+    return {"url": url, "root": str(root)}
+
+
+def stop_cluster(cluster: dict[str, str]) -> None:
+    root = Path(cluster["root"])
+    if (root / "data" / "postmaster.pid").exists():
+        subprocess.run(
+            _as_owner([str(BINDIR / "pg_ctl"), "-D", str(root / "data"), "-m", "fast", "-w", "stop"]),
+            check=False,
+            capture_output=True,
+            timeout=120,
+        )
+    shutil.rmtree(root, ignore_errors=True)
 
 
 def _wait(url: str, log: Path, timeout: float = 60) -> None:
