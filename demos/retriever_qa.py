@@ -16,7 +16,7 @@ from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import RunnableParallel, RunnablePassthrough
 
 from memcompile_langgraph import MemCompile
-from memcompile_langgraph.demo_data import QUESTIONS, demo_turns
+from memcompile_langgraph.cli.demo_data import QUESTIONS, demo_turns
 from memcompile_langgraph.integrations.offline_model import default_chat_model
 
 PROMPT = ChatPromptTemplate.from_messages(

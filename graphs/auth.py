@@ -11,7 +11,7 @@ import os
 
 from langgraph_sdk import Auth
 
-from memcompile_langgraph.auth_tokens import Tokens
+from memcompile_langgraph.integrations.tokens import Tokens
 
 auth = Auth()
 _tokens_file = os.environ.get("MEMCOMPILE_AUTH_TOKENS")

@@ -4,7 +4,7 @@ It shares the graphs' memory ($MEMCOMPILE_STORE): what the chat graph remembers 
 ("tom",) of /store/items, and what is put there is recalled by the chat graph.
 """
 
-from memcompile_langgraph.integrations.store import MemCompileStore
+from memcompile_langgraph.integrations.base_store import MemCompileStore
 from memcompile_langgraph.integrations.studio import studio_memory
 
 store = MemCompileStore(studio_memory())

@@ -1,7 +1,7 @@
 """MemCompile for LangGraph: query-conditioned memory compilation for long-term agent memory."""
 
 from .config import DEFAULT_CONFIG, MemCompileConfig
-from .records import Candidate, Cell, CompiledContext, Descriptor, Intent, PacketScore, SourcePacket, TurnInput
+from .model import Candidate, Cell, CompiledContext, Descriptor, Intent, PacketScore, SourcePacket, TurnInput
 
 __all__ = [
     "MemCompile",

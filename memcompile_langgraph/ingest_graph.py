@@ -15,11 +15,11 @@ from typing import Any
 from langgraph.graph import END, START
 from langgraph.runtime import Runtime
 
-from .build import extract_all, metadata_all, packetize, turn_contexts
+from .ingest.build import extract_all, metadata_all, packetize, turn_contexts
 from .runtime.context import MemoryContext, run_context
+from .runtime.trace import stage_graph
 from .runtime.unit_of_work import UnitOfWork, WriteConflict
 from .state import IngestState, IngestWork, add_counts
-from .trace import stage_graph
 
 MAX_ATTEMPTS = 5  # optimistic runs that lose to other writers this often give up with WriteConflict
 

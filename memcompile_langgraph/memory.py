@@ -15,15 +15,15 @@ from .config import DEFAULT_CONFIG, MemCompileConfig
 from .evidence.budget import validate_max_tokens
 from .evidence.scheduler import Scheduler
 from .extract.base import Extractor
-from .index import UserIndex
+from .index.user import UserIndex
+from .ingest.turn_input import place_turns
+from .model import CompiledContext
 from .query_graph import query_graph
-from .records import CompiledContext
 from .runtime.context import MemoryContext
 from .runtime.engine import build_engine
 from .store.layout import check_store_path
 from .surfaces import Surfaces
-from .text import clean_query
-from .turn_input import place_turns
+from .text.terms import clean_query
 from .upkeep import Upkeep
 from .users import validate_user_id
 
@@ -87,7 +87,7 @@ class MemCompile(Upkeep, Surfaces):
     # --- build plane ---------------------------------------------------------------------------
     def add_turns(self, turns: Iterable[Any], user_id: str = "default", progress: bool = False) -> dict[str, int]:
         """Store turns (dicts or TurnInput); returns counts: stored, skipped_*, already_stored, descriptors."""
-        from .runtime.ingest import ingest_turns  # imports the ingest graph: a process that only queries never does
+        from .runtime.add_turns import ingest_turns  # imports the ingest graph: a process that only queries never does
 
         return ingest_turns(self.engine, validate_user_id(user_id), place_turns(turns), progress)
 

@@ -16,16 +16,16 @@ from .address.candidates import bm25_top, candidate_union
 from .address.intent import enriched_query
 from .address.routing import Routing, route
 from .evidence.frontier import admit, frontier_window
+from .evidence.mmr import offline_anchors
 from .evidence.pool import closed_pool
 from .evidence.render import mark_notes, render_context, superseded
-from .evidence.schedule import offline_anchors
 from .evidence.scheduler import ScheduleInput
-from .records import DenseHit, Intent
+from .model import DenseHit, Intent
 from .runtime.context import MemoryContext, run_context
+from .runtime.trace import stage_graph
 from .state import QueryState, QueryWork
 from .store.protocols import VectorStoreError
-from .text import terms
-from .trace import stage_graph
+from .text.terms import terms
 from .users import nothing_stored_note
 
 STAGES = ("intent", "bm25", "cell_routing", "candidates", "normalize", "schedule", "dense", "frontier", "render")
@@ -157,7 +157,7 @@ def frontier_node(state: QueryState, runtime: Runtime[MemoryContext]) -> dict[st
         order = ctx.engine.scheduler.frontier(inp, anchors, window)
     else:
         order = list(anchors)
-    # E_q holds at most K0 + K_Delta packets (anchors past K0 took the frontier's slots: evidence/schedule.py)
+    # E_q holds at most K0 + K_Delta packets (anchors past K0 took the frontier's slots: evidence/mmr.py)
     cap = min(cfg.frontier_append_cap, max(0, cfg.k0 + cfg.frontier_append_cap - len(anchors)))
     selected = admit(anchors, order, cfg.frontier_rank_cutoff, cap)
     return {

@@ -10,8 +10,8 @@ from typing_extensions import TypedDict
 from .address.dense import QuerySimilarities
 from .address.routing import Routing
 from .extract.base import TurnContext
-from .index import UserIndex
-from .records import Candidate, DenseHit, Descriptor, Intent, PacketScore, SourcePacket
+from .index.user import UserIndex
+from .model import Candidate, DenseHit, Descriptor, Intent, PacketScore, SourcePacket
 
 
 def merge(left: dict | None, right: dict | None) -> dict:

@@ -6,11 +6,11 @@ from collections.abc import Iterable, Iterator
 from datetime import datetime, timezone
 from typing import Any
 
+from .ingest.turn_input import turn_record
 from .runtime import maintenance
 from .runtime.engine import Engine
 from .store.protocols import StoredTurn
-from .text import normalize_ids
-from .turn_input import turn_record
+from .text.terms import normalize_ids
 from .users import validate_user_id
 
 

@@ -21,7 +21,7 @@ def locomo_samples():
 
 @pytest.fixture(scope="session")
 def model_dir():
-    from memcompile_langgraph.store.embeddings import find_model_dir
+    from memcompile_langgraph.embeddings.minilm import find_model_dir
 
     found = find_model_dir()
     if found is None:
@@ -31,7 +31,7 @@ def model_dir():
 
 @pytest.fixture(scope="session")
 def embeddings(model_dir):
-    from memcompile_langgraph.store.embeddings import default_embeddings
+    from memcompile_langgraph.embeddings.minilm import default_embeddings
 
     return default_embeddings()  # the local model found above, as users get it
 

@@ -7,7 +7,7 @@ from memcompile_langgraph.bench.runner import BenchOptions, percentile, run_benc
 from memcompile_langgraph.bench.synthetic import ASK, generate, questions
 from memcompile_langgraph.cli import main
 from memcompile_langgraph.memory import MemCompile
-from memcompile_langgraph.text import count_tokens
+from memcompile_langgraph.text.terms import count_tokens
 
 TURNS = 800  # the bench smoke's history: above the other user's 200 turns, enough Cells and a cold load to time
 

@@ -6,12 +6,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 from rank_bm25 import BM25Okapi
 
-from memcompile_langgraph import index_codec
 from memcompile_langgraph.address.bm25 import BM25Index
 from memcompile_langgraph.config import MemCompileConfig
-from memcompile_langgraph.index import descriptor_terms
-from memcompile_langgraph.records import Descriptor
-from memcompile_langgraph.text import terms
+from memcompile_langgraph.index import codec as index_codec
+from memcompile_langgraph.index.user import descriptor_terms
+from memcompile_langgraph.model import Descriptor
+from memcompile_langgraph.text.terms import terms
 
 
 def _corpus(n, seed=0):

@@ -10,7 +10,7 @@ from memcompile_langgraph.config import MemCompileConfig
 from memcompile_langgraph.eval.locomo import load_locomo
 from memcompile_langgraph.evidence.budget import Block, fit_blocks, shares, validate_max_tokens
 from memcompile_langgraph.evidence.render import render_context
-from memcompile_langgraph.text import count_tokens
+from memcompile_langgraph.text.terms import count_tokens
 
 LONG = Block(
     "[D1:1] Assistant | 2024-03-15 | session 1",

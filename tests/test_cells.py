@@ -5,7 +5,7 @@ import pytest
 
 from memcompile_langgraph.address.cells import CellLayout, add_to_cell, feasible, new_cell_score, placement_terms
 from memcompile_langgraph.config import MemCompileConfig
-from memcompile_langgraph.records import Cell, Descriptor
+from memcompile_langgraph.model import Cell, Descriptor
 
 CFG = MemCompileConfig()
 

@@ -9,7 +9,7 @@ from chromadb.config import Settings
 from support.servers import free_port
 
 from memcompile_langgraph import MemCompile
-from memcompile_langgraph.demo_data import demo_turns
+from memcompile_langgraph.cli.demo_data import demo_turns
 
 pytestmark = pytest.mark.slow
 

@@ -49,7 +49,7 @@ def test_stats_says_when_vectors_await_a_reembed(tmp_path, capsys):
     from langchain_core.embeddings import DeterministicFakeEmbedding
 
     from memcompile_langgraph import MemCompile
-    from memcompile_langgraph.demo_data import demo_turns
+    from memcompile_langgraph.cli.demo_data import demo_turns
 
     store = tmp_path / "s"
     MemCompile(store, embeddings=DeterministicFakeEmbedding(size=8)).add_turns(demo_turns()[:4], "ann")
@@ -101,7 +101,7 @@ def test_stats_says_singular_and_plural_and_what_its_counters_mean(tmp_path, cap
 
 def test_the_stats_vector_count_read_from_chromas_file_is_chromas_own(tmp_path, embeddings):
     from memcompile_langgraph import MemCompile
-    from memcompile_langgraph.demo_data import demo_turns
+    from memcompile_langgraph.cli.demo_data import demo_turns
     from memcompile_langgraph.store.stats import local_vector_count
 
     store = tmp_path / "s"
@@ -125,7 +125,7 @@ def test_the_stats_vector_count_read_from_chromas_file_is_chromas_own(tmp_path, 
 @pytest.mark.slow
 def test_stats_imports_no_graph_no_chroma_client_and_no_model(tmp_path):
     from memcompile_langgraph import MemCompile
-    from memcompile_langgraph.demo_data import demo_turns
+    from memcompile_langgraph.cli.demo_data import demo_turns
 
     store = tmp_path / "s"
     MemCompile(store).add_turns(demo_turns()[:3], user_id="ann")

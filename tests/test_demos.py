@@ -9,7 +9,7 @@ from support.openai_server import FakeOpenAI
 from support.paths import ROOT
 
 from memcompile_langgraph import MemCompile
-from memcompile_langgraph.demo_data import QUESTIONS, demo_turns
+from memcompile_langgraph.cli.demo_data import QUESTIONS, demo_turns
 from memcompile_langgraph.integrations.extractive import Claim, parse_claims, ranked
 from memcompile_langgraph.integrations.memory_nodes import RECALL_HEADER, is_recall_message
 from memcompile_langgraph.integrations.offline_model import memory_claims

@@ -5,10 +5,10 @@ import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
 from memcompile_langgraph import MemCompile
-from memcompile_langgraph.demo_data import demo_turns
-from memcompile_langgraph.index import packet_document
-from memcompile_langgraph.store.embeddings import MiniLMEmbeddings
-from memcompile_langgraph.store.int8_model import int8_model
+from memcompile_langgraph.cli.demo_data import demo_turns
+from memcompile_langgraph.embeddings.int8 import int8_model
+from memcompile_langgraph.embeddings.minilm import MiniLMEmbeddings
+from memcompile_langgraph.index.user import packet_document
 
 TEXTS = [
     "Caroline went to the LGBTQ support group yesterday and felt welcome.",
@@ -76,7 +76,7 @@ def test_int8_model_that_cannot_be_built_falls_back_to_fp32(model_dir, tmp_path,
 
 @pytest.mark.slow  # builds the int8 model three times
 def test_damaged_cached_int8_model_is_rebuilt_else_fp32(model_dir, tmp_path, monkeypatch, caplog):
-    from memcompile_langgraph.store import int8_model as int8
+    from memcompile_langgraph.embeddings import int8
 
     monkeypatch.setenv("MEMCOMPILE_CACHE_DIR", str(tmp_path))
     built = int8_model(model_dir)

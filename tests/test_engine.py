@@ -5,7 +5,7 @@ import json
 import pytest
 
 from memcompile_langgraph import MemCompile, MemCompileConfig
-from memcompile_langgraph.demo_data import demo_turns
+from memcompile_langgraph.cli.demo_data import demo_turns
 from memcompile_langgraph.query_graph import STAGES
 
 
@@ -135,7 +135,7 @@ def test_ablation_switches_keep_the_contract(store, embeddings, overrides):
 
 @pytest.mark.slow
 def test_locomo_conversation_end_to_end(locomo_samples, embeddings, tmp_path):
-    from memcompile_langgraph.loaders import locomo_turns
+    from memcompile_langgraph.ingest.loaders import locomo_turns
 
     sample = locomo_samples[0]
     turns = locomo_turns(sample["conversation"])

@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memcompile_langgraph.eval.beam import CATEGORIES, chat_questions, chat_turns, gold_ids, load_beam
-from memcompile_langgraph.loaders import UnusableInput
-from memcompile_langgraph.turn_input import BadTurn, coerce_turn
+from memcompile_langgraph.ingest.loaders import UnusableInput
+from memcompile_langgraph.ingest.turn_input import BadTurn, coerce_turn
 
 BEAM_MINI = Path(__file__).parent / "data" / "beam_mini"
 BEAM_DEV = Path("/work/shared/data/beam/100K")

@@ -7,8 +7,8 @@ import pytest
 
 from memcompile_langgraph.eval.locomo import load_locomo, parse_evidence
 from memcompile_langgraph.eval.longmemeval import load_longmemeval
-from memcompile_langgraph.loaders import UnusableInput
-from memcompile_langgraph.turn_input import coerce_turn
+from memcompile_langgraph.ingest.loaders import UnusableInput
+from memcompile_langgraph.ingest.turn_input import coerce_turn
 
 DATA = Path(__file__).parent / "data"
 LOCOMO_MINI = DATA / "locomo_mini.json"

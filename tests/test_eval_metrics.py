@@ -15,7 +15,7 @@ from memcompile_langgraph.eval.metrics import (
     token_f1,
 )
 from memcompile_langgraph.eval.paper import variant_of
-from memcompile_langgraph.text import count_tokens
+from memcompile_langgraph.text.terms import count_tokens
 
 
 def test_gold_recall_and_full_coverage():

@@ -1,6 +1,6 @@
 from memcompile_langgraph.evidence.frontier import admit, frontier_window, fusion_order
 from memcompile_langgraph.evidence.normalize import normalize
-from memcompile_langgraph.records import Candidate, DenseHit
+from memcompile_langgraph.model import Candidate, DenseHit
 
 
 def cand(did, pid, score, pos):

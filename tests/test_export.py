@@ -13,7 +13,7 @@ import pytest
 
 from memcompile_langgraph import MemCompile, upkeep
 from memcompile_langgraph.cli import main
-from memcompile_langgraph.loaders import locomo_turns
+from memcompile_langgraph.ingest.loaders import locomo_turns
 
 USER = "conv-26"
 

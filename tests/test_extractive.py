@@ -5,7 +5,7 @@ from hypothesis import strategies as st
 from test_demos import DEMO_ANSWERS
 
 from memcompile_langgraph import MemCompile
-from memcompile_langgraph.demo_data import QUESTIONS, demo_turns
+from memcompile_langgraph.cli.demo_data import QUESTIONS, demo_turns
 from memcompile_langgraph.integrations.extractive import Claim, answer, parse_claims, statement
 
 

@@ -17,7 +17,7 @@ WITHOUT_PSYCOPG = (
 
 def test_a_postgresql_memory_without_psycopg_names_the_extra(monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "psycopg", None)  # `import psycopg` raises ModuleNotFoundError
-    monkeypatch.delitem(sys.modules, "memcompile_langgraph.store.pg_records", raising=False)
+    monkeypatch.delitem(sys.modules, "memcompile_langgraph.store.postgres", raising=False)
     with pytest.raises(MissingExtra, match=r"needs psycopg: pip install 'memcompile-langgraph\[postgres\]'"):
         MemCompile(tmp_path / "store", records_url=URL)
 

@@ -9,9 +9,9 @@ from memcompile_langgraph.address.dense import PacketVectors
 from memcompile_langgraph.config import DEFAULT_CONFIG, MemCompileConfig
 from memcompile_langgraph.evidence.frontier import admit, complement_order
 from memcompile_langgraph.evidence.fusion import fused_pool, neighbor_support, zscore
-from memcompile_langgraph.index import UserIndex, packet_lexical_document
-from memcompile_langgraph.records import DenseHit, Descriptor, Intent, PacketScore, SourcePacket
-from memcompile_langgraph.text import terms
+from memcompile_langgraph.index.user import UserIndex, packet_lexical_document
+from memcompile_langgraph.model import DenseHit, Descriptor, Intent, PacketScore, SourcePacket
+from memcompile_langgraph.text.terms import terms
 
 
 def make_packet(text, speaker, dia_id, session, packet_id, seq):
@@ -243,7 +243,7 @@ def test_feedback_terms_of_equal_weight_come_in_term_order():
     ],
 )
 def test_only_asks_is_a_turn_whose_sentences_are_questions(text, asks):
-    from memcompile_langgraph.text import only_asks
+    from memcompile_langgraph.text.terms import only_asks
 
     assert only_asks(text) is asks
 

@@ -5,8 +5,8 @@ import pytest
 from memcompile_langgraph.extract.base import Metadata, TurnContext
 from memcompile_langgraph.extract.heuristic import HeuristicExtractor, split_sentences
 from memcompile_langgraph.extract.sentences import has_negation
-from memcompile_langgraph.records import SourcePacket
-from memcompile_langgraph.text import STOPWORDS, terms
+from memcompile_langgraph.model import SourcePacket
+from memcompile_langgraph.text.terms import STOPWORDS, terms
 
 PEOPLE = ("Caroline", "Melanie")
 TIME_WORDS = {"yesterday", "last", "week", "weekend", "may", "2023", "today", "ago", "years"}

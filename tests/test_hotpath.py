@@ -9,11 +9,11 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from memcompile_langgraph import MemCompile, MemCompileConfig
 from memcompile_langgraph.address.dense import PacketVectors
-from memcompile_langgraph.build import packetize
-from memcompile_langgraph.demo_data import QUESTIONS, demo_turns
+from memcompile_langgraph.cli.demo_data import QUESTIONS, demo_turns
 from memcompile_langgraph.evidence.fusion import fused_scores
 from memcompile_langgraph.evidence.normalize import normalize
-from memcompile_langgraph.persistent import plain
+from memcompile_langgraph.index.persistent import plain
+from memcompile_langgraph.ingest.build import packetize
 
 LATER = [
     {"speaker": "Ann", "text": "late line about kayaks", "time": "9 March 2024"},  # continues session 3

@@ -16,9 +16,9 @@ from hypothesis import strategies as st
 import memcompile_langgraph
 from memcompile_langgraph import MemCompile
 from memcompile_langgraph.bench.synthetic import generate
-from memcompile_langgraph.index import UserIndex
-from memcompile_langgraph.index_codec import FormatError, decode_index, decode_tail, encode_index, encode_tail
-from memcompile_langgraph.persistent import plain
+from memcompile_langgraph.index.codec import FormatError, decode_index, decode_tail, encode_index, encode_tail
+from memcompile_langgraph.index.persistent import plain
+from memcompile_langgraph.index.user import UserIndex
 from memcompile_langgraph.runtime import cache as cache_module
 from memcompile_langgraph.runtime import snapshot_file
 

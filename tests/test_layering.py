@@ -1,5 +1,6 @@
-"""The package's module-level imports form no cycle; the graphs and the runtime sit below the facade, the
-integrations above it; nothing decides by reference counts or steers runs through module-level context variables."""
+"""The package's module-level imports form no cycle; every import, also one inside a function, goes down the layers
+(LAYERS) or stays in its layer, but for the few upward ones named in UPWARD with why; nothing decides by reference
+counts or steers runs through module-level context variables."""
 
 import ast
 from pathlib import Path
@@ -15,12 +16,45 @@ def _module(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _top_level_imports(path: Path) -> set[str]:
-    """Package modules imported at module level (imports inside functions are deliberate lazy ones)."""
+# lowest first: a module may import from its own layer and the ones before it
+LAYERS = (
+    ("model", "config", "extras", "users", "text", "index.gc_pause", "index.growarray", "index.persistent"),
+    ("address", "evidence", "extract", "ingest", "index", "llm"),
+    ("store", "embeddings"),
+    ("runtime",),
+    ("query_graph", "ingest_graph", "state"),
+    ("memory", "upkeep", "surfaces"),
+    ("integrations", "cli", "eval", "bench", "__main__"),
+)
+# imports that go up, each inside a function, each for a reason
+UPWARD = {
+    # a served graph run (langgraph dev, Studio) that was given no memory opens the process's one memory
+    ("runtime.served", "memory"),
+    # MemCompile offers its LangChain / LangGraph surfaces, each imported on first use
+    ("surfaces", "integrations.retriever"),
+    ("surfaces", "integrations.memory_nodes"),
+    ("surfaces", "integrations.tool"),
+    # add_turns runs the ingest graph batch by batch inside one writer unit of work
+    ("runtime.add_turns", "ingest_graph"),
+}
+
+
+def _layer(module: str) -> int:
+    name = module.removeprefix(f"{PACKAGE}.")
+    found = [
+        (len(prefix), i) for i, names in enumerate(LAYERS) for prefix in names if f"{name}.".startswith(f"{prefix}.")
+    ]
+    assert found, f"{module} is in no layer of LAYERS"
+    return max(found)[1]
+
+
+def _imports(path: Path, everywhere: bool) -> set[str]:
+    """Package modules imported at module level (with everywhere, also inside functions)."""
     name = _module(path)
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     out = set()
-    for node in ast.parse(path.read_text()).body:
+    tree = ast.parse(path.read_text())
+    for node in ast.walk(tree) if everywhere else tree.body:
         if isinstance(node, ast.Import):
             out |= {a.name for a in node.names if a.name.startswith(PACKAGE)}
         elif isinstance(node, ast.ImportFrom):
@@ -35,9 +69,9 @@ def _top_level_imports(path: Path) -> set[str]:
     return out
 
 
-def _graph() -> dict[str, set[str]]:
+def _graph(everywhere: bool = False) -> dict[str, set[str]]:
     files = {_module(p): p for p in ROOT.rglob("*.py")}
-    return {m: {t for t in _top_level_imports(p) if t in files and t != m} for m, p in files.items()}
+    return {m: {t for t in _imports(p, everywhere) if t in files and t != m} for m, p in files.items()}
 
 
 def _reaches(graph: dict[str, set[str]], start: str) -> set[str]:
@@ -54,13 +88,19 @@ def test_module_level_imports_have_no_cycle():
     assert sorted(m for m in graph if m in _reaches(graph, m)) == []
 
 
+def test_every_import_goes_down_the_layers_but_the_named_few():
+    upward = set()
+    for module, targets in _graph(everywhere=True).items():
+        if module == PACKAGE:
+            continue  # the package root re-exports the public names of every layer
+        upward |= {(module, t) for t in targets if t != PACKAGE and _layer(t) > _layer(module)}
+    named = {(f"{PACKAGE}.{a}", f"{PACKAGE}.{b}") for a, b in UPWARD}
+    assert upward == named
+
+
 def test_graphs_and_runtime_sit_below_the_facade_and_integrations_above_it():
     graph = _graph()
-    below = [
-        m
-        for m in graph
-        if m.split(".")[1:2] in (["query_graph"], ["ingest_graph"], ["runtime"], ["address"], ["evidence"])
-    ]
+    below = [m for m in graph if m != PACKAGE and _layer(m) <= _layer(f"{PACKAGE}.query_graph")]
     assert below
     for m in below:
         reached = _reaches(graph, m)

@@ -8,7 +8,7 @@ import pytest
 from support.ranking import assert_same_context
 
 from memcompile_langgraph import MemCompile
-from memcompile_langgraph.demo_data import demo_turns
+from memcompile_langgraph.cli.demo_data import demo_turns
 from memcompile_langgraph.runtime import cache as cache_module
 from memcompile_langgraph.store.open import LazyVectors
 from memcompile_langgraph.store.protocols import VectorStoreError

@@ -3,8 +3,8 @@
 import json
 
 from memcompile_langgraph import MemCompile
-from memcompile_langgraph.demo_data import QUESTIONS, demo_turns
-from memcompile_langgraph.llm.estimate import estimate, main
+from memcompile_langgraph.cli.demo_data import QUESTIONS, demo_turns
+from memcompile_langgraph.eval.estimate import estimate, main
 
 
 def test_estimate_counts_one_request_per_stage_call(embeddings):

@@ -8,7 +8,7 @@ from support.openai_server import FakeOpenAI, Slow, Status
 
 from memcompile_langgraph import MemCompile, MemCompileConfig
 from memcompile_langgraph.cli import main
-from memcompile_langgraph.demo_data import demo_turns
+from memcompile_langgraph.cli.demo_data import demo_turns
 from memcompile_langgraph.llm.models import chat_model
 
 MODEL = "fake-model"

@@ -9,9 +9,9 @@ import pytest
 from support.scripted_model import HTTPError, ScriptedChatModel
 
 from memcompile_langgraph import MemCompile, MemCompileConfig
-from memcompile_langgraph.demo_data import demo_turns
+from memcompile_langgraph.cli.demo_data import demo_turns
 from memcompile_langgraph.evidence.llm_scheduler import LLMScheduler
-from memcompile_langgraph.evidence.schedule import DeterministicScheduler
+from memcompile_langgraph.evidence.mmr import DeterministicScheduler
 from memcompile_langgraph.evidence.scheduler import ScheduleInput
 from memcompile_langgraph.llm.answer import generate_answer, judge_answer
 from memcompile_langgraph.llm.calls import LLMClient, LLMUnavailable, Request

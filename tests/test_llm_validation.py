@@ -21,7 +21,7 @@ from memcompile_langgraph.llm.validation import (
     parse_updates,
     unwrap_list,
 )
-from memcompile_langgraph.records import SourcePacket
+from memcompile_langgraph.model import SourcePacket
 
 
 def packet(text="I adopted a beagle named Biscuit.", speaker="Tom", dia="D1:2", caption="", pid="p2"):

@@ -14,7 +14,7 @@ from memcompile_langgraph.evidence.updates import (
     supersessions,
     values,
 )
-from memcompile_langgraph.records import SourcePacket
+from memcompile_langgraph.model import SourcePacket
 
 
 def packet(pid, speaker, seq, text, time="2024-03-15T00:00:00"):

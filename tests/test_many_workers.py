@@ -17,9 +17,9 @@ import pytest
 from support.paths import LOCOMO, ROOT
 
 from memcompile_langgraph import MemCompile
-from memcompile_langgraph.loaders import load_file
-from memcompile_langgraph.store.pg_records import PgRecordStore
-from memcompile_langgraph.store.vectors import VectorStore
+from memcompile_langgraph.ingest.loaders import load_file
+from memcompile_langgraph.store.chroma import ChromaVectors
+from memcompile_langgraph.store.postgres import PostgresRecords
 
 pytestmark = pytest.mark.slow
 
@@ -30,7 +30,7 @@ COMMON = """
 import json, random, sys, time
 from pathlib import Path
 from memcompile_langgraph import MemCompile
-from memcompile_langgraph.loaders import load_file
+from memcompile_langgraph.ingest.loaders import load_file
 
 records_url, chroma_url, locomo, run = sys.argv[1], sys.argv[2], sys.argv[3], Path(sys.argv[4])
 me, USERS, CHUNK, QUESTIONS, WRITERS, TURNS = map(int, sys.argv[5:11])
@@ -134,8 +134,8 @@ def test_four_workers_and_two_readers_share_one_memory(tmp_path, postgres_url, c
             p.wait()
 
     stored = [json.loads((run / f"ingested-{w}").read_text()) for w in range(WRITERS)]
-    records = PgRecordStore(url)
-    vectors = VectorStore(None, url=chroma_url, namespace=f"mc{records.store_id()[:12]}")
+    records = PostgresRecords(url)
+    vectors = ChromaVectors(None, url=chroma_url, namespace=f"mc{records.store_id()[:12]}")
     first = convs[0].user_id
     for c in convs:  # every turn stored by exactly one worker
         assert sum(s[c.user_id] for s in stored) == len(c.turns)

@@ -16,16 +16,16 @@ from memcompile_langgraph import MemCompile, MemCompileConfig
 from memcompile_langgraph.address.candidates import bm25_top, candidate_union
 from memcompile_langgraph.address.routing import route
 from memcompile_langgraph.cli import main
+from memcompile_langgraph.cli.demo_data import demo_turns
 from memcompile_langgraph.config import PAPER_CHOICES
-from memcompile_langgraph.demo_data import demo_turns
+from memcompile_langgraph.evidence.mmr import DeterministicScheduler, mmr_select, offline_anchors
 from memcompile_langgraph.evidence.normalize import normalize
 from memcompile_langgraph.evidence.render import render_context
-from memcompile_langgraph.evidence.schedule import DeterministicScheduler, mmr_select, offline_anchors
 from memcompile_langgraph.evidence.scheduler import ScheduleInput
-from memcompile_langgraph.index import UserIndex
+from memcompile_langgraph.index.user import UserIndex
 from memcompile_langgraph.llm.models import chat_model
 from memcompile_langgraph.llm.settings import ModelSettingsError
-from memcompile_langgraph.records import Descriptor, Intent, PacketScore, SourcePacket
+from memcompile_langgraph.model import Descriptor, Intent, PacketScore, SourcePacket
 
 MODEL = "fake-model"
 QUESTION = "What kind of dog did Tom adopt and what is its name?"
@@ -300,8 +300,8 @@ def test_ingest_and_query_take_the_profile(tmp_path, capsys):
 
 @pytest.mark.parametrize("polarity", ["negative", "positive", "unknown"])
 def test_inconsistency_reads_the_claims_negation_marker_not_the_models_polarity(polarity):
-    from memcompile_langgraph.build import make_descriptors
     from memcompile_langgraph.extract.base import TurnContext
+    from memcompile_langgraph.ingest.build import make_descriptors
     from memcompile_langgraph.llm.validation import parse_metadata
 
     p = SourcePacket(

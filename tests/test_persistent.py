@@ -7,9 +7,9 @@ from hypothesis import strategies as st
 
 from memcompile_langgraph import MemCompile
 from memcompile_langgraph.bench.synthetic import generate
-from memcompile_langgraph.index import UserIndex
-from memcompile_langgraph.index_codec import decode_index, encode_index
-from memcompile_langgraph.persistent import Column, Forkable, drop, persistent, plain, push, push_all, put
+from memcompile_langgraph.index.codec import decode_index, encode_index
+from memcompile_langgraph.index.persistent import Column, Forkable, drop, persistent, plain, push, push_all, put
+from memcompile_langgraph.index.user import UserIndex
 
 keys = st.text(min_size=1, max_size=4)
 ops = st.lists(

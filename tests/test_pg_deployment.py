@@ -10,8 +10,8 @@ import pytest
 
 from memcompile_langgraph import MemCompile
 from memcompile_langgraph.cli import main
-from memcompile_langgraph.demo_data import QUESTIONS, demo_turns
-from memcompile_langgraph.store.pg_records import PgRecordStore
+from memcompile_langgraph.cli.demo_data import QUESTIONS, demo_turns
+from memcompile_langgraph.store.postgres import PostgresRecords
 
 
 def schema_url(server: str) -> str:
@@ -28,7 +28,7 @@ def test_a_memory_on_servers_compiles_as_the_embedded_one_and_writes_nothing_loc
     url = schema_url(postgres_url)
     served = MemCompile(None, embeddings=embeddings, records_url=url, chroma_url=chroma_url)
     embedded = MemCompile(tmp_path / "embedded", embeddings=embeddings)
-    assert isinstance(served.engine.records, PgRecordStore)
+    assert isinstance(served.engine.records, PostgresRecords)
     for mem in (served, embedded):
         assert mem.add_turns(demo_turns(), user_id="demo")["stored"] == len(demo_turns())
     for q in QUESTIONS:
@@ -90,7 +90,7 @@ def test_reading_commands_never_create_a_postgres_store(tmp_path, capsys, postgr
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and "no store at" in err and "schema t_" in err
     with pytest.raises(Exception, match="no store"):
-        PgRecordStore(url, create=False)
+        PostgresRecords(url, create=False)
 
 
 def test_a_store_needs_a_directory_or_both_server_urls(capsys, postgres_url):
@@ -114,11 +114,11 @@ def test_unusable_records_urls_are_one_line_errors(tmp_path, capsys, url, says):
 
 def test_the_environment_picks_postgres_unless_the_caller_says_sqlite(tmp_path, monkeypatch, postgres_url):
     from memcompile_langgraph.store.open import open_records
-    from memcompile_langgraph.store.records import RecordStore
+    from memcompile_langgraph.store.sqlite import SqliteRecords
 
     monkeypatch.setenv("MEMCOMPILE_RECORDS_URL", schema_url(postgres_url))
     from_env, sqlite = open_records(tmp_path / "a"), open_records(tmp_path / "b", "")
-    assert isinstance(from_env, PgRecordStore) and isinstance(sqlite, RecordStore)
+    assert isinstance(from_env, PostgresRecords) and isinstance(sqlite, SqliteRecords)
     assert not (tmp_path / "a").exists()
     from_env.close()
     sqlite.close()
@@ -137,6 +137,6 @@ def test_bench_measures_the_served_store_beside_the_embedded_one(tmp_path, postg
     assert report["served"]["records"] == "postgresql" and report["served"]["vectors"] == "chroma server"
     assert served["vectors"] == embedded["vectors"] == 63 and served["descriptors"] == embedded["descriptors"]
     assert served["ingest_turns_per_s"] > 0 and served["query_ms_p50"] > 0 and served["first_query_s"] > 0
-    assert PgRecordStore(url).counts("bench")["packets"] == 63
+    assert PostgresRecords(url).counts("bench")["packets"] == 63
     with pytest.raises(ValueError, match="already holds a bench history"):
         run_bench(BenchOptions(sizes=(60,), queries=4, add_samples=3, peer=False, records_url=url))

@@ -6,7 +6,7 @@ from langchain_tests.integration_tests import RetrieversIntegrationTests
 from pydantic import ValidationError
 
 from memcompile_langgraph import MemCompile
-from memcompile_langgraph.demo_data import demo_turns
+from memcompile_langgraph.cli.demo_data import demo_turns
 from memcompile_langgraph.evidence.render import render_block
 from memcompile_langgraph.integrations.retriever import METADATA_KEYS, MemCompileRetriever
 

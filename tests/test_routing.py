@@ -7,8 +7,8 @@ import pytest
 from memcompile_langgraph.address.cells import CellLayout
 from memcompile_langgraph.address.routing import admitted_pool, route
 from memcompile_langgraph.config import MemCompileConfig
-from memcompile_langgraph.records import Intent
-from memcompile_langgraph.text import jaccard, terms
+from memcompile_langgraph.model import Intent
+from memcompile_langgraph.text.terms import jaccard, terms
 from tests.test_cells import desc
 
 CFG = MemCompileConfig()

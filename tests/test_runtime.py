@@ -13,12 +13,12 @@ from hypothesis import strategies as st
 from support.ranking import assert_same_context
 
 from memcompile_langgraph import MemCompile
-from memcompile_langgraph.demo_data import demo_turns
-from memcompile_langgraph.gc_pause import gc_paused
-from memcompile_langgraph.growarray import GrowArray
+from memcompile_langgraph.cli.demo_data import demo_turns
+from memcompile_langgraph.index.gc_pause import gc_paused
+from memcompile_langgraph.index.growarray import GrowArray
 from memcompile_langgraph.query_graph import query_graph
+from memcompile_langgraph.runtime import add_turns as ingest_module
 from memcompile_langgraph.runtime import cache as cache_module
-from memcompile_langgraph.runtime import ingest as ingest_module
 
 QUESTIONS = ["Where does Priya work now?", "What is the beagle called?", "Who is coming to Lisbon?", "pottery class"]
 

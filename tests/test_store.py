@@ -9,7 +9,7 @@ from langgraph.store.base import GetOp, InvalidNamespaceError, PutOp, SearchOp
 from support.scripted_model import ScriptedChatModel
 
 from memcompile_langgraph import MemCompile
-from memcompile_langgraph.integrations.store import MemCompileStore
+from memcompile_langgraph.integrations.base_store import MemCompileStore
 from memcompile_langgraph.users import InvalidUserId
 
 TOM = ("memories", "tom")

@@ -14,7 +14,7 @@ from support.scripted_model import ScriptedChatModel
 from typing_extensions import TypedDict
 
 from memcompile_langgraph import MemCompile
-from memcompile_langgraph.integrations.store import MemCompileStore
+from memcompile_langgraph.integrations.base_store import MemCompileStore
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")

@@ -1,6 +1,6 @@
 import pytest
 
-from memcompile_langgraph.timeparse import normalize_event_time, parse_session_time
+from memcompile_langgraph.text.timeparse import normalize_event_time, parse_session_time
 
 MONDAY = "2023-05-08T13:56:00"  # a Monday
 SUNDAY = "2023-05-07T10:00:00"

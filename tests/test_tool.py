@@ -6,7 +6,7 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode
 from typing_extensions import TypedDict
 
-from memcompile_langgraph.demo_data import demo_turns
+from memcompile_langgraph.cli.demo_data import demo_turns
 from memcompile_langgraph.integrations.tool import NOTHING_STORED
 from memcompile_langgraph.users import MissingUserId
 
@@ -54,6 +54,7 @@ async def test_async_and_empty_query(make_mem):
 
 def test_user_from_runtime_context_inside_a_tool_node(make_mem):
     mem = make_mem(turns=demo_turns(), user_id="demo")
+
     class Ctx(TypedDict):
         user_id: str
 

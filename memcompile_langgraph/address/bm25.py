@@ -12,8 +12,8 @@ from collections import Counter
 
 import numpy as np
 
-from ..growarray import GrowArray
-from ..persistent import Forkable
+from ..index.growarray import GrowArray
+from ..index.persistent import Forkable
 
 
 class BM25Index(Forkable):
@@ -22,7 +22,7 @@ class BM25Index(Forkable):
     add_many closes it by appending its postings (its id is the highest, so postings stay sorted).
 
     A fork shares the vocabulary, the document frequencies and the posting lists with its snapshot (persistent after
-    the first fork, see persistent.py) and makes a term's posting arrays its own the first time it appends to them."""
+    the first fork, see index/persistent.py) and makes a term's posting arrays its own the first time it appends to them."""
 
     SHARED = ("_term_ids", "_df", "_post_docs", "_post_tfs")
     CHILDREN = ("_doc_len",)

@@ -6,9 +6,9 @@ import math
 from collections.abc import Callable
 
 from ..config import MemCompileConfig
-from ..index import UserIndex
-from ..records import Candidate, Intent
-from ..text import jaccard, terms
+from ..index.user import UserIndex
+from ..model import Candidate, Intent
+from ..text.terms import jaccard, terms
 from .routing import Routing
 
 

@@ -16,9 +16,9 @@ from dataclasses import dataclass, replace
 from itertools import repeat
 
 from ..config import MemCompileConfig
-from ..persistent import Forkable
-from ..records import Cell, Descriptor
-from ..text import jaccard
+from ..index.persistent import Forkable
+from ..model import Cell, Descriptor
+from ..text.terms import jaccard
 from .routing import RouteIndex
 
 

@@ -12,9 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from ..growarray import GrowArray
-from ..persistent import Forkable
-from ..records import DenseHit
+from ..index.growarray import GrowArray
+from ..index.persistent import Forkable
+from ..model import DenseHit
 
 _STAMPS = itertools.count()  # process-wide: a stamp names one matrix content across PacketVectors objects
 

@@ -6,9 +6,9 @@ import re
 from collections.abc import Sequence
 from functools import lru_cache
 
-from ..records import Intent
-from ..text import STOPWORDS, name_key, terms, words
-from ..timeparse import normalize_event_time
+from ..model import Intent
+from ..text.terms import STOPWORDS, name_key, terms, words
+from ..text.timeparse import normalize_event_time
 
 _TEMPORAL = re.compile(
     r"^\s*when\b|\bwhat (?:year|month|day|date|time|week|season)\b|\bhow long\b|\bhow many (?:years|months|weeks|days|times)\b"

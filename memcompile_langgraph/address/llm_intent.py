@@ -9,7 +9,7 @@ from ..config import MemCompileConfig
 from ..llm.calls import LLMClient, LLMUnavailable, ask_validated
 from ..llm.prompts import INTENT_SHAPE, intent_request, json_correction
 from ..llm.validation import parse_intent
-from ..records import Intent
+from ..model import Intent
 from .intent import offline_intent
 
 log = logging.getLogger(__name__)

@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..config import MemCompileConfig
-from ..persistent import Forkable
-from ..records import Cell, Descriptor, Intent
-from ..text import jaccard, terms
+from ..index.persistent import Forkable
+from ..model import Cell, Descriptor, Intent
+from ..text.terms import jaccard, terms
 
 if TYPE_CHECKING:
     from .cells import CellLayout
@@ -51,7 +51,7 @@ class Routing:
 
 class _Postings(Forkable):
     """key -> Cell numbers holding it, read as a cached array. A fork shares both maps (persistent after the
-    first fork, see persistent.py) and copies a key's set the first time it changes it."""
+    first fork, see index/persistent.py) and copies a key's set the first time it changes it."""
 
     SHARED = ("_cells", "_arrays")
     OWN = {"_cells": set}

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..memory import MemCompile
-from ..runtime.ingest import INGEST_BATCH
+from ..runtime.add_turns import INGEST_BATCH
 from .peer import NAME as PEER_NAME
 from .peer import PeerStore
 from .synthetic import generate, questions
@@ -316,7 +316,7 @@ def run_bench(opts: BenchOptions, log: Callable[[str], None] = lambda _: None) -
         if served:  # same sizes, same turns, same queries, in the same run: only the stores differ
             local = None if opts.records_url and opts.chroma_url else store / "served"
             served_points = run_memcompile(opts, turns, history, local, lambda m: log(f"served: {m}"), opts.served())
-        from ..store.embeddings import default_embeddings
+        from ..embeddings.minilm import default_embeddings
 
         embeddings = default_embeddings() if opts.peer else None
         peers = run_peer(opts, turns, history, embeddings, log) if embeddings is not None else []

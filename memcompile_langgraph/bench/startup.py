@@ -74,7 +74,7 @@ def time_process(args: list[str], runs: int, env: dict[str, str] | None = None) 
 
 
 def run_startup(runs: int = 5, log: Callable[[str], None] = lambda _: None) -> dict[str, Any]:
-    from ..demo_data import demo_turns
+    from ..cli.demo_data import demo_turns
     from ..memory import MemCompile
     from .runner import machine
 

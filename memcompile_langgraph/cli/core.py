@@ -84,12 +84,12 @@ def import_memory(dense: bool = False) -> tuple[type, Any]:
     """The MemCompile class and, with dense, the default embedder (None without a model), imported with the cyclic
     collector paused: LangGraph, LangChain and LangSmith make ~10^5 long-lived objects as they load, which it would
     otherwise walk ~250 times (~0.4 CPU-s of ~3 here). The embedder's model loads meanwhile, on the other core."""
-    from ..gc_pause import gc_paused
+    from ..index.gc_pause import gc_paused
 
     with gc_paused():
         embeddings = None
         if dense:
-            from ..store.embeddings import default_embeddings
+            from ..embeddings.minilm import default_embeddings
 
             embeddings = default_embeddings()
             if embeddings is not None:
@@ -132,9 +132,9 @@ def open_memory(args: argparse.Namespace, store: str | None = None, create: bool
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from ..demo_data import QUESTIONS, demo_turns
     from ..integrations.extractive import answer, parse_claims
     from ..memory import MemCompile
+    from .demo_data import QUESTIONS, demo_turns
 
     with tempfile.TemporaryDirectory(prefix="memcompile-demo-") as tmp:
         mem = MemCompile(args.store or tmp)
@@ -158,7 +158,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
-    from ..loaders import load_file
+    from ..ingest.loaders import load_file
     from ..users import validate_user_id
 
     if args.user is not None:

@@ -122,6 +122,7 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
+    from ..embeddings.minilm import default_embeddings
     from ..eval.beam import load_beam
     from ..eval.locomo import load_locomo
     from ..eval.longmemeval import load_longmemeval
@@ -130,7 +131,6 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from ..eval.report import build_report, write_report
     from ..eval.runner import EvalRun
     from ..llm.calls import LLMUnavailable
-    from ..store.embeddings import default_embeddings
 
     loader = {"locomo": load_locomo, "longmemeval": load_longmemeval, "beam": load_beam}[args.benchmark]
     bench = loader(args.file, _csv(args.samples))

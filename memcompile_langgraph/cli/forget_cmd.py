@@ -8,7 +8,7 @@ from .core import add_store_args, open_memory
 
 
 def cmd_forget(args: argparse.Namespace) -> int:
-    from ..text import normalize_id
+    from ..text.terms import normalize_id
     from ..users import validate_user_id
 
     validate_user_id(args.user)

@@ -38,7 +38,7 @@ def _names(text: str | None) -> list[str] | None:
 def http_settings(args: argparse.Namespace) -> dict:
     """What serving over HTTP needs, checked before the store is opened: the address, the tokens (None with
     --no-auth, or on loopback without --tokens) and the allowed Host/Origin values."""
-    from ..auth_tokens import BadTokensFile, Tokens
+    from ..integrations.tokens import BadTokensFile, Tokens
 
     host, port = parse_http(args.http)
     if args.tokens and args.no_auth:

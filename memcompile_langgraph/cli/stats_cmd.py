@@ -46,8 +46,8 @@ def user_line(user: str, s: dict) -> str:
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
+    from ..embeddings.int8 import find_model_dir, model_identity
     from ..llm.store import LLMStore
-    from ..store.int8_model import find_model_dir, model_identity
     from ..store.open import open_records, records_url_from
     from ..store.stats import user_stats, vector_count
     from ..users import validate_user_id

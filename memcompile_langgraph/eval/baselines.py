@@ -12,9 +12,9 @@ import numpy as np
 from langchain_core.embeddings import Embeddings
 from rank_bm25 import BM25Okapi
 
-from ..index import UserIndex
-from ..records import SourcePacket
-from ..text import one_line, terms
+from ..index.user import UserIndex
+from ..model import SourcePacket
+from ..text.terms import one_line, terms
 
 BASELINES = {"bm25": "raw-turn BM25", "dense": "raw-turn dense"}
 BASELINE_KS = (10, 12)  # top-K the report compares: K0 = 10 and the full packet budget of 12

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from ..loaders import UnusableInput
+from ..ingest.loaders import UnusableInput
 from .dataset import Benchmark, Dialogue, Question, answer_text, select
 
 # the retrieval-scored categories, in report order; the others (abstention, summarization, instruction and

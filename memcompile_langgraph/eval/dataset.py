@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from ..loaders import UnusableInput
+from ..ingest.loaders import UnusableInput
 
 T = TypeVar("T")
 

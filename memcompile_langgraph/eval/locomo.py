@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from ..loaders import UnusableInput, load_file
+from ..ingest.loaders import UnusableInput, load_file
 from .dataset import Benchmark, Dialogue, Question, answer_text, select
 
 # LoCoMo's numeric categories under the names the paper's tables use; 5 (adversarial) is excluded everywhere

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from ..loaders import UnusableInput
+from ..ingest.loaders import UnusableInput
 from .dataset import Benchmark, Dialogue, Question, answer_text, select
 
 QUESTION_TYPES = (

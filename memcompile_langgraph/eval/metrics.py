@@ -11,7 +11,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from ..text import count_tokens, term_set
+from ..text.terms import count_tokens, term_set
 
 
 def gold_recall(gold: Sequence[str], found: Iterable[str]) -> float:

@@ -13,7 +13,7 @@ from .dataset import Question
 from .metrics import answer_coverage, budget_duplication
 
 if TYPE_CHECKING:
-    from ..index import UserIndex
+    from ..index.user import UserIndex
     from ..memory import MemCompile
 
 DIAGNOSTIC_K = 10  # Table 3 / Table 5 controlled selection depth

@@ -17,7 +17,7 @@ from typing import Any
 from langchain_core.embeddings import Embeddings
 
 from ..config import MemCompileConfig
-from ..records import stable_hash
+from ..model import stable_hash
 from ..runtime.engine import embedding_identity
 from .answers import AnswerStage
 from .baselines import RawTurnBaselines

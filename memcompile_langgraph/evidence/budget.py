@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ..text import bounded, term_set
+from ..text.terms import bounded, term_set
 
 CUT_MARKER = "- [... {cut} of {total} {unit} cut to fit the token budget]"
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..records import DenseHit
+from ..model import DenseHit
 
 
 def frontier_window(anchors: list[str], dense: list[DenseHit]) -> list[str]:

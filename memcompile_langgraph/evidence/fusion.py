@@ -20,8 +20,8 @@ from ..address.candidates import lexical_query
 from ..address.dense import QuerySimilarities, top_positions
 from ..address.intent import addressed_speakers
 from ..config import MemCompileConfig
-from ..index import UserIndex
-from ..records import DenseHit, Intent, PacketScore
+from ..index.user import UserIndex
+from ..model import DenseHit, Intent, PacketScore
 
 
 def zscore(x: np.ndarray) -> np.ndarray:

@@ -11,7 +11,7 @@ from ..config import MemCompileConfig
 from ..llm.calls import LLMClient, LLMUnavailable, ask_validated
 from ..llm.prompts import UPDATE_SHAPE, json_correction, update_request
 from ..llm.validation import parse_updates
-from ..records import SourcePacket
+from ..model import SourcePacket
 from .updates import Supersession, candidates, supersessions
 
 log = logging.getLogger(__name__)

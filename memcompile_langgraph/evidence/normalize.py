@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..records import Candidate, PacketScore
+from ..model import Candidate, PacketScore
 
 
 def normalize(candidates: list[Candidate], cell_of: dict[str, str] | None = None) -> list[PacketScore]:

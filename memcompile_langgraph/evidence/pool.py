@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..config import MemCompileConfig
-from ..index import UserIndex
-from ..records import Candidate, DenseHit, Intent, PacketScore
+from ..index.user import UserIndex
+from ..model import Candidate, DenseHit, Intent, PacketScore
 from .fusion import fused_pool, fused_scores
 from .normalize import normalize
 

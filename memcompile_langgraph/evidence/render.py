@@ -6,9 +6,9 @@ import math
 from dataclasses import replace
 from typing import Any
 
-from ..index import UserIndex
-from ..records import SourcePacket
-from ..text import bounded, count_tokens, header_field, one_line
+from ..index.user import UserIndex
+from ..model import SourcePacket
+from ..text.terms import bounded, count_tokens, header_field, one_line
 from .budget import Block, fit_blocks
 from .updates import Supersession, superseded_note, supersessions
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from ..index import UserIndex
-from ..records import DenseHit, Intent, PacketScore
+from ..index.user import UserIndex
+from ..model import DenseHit, Intent, PacketScore
 
 
 @dataclass(frozen=True)

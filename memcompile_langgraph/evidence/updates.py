@@ -20,8 +20,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import takewhile
 
-from ..records import SourcePacket
-from ..text import term_set
+from ..model import SourcePacket
+from ..text.terms import term_set
 
 _TOKEN = re.compile(r"\d+(?:[.,:]\d+)*|[a-z%]+", re.I)
 _GLUED = re.compile(r"\d([a-z]+|%)", re.I)  # a measurement unit written on the number: 250ms, 4GB, 78%

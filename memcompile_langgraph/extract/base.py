@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from ..records import SourcePacket
+from ..model import SourcePacket
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import re
 
-from ..records import SourcePacket
-from ..text import clean_text
-from ..timeparse import normalize_event_time, parse_session_time
+from ..model import SourcePacket
+from ..text.terms import clean_text
+from ..text.timeparse import normalize_event_time, parse_session_time
 from .base import Metadata, TurnContext
 from .keywords import keyword_phrases
 from .names import Names, names_for

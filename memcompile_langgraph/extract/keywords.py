@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from ..text import STOPWORDS
+from ..text.terms import STOPWORDS
 from .sentences import LAUGH, LOW_CONTENT, normalize_quotes
 
 # Light verbs, adverbs and template words: fine inside a claim, useless as retrieval keywords.

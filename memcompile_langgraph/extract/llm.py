@@ -16,7 +16,7 @@ from .base import Extractor, Metadata, TurnContext
 
 log = logging.getLogger(__name__)
 
-CountSink = Callable[[str, dict[str, int]], None]  # (user_id, counts), e.g. RecordStore.add_counts
+CountSink = Callable[[str, dict[str, int]], None]  # (user_id, counts), e.g. SqliteRecords.add_counts
 T = TypeVar("T")
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from ..text import STOPWORDS
+from ..text.terms import STOPWORDS
 from .base import TurnContext
 
 # Names that are also ordinary words only count as a person when written with a capital.

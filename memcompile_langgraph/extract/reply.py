@@ -3,8 +3,8 @@ question carries the question, so "Sweden, four years ago." still says what it a
 
 from __future__ import annotations
 
-from ..records import SourcePacket
-from ..text import STOPWORDS
+from ..model import SourcePacket
+from ..text.terms import STOPWORDS
 from .keywords import GENERIC
 from .names import Names
 from .rewrite import rewriter

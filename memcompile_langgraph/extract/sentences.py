@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from ..text import STOPWORDS, clean_text, words
+from ..text.terms import STOPWORDS, clean_text, words
 from .names import Names
 
 # Words that carry no fact on their own: a sentence made only of these (plus stop words and names) is filler.

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..text import STOPWORDS, term_set
+from ..text.terms import STOPWORDS, term_set
 
 _HEADER = re.compile(r"^\[(?P<dia>[^\]]+)\] (?P<rest>.*\bsession \d+)$")
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}")

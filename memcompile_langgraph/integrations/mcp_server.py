@@ -27,10 +27,10 @@ from pydantic import BaseModel, Field
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 
-from ..auth_tokens import ANY_USER, Tokens
 from ..memory import MemCompile
 from ..users import nothing_stored_note, validate_user_id
 from .retriever import nothing_stored, packet_documents, resolve_k
+from .tokens import ANY_USER, Tokens
 
 INSTRUCTIONS = (
     "Long-term memory of conversations, one memory per user_id. `remember` stores turns; `recall` returns the "

@@ -30,8 +30,8 @@ from langchain_core.messages import (
 from langchain_core.runnables import RunnableConfig
 
 from ..evidence.budget import validate_max_tokens
-from ..records import stable_hash
-from ..text import clean_text
+from ..model import stable_hash
+from ..text.terms import clean_text
 from .retriever import packet_documents, resolve_k
 from .run_settings import run_setting, run_user
 

@@ -10,8 +10,8 @@ from pydantic import ConfigDict, Field, field_validator
 from ..evidence.budget import validate_max_tokens
 from ..evidence.render import render_block
 from ..memory import MemCompile
-from ..records import CompiledContext
-from ..text import clean_text
+from ..model import CompiledContext
+from ..text.terms import clean_text
 from ..users import validate_user_id
 
 METADATA_KEYS = ("dia_id", "speaker", "session", "time", "packet_id", "score", "rank", "source")

@@ -18,8 +18,8 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from ..records import SourcePacket
-from ..turn_input import BadTurn, coerce_turn, turn_record
+from ..ingest.turn_input import BadTurn, coerce_turn, turn_record
+from ..model import SourcePacket
 
 ROLES = {"user": "user", "human": "user", "assistant": "assistant", "ai": "assistant"}
 PASSED_THROUGH = ("session", "session_label", "image_caption", "image_query")

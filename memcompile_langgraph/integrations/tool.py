@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field
 
 from ..evidence.budget import validate_max_tokens
 from ..memory import MemCompile
-from ..text import clean_text
+from ..text.terms import clean_text
 from ..users import validate_user_id
 from .retriever import nothing_stored, packet_documents, resolve_k
 from .run_settings import run_user

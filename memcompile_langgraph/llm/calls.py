@@ -10,8 +10,8 @@ from dataclasses import dataclass, replace
 from typing import Any, Generic, TypeVar
 
 from ..config import DEFAULT_CONFIG, MemCompileConfig
-from ..text import count_tokens
-from .cache import ResponseCache, identity
+from ..text.terms import count_tokens
+from .replies import ResponseCache, identity
 from .settings import table6_model
 from .usage import UsageLedger
 

@@ -6,7 +6,7 @@ import json
 import re
 
 from ..extract.base import TurnContext
-from ..records import SourcePacket
+from ..model import SourcePacket
 from .calls import Request
 
 FACT_SYSTEM = (

@@ -6,9 +6,9 @@ from pathlib import Path
 from typing import Any
 
 from ..config import MemCompileConfig
-from .cache import ResponseCache
 from .calls import LLMClient
 from .db import LLMDatabase
+from .replies import ResponseCache
 from .usage import UsageLedger
 
 

@@ -11,9 +11,9 @@ from typing import Any
 from ..address.intent import match_people, offline_intent
 from ..config import MemCompileConfig
 from ..extract.base import Metadata, TurnContext
-from ..records import Intent
-from ..text import clean_text, terms
-from ..timeparse import normalize_event_time
+from ..model import Intent
+from ..text.terms import clean_text, terms
+from ..text.timeparse import normalize_event_time
 from .calls import InvalidReply
 
 _FENCE = re.compile(r"```[a-zA-Z0-9_-]*\s*\n?(.*?)```", re.S)

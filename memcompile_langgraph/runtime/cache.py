@@ -6,7 +6,7 @@ builds the next snapshot under that user's load lock only: from the cached one p
 records still hold exactly its packets (same epoch, same digest at its newest packet), else from the persisted
 snapshot file plus the newer records (checked the same way), else from all records. A user the records no longer
 hold leaves nothing behind in this process: its cached snapshot and its files here go, at its next touch or at the
-periodic sweep (a user forgotten on another machine and never asked for here again). Lock order: locks.py.
+periodic sweep (a user forgotten on another machine and never asked for here again). Lock order: store/locks.py.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 
-from ..gc_pause import gc_paused
-from ..index import UserIndex
+from ..index.gc_pause import gc_paused
+from ..index.user import UserIndex
 from ..store.protocols import Head, VectorStoreError
 from .consistency import BUSY, FOR_WRITER, reconcile
 from .engine import Engine
@@ -255,7 +255,7 @@ class IndexCache:
             self._while_current(index, lambda current: self.files.write_tail(current, packet_ids))
 
     def _while_current(self, index: UserIndex, write) -> bool:
-        """write(index) under the user's writer lock (tried, never waited for: see locks.py) and only while the
+        """write(index) under the user's writer lock (tried, never waited for: see store/locks.py) and only while the
         records are still the ones the snapshot shows, so no file can outlive a forget or a delete that ran
         meanwhile. Best effort: a failure is logged, and the next cold start rebuilds from the records (or reads the
         vectors from the vector store)."""

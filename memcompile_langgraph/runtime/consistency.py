@@ -17,8 +17,8 @@ from __future__ import annotations
 import logging
 
 from ..address.dense import PacketVectors
-from ..index import UserIndex
-from ..store.records import REEMBEDDING
+from ..index.user import UserIndex
+from ..store.sqlite import REEMBEDDING
 from .engine import Engine, bundles
 
 log = logging.getLogger(__name__)

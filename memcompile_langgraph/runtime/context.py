@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, PrivateAttr
 from pydantic.json_schema import SkipJsonSchema
 
-from ..index import UserIndex
+from ..index.user import UserIndex
 from ..users import MissingUserId, auth_identity, resolve_user, validate_user_id
 
 

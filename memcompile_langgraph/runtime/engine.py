@@ -17,9 +17,9 @@ from ..address.intent import offline_intent
 from ..config import MemCompileConfig
 from ..evidence.scheduler import Scheduler
 from ..extract.base import Extractor
-from ..index import UserIndex, packet_document
+from ..index.user import UserIndex, packet_document
 from ..llm.store import LLMStore
-from ..records import Descriptor, Intent, SourcePacket
+from ..model import Descriptor, Intent, SourcePacket
 from ..store.protocols import RecordsStore, StoreError, VectorsStore, VectorStoreError
 from ..store.stats import user_stats
 
@@ -199,7 +199,7 @@ def build_engine(
 ) -> Engine:
     """The stores and components of one memory: SQLite records and Chroma vectors under `path` (or in memory), the
     offline stages, and the paper's LLM stages through `llm` where one is given."""
-    from ..evidence.schedule import DeterministicScheduler
+    from ..evidence.mmr import DeterministicScheduler
     from ..extract.heuristic import HeuristicExtractor
     from ..store.open import open_records, open_vectors, records_url_from
     from .cache import IndexCache
@@ -208,7 +208,7 @@ def build_engine(
     records = open_records(path, records_url)  # PostgreSQL by URL or $MEMCOMPILE_RECORDS_URL, else SQLite
     vectors = open_vectors(path, records, chroma_url)  # opened at its first use: writes, repairs, reads of vectors
     if dense and embeddings is None:
-        from ..store.embeddings import default_embeddings
+        from ..embeddings.minilm import default_embeddings
 
         embeddings = default_embeddings()
     # cache and usage ledger of the LLM stages (llm.sqlite3 in the store dir), kept when a model is given or exists
@@ -259,6 +259,6 @@ def snapshot_folder(path: Path | None, records) -> Path:
     in this machine's cache, per store."""
     if path is not None:
         return path / "snapshots"
-    from ..store.int8_model import cache_root
+    from ..embeddings.int8 import cache_root
 
     return cache_root() / "snapshots" / records.store_id()

@@ -7,7 +7,7 @@ file's newest packet equals the digest the file carries, so it holds exactly the
 re-embedded since) and its version is not newer; the records added after it are then replayed on top. A file that
 is damaged, of another format, config or embedding model, or not signed with this store's key is ignored (and
 rebuilt). The signature (HMAC-SHA256 with a key kept in the records store) keeps out files nobody with access to
-the records wrote; the payload is data only (index_codec), checked part by part as it is read.
+the records wrote; the payload is data only (index/codec.py), checked part by part as it is read.
 
 The files hold users' turns: they are made 0600 in 0700 folders whatever the umask, a write that fails removes
 its temporary file, and the sweep removes what no one will read again.
@@ -29,14 +29,14 @@ from typing import Any
 import numpy as np
 
 from ..config import MemCompileConfig
-from ..gc_pause import gc_paused
-from ..index import UserIndex
-from ..index_codec import decode_index, decode_tail, encode_index, encode_tail
+from ..index.codec import decode_index, decode_tail, encode_index, encode_tail
+from ..index.gc_pause import gc_paused
+from ..index.user import UserIndex
 from ..store.protocols import Head
-from ..store.records import user_key
+from ..store.sqlite import user_key
 
 log = logging.getLogger(__name__)
-FORMAT = 5  # bump when the header or the payload (index_codec.VERSION) changes
+FORMAT = 5  # bump when the header or the payload (index/codec.py: VERSION) changes
 TAIL = ".tail"  # the vectors-only file beside a snapshot
 STALE_TMP = 3600  # seconds after which a temporary file of a live process is taken as abandoned too
 DigestAt = Callable[[str, int], "str | None"]  # RecordsStore.digest_at
@@ -134,7 +134,7 @@ class SnapshotFiles:
         try:
             with gc_paused():
                 return head, decode(payload, template)
-        except Exception as exc:  # signed but malformed (index_codec checks every part) or of another version
+        except Exception as exc:  # signed but malformed (index/codec.py checks every part) or of another version
             log.warning("index snapshot %s could not be loaded (%s): rebuilding", target, exc)
             _unlink(target)
             return None

@@ -17,8 +17,8 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from contextlib import ExitStack
 
-from ..index import UserIndex
-from ..records import Descriptor, SourcePacket
+from ..index.user import UserIndex
+from ..model import Descriptor, SourcePacket
 from ..store.protocols import StoreError
 from .consistency import prepare_writer
 from .engine import Bundles, Engine

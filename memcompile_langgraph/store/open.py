@@ -25,16 +25,16 @@ def open_records(path: str | Path | None, records_url: str | None = None, create
     url = records_url_from(records_url)
     if url:
         try:
-            from .pg_records import PgRecordStore  # psycopg is imported only by memories that use PostgreSQL
+            from .postgres import PostgresRecords  # psycopg is imported only by memories that use PostgreSQL
         except ImportError as exc:
             missing = missing_extra(exc, "records_url=postgresql://...")
             if missing is None:
                 raise
             raise missing from None
-        return PgRecordStore(url, create=create)
-    from .records import RecordStore
+        return PostgresRecords(url, create=create)
+    from .sqlite import SqliteRecords
 
-    return RecordStore(path, create=create)
+    return SqliteRecords(path, create=create)
 
 
 def open_vectors(path: str | Path | None, records: RecordsStore, chroma_url: str | None = None) -> LazyVectors:
@@ -42,15 +42,15 @@ def open_vectors(path: str | Path | None, records: RecordsStore, chroma_url: str
     namespace = f"mc{records.store_id()[:12]}" if chroma_url else None
 
     def connect() -> VectorsStore:
-        from .vectors import VectorStore
+        from .chroma import ChromaVectors
 
-        return VectorStore(path, url=chroma_url, namespace=namespace)
+        return ChromaVectors(path, url=chroma_url, namespace=namespace)
 
     return LazyVectors(connect)
 
 
 class LazyVectors:
-    """A VectorStore opened at its first use, once, whichever thread asks first: importing chromadb and opening
+    """A ChromaVectors opened at its first use, once, whichever thread asks first: importing chromadb and opening
     its client take seconds, which a query answered from a current snapshot file (vectors included) never
     needs. A failed open (a server that does not answer) raises to that caller and is tried again by the next."""
 

@@ -1,5 +1,5 @@
-"""The storage contracts the runtime stands on. Implementations: store/records.py (SQLite, the embedded default),
-store/pg_records.py (PostgreSQL); store/vectors.py (Chroma: persistent directory, in memory, or a server).
+"""The storage contracts the runtime stands on. Implementations: store/sqlite.py (SQLite, the embedded default),
+store/postgres.py (PostgreSQL); store/chroma.py (Chroma: persistent directory, in memory, or a server).
 
 tests/contracts/ holds one suite per protocol that every implementation must pass.
 """
@@ -10,7 +10,7 @@ from contextlib import AbstractContextManager as ContextManager
 from dataclasses import dataclass
 from typing import NamedTuple, Protocol, runtime_checkable
 
-from ..records import Descriptor, SourcePacket
+from ..model import Descriptor, SourcePacket
 
 
 class StoreError(RuntimeError):

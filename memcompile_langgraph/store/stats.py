@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .records import user_key
+from .sqlite import user_key
 
 NO_USAGE: dict[str, Any] = {"stages": {}, "total_tokens": 0}
 
@@ -37,7 +37,7 @@ def local_vector_count(path: str | Path, user_id: str) -> int:
     try:
         conn = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True)
         try:
-            rows = conn.execute(_COUNT, (f"mc_{user_key(user_id)}",)).fetchall()  # VectorStore.name of a local store
+            rows = conn.execute(_COUNT, (f"mc_{user_key(user_id)}",)).fetchall()  # ChromaVectors.name of a local store
         finally:
             conn.close()
     except sqlite3.Error as exc:

@@ -18,10 +18,10 @@ from hypothesis import strategies as st
 from support.paths import ROOT
 from support.record_backends import SqliteBackend
 
-from memcompile_langgraph.records import Descriptor, SourcePacket
+from memcompile_langgraph.model import Descriptor, SourcePacket
 from memcompile_langgraph.store.protocols import RecordsStore, StoredTurn, StoreError
-from memcompile_langgraph.store.records import SCHEMA_VERSION
-from memcompile_langgraph.text import clean_text
+from memcompile_langgraph.store.sqlite import SCHEMA_VERSION
+from memcompile_langgraph.text.terms import clean_text
 
 
 def packet(user: str, seq: int, text: str = "", speaker: str = "Ann", session: int = 1) -> SourcePacket:

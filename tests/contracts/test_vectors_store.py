@@ -10,20 +10,20 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from memcompile_langgraph.store.chroma import ChromaVectors
 from memcompile_langgraph.store.protocols import VectorsStore
-from memcompile_langgraph.store.vectors import VectorStore
 
 
 @pytest.fixture(params=["directory", "memory", pytest.param("server", marks=pytest.mark.slow)])
 def opener(request, tmp_path):
     """A function opening the store again (a second process, or a restart, sees the same vectors)."""
     if request.param == "directory":
-        return lambda: VectorStore(tmp_path / "store")
+        return lambda: ChromaVectors(tmp_path / "store")
     if request.param == "memory":
-        vs = VectorStore(None)
+        vs = ChromaVectors(None)
         return lambda: vs
     url, namespace = request.getfixturevalue("chroma_url"), f"t{uuid.uuid4().hex[:10]}"
-    return lambda: VectorStore(None, url=url, namespace=namespace)
+    return lambda: ChromaVectors(None, url=url, namespace=namespace)
 
 
 @pytest.fixture
@@ -36,7 +36,7 @@ def unit(*xs: float) -> list[float]:
     return [x / n for x in xs]
 
 
-def names(vs: VectorStore) -> set[str]:
+def names(vs: ChromaVectors) -> set[str]:
     """This store's collections (a Chroma server also holds other tests' stores, written meanwhile)."""
     return {c.name for c in vs.client.list_collections() if c.name.startswith(f"{vs.prefix}_")}
 

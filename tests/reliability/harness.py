@@ -13,7 +13,7 @@ from pathlib import Path
 
 from support.record_backends import Where
 
-from memcompile_langgraph.store.vectors import VectorStore
+from memcompile_langgraph.store.chroma import ChromaVectors
 
 CLI = [sys.executable, "-c", "import sys; from memcompile_langgraph.cli import main; sys.exit(main())"]
 
@@ -75,7 +75,7 @@ def snapshot(store: Path | Where, user: str) -> dict:
 
 def vector_view(store: Path | Where, user: str) -> dict:
     """Ids Chroma lists, and ids its index can actually return (a lost HNSW entry shows only in the second)."""
-    vs = VectorStore(where_of(store).path)
+    vs = ChromaVectors(where_of(store).path)
     listed = vs.ids(user)
     probe = [1.0] + [0.0] * 383
     searchable = {pid for pid, _ in vs.query(user, probe, max(len(listed), 1))}

@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 from memcompile_langgraph import MemCompile
 from memcompile_langgraph.evidence.render import HEADER_FIELD_CHARS
-from memcompile_langgraph.loaders import load_file
-from memcompile_langgraph.text import count_tokens
+from memcompile_langgraph.ingest.loaders import load_file
+from memcompile_langgraph.text.terms import count_tokens
 
 from .harness import CLI, cli_env, memcompile
 

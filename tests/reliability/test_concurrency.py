@@ -14,16 +14,16 @@ import pytest
 
 from memcompile_langgraph import MemCompile
 from memcompile_langgraph.runtime.consistency import STALE, reconcile
-from memcompile_langgraph.store.vectors import VectorStore
+from memcompile_langgraph.store.chroma import ChromaVectors
 
 from .harness import cli_env, packet_ids, rows, spawn, synthetic_turns, vector_view, write_json
 
 # Upserts batches of 20 random vectors for one user from a separate process (Chroma's own write path).
 UPSERT_SCRIPT = """
 import random, sys
-from memcompile_langgraph.store.vectors import VectorStore
+from memcompile_langgraph.store.chroma import ChromaVectors
 path, tag, batches, user = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
-vs = VectorStore(path)
+vs = ChromaVectors(path)
 rng = random.Random(tag)
 for i in range(batches):
     ids = [f"{tag}-{i}-{j}" for j in range(20)]
@@ -61,13 +61,13 @@ def test_two_processes_writing_chroma_lose_no_vector(tmp_path):
     view = vector_view(store, "shared")
     assert len(view["vector_ids"]) == 2 * batches * 20
     assert view["searchable_ids"] == view["vector_ids"]
-    ids, vectors = VectorStore(store).vectors("shared")
+    ids, vectors = ChromaVectors(store).vectors("shared")
     assert set(ids) == view["vector_ids"] and len(vectors) == len(ids)
 
 
 def test_a_long_lived_reader_sees_another_process_writes(tmp_path):
     store = tmp_path / "store"
-    reader = VectorStore(store)
+    reader = ChromaVectors(store)
     probe = [1.0] + [0.0] * 383
     own = [f"own{i}" for i in range(20)]
     reader.upsert("user0", own, [[float(i == j % 384) for i in range(384)] for j in range(20)], own)

@@ -8,7 +8,7 @@ import shutil
 import pytest
 
 from memcompile_langgraph import MemCompile
-from memcompile_langgraph.demo_data import demo_turns
+from memcompile_langgraph.cli.demo_data import demo_turns
 from memcompile_langgraph.store.protocols import StoreError
 
 from .harness import memcompile

@@ -9,8 +9,8 @@ import itertools
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memcompile_langgraph.build import MAX_SPEAKER
-from memcompile_langgraph.runtime.ingest import INGEST_BATCH
+from memcompile_langgraph.ingest.build import MAX_SPEAKER
+from memcompile_langgraph.runtime.add_turns import INGEST_BATCH
 
 from .strategies import examples
 
@@ -67,7 +67,7 @@ def test_a_later_call_appends(make_mem):
 def test_speaker_cut_is_counted_and_keeps_identity(make_mem, prefix, tails):
     """Speakers equal in their first 200 characters stay different turns, and each cut is counted."""
     mem = make_mem(dense=False)
-    from memcompile_langgraph.text import clean_text
+    from memcompile_langgraph.text.terms import clean_text
 
     speakers = list(dict.fromkeys(clean_text(prefix + "x" + t) for t in tails))
     turns = [{"speaker": s, "text": "I said the same thing", "dia_id": f"D1:{i}"} for i, s in enumerate(speakers)]

@@ -11,8 +11,8 @@ import re
 import pytest
 
 from memcompile_langgraph import MemCompile
-from memcompile_langgraph.store.records import user_key
-from memcompile_langgraph.store.vectors import VectorStore
+from memcompile_langgraph.store.chroma import ChromaVectors
+from memcompile_langgraph.store.sqlite import user_key
 from memcompile_langgraph.users import InvalidUserId
 
 from .harness import memcompile, rows, synthetic_turns, write_json
@@ -81,7 +81,7 @@ def test_hostile_user_ids_stay_inside_the_store(tmp_path, embeddings, backend):
     for path in _tree(store):  # no user id, whole or in part, became a path component
         assert not any(uid in path.split("/") for uid in HOSTILE_IDS if len(uid) > 2), path
     # Chroma collection names are the fixed prefix and a hash
-    collections = {c.name for c in VectorStore(store).client.list_collections()}
+    collections = {c.name for c in ChromaVectors(store).client.list_collections()}
     assert collections == {f"mc_{user_key(u)}" for u in HOSTILE_IDS}
     assert all(re.fullmatch(r"mc_[0-9a-f]{40}", c) for c in collections)
     assert rows(where, "SELECT COUNT(*) FROM packets")[0][0] == len(HOSTILE_IDS)  # the DROP TABLE id did nothing

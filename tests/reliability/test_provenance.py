@@ -14,7 +14,7 @@ from langchain_core.messages import HumanMessage
 
 from memcompile_langgraph.evidence.render import VIEWS, render_context
 from memcompile_langgraph.integrations.retriever import packet_documents
-from memcompile_langgraph.text import header_field, one_line
+from memcompile_langgraph.text.terms import header_field, one_line
 
 from .strategies import LINE_BREAKS, SEPARATORS, any_unicode, examples, hostile_text
 

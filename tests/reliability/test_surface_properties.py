@@ -18,8 +18,8 @@ from mcp.server.fastmcp.exceptions import ToolError
 from pydantic import ValidationError
 
 from memcompile_langgraph import MemCompile
+from memcompile_langgraph.integrations.base_store import MemCompileStore
 from memcompile_langgraph.integrations.mcp_server import build_server
-from memcompile_langgraph.integrations.store import MemCompileStore
 
 TOM_SAYS = {"speaker": "Tom", "text": "I adopted a beagle named Biscuit.", "time": "4 March 2024"}
 ANN_SAYS = {"speaker": "Ann", "text": "My locker code is 4711.", "time": "5 March 2024"}

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memcompile_langgraph import MemCompile
-from memcompile_langgraph.text import clean_text
+from memcompile_langgraph.text.terms import clean_text
 
 from .harness import memcompile
 from .strategies import any_unicode, examples, hostile_text, hostile_turn, json_values
@@ -133,7 +133,7 @@ def test_cli_ingests_a_file_with_bad_fields(tmp_path):
 
 def test_json_values_never_raise_in_validation():
     """The validator alone, over the whole JSON value space: a TurnInput or a BadTurn, nothing else."""
-    from memcompile_langgraph.turn_input import BadTurn, check_turn
+    from memcompile_langgraph.ingest.turn_input import BadTurn, check_turn
 
     @examples(100)
     @given(raw=st.one_of(hostile_turn, json_values))

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from memcompile_langgraph import MemCompile
 from memcompile_langgraph.evidence.render import render_context
-from memcompile_langgraph.turn_input import visible
+from memcompile_langgraph.ingest.turn_input import visible
 
 from .strategies import LINE_BREAKS, examples
 

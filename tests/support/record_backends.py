@@ -9,7 +9,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from memcompile_langgraph.store import records as sqlite_records
+from memcompile_langgraph.store import sqlite as sqlite_records
 from memcompile_langgraph.store.open import open_records
 
 
@@ -41,7 +41,7 @@ class Where:
                 conn.close()
         import psycopg
 
-        from memcompile_langgraph.store.pg_records import split_url
+        from memcompile_langgraph.store.postgres import split_url
 
         conninfo, schema = split_url(self.url)
         with psycopg.connect(conninfo, autocommit=True) as conn:
@@ -53,7 +53,7 @@ class Where:
         if self.url is None:
             names = [r[0] for r in self.rows("SELECT name FROM sqlite_master WHERE type='table'")]
         else:
-            from memcompile_langgraph.store.pg_records import split_url
+            from memcompile_langgraph.store.postgres import split_url
 
             schema = split_url(self.url)[1]
             names = [
@@ -70,7 +70,7 @@ class SqliteBackend:
         self.path, self.url = path, None
 
     def open(self, create: bool = True):
-        return sqlite_records.RecordStore(self.path, create=create)
+        return sqlite_records.SqliteRecords(self.path, create=create)
 
     def where(self, path: Path) -> Where:
         return Where(path)

@@ -41,10 +41,10 @@ from langgraph.store.base import (
     validate_op_namespace,
 )
 
+from ..ingest.turn_input import coerce_turn
 from ..memory import MemCompile
-from ..records import SourcePacket
+from ..model import SourcePacket
 from ..store.protocols import StoredTurn
-from ..turn_input import coerce_turn
 from ..users import validate_user_id
 from .retriever import packet_documents
 from .store_values import dia_id_key, key_dia_id, matches_filter, turn_value, value_turn

@@ -6,7 +6,7 @@ import math
 
 from ..address.intent import addressed_speakers
 from ..config import MemCompileConfig
-from ..text import jaccard
+from ..text.terms import jaccard
 from .frontier import complement_order, fusion_order
 from .scheduler import ScheduleInput
 from .spread import session_round_robin, spans_history, speaker_first

@@ -11,7 +11,7 @@ import hmac
 from dataclasses import dataclass
 from pathlib import Path
 
-from .users import InvalidUserId, validate_user_id
+from ..users import InvalidUserId, validate_user_id
 
 ANY_USER = "*"
 MIN_TOKEN = 16  # characters: a short token is guessable over the network

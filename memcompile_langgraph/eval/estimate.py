@@ -5,7 +5,7 @@ standing in for the model's outputs (heuristic claims feed the metadata requests
 pool, anchors and dense window feed the scheduler requests). Tokens are counted with text.count_tokens (words
 and punctuation marks; tiktoken's encodings are not available offline) and, as a second estimate, characters / 4.
 
-    python -m memcompile_langgraph.llm.estimate locomo10.json --sample conv-26
+    python -m memcompile_langgraph.eval.estimate locomo10.json --sample conv-26
 """
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ import sys
 from collections import defaultdict
 from typing import Any
 
-from ..build import turn_contexts
-from ..index import UserIndex
-from ..text import count_tokens
-from .calls import Request
-from .prompts import answer_request, fact_request, intent_request, label_request, metadata_request
+from ..index.user import UserIndex
+from ..ingest.build import turn_contexts
+from ..text.terms import count_tokens
+from ..llm.calls import Request
+from ..llm.prompts import answer_request, fact_request, intent_request, label_request, metadata_request
 
 
 def _measure(totals: dict, stage: str, req: Request) -> None:
@@ -65,11 +65,11 @@ def estimate(mem: Any, user_id: str, questions: list[str]) -> dict[str, dict[str
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ..loaders import load_file
+    from ..ingest.loaders import load_file
     from ..memory import MemCompile
 
     ap = argparse.ArgumentParser(
-        prog="python -m memcompile_langgraph.llm.estimate", description=__doc__.splitlines()[0]
+        prog="python -m memcompile_langgraph.eval.estimate", description=__doc__.splitlines()[0]
     )
     ap.add_argument("file")
     ap.add_argument("--sample", required=True, help="sample_id of the conversation, e.g. conv-26")

@@ -12,8 +12,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .records import SourcePacket, TurnInput
-from .text import one_line, scrub
+from ..model import SourcePacket, TurnInput
+from ..text.terms import one_line, scrub
 
 MAX_SESSION = 10**9  # session numbers are stored as SQLite integers; beyond this a number is a mistake
 MAX_LABEL = 200  # characters of a session label

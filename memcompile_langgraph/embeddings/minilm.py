@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
-from .int8_model import (  # noqa: F401 - find_model_dir is re-exported
+from .int8 import (  # noqa: F401 - find_model_dir is re-exported
     _CHROMA_CACHE,
     find_model_dir,
     int8_model,

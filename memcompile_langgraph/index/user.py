@@ -7,14 +7,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .address.bm25 import BM25Index
-from .address.cells import CellLayout
-from .address.dense import PacketVectors
-from .config import MemCompileConfig
+from ..address.bm25 import BM25Index
+from ..address.cells import CellLayout
+from ..address.dense import PacketVectors
+from ..config import MemCompileConfig
+from ..model import Descriptor, SourcePacket
+from ..text.terms import only_asks, terms
 from .gc_pause import gc_paused
 from .persistent import Forkable
-from .records import Descriptor, SourcePacket
-from .text import only_asks, terms
 
 
 def descriptor_terms(d: Descriptor) -> tuple[list[str], list[str], list[str]]:

@@ -8,13 +8,13 @@ from dataclasses import dataclass, field, replace
 from itertools import chain
 from typing import Any
 
-from .config import MemCompileConfig
-from .extract.base import Extractor, Metadata, TurnContext
-from .extract.sentences import has_negation
-from .index import UserIndex
-from .records import Descriptor, SourcePacket, TurnInput, stable_hash
-from .text import count_tokens
-from .timeparse import parse_session_time
+from ..config import MemCompileConfig
+from ..extract.base import Extractor, Metadata, TurnContext
+from ..extract.sentences import has_negation
+from ..index.user import UserIndex
+from ..model import Descriptor, SourcePacket, TurnInput, stable_hash
+from ..text.terms import count_tokens
+from ..text.timeparse import parse_session_time
 from .turn_input import BadTurn, CheckedTurn, check_turn, place_turns
 
 MAX_SPEAKER = 200  # characters of a speaker name kept in the store (identity uses the whole name)

@@ -25,11 +25,11 @@ from typing import Any
 
 import numpy as np
 
-from .address.bm25 import BM25Index
-from .address.cells import CellLayout, _counters
-from .address.dense import PacketVectors
+from ..address.bm25 import BM25Index
+from ..address.cells import CellLayout, _counters
+from ..address.dense import PacketVectors
+from ..model import Cell, Descriptor, SourcePacket, from_columns
 from .growarray import GrowArray
-from .records import Cell, Descriptor, SourcePacket, from_columns
 
 VERSION = 1
 _HEADER_MAX = 10000  # np.load's own bound on a header

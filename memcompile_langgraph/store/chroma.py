@@ -13,9 +13,9 @@ import chromadb
 from chromadb.config import Settings
 from chromadb.errors import ChromaError, NotFoundError
 
-from .chroma_local import DirectChroma, LocalChroma, UnavailableChroma
+from .chroma_dir import DirectChroma, LocalChroma, UnavailableChroma
 from .protocols import VectorStoreError
-from .records import user_key
+from .sqlite import user_key
 
 SOURCE = "source"  # metadata key of what a vector was built from: a digest of the packet document it embedded
 
@@ -58,7 +58,7 @@ def open_chroma(path: str | Path | None, url: str | None = None) -> DirectChroma
     return DirectChroma(make_client(path, url))
 
 
-class VectorStore:
+class ChromaVectors:
     def __init__(self, path: str | Path | None = None, url: str | None = None, namespace: str | None = None):
         self._path, self._url = path, url
         self.where = url or (str(Path(path) / "chroma") if path is not None else "in memory")

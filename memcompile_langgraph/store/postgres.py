@@ -1,6 +1,6 @@
 """PostgreSQL records store: the RecordsStore contract (store/protocols.py) for several workers on several machines.
 
-Behaves as the SQLite store (store/records.py): same tables and columns, same versions and epochs, same order.
+Behaves as the SQLite store (store/sqlite.py): same tables and columns, same versions and epochs, same order.
 Versions come from one PostgreSQL sequence per store (never repeat; gaps are harmless), so concurrent writers of
 different users never wait on one generation row. Several stores share one database in their own PostgreSQL schema,
 named by the URL: `postgresql://user@host:5432/db?schema=team_a` (default schema `memcompile`).
@@ -25,10 +25,10 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import psycopg
 import psycopg_pool
 
-from ..locks import UserLocks
-from ..records import Descriptor, SourcePacket
+from ..model import Descriptor, SourcePacket
+from .locks import UserLocks
 from .protocols import NO_RECORDS, Head, LoadedRecords, StoredTurn, StoreError
-from .records import (
+from .sqlite import (
     _DESC_COLS,
     _EDITABLE,
     _PACKET_COLS,
@@ -69,7 +69,7 @@ CREATE TABLE IF NOT EXISTS counters (user_id TEXT NOT NULL, name TEXT NOT NULL, 
 
 
 def _triggers(schema: str) -> list[str]:
-    """As the SQLite store's TRIGGERS (store/records.py); inserts and deletes per statement (a forget deletes every
+    """As the SQLite store's TRIGGERS (store/sqlite.py); inserts and deletes per statement (a forget deletes every
     row of a user in one), edits per row (a column list rules out transition tables)."""
     epoch = f"UPDATE {schema}.users SET epoch = -1 - floor(random() * 4e18)::bigint WHERE user_id IN"
     out = [
@@ -117,7 +117,7 @@ def describe(url: str) -> str:
     return f"{parts.hostname or 'localhost'}:{parts.port or 5432}{parts.path or '/'}"
 
 
-class PgRecordStore:
+class PostgresRecords:
     """RecordsStore in one schema of a PostgreSQL database."""
 
     def __init__(self, url: str, create: bool = True, pool_size: int = 4):

@@ -16,9 +16,9 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-from ..locks import FileLock, UserLocks
-from ..records import Descriptor, SourcePacket
+from ..model import Descriptor, SourcePacket
 from .layout import check_store_path
+from .locks import FileLock, UserLocks
 from .protocols import NO_RECORDS, Head, LoadedRecords, StoredTurn, StoreError
 
 log = logging.getLogger(__name__)
@@ -98,7 +98,7 @@ def _embedding_key(user_id: str) -> str:
     return f"embedding:{user_key(user_id)}"
 
 
-class RecordStore:
+class SqliteRecords:
     """RecordsStore over one SQLite file (or memory when path is None)."""
 
     def __init__(self, path: str | Path | None, create: bool = True):

@@ -90,7 +90,7 @@ class LocalChroma:
         self.generation = token
 
     def dropped(self) -> None:
-        """A collection was deleted: handles cached by every VectorStore of this process are re-fetched."""
+        """A collection was deleted: handles cached by every ChromaVectors of this process are re-fetched."""
         self.epoch += 1
 
     @contextlib.contextmanager

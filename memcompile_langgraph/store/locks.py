@@ -11,7 +11,7 @@ Lock order: a thread holding a lock may only take locks listed below it, never o
 3. The cache map lock (runtime/cache.py): guards the dict of published snapshots; held for dict reads and
    replacements only, never across I/O or embedding.
 4. Store-internal locks, held for one statement or one Chroma operation: the SQLite connection mutex, the Chroma
-   directory lock (store/chroma_local.py: `FileLock` on chroma.lock), the LLM store mutex, the setup lock taken
+   directory lock (store/chroma_dir.py: `FileLock` on chroma.lock), the LLM store mutex, the setup lock taken
    once while a store is created.
 A lock may be *tried* out of order (blocking=False, giving up when busy): a reader holding a load lock tries the
 writer lock to repair vectors or save a snapshot file; a try never waits, so it cannot deadlock. The cache's sweep

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from ..ingest.progress import IngestProgress
+from ..ingest.turn_input import Placed
 from ..ingest_graph import ingest_graph
-from ..progress import IngestProgress
-from ..turn_input import Placed
 from .context import MemoryContext
 from .engine import Engine
 from .unit_of_work import UnitOfWork
