@@ -196,10 +196,11 @@ def make_descriptors(ctx: TurnContext, facts: list[str], metas: list[Metadata], 
 
 def extract_all(
     contexts: list[TurnContext], extractor: Extractor, cfg: MemCompileConfig
-) -> tuple[list[list[str]], Counter]:
+) -> tuple[list[list[str]], Counter[str]]:
     """Facts per turn. A turn with none keeps one descriptor of its own text (factless_claims, the default), or
     none (the paper, App. B.1): its packet is then reached through the dense channel only."""
-    facts, counts = [], Counter()
+    facts: list[list[str]] = []
+    counts: Counter[str] = Counter()
     batch = getattr(extractor, "facts_batch", None)  # an LLM extractor runs its calls concurrently
     found = batch(contexts) if batch is not None else [extractor.facts(ctx) for ctx in contexts]
     for ctx, got in zip(contexts, found):

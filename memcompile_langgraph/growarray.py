@@ -26,7 +26,7 @@ class GrowArray:
     __slots__ = ("data", "n", "_mark")
 
     def __init__(self, dtype: type, capacity: int = 4, row: tuple[int, ...] = ()):
-        self.data = np.zeros((max(capacity, 1), *row), dtype=dtype)
+        self.data: np.ndarray = np.zeros((max(capacity, 1), *row), dtype=dtype)
         self.n = 0
         self._mark = _Mark(0)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 
@@ -128,7 +129,7 @@ class UserIndex(Forkable):
         last_packet = self.packets[self.packet_order[-1]].seq if self.packet_order else -1
         return last_packet, self.descriptors[-1].seq if self.descriptors else -1
 
-    def extend(self, packets: list[SourcePacket], placed: list[tuple[Descriptor, str | None]]) -> None:
+    def extend(self, packets: list[SourcePacket], placed: Sequence[tuple[Descriptor, str | None]]) -> None:
         """Add stored records in order (a load, or another writer's newer records): stored Cells are replayed."""
         for p in packets:
             self.add_packet(p)
@@ -233,7 +234,9 @@ class UserIndex(Forkable):
 
     def register(self, descriptors: list[Descriptor]) -> None:
         """Make placed descriptors addressable: BM25 documents, term sets, packet bundles."""
-        documents, claim_terms, key_terms = [], [], []
+        documents: list[list[str]] = []
+        claim_terms: list[tuple[str, ...]] = []
+        key_terms: list[tuple[str, ...]] = []
         for d in descriptors:
             self._put("position", d.descriptor_id, len(self.descriptors) + len(documents))
             # a new list: the bundle of a published snapshot is never appended to

@@ -15,6 +15,7 @@ VERSION is refused the same way: nothing of it is migrated, the records rebuild 
 
 from __future__ import annotations
 
+import builtins
 import io
 import json
 import math
@@ -120,7 +121,7 @@ class _Reader:
     def codes(self, name: str, n: int | None, nullable: bool = False) -> np.ndarray:
         return self.array(name, np.int32, (n,), _NULL if nullable else 0, len(self.strings))
 
-    def texts(self, name: str, n: int | None, nullable: bool = False) -> list:
+    def texts(self, name: str, n: int | None, nullable: bool = False) -> builtins.list[Any]:
         return self._table[self.codes(name, n, nullable)].tolist()  # references taken in C, no int per code
 
     def offsets(self, name: str, rows: int, flat: int) -> np.ndarray:
@@ -129,7 +130,9 @@ class _Reader:
             raise FormatError(f"{name}: bad offsets")
         return off
 
-    def ragged(self, name: str, rows: int, values: list | np.ndarray, row: type = tuple) -> list:
+    def ragged(
+        self, name: str, rows: int, values: builtins.list[Any] | np.ndarray, row: Callable[[Any], Any] = tuple
+    ) -> builtins.list[Any]:
         """values cut into rows by the offsets array (each row made in C: ~190k rows per column at 100k turns)."""
         off = self.offsets(name, rows, len(values)).tolist()
         spans = map(slice, off[:-1], off[1:])
@@ -178,7 +181,7 @@ def _decoding(decode: Callable[..., Any]) -> Callable[..., Any]:
 # --- the index ---------------------------------------------------------------------------------------------------
 
 # SourcePacket / Descriptor string fields stored as codes into the string table (they repeat); the others are unique
-_PACKET_CODED = ("user_id", "dia_id", "speaker", "session_label", "session_time", "session_time_raw")
+_PACKET_CODED: tuple[str, ...] = ("user_id", "dia_id", "speaker", "session_label", "session_time", "session_time_raw")
 _PACKET_CODED += ("image_caption", "image_query")
 _PACKET_TEXT = ("packet_id", "text", "content_hash")
 _DESCRIPTOR_CODED = ("dia_id", "speaker", "session_time", "event_time", "interaction_time")
@@ -345,7 +348,7 @@ def _decode_layout(r: _Reader, cfg, descriptors: list[Descriptor], ids: list[str
     placed_list = placed.tolist()
     members = r.ragged("cells.descriptors", k, _pick(descriptors, placed_list), list)
     descriptor_ids = r.ragged("cells.descriptors", k, _pick(ids, placed_list), list)
-    counters = {}
+    counters: dict[str, list[Counter[str]]] = {}
     for name in _COUNTED:
         keys = r.texts(f"cells.{name}", None)
         counts = r.array(f"cells.{name}.counts", np.int64, (len(keys),), 1).tolist()
@@ -390,13 +393,15 @@ def _decode_layout(r: _Reader, cfg, descriptors: list[Descriptor], ids: list[str
     route._key_terms = r.ragged("route.key_terms", k, r.texts("route.key_terms", None), set)
     route._title_terms = r.ragged("route.title_terms", k, r.texts("route.title_terms", None), frozenset)
     route._cols = np.zeros((5, max(64, k)), dtype=np.int64)  # RouteIndex grows it by doubling
-    route._cols[:, :k] = [
-        list(map(len, route._key_terms)),
-        list(map(len, counters["person_counts"])),
-        list(map(len, route._title_terms)),
-        sizes,
-        has_time,
-    ]
+    route._cols[:, :k] = np.array(
+        [
+            list(map(len, route._key_terms)),
+            list(map(len, counters["person_counts"])),
+            list(map(len, route._title_terms)),
+            sizes,
+            has_time,
+        ]
+    )
     for name, source in (("key_post", "route.key_terms"), ("people_post", "cells.person_counts")):
         getattr(route, name)._cells = _inverse(r, source, k)
     route.title_post._cells = _inverse(r, "route.title_terms", k)

@@ -220,7 +220,7 @@ class Forkable:
         """getattr(self, name)[key], this object's own to change in place: in a fork copied (OWN[name]) at its first
         change; made by new() when missing (maps only)."""
         value = getattr(self, name).get(key) if new is not None else getattr(self, name)[key]
-        if value is None:
+        if value is None and new is not None:
             value = new()
         elif self._owned is None or (name, key) in self._owned:
             return value

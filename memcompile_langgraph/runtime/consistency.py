@@ -57,6 +57,8 @@ def reembed(engine: Engine, index: UserIndex, made_by: str | None = None) -> Non
     readers treat the vectors as foreign (a crash leaves them so, and the next writer starts over).
     made_by: what the old vectors were recorded as, when the caller already replaced it by the marker."""
     user = index.user_id
+    if engine.embedding_id is None:
+        raise ValueError("a memory without an embedder cannot re-embed")
     if made_by is None:
         made_by = engine.records.embedding(user)
     engine.records.set_embedding(user, REEMBEDDING)

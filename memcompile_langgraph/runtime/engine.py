@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.embeddings import Embeddings
 
@@ -23,6 +23,11 @@ from ..records import Descriptor, Intent, SourcePacket
 from ..store.protocols import RecordsStore, StoreError, VectorsStore, VectorStoreError
 from ..store.stats import user_stats
 
+if TYPE_CHECKING:
+    from ..address.llm_intent import LLMIntent
+    from ..evidence.llm_updates import LLMUpdates
+    from .cache import IndexCache
+
 log = logging.getLogger(__name__)
 Bundles = list[tuple[SourcePacket, list[Descriptor]]]  # packets with their claim bundles: what z(p) is made of
 
@@ -35,13 +40,13 @@ class Engine:
     embeddings: Embeddings | None
     extractor: Extractor
     scheduler: Scheduler
-    llm_intent: Any = None  # address/llm_intent.LLMIntent when a model runs the intent stage
+    llm_intent: LLMIntent | None = None  # when a model runs the intent stage
     llm_store: LLMStore | None = None
     path: Path | None = None  # the store directory (None: in memory, or records in PostgreSQL)
-    llm_updates: Any = None  # evidence/llm_updates.LLMUpdates when a model decides knowledge-update marks
+    llm_updates: LLMUpdates | None = None  # when a model decides knowledge-update marks
     embedding_id: str | None = field(init=False)
     store_id: str = field(default="", init=False)  # what the derived state was named after when the store opened
-    cache: Any = field(default=None, init=False)  # runtime/cache.IndexCache, attached by MemCompile
+    cache: IndexCache = field(init=False)  # attached by build_engine, which made the engine for it
     _warned: set[str] = field(default_factory=set, init=False, repr=False)
     _background: ThreadPoolExecutor | None = field(default=None, init=False, repr=False)
     _background_lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
@@ -113,6 +118,8 @@ class Engine:
 
     def packet_vectors(self, items: Bundles) -> list[list[float]]:
         docs = [packet_document(p, claims)[: self.config.embed_max_chars] for p, claims in items]
+        if self.embeddings is None:
+            raise ValueError("this memory has no dense channel: no vectors to make")
         return self.embeddings.embed_documents(docs)
 
     def store_vectors(
@@ -189,10 +196,11 @@ def build_engine(
 
         embeddings = default_embeddings()
     # cache and usage ledger of the LLM stages (llm.sqlite3 in the store dir), kept when a model is given or exists
-    llm_store = LLMStore.open(path, create=answer_llm is not None)
+    llm_store = LLMStore.open(path, create=answer_llm is not None or llm is not None)
     offline_extractor, offline_scheduler = HeuristicExtractor(config.max_keywords), DeterministicScheduler(config)
-    llm_intent = llm_updates = None
-    if llm is not None:
+    llm_intent: LLMIntent | None = None
+    llm_updates: LLMUpdates | None = None
+    if llm is not None and llm_store is not None:
         from ..address.llm_intent import LLMIntent
         from ..evidence.llm_scheduler import LLMScheduler
         from ..evidence.llm_updates import LLMUpdates

@@ -48,7 +48,7 @@ class _Ahead:
 class UnitOfWork:
     def __init__(self, engine: Engine, cache, user_id: str, on_embedded: Callable[[int], None] | None = None):
         self.engine, self.cache, self.user_id = engine, cache, user_id
-        self.index: UserIndex | None = None  # the private next version
+        self.index: UserIndex  # the private next version, forked by __enter__
         self.base_version = -1
         self._on_embedded = on_embedded
         self._stack = ExitStack()

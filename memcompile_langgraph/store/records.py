@@ -214,6 +214,8 @@ class RecordStore:
 
     def writer_lock_path(self, user_id: str) -> Path:
         """The file whose lock serializes the user's writers across processes: one of WRITER_STRIPES files."""
+        if self.dir is None:
+            raise ValueError("a records store in memory has no lock files")
         if self._lock_key is None:
             self._lock_key = self.secret().encode()
         return self.dir / "locks" / f"writers-{writer_stripe(self._lock_key, user_id)}.lock"

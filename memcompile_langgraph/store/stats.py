@@ -62,7 +62,7 @@ def vector_count(path: str | Path | None, chroma_url: str | None, records: Any, 
 
 
 def user_stats(
-    records: Any, count_vectors: Callable[[str], int], llm_store: Any, user_id: str, embedding_id: str | None
+    records: Any, count_vectors: Callable[[str], int | None], llm_store: Any, user_id: str, embedding_id: str | None
 ) -> dict[str, Any]:
     """packets, descriptors, cells, sessions, counters, vectors, vector_model and LLM usage of one user.
     embedding_id: the identity of the embedder in use (None: no dense channel; stored vectors are counted anyway)."""

@@ -6,6 +6,7 @@ import functools
 import sqlite3
 import uuid
 from pathlib import Path
+from typing import TypedDict
 from urllib.parse import urlparse
 
 import chromadb
@@ -34,7 +35,12 @@ def _guarded(method):
     return run
 
 
-_SETTINGS = dict(anonymized_telemetry=False, allow_reset=False)
+class _Settings(TypedDict):
+    anonymized_telemetry: bool
+    allow_reset: bool
+
+
+_SETTINGS: _Settings = {"anonymized_telemetry": False, "allow_reset": False}
 
 
 def make_client(path: str | Path | None, url: str | None = None):
