@@ -20,17 +20,26 @@ import io
 import json
 import math
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import fields
-from typing import Any
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 import numpy as np
 
 from .address.bm25 import BM25Index
 from .address.cells import CellLayout, _counters
 from .address.dense import PacketVectors
+from .config import MemCompileConfig
 from .growarray import GrowArray
+from .persistent import Rows
 from .records import Cell, Descriptor, SourcePacket, from_columns
+
+if TYPE_CHECKING:
+    from .index import UserIndex
+
+P = ParamSpec("P")
+R = TypeVar("R")
+T = TypeVar("T")
 
 VERSION = 1
 _HEADER_MAX = 10000  # np.load's own bound on a header
@@ -55,7 +64,7 @@ class _Writer:
             (_NULL if v is None else codes.setdefault(v, len(codes)) for v in values), np.int32, len(values)
         )
 
-    def ragged(self, name: str, rows: Sequence[Sequence], encode: Callable[[list], np.ndarray]) -> None:
+    def ragged(self, name: str, rows: Rows[Sequence[Any]], encode: Callable[[list[Any]], np.ndarray]) -> None:
         flat = [x for row in rows for x in row]
         self.arrays[name] = encode(flat)
         self.arrays[name + ".offsets"] = np.cumsum([0, *map(len, rows)], dtype=np.int64)
@@ -97,8 +106,8 @@ class _Reader:
             raise FormatError(f"{key}: expected {kind}")
         return value
 
-    def list(self, key: str, kind: type | tuple[type, ...], n: int | None = None) -> list:
-        values = self.value(key, list)
+    def list(self, key: str, kind: type | tuple[type, ...], n: int | None = None) -> builtins.list[Any]:
+        values: builtins.list[Any] = self.value(key, list)
         if not set(map(type, values)) <= (set(kind) if isinstance(kind, tuple) else {kind}):
             raise FormatError(f"{key}: expected a list of {kind}")
         if n is not None and len(values) != n:
@@ -106,7 +115,7 @@ class _Reader:
         return values
 
     def array(
-        self, name: str, dtype: type, shape: tuple, low: int | None = None, high: int | None = None
+        self, name: str, dtype: type, shape: tuple[int | None, ...], low: int | None = None, high: int | None = None
     ) -> np.ndarray:
         """The named array, checked: exact dtype, shape (None: any length), integer values in [low, high)."""
         a = self.arrays.get(name)
@@ -122,7 +131,8 @@ class _Reader:
         return self.array(name, np.int32, (n,), _NULL if nullable else 0, len(self.strings))
 
     def texts(self, name: str, n: int | None, nullable: bool = False) -> builtins.list[Any]:
-        return self._table[self.codes(name, n, nullable)].tolist()  # references taken in C, no int per code
+        texts: builtins.list[Any] = self._table[self.codes(name, n, nullable)].tolist()  # references taken in C
+        return texts
 
     def offsets(self, name: str, rows: int, flat: int) -> np.ndarray:
         off = self.array(name + ".offsets", np.int64, (rows + 1,))
@@ -163,12 +173,12 @@ def _record(view: memoryview, at: int) -> tuple[np.ndarray, int]:
     return np.frombuffer(view, dtype, count, start).reshape(shape), end
 
 
-def _decoding(decode: Callable[..., Any]) -> Callable[..., Any]:
+def _decoding(decode: Callable[P, R]) -> Callable[P, R]:
     """Any failure of a decoder is a FormatError: damaged content never escapes as another exception."""
 
-    def guarded(*args: Any) -> Any:
+    def guarded(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
-            return decode(*args)
+            return decode(*args, **kwargs)
         except FormatError:
             raise
         except (ValueError, TypeError, KeyError, IndexError, OverflowError, RecursionError) as exc:
@@ -190,7 +200,7 @@ _NULLABLE = ("session_time",)
 _COUNTED = ("keyword_counts", "person_counts", "dia_counts")
 
 
-def encode_index(index) -> bytes:
+def encode_index(index: UserIndex) -> bytes:
     """The payload of a snapshot file: what decode_index needs to give back an equal UserIndex."""
     w = _Writer("index")
     packets = [index.packets[p] for p in index.packet_order]
@@ -225,7 +235,7 @@ def encode_index(index) -> bytes:
 
 
 @_decoding
-def decode_index(payload: bytes | memoryview, template):
+def decode_index(payload: bytes | memoryview, template: UserIndex) -> UserIndex:
     """The UserIndex of an encode_index payload, with `template`'s user and config; else FormatError."""
     r = _Reader(payload, "index")
     if r.value("user", str) != template.user_id:
@@ -237,7 +247,7 @@ def decode_index(payload: bytes | memoryview, template):
     columns = r.value("packets", dict)
     order = _strings(columns, "packet_id", None)
     n = len(order)
-    values = {name: _strings(columns, name, n) for name in _PACKET_TEXT}
+    values: dict[str, list[Any]] = {name: _strings(columns, name, n) for name in _PACKET_TEXT}
     values |= {name: r.texts(f"packets.{name}", n, name in _NULLABLE) for name in _PACKET_CODED}
     values["session"] = r.array("packets.session", np.int64, (n,)).tolist()
     values["seq"] = r.array("packets.seq", np.int64, (n,)).tolist()
@@ -290,26 +300,26 @@ def decode_index(payload: bytes | memoryview, template):
     return index
 
 
-def _strings(columns: dict, name: str, n: int | None) -> list[str]:
+def _strings(columns: dict[str, Any], name: str, n: int | None) -> list[str]:
     values = columns.get(name)
     if not isinstance(values, list) or not set(map(type, values)) <= {str} or n not in (None, len(values)):
         raise FormatError(f"{name}: expected {n} strings")
     return values
 
 
-def _unique(values: list, what: str) -> None:
+def _unique(values: list[Any], what: str) -> None:
     if len(set(values)) != len(values):
         raise FormatError(f"duplicate {what}")
 
 
-def _pick(values: list, rows: list[int]) -> list:
+def _pick(values: Sequence[T], rows: list[int]) -> list[T]:
     return list(map(values.__getitem__, rows))
 
 
 # --- Cells and their routing -------------------------------------------------------------------------------------
 
 
-def _encode_layout(w: _Writer, layout: CellLayout, position) -> None:
+def _encode_layout(w: _Writer, layout: CellLayout, position: Mapping[str, int]) -> None:
     cells = sorted(layout.cells.values(), key=lambda c: c.seq)  # a persistent map iterates in hash order
     w.doc["layout"] = {
         "cell_id": [c.cell_id for c in cells],
@@ -334,7 +344,7 @@ def _encode_layout(w: _Writer, layout: CellLayout, position) -> None:
     w.ragged("route.title_terms", [list(s) for s in route._title_terms], w.code)
 
 
-def _decode_layout(r: _Reader, cfg, descriptors: list[Descriptor], ids: list[str]) -> CellLayout:
+def _decode_layout(r: _Reader, cfg: MemCompileConfig, descriptors: list[Descriptor], ids: list[str]) -> CellLayout:
     doc = r.value("layout", dict)
     cids = _strings(doc, "cell_id", None)
     k, m = len(cids), len(descriptors)
@@ -408,7 +418,9 @@ def _decode_layout(r: _Reader, cfg, descriptors: list[Descriptor], ids: list[str
     return layout
 
 
-def _inverse(r: _Reader, name: str, rows: int, values: list | None = None, keep: np.ndarray | None = None) -> dict:
+def _inverse(
+    r: _Reader, name: str, rows: int, values: list[str] | None = None, keep: np.ndarray | None = None
+) -> dict[str, set[Any]]:
     """The ragged column `name` inverted: each string -> the set of rows holding it (or values[row]), over the rows
     `keep` marks. Grouped with one sort instead of a Python loop over every (row, string) pair."""
     codes = r.codes(name, None)
@@ -443,7 +455,7 @@ def _encode_bm25(w: _Writer, name: str, bm25: BM25Index) -> None:
     w.doc[name] = {"open": bm25._open, "open_len": bm25._open_len, "total_len": bm25._total_len}
 
 
-def _decode_bm25(r: _Reader, name: str, cfg, documents: int) -> BM25Index:
+def _decode_bm25(r: _Reader, name: str, cfg: MemCompileConfig, documents: int) -> BM25Index:
     bm25 = BM25Index(cfg.bm25_k1, cfg.bm25_b, cfg.bm25_epsilon)
     vocab = r.texts(f"{name}.terms", None)
     term_ids = dict(zip(vocab, range(len(vocab))))
@@ -489,7 +501,7 @@ def _decode_bm25(r: _Reader, name: str, cfg, documents: int) -> BM25Index:
     return bm25
 
 
-def _encode_vectors(w: _Writer, vectors: PacketVectors, packet_position) -> None:
+def _encode_vectors(w: _Writer, vectors: PacketVectors, packet_position: Mapping[str, int]) -> None:
     w.doc["dim"] = vectors.dim
     # a vector of a packet the index does not hold (never made) is written as -1, which no load accepts
     w.arrays["vectors.packets"] = np.fromiter((packet_position.get(p, -1) for p in vectors.ids), np.int32)
@@ -523,7 +535,7 @@ def encode_tail(ids: list[str], matrix: np.ndarray) -> bytes:
 
 
 @_decoding
-def decode_tail(payload: bytes | memoryview, template=None) -> tuple[list[str], np.ndarray]:
+def decode_tail(payload: bytes | memoryview, template: object = None) -> tuple[list[str], np.ndarray]:
     """(ids, matrix) of an encode_tail payload, else FormatError."""
     r = _Reader(payload, "tail")
     ids = r.list("ids", str)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 
 from ..gc_pause import gc_paused
@@ -203,7 +203,7 @@ class IndexCache:
             if self._while_current(index, self.files.write):
                 self._persisted[index.user_id] = len(index.packets)
 
-    def persist_tail(self, index: UserIndex, packet_ids: list[str]) -> None:
+    def persist_tail(self, index: UserIndex, packet_ids: Sequence[str]) -> None:
         """Saves the vectors of those packets beside the snapshot file (the ones it lacks)."""
         if self.files is not None and self.engine.embeddings is not None:
             self._while_current(index, lambda current: self.files.write_tail(current, packet_ids))

@@ -21,7 +21,7 @@ import json
 import logging
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -94,7 +94,7 @@ class SnapshotFiles:
         self._write(self.path(index.user_id), index, encode_index(index))
         self.path(index.user_id, TAIL).unlink(missing_ok=True)  # the file holds what the tail held
 
-    def write_tail(self, index: UserIndex, packet_ids: list[str]) -> None:
+    def write_tail(self, index: UserIndex, packet_ids: Sequence[str]) -> None:
         """The vectors of packets newer than the snapshot file, so that the next process reads them from here
         instead of opening the vector store (importing and opening Chroma: ~2 s)."""
         ids = [p for p in packet_ids if p in index.vectors.row]
