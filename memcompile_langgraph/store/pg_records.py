@@ -20,6 +20,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -242,7 +243,7 @@ class PgRecordStore:
         except (psycopg.OperationalError, psycopg_pool.PoolTimeout) as exc:
             raise StoreError(f"PostgreSQL at {self.where}: {_first_line(exc)}") from None
 
-    def write_lock(self, user_id: str, blocking: bool = True):
+    def write_lock(self, user_id: str, blocking: bool = True) -> AbstractContextManager[bool]:
         """Serializes writers of one user across threads, processes and machines. Yields whether it is held:
         with blocking=False it gives up at once when another writer has it."""
         return self._writers.hold(user_id, lambda b: self._advisory(user_id, b), blocking)
@@ -262,11 +263,11 @@ class PgRecordStore:
                 return
             yield True
 
-    def _one(self, sql: str, args: tuple) -> tuple | None:
+    def _one(self, sql: str, args: tuple[Any, ...]) -> tuple[Any, ...] | None:
         with self.transaction() as conn:
             return conn.execute(sql, args).fetchone()
 
-    def _all(self, sql: str, args: tuple) -> list[tuple]:
+    def _all(self, sql: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
         with self.transaction() as conn:
             return conn.execute(sql, args).fetchall()
 
@@ -274,13 +275,15 @@ class PgRecordStore:
         """A random id fixed at creation (or at a re-key): names this store's derived state."""
         row = self._one("SELECT value FROM meta WHERE key='store_id'", ())
         if row is not None:
-            return row[0]  # a read: writers check it at every unit of work
+            stored: str = row[0]  # a read: writers check it at every unit of work
+            return stored
         with self.transaction() as conn:
             conn.execute(
                 "INSERT INTO meta (key, value) VALUES ('store_id', %s) ON CONFLICT (key) DO NOTHING",
                 (uuid.uuid4().hex,),
             )
-            return _row(conn.execute("SELECT value FROM meta WHERE key='store_id'"))[0]
+            made: str = _row(conn.execute("SELECT value FROM meta WHERE key='store_id'"))[0]
+            return made
 
     def secret(self) -> str:
         """A random secret fixed at creation, readable only by those who can read the records (signs snapshot files)."""
@@ -289,7 +292,8 @@ class PgRecordStore:
                 "INSERT INTO meta (key, value) VALUES ('secret', %s) ON CONFLICT (key) DO NOTHING",
                 (uuid.uuid4().hex + uuid.uuid4().hex,),
             )
-            return _row(conn.execute("SELECT value FROM meta WHERE key='secret'"))[0]
+            secret: str = _row(conn.execute("SELECT value FROM meta WHERE key='secret'"))[0]
+            return secret
 
     def embedding(self, user_id: str) -> str | None:
         """Identity of the embedding model the user's stored vectors came from (None: not recorded yet)."""
@@ -312,7 +316,7 @@ class PgRecordStore:
         """A new version from the store's sequence (never repeats, forget included); with epoch, the records
         changed other than by appending. The user's row is locked first, so one user's versions only grow."""
         conn.execute("SELECT 1 FROM users WHERE user_id=%s FOR UPDATE", (user_id,))
-        gen = _row(conn.execute("SELECT nextval('generation')"))[0]
+        gen: int = _row(conn.execute("SELECT nextval('generation')"))[0]
         if epoch:
             conn.execute("UPDATE users SET version = %s, epoch = %s WHERE user_id=%s", (gen, gen, user_id))
         else:
@@ -355,7 +359,7 @@ class PgRecordStore:
         self, user_id: str, dia_ids: list[str] | None = None, limit: int | None = None, offset: int = 0
     ) -> list[StoredTurn]:
         sql = f"SELECT {_PACKET_COLS}, created_at FROM packets WHERE user_id=%s"
-        args: list = [user_id]
+        args: list[Any] = [user_id]
         if dia_ids is not None:
             sql += " AND dia_id = ANY(%s)"
             args.append(list(dia_ids))

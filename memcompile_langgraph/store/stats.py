@@ -44,6 +44,7 @@ def local_vector_count(path: str | Path, user_id: str) -> int:
         raise Unreadable(str(exc)) from exc
     if not rows:
         return 0  # no collection: nothing stored for the user
+    count: int
     count, applied, logged = rows[0]
     if len(rows) > 1 or (logged is not None and (applied is None or applied < logged)):
         raise Unreadable("write log not yet applied")
