@@ -26,6 +26,7 @@ from ..store.stats import user_stats
 if TYPE_CHECKING:
     from ..address.llm_intent import LLMIntent
     from ..evidence.llm_updates import LLMUpdates
+    from ..llm.calls import LLMClient
     from .cache import IndexCache
 
 log = logging.getLogger(__name__)
@@ -99,7 +100,7 @@ class Engine:
         store = self.llm_store
         return store.usage(user_id) if store is not None else {"stages": {}, "total_tokens": 0}
 
-    def llm_client(self, model: Any, user_id: str):
+    def llm_client(self, model: Any, user_id: str) -> LLMClient:
         if self.llm_store is None:
             self.llm_store = LLMStore(self.path)
         return self.llm_store.client(model, self.config, user_id)
@@ -238,7 +239,7 @@ def build_engine(
     return engine
 
 
-def snapshot_folder(path: Path | None, records) -> Path:
+def snapshot_folder(path: Path | None, records: RecordsStore) -> Path:
     """Where index snapshot files go: in the store directory, or for a store with no directory (PostgreSQL records)
     in this machine's cache, per store."""
     if path is not None:
