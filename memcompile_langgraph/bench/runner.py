@@ -19,8 +19,9 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from ..memory import MemCompile
 from ..runtime.ingest import INGEST_BATCH
@@ -30,6 +31,13 @@ from .synthetic import generate, questions
 
 USER = "bench"
 WARMUP_QUERIES = 2
+
+
+class StoreUrls(TypedDict, total=False):
+    """MemCompile's *_url arguments."""
+
+    records_url: str | None
+    chroma_url: str | None
 
 
 @dataclass(frozen=True)
@@ -43,7 +51,7 @@ class BenchOptions:
     records_url: str | None = None  # also measure a served store (PostgreSQL records and/or a Chroma server)
     chroma_url: str | None = None
 
-    def served(self) -> dict[str, str | None]:
+    def served(self) -> StoreUrls:
         return {"records_url": self.records_url, "chroma_url": self.chroma_url}
 
 
@@ -106,7 +114,7 @@ def _query_stats(mem: MemCompile, qs: list[str]) -> dict[str, Any]:
     totals: list[float] = []
     stages: dict[str, list[float]] = {}
     for q in qs[WARMUP_QUERIES:]:
-        seconds, ctx = _timed(lambda q=q: mem.compile(q, user_id=USER))
+        seconds, ctx = _timed(partial(mem.compile, q, user_id=USER))
         totals.append(seconds * 1000)
         for stage, info in ctx.trace.items():
             if isinstance(info, dict) and "ms" in info:
@@ -148,7 +156,7 @@ def run_memcompile(
     history,
     store: Path | None,
     log: Callable[[str], None],
-    urls: dict[str, str | None] | None = None,
+    urls: StoreUrls | None = None,
 ) -> list[dict[str, Any]]:
     """The bench over one store: the embedded one in `store`, or a served one by `urls` (MemCompile's *_url)."""
     urls = urls or {}
@@ -167,7 +175,7 @@ def run_memcompile(
         queries = _query_stats(mem, questions(history, opts.queries + WARMUP_QUERIES, seed=opts.seed + size, upto=size))
         adds = []
         for turn in turns[stored : stored + opts.add_samples]:
-            seconds, _ = _timed(lambda turn=turn: mem.add_turns([turn], user_id=USER))
+            seconds, _ = _timed(partial(mem.add_turns, [turn], user_id=USER))
             adds.append(seconds * 1000)
         stored += len(adds)
         stats = mem.stats(USER)
@@ -197,6 +205,7 @@ def run_memcompile(
         points[-1]["first_query_s"] = round(_timed(lambda: mem.compile(qs[0], user_id=USER))[0], 2)
         mem.close()
         return points
+    assert store is not None  # an embedded store has its directory
     after_open = {**turns[-1], "dia_id": "after-open", "text": turns[-1]["text"] + " (said again after a restart)"}
     points[-1].update(cold_start(store, qs[0], after_open))
     points[-1].update(other_user_during_cold_load(store, turns[:OTHER_USER_TURNS], qs))
@@ -212,7 +221,7 @@ OTHER_USER = "bench-other"
 OTHER_USER_TURNS = 200
 
 
-def _open_warm(store: Path | None, urls: dict[str, str | None] | None = None) -> MemCompile:
+def _open_warm(store: Path | None, urls: StoreUrls | None = None) -> MemCompile:
     # without urls: the embedded store, whatever $MEMCOMPILE_RECORDS_URL says
     mem = MemCompile(store, **(urls or {"records_url": ""}))
     if mem.embeddings is not None:
@@ -244,14 +253,14 @@ def other_user_during_cold_load(store: Path, turns: list[dict], qs: list[str]) -
 
     mem = _open_warm(store)
     mem.add_turns([{**t, "dia_id": f"O:{i}"} for i, t in enumerate(turns)], user_id=OTHER_USER)
-    alone = [_timed(lambda q=q: mem.compile(q, user_id=OTHER_USER))[0] * 1000 for q in qs]
+    alone = [_timed(partial(mem.compile, q, user_id=OTHER_USER))[0] * 1000 for q in qs]
     mem.close()
     shutil.rmtree(store / "snapshots", ignore_errors=True)
     mem = _open_warm(store)
     mem.compile(qs[0], user_id=OTHER_USER)
     loading = threading.Thread(target=mem.index, args=(USER,))
     loading.start()
-    during = []
+    during: list[float] = []
     while loading.is_alive():
         during.append(_timed(lambda: mem.compile(qs[len(during) % len(qs)], user_id=OTHER_USER))[0] * 1000)
     loading.join()
@@ -274,7 +283,7 @@ def run_peer(
         qs = questions(history, opts.queries + WARMUP_QUERIES, seed=opts.seed + size, upto=size)
         for q in qs[:WARMUP_QUERIES]:
             peer.search(q)
-        times = [_timed(lambda q=q: peer.search(q))[0] * 1000 for q in qs[WARMUP_QUERIES:]]
+        times = [_timed(partial(peer.search, q))[0] * 1000 for q in qs[WARMUP_QUERIES:]]
         out.append(
             {
                 "name": PEER_NAME,

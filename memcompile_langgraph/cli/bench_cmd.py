@@ -39,9 +39,10 @@ def table(report: dict) -> str:
             + [str(peer.get("ingest_turns_per_s", "-")), str(peer.get("query_ms_p50", "-"))]
         )
     served = report.get("served")
-    for point in served["sizes"] if served else []:
-        name = f"{served['records']} + {served['vectors']}"
-        rows.append([name] + [str(point[key]) for key, _ in COLUMNS] + ["-", "-"])
+    if served:
+        for point in served["sizes"]:
+            name = f"{served['records']} + {served['vectors']}"
+            rows.append([name] + [str(point[key]) for key, _ in COLUMNS] + ["-", "-"])
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return "\n".join("  ".join(cell.rjust(w) for cell, w in zip(r, widths)) for r in rows)
 

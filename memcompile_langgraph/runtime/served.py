@@ -6,12 +6,17 @@ from __future__ import annotations
 
 import os
 from functools import lru_cache
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..memory import MemCompile
+    from .engine import Engine
 
 DEFAULT_STORE = "./.memcompile"
 
 
 @lru_cache(maxsize=1)
-def served_memory():
+def served_memory() -> MemCompile:
     from ..memory import MemCompile
 
     chroma_url = os.environ.get("MEMCOMPILE_CHROMA_URL") or None
@@ -21,5 +26,5 @@ def served_memory():
     )
 
 
-def served_engine():
+def served_engine() -> Engine:
     return served_memory().engine

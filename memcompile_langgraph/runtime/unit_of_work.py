@@ -16,12 +16,17 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import Future
 from contextlib import ExitStack
+from types import TracebackType
+from typing import TYPE_CHECKING
 
 from ..index import UserIndex
 from ..records import Descriptor, SourcePacket
 from ..store.protocols import StoreError
 from .consistency import prepare_writer
 from .engine import Bundles, Engine
+
+if TYPE_CHECKING:
+    from .cache import IndexCache
 
 JOB_START_WAIT = 0.05  # seconds a writer waits for its embedding job to start
 
@@ -46,13 +51,15 @@ class _Ahead:
 
 
 class UnitOfWork:
-    def __init__(self, engine: Engine, cache, user_id: str, on_embedded: Callable[[int], None] | None = None):
+    def __init__(
+        self, engine: Engine, cache: IndexCache, user_id: str, on_embedded: Callable[[int], None] | None = None
+    ):
         self.engine, self.cache, self.user_id = engine, cache, user_id
-        self.index: UserIndex | None = None  # the private next version
+        self.index: UserIndex  # the private next version, forked by __enter__
         self.base_version = -1
         self._on_embedded = on_embedded
         self._stack = ExitStack()
-        self._pending: Future | None = None
+        self._pending: Future[None] | None = None
         self._ahead: _Ahead | None = None
 
     def __enter__(self) -> UnitOfWork:
@@ -136,7 +143,9 @@ class UnitOfWork:
         if pending is not None:
             pending.result()
 
-    def __exit__(self, exc_type, exc, tb) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         try:
             try:
                 self.wait()
