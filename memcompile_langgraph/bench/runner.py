@@ -232,8 +232,10 @@ OTHER_USER_TURNS = 200
 
 
 def _open_warm(store: Path | None, urls: dict[str, str | None] | None = None) -> MemCompile:
-    # without urls: the embedded store, whatever $MEMCOMPILE_RECORDS_URL says
+    """The store opened as a worker that writes opens it (MemCompile.warm_up). Without urls: the embedded store,
+    whatever $MEMCOMPILE_RECORDS_URL says."""
     mem = MemCompile(store, **(urls or {"records_url": ""}))
+    mem.warm_up()
     if mem.embeddings is not None:
         mem.embeddings.embed_query("warm up the model")  # loading the model is not what is timed
     return mem
