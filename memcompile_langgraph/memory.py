@@ -87,9 +87,9 @@ class MemCompile(Upkeep, Surfaces):
     # --- build plane ---------------------------------------------------------------------------
     def warm_up(self) -> None:
         """For a process that writes (a server, an agent's worker), called once after opening, before it takes
-        requests: opens the vector store, loads the model and imports the ingest graph now (~0.5 CPU-s, most of it
-        chromadb's import), which the first add after opening would otherwise wait for. A process that only reads
-        should not call it (it would load Chroma for nothing)."""
+        requests: opens the vector store and imports the ingest graph now (~0.5 CPU-s, most of it chromadb's
+        import) and starts loading the model, which the first add after opening would otherwise wait for. A process
+        that only reads should not call it (it would load Chroma for nothing)."""
         from .runtime.warm import open_for_writes
 
         open_for_writes(self.engine)
