@@ -91,12 +91,22 @@ def _after_index(state: IngestWork) -> str:
     return "packetize" if state.get("retry") else END
 
 
+def _profiled(stage: str, fn):
+    """fn's time goes to its stage of the engine's ingest profile (runtime/engine.Engine.clock)."""
+
+    def node(state: IngestWork, runtime: Runtime[MemoryContext]) -> dict[str, Any]:
+        with run_context(runtime).engine.clock.stage(stage):
+            return fn(state, runtime)
+
+    return node
+
+
 NODES = {
-    "packetize": packetize_node,
-    "extract_facts": extract_facts_node,
-    "extract_metadata": extract_metadata_node,
-    "place_cells": place_cells_node,
-    "index": index_node,
+    "packetize": _profiled("packetize", packetize_node),
+    "extract_facts": _profiled("extract", extract_facts_node),
+    "extract_metadata": _profiled("extract", extract_metadata_node),
+    "place_cells": _profiled("place", place_cells_node),
+    "index": _profiled("index", index_node),
 }
 
 

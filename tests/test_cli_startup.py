@@ -68,7 +68,9 @@ def test_query_from_a_current_snapshot_file_needs_no_chroma_and_answers_as_with_
     out, loaded = run("query", QUESTION, "--store", store, "--user", "demo", "--json")
     assert "chromadb" in loaded
     from_chroma = json.loads(out)
-    assert_same_context(from_chroma["packets"], from_chroma["context"], from_snapshot["packets"], from_snapshot["context"])
+    assert_same_context(
+        from_chroma["packets"], from_chroma["context"], from_snapshot["packets"], from_snapshot["context"]
+    )
     assert (store / "snapshots").is_dir()  # that load saved the snapshot file again: the next query skips Chroma
     _, loaded = run("query", QUESTION, "--store", store, "--user", "demo")
     assert "chromadb" not in loaded

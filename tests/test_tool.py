@@ -54,6 +54,7 @@ async def test_async_and_empty_query(make_mem):
 
 def test_user_from_runtime_context_inside_a_tool_node(make_mem):
     mem = make_mem(turns=demo_turns(), user_id="demo")
+
     class Ctx(TypedDict):
         user_id: str
 

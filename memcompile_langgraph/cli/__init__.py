@@ -9,7 +9,17 @@ import sqlite3
 import sys
 from importlib import import_module
 
-COMMAND_MODULES = ("core", "stats_cmd", "ask_cmd", "forget_cmd", "export_cmd", "repair_cmd", "eval_cmd", "bench_cmd", "mcp_cmd")
+COMMAND_MODULES = (
+    "core",
+    "stats_cmd",
+    "ask_cmd",
+    "forget_cmd",
+    "export_cmd",
+    "repair_cmd",
+    "eval_cmd",
+    "bench_cmd",
+    "mcp_cmd",
+)
 
 
 class UsageError(Exception):

@@ -20,6 +20,7 @@ from ..extract.base import Extractor
 from ..index import UserIndex, packet_document
 from ..llm.store import LLMStore
 from ..records import Descriptor, Intent, SourcePacket
+from ..stage_clock import StageClock
 from ..store.protocols import RecordsStore, StoreError, VectorsStore, VectorStoreError
 from ..store.stats import user_stats
 
@@ -48,6 +49,7 @@ class Engine:
     embedding_id: str | None = field(init=False)
     store_id: str = field(default="", init=False)  # what the derived state was named after when the store opened
     cache: IndexCache = field(init=False)  # attached by build_engine, which made the engine for it
+    clock: StageClock = field(default_factory=StageClock, init=False, repr=False)  # writers' time by stage
     _warned: set[str] = field(default_factory=set, init=False, repr=False)
     _background: ThreadPoolExecutor | None = field(default=None, init=False, repr=False)
     _background_lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)

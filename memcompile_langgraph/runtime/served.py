@@ -21,9 +21,11 @@ def served_memory() -> MemCompile:
 
     chroma_url = os.environ.get("MEMCOMPILE_CHROMA_URL") or None
     servers_only = bool(chroma_url and os.environ.get("MEMCOMPILE_RECORDS_URL"))  # then no local directory at all
-    return MemCompile(
+    memory = MemCompile(
         os.environ.get("MEMCOMPILE_STORE") or (None if servers_only else DEFAULT_STORE), chroma_url=chroma_url
     )
+    memory.warm_up()  # a server writes: its first add after a restart should not open the vector store
+    return memory
 
 
 def served_engine() -> Engine:

@@ -63,6 +63,10 @@ class UnitOfWork:
         self._ahead: _Ahead | None = None
 
     def __enter__(self) -> UnitOfWork:
+        with self.engine.clock.stage("open"):
+            return self._open()
+
+    def _open(self) -> UnitOfWork:
         self._stack.enter_context(self.engine.records.write_lock(self.user_id))
         try:
             self.engine.check_store()
@@ -96,7 +100,8 @@ class UnitOfWork:
         """Records of one batch (descriptors already placed in self.index's Cells) in one transaction; then they are
         made searchable in the private index and their vectors stored (embedded ahead, or queued now)."""
         index = self.index
-        self.engine.records.commit(self.user_id, packets, placed, counts)
+        with self.engine.clock.stage("commit"):
+            self.engine.records.commit(self.user_id, packets, placed, counts)
         index.version, index.epoch, index.digest = self.engine.records.head(self.user_id)  # (a new user: its epoch)
         for p in packets:
             index.add_packet(p)
@@ -124,12 +129,15 @@ class UnitOfWork:
 
     def _embed(self, items: Bundles, ahead: _Ahead | None, started: threading.Event) -> None:
         started.set()
-        vectors = self.engine.packet_vectors(items)
+        clock = self.engine.clock
+        with clock.stage("embed"):
+            vectors = self.engine.packet_vectors(items)
         if ahead is not None:
             ahead.decided.wait()
             if not ahead.store:
                 return
-        self.engine.store_vectors(self.user_id, items, vectors, self.index)
+        with clock.stage("store_vectors"):
+            self.engine.store_vectors(self.user_id, items, vectors, self.index)
         if self._on_embedded is not None:
             self._on_embedded(len(items))
 
@@ -141,7 +149,8 @@ class UnitOfWork:
             ahead.decide(False)
         pending, self._pending = self._pending, None
         if pending is not None:
-            pending.result()
+            with self.engine.clock.stage("wait"):
+                pending.result()
 
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
@@ -153,7 +162,8 @@ class UnitOfWork:
                 if exc_type is None:
                     raise
             if exc_type is None:
-                self.cache.publish(self.index)
-                self.cache.persist(self.index)
+                with self.engine.clock.stage("publish"):
+                    self.cache.publish(self.index)
+                    self.cache.persist(self.index)
         finally:
             self._stack.close()
