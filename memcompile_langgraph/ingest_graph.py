@@ -28,8 +28,8 @@ def packetize_node(state: IngestWork, runtime: Runtime[MemoryContext]) -> dict[s
     ctx = run_context(runtime)
     # the unit's private index, or a private fork of the newest snapshot (not the run's pinned one: a retry must
     # see what the writer that went first stored)
-    work = ctx.writer.index if ctx.writer is not None else ctx.cache.snapshot(ctx.user_id).fork()
-    result = packetize(state.get("turns", []), work, ctx.user_id)
+    work = ctx.writer.index if ctx.writer is not None else ctx.cache.snapshot(ctx.user).fork()
+    result = packetize(state.get("turns", []), work, ctx.user)
     contexts, trimmed = turn_contexts(result.packets, work, ctx.engine.config)
     counts = dict(result.counts)
     if trimmed:
@@ -75,9 +75,9 @@ def index_node(state: IngestWork, runtime: Runtime[MemoryContext]) -> dict[str, 
         return {"counts": counts, "_trace": {"committed": len(packets), "embedding": len(packets)}}
     attempt = state.get("attempt", 0) + 1
     try:
-        with UnitOfWork(ctx.engine, ctx.cache, ctx.user_id) as unit:
+        with UnitOfWork(ctx.engine, ctx.cache, ctx.user) as unit:
             if state.get("work_index") is None or state.get("base_version") != unit.base_version:
-                raise WriteConflict(f"user {ctx.user_id!r} changed while this ingest run extracted")
+                raise WriteConflict(f"user {ctx.user!r} changed while this ingest run extracted")
             unit.adopt(state["work_index"])
             unit.commit(packets, placed, counts)
     except WriteConflict:
@@ -91,12 +91,22 @@ def _after_index(state: IngestWork) -> str:
     return "packetize" if state.get("retry") else END
 
 
+def _profiled(stage: str, fn):
+    """fn's time goes to its stage of the engine's ingest profile (runtime/engine.Engine.clock)."""
+
+    def node(state: IngestWork, runtime: Runtime[MemoryContext]) -> dict[str, Any]:
+        with run_context(runtime).engine.clock.stage(stage):
+            return fn(state, runtime)
+
+    return node
+
+
 NODES = {
-    "packetize": packetize_node,
-    "extract_facts": extract_facts_node,
-    "extract_metadata": extract_metadata_node,
-    "place_cells": place_cells_node,
-    "index": index_node,
+    "packetize": _profiled("packetize", packetize_node),
+    "extract_facts": _profiled("extract", extract_facts_node),
+    "extract_metadata": _profiled("extract", extract_metadata_node),
+    "place_cells": _profiled("place", place_cells_node),
+    "index": _profiled("index", index_node),
 }
 
 

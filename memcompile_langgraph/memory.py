@@ -85,6 +85,15 @@ class MemCompile(Upkeep, Surfaces):
         return MemoryContext(user_id=validate_user_id(user_id), engine=self.engine)
 
     # --- build plane ---------------------------------------------------------------------------
+    def warm_up(self) -> None:
+        """For a process that writes (a server, an agent's worker), called once after opening, before it takes
+        requests: opens the vector store and imports the ingest graph now (most of it chromadb's import) and starts
+        loading the model, which the first add after opening would otherwise wait for. A process that only reads
+        should not call it (it would load Chroma for nothing)."""
+        from .runtime.warm import open_for_writes
+
+        open_for_writes(self.engine)
+
     def add_turns(self, turns: Iterable[Any], user_id: str = "default", progress: bool = False) -> dict[str, int]:
         """Store turns (dicts or TurnInput); returns counts: stored, skipped_*, already_stored, descriptors."""
         from .runtime.add_turns import ingest_turns  # imports the ingest graph: a process that only queries never does

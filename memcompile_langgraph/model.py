@@ -21,7 +21,7 @@ def from_columns(cls: type, columns: tuple[list, ...]) -> list:
     """Records of a slots dataclass from one list per field (a snapshot file's columns), built field by field
     straight into their slots. Every loop runs in C: one Python call per record (the frozen __init__) was half of a
     100k-turn snapshot's load."""
-    records = list(map(object.__new__, repeat(cls, len(columns[0]))))
+    records: list[Any] = list(map(object.__new__, repeat(cls, len(columns[0]))))
     for f, column in zip(fields(cls), columns):
         deque(map(getattr(cls, f.name).__set__, records, column), maxlen=0)
     return records

@@ -34,7 +34,7 @@ STAGES = ("intent", "bm25", "cell_routing", "candidates", "normalize", "schedule
 def intent_node(state: QueryState, runtime: Runtime[MemoryContext]) -> dict[str, Any]:
     ctx = run_context(runtime)
     if ctx.engine.config.use_intent:
-        intent = ctx.engine.intent(state["query"], list(ctx.snapshot().people), ctx.user_id)
+        intent = ctx.engine.intent(state["query"], list(ctx.snapshot().people), ctx.user)
     else:
         intent = Intent(query=state["query"], terms=tuple(dict.fromkeys(terms(state["query"]))))
     return {
@@ -98,7 +98,7 @@ def schedule_node(state: QueryState, runtime: Runtime[MemoryContext]) -> dict[st
     inp = _schedule_input(state, ctx)
     k = min(cfg.k0, len(inp.pool))
     if cfg.dense_only:
-        anchors = []  # A7: the frontier stage takes the dense top-K0 instead
+        anchors: list[str] = []  # A7: the frontier stage takes the dense top-K0 instead
     elif cfg.use_scheduler:
         anchors = ctx.engine.scheduler.schedule(inp, k) if k else []
     else:
@@ -113,8 +113,8 @@ def dense_node(state: QueryWork, runtime: Runtime[MemoryContext]) -> dict[str, A
         return {"dense": [], "_trace": {"hits": 0, "disabled": True}}
     if not index.packets:
         return {"dense": [], "_trace": {"hits": 0}}
-    if engine.foreign_vectors(ctx.user_id):  # made by another model and not re-embedded yet: not comparable with ours
-        engine.warn_foreign(ctx.user_id)
+    if engine.foreign_vectors(ctx.user):  # made by another model and not re-embedded yet: not comparable with ours
+        engine.warn_foreign(ctx.user)
         return {"dense": [], "_trace": {"hits": 0, "foreign_vectors": True}}
     enriched = enriched_query(state["intent"])
     texts = [enriched, state["query"]] if cfg.fusion and enriched != state["query"] else [enriched]
@@ -126,9 +126,9 @@ def dense_node(state: QueryWork, runtime: Runtime[MemoryContext]) -> dict[str, A
         hits = index.vectors.top_from(out["similarities"].arrays[0], cfg.dense_top)
     else:  # vectors still being reconciled: ask the vector store
         try:
-            found = engine.vectors.query(ctx.user_id, vectors[0], cfg.dense_top, sources=True)
+            found = engine.vectors.query(ctx.user, vectors[0], cfg.dense_top, sources=True)
         except VectorStoreError as exc:  # damaged or unreachable: the lexical channels answer alone
-            engine.warn_once(f"vectors:{ctx.user_id}", f"dense channel off for user {ctx.user_id!r}: {exc}")
+            engine.warn_once(f"vectors:{ctx.user}", f"dense channel off for user {ctx.user!r}: {exc}")
             return {"dense": [], "_trace": {"hits": 0, "vectors_unavailable": True}}
         # as in the index: a vector built from other content than its packet's document now is not served
         ids = [pid for pid, _, _ in found if pid in index.packets]
@@ -199,7 +199,7 @@ def render_node(state: QueryState, runtime: Runtime[MemoryContext]) -> dict[str,
             packets[-1]["superseded_by"] = index.packets[found[pid].new].dia_id
     trace = {"packets": len(packets), "chars": len(text), "superseded": len(found)}
     out = {"context": text, "packets": packets, "_trace": trace}
-    return {**out, "note": nothing_stored_note(ctx.user_id)} if not index.packets else out
+    return {**out, "note": nothing_stored_note(ctx.user)} if not index.packets else out
 
 
 NODES = {

@@ -3,30 +3,37 @@ so a process that never asks for one never loads it."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, cast
+
+if TYPE_CHECKING:
+    from .memory import MemCompile
+
 
 class Surfaces:
+    """A mixin of MemCompile only (hence the casts)."""
+
     def as_retriever(self, user_id: str = "default", k: int = 12, max_tokens: int | None = None):
         """A LangChain retriever: one Document per selected packet, in schedule order."""
         from .integrations.retriever import MemCompileRetriever
 
-        return MemCompileRetriever(memory=self, user_id=user_id, k=k, max_tokens=max_tokens)
+        return MemCompileRetriever(memory=cast("MemCompile", self), user_id=user_id, k=k, max_tokens=max_tokens)
 
     @property
     def recall_node(self):
         """MessagesState node: a system message with the memory compiled for the last human message."""
         from .integrations.memory_nodes import make_recall_node
 
-        return make_recall_node(self)
+        return make_recall_node(cast("MemCompile", self))
 
     @property
     def remember_node(self):
         """MessagesState node: stores the exchange since the last remember as turns (make_remember_node for names)."""
         from .integrations.memory_nodes import make_remember_node
 
-        return make_remember_node(self)
+        return make_remember_node(cast("MemCompile", self))
 
     def as_tool(self, user_id: str | None = None, k: int | None = None, max_tokens: int | None = None):
         """A `search_memory` tool; without user_id the user comes from each run's config or context."""
         from .integrations.tool import make_search_memory_tool
 
-        return make_search_memory_tool(self, user_id=user_id, k=k, max_tokens=max_tokens)
+        return make_search_memory_tool(cast("MemCompile", self), user_id=user_id, k=k, max_tokens=max_tokens)

@@ -1,12 +1,22 @@
 import json
 import statistics
+import time
 
 import pytest
 
-from memcompile_langgraph.bench.runner import BenchOptions, percentile, run_bench
+from memcompile_langgraph.bench.runner import (
+    BACKGROUND_STAGES,
+    WRITER_STAGES,
+    BenchOptions,
+    ingest_profile,
+    percentile,
+    run_bench,
+)
 from memcompile_langgraph.bench.synthetic import ASK, generate, questions
 from memcompile_langgraph.cli import main
+from memcompile_langgraph.cli.bench_cmd import table
 from memcompile_langgraph.memory import MemCompile
+from memcompile_langgraph.runtime.stage_clock import StageClock
 from memcompile_langgraph.text.terms import count_tokens
 
 TURNS = 800  # the bench smoke's history: above the other user's 200 turns, enough Cells and a cold load to time
@@ -42,6 +52,37 @@ def test_percentile_is_nearest_rank():
     assert percentile([5.0], 95) == 5.0
     assert percentile([float(x) for x in range(1, 101)], 50) == 50.0
     assert percentile([float(x) for x in range(1, 101)], 95) == 95.0
+
+
+def test_stage_clock_counts_a_nested_stage_once():
+    clock = StageClock()
+    start = time.perf_counter()
+    with clock.stage("outer"):
+        time.sleep(0.02)
+        with clock.stage("inner"):
+            time.sleep(0.05)
+        time.sleep(0.01)
+    wall = time.perf_counter() - start
+    totals = clock.totals()
+    assert set(totals) == {"outer", "inner"}
+    assert totals["inner"] >= 0.05 and totals["outer"] >= 0.03
+    assert totals["outer"] + totals["inner"] <= wall  # the inner 50 ms is not also the outer's
+
+
+def test_ingest_profile_covers_the_stages_and_fits_in_the_ingest_wall_time(tmp_path, embeddings):
+    mem = MemCompile(tmp_path / "s", embeddings=embeddings)
+    start = time.perf_counter()
+    mem.add_turns(generate(300, seed=4).turns, user_id="u")
+    wall = time.perf_counter() - start
+    stages = mem.engine.clock.totals()
+    mem.close()
+    assert set(WRITER_STAGES) | set(BACKGROUND_STAGES) <= set(stages)
+    assert all(stages[s] > 0 for s in ("extract", "place", "commit", "index", "embed", "store_vectors"))
+    profile = ingest_profile(stages, wall)
+    assert list(profile["writer"]) == [*WRITER_STAGES, "other"]
+    assert sum(stages[s] for s in WRITER_STAGES) <= wall
+    assert abs(sum(profile["writer"].values()) - wall) < 0.01  # `other` is the rest of the wall time, never below 0
+    assert all(stages[s] <= wall for s in BACKGROUND_STAGES)
 
 
 @pytest.mark.parametrize(
@@ -122,6 +163,13 @@ def test_bench_smoke_json_shape_and_sane_values(tmp_path, capsys, embeddings):
     assert peer["ingest_turns_per_s"] > 0 and peer["query_ms_p50"] > 0
     assert report["machine"]["cores"] >= 1 and report["machine"]["cpu"]
     assert [p["turns"] for p in report["sizes"]] == [TURNS]
+    profile = report["ingest_profile_s"]
+    assert set(profile["writer"]) == {*WRITER_STAGES, "other"} and set(profile["background"]) == set(BACKGROUND_STAGES)
+    assert profile["background"]["embed"] > 0 and profile["writer"]["extract"] > 0
+    assert abs(sum(profile["writer"].values()) - report["ingest_s"]) <= 0.1  # ingest_s is rounded to 0.1 s
+    printed = table(report).splitlines()
+    header = printed[printed.index("ingest profile, seconds by stage (embedding on a background thread):") + 1].split()
+    assert header == ["turns", "ingest", "s", *WRITER_STAGES, "other", "bg", "embed", "bg", "store_vectors"]
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     with pytest.raises(ValueError, match="already holds a bench history"):
         run_bench(BenchOptions(sizes=(100,), store=tmp_path / "s", peer=False))

@@ -146,3 +146,20 @@ def test_a_failed_open_raises_to_its_caller_and_the_next_use_tries_again():
         lazy.ids("u")
     assert not lazy.opened
     assert lazy.ids("u") == set() and lazy.opened and len(attempts) == 2
+
+
+def test_warm_up_opens_the_vector_store_before_the_first_write_and_queries_answer_as_without(tmp_path, embeddings):
+    path = tmp_path / "store"
+    writer = MemCompile(path, embeddings=embeddings)
+    writer.add_turns(demo_turns(), user_id="u")
+    writer.close()
+
+    worker = MemCompile(path, embeddings=embeddings)
+    worker.warm_up()  # what a server does at its start: the first add after opening does not open Chroma
+    assert worker.engine.vectors.opened
+    reader = MemCompile(path, embeddings=embeddings)
+    for q in QUESTIONS:
+        assert worker.compile(q, "u").text == reader.compile(q, "u").text
+    assert not reader.engine.vectors.opened  # without warm_up a reader still never opens it
+    reader.close()
+    worker.close()

@@ -71,7 +71,11 @@ def feasible(cell: Cell, d: Descriptor, cfg: MemCompileConfig) -> bool:
 
 def coherence(cell: Cell, d: Descriptor, cfg: MemCompileConfig) -> float:
     """C(i,c), Eq. 17-18."""
-    in_range = cell.session_min is not None and cell.session_min <= d.session <= cell.session_max + 1
+    in_range = (
+        cell.session_min is not None
+        and cell.session_max is not None
+        and cell.session_min <= d.session <= cell.session_max + 1
+    )
     t = 1.0 if in_range else cfg.time_outside_session
     return (
         cfg.coherence_keyword * jaccard(set(d.keywords), cell.keywords)

@@ -19,8 +19,9 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from ..memory import MemCompile
 from ..runtime.add_turns import INGEST_BATCH
@@ -30,6 +31,13 @@ from .synthetic import generate, questions
 
 USER = "bench"
 WARMUP_QUERIES = 2
+
+
+class StoreUrls(TypedDict, total=False):
+    """MemCompile's *_url arguments."""
+
+    records_url: str | None
+    chroma_url: str | None
 
 
 @dataclass(frozen=True)
@@ -43,7 +51,7 @@ class BenchOptions:
     records_url: str | None = None  # also measure a served store (PostgreSQL records and/or a Chroma server)
     chroma_url: str | None = None
 
-    def served(self) -> dict[str, str | None]:
+    def served(self) -> StoreUrls:
         return {"records_url": self.records_url, "chroma_url": self.chroma_url}
 
 
@@ -106,7 +114,7 @@ def _query_stats(mem: MemCompile, qs: list[str]) -> dict[str, Any]:
     totals: list[float] = []
     stages: dict[str, list[float]] = {}
     for q in qs[WARMUP_QUERIES:]:
-        seconds, ctx = _timed(lambda q=q: mem.compile(q, user_id=USER))
+        seconds, ctx = _timed(partial(mem.compile, q, user_id=USER))
         totals.append(seconds * 1000)
         for stage, info in ctx.trace.items():
             if isinstance(info, dict) and "ms" in info:
@@ -148,7 +156,7 @@ def run_memcompile(
     history,
     store: Path | None,
     log: Callable[[str], None],
-    urls: dict[str, str | None] | None = None,
+    urls: StoreUrls | None = None,
 ) -> list[dict[str, Any]]:
     """The bench over one store: the embedded one in `store`, or a served one by `urls` (MemCompile's *_url)."""
     urls = urls or {}
@@ -157,9 +165,13 @@ def run_memcompile(
         mem.embeddings.embed_documents(["warm up the model"])
     points: list[dict[str, Any]] = []
     stored, ingest_s, bulk_turns = 0, 0.0, 0
+    stages: dict[str, float] = {}  # seconds by stage of the bulk ingests so far (the single adds left out)
     for size in opts.sizes:  # turns[:size] are stored when queries run; the single adds follow them
         phase = _Phase()
+        before = mem.engine.clock.totals()
         seconds, _ = _timed(lambda: mem.add_turns(turns[stored:size], user_id=USER))
+        for stage, total in mem.engine.clock.totals().items():
+            stages[stage] = stages.get(stage, 0.0) + total - before.get(stage, 0.0)
         ingest_s, bulk_turns, stored = ingest_s + seconds, bulk_turns + (size - stored), size
         ingest = phase.close()
         log(f"memcompile {size} turns: ingested at {bulk_turns / ingest_s:.1f} turns/s")
@@ -167,7 +179,7 @@ def run_memcompile(
         queries = _query_stats(mem, questions(history, opts.queries + WARMUP_QUERIES, seed=opts.seed + size, upto=size))
         adds = []
         for turn in turns[stored : stored + opts.add_samples]:
-            seconds, _ = _timed(lambda turn=turn: mem.add_turns([turn], user_id=USER))
+            seconds, _ = _timed(partial(mem.add_turns, [turn], user_id=USER))
             adds.append(seconds * 1000)
         stored += len(adds)
         stats = mem.stats(USER)
@@ -176,6 +188,7 @@ def run_memcompile(
                 "turns": size,
                 "ingest_turns_per_s": round(bulk_turns / ingest_s, 1),
                 "ingest_s": round(ingest_s, 1),
+                "ingest_profile_s": ingest_profile(stages, ingest_s),
                 "add_turn_ms_p50": round(percentile(adds, 50), 2),
                 "add_turn_ms_p95": round(percentile(adds, 95), 2),
                 **queries,
@@ -197,6 +210,7 @@ def run_memcompile(
         points[-1]["first_query_s"] = round(_timed(lambda: mem.compile(qs[0], user_id=USER))[0], 2)
         mem.close()
         return points
+    assert store is not None  # an embedded store has its directory
     after_open = {**turns[-1], "dia_id": "after-open", "text": turns[-1]["text"] + " (said again after a restart)"}
     points[-1].update(cold_start(store, qs[0], after_open))
     points[-1].update(other_user_during_cold_load(store, turns[:OTHER_USER_TURNS], qs))
@@ -208,13 +222,29 @@ def run_memcompile(
     return points
 
 
+# the writer's stages (exclusive: they add up to no more than the ingest's wall time), in the order it runs them;
+# BACKGROUND_STAGES run beside them on the embedding thread (the writer's `wait` is its share of them)
+WRITER_STAGES = ("open", "packetize", "extract", "place", "commit", "index", "wait", "publish")
+BACKGROUND_STAGES = ("embed", "store_vectors")
+
+
+def ingest_profile(stages: dict[str, float], wall_s: float) -> dict[str, dict[str, float]]:
+    """Seconds by stage of the bulk ingest: the writer's, with `other` the rest of its wall time (the graph runs
+    between stages), and the background embedding's."""
+    writer = {name: round(stages.get(name, 0.0), 3) for name in WRITER_STAGES}
+    writer["other"] = round(max(0.0, wall_s - sum(stages.get(name, 0.0) for name in WRITER_STAGES)), 3)
+    return {"writer": writer, "background": {name: round(stages.get(name, 0.0), 3) for name in BACKGROUND_STAGES}}
+
+
 OTHER_USER = "bench-other"
 OTHER_USER_TURNS = 200
 
 
-def _open_warm(store: Path | None, urls: dict[str, str | None] | None = None) -> MemCompile:
-    # without urls: the embedded store, whatever $MEMCOMPILE_RECORDS_URL says
+def _open_warm(store: Path | None, urls: StoreUrls | None = None) -> MemCompile:
+    """The store opened as a worker that writes opens it (MemCompile.warm_up). Without urls: the embedded store,
+    whatever $MEMCOMPILE_RECORDS_URL says."""
     mem = MemCompile(store, **(urls or {"records_url": ""}))
+    mem.warm_up()
     if mem.embeddings is not None:
         mem.embeddings.embed_query("warm up the model")  # loading the model is not what is timed
     return mem
@@ -244,14 +274,14 @@ def other_user_during_cold_load(store: Path, turns: list[dict], qs: list[str]) -
 
     mem = _open_warm(store)
     mem.add_turns([{**t, "dia_id": f"O:{i}"} for i, t in enumerate(turns)], user_id=OTHER_USER)
-    alone = [_timed(lambda q=q: mem.compile(q, user_id=OTHER_USER))[0] * 1000 for q in qs]
+    alone = [_timed(partial(mem.compile, q, user_id=OTHER_USER))[0] * 1000 for q in qs]
     mem.close()
     shutil.rmtree(store / "snapshots", ignore_errors=True)
     mem = _open_warm(store)
     mem.compile(qs[0], user_id=OTHER_USER)
     loading = threading.Thread(target=mem.index, args=(USER,))
     loading.start()
-    during = []
+    during: list[float] = []
     while loading.is_alive():
         during.append(_timed(lambda: mem.compile(qs[len(during) % len(qs)], user_id=OTHER_USER))[0] * 1000)
     loading.join()
@@ -274,7 +304,7 @@ def run_peer(
         qs = questions(history, opts.queries + WARMUP_QUERIES, seed=opts.seed + size, upto=size)
         for q in qs[:WARMUP_QUERIES]:
             peer.search(q)
-        times = [_timed(lambda q=q: peer.search(q))[0] * 1000 for q in qs[WARMUP_QUERIES:]]
+        times = [_timed(partial(peer.search, q))[0] * 1000 for q in qs[WARMUP_QUERIES:]]
         out.append(
             {
                 "name": PEER_NAME,

@@ -39,9 +39,37 @@ def table(report: dict) -> str:
             + [str(peer.get("ingest_turns_per_s", "-")), str(peer.get("query_ms_p50", "-"))]
         )
     served = report.get("served")
-    for point in served["sizes"] if served else []:
-        name = f"{served['records']} + {served['vectors']}"
-        rows.append([name] + [str(point[key]) for key, _ in COLUMNS] + ["-", "-"])
+    if served:
+        for point in served["sizes"]:
+            name = f"{served['records']} + {served['vectors']}"
+            rows.append([name] + [str(point[key]) for key, _ in COLUMNS] + ["-", "-"])
+    return "\n".join(
+        [
+            _aligned(rows),
+            "",
+            "ingest profile, seconds by stage (embedding on a background thread):",
+            profile_table(report),
+        ]
+    )
+
+
+def profile_table(report: dict) -> str:
+    """The bulk ingest's seconds by stage at each size: the writer's stages (they add up to `ingest s`), then the
+    background embedding's, which overlap them."""
+    first = report["sizes"][0]["ingest_profile_s"]
+    writer, background = list(first["writer"]), list(first["background"])
+    rows = [["turns", "ingest s", *writer, *(f"bg {name}" for name in background)]]
+    for point in report["sizes"]:
+        profile = point["ingest_profile_s"]
+        rows.append(
+            [str(point["turns"]), str(point["ingest_s"])]
+            + [str(profile["writer"][k]) for k in writer]
+            + [str(profile["background"][k]) for k in background]
+        )
+    return _aligned(rows)
+
+
+def _aligned(rows: list[list[str]]) -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return "\n".join("  ".join(cell.rjust(w) for cell, w in zip(r, widths)) for r in rows)
 

@@ -79,7 +79,8 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         else:
             server = build_server(mem, **http)
             host = f"[{http['host']}]" if ":" in http["host"] else http["host"]
-            guard = f"{len(server.settings.transport_security.allowed_hosts)} allowed Host values"
+            security = server.settings.transport_security
+            guard = f"{len(security.allowed_hosts)} allowed Host values" if security else "no Host check"
             access = "bearer tokens required" if http["tokens"] else "NO authentication (--no-auth or loopback)"
             print(f"memcompile: MCP server at http://{host}:{http['port']}/mcp ({access}; {guard})", file=sys.stderr)
             server.run("streamable-http")

@@ -15,6 +15,10 @@ import logging
 import os
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import onnx
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +68,8 @@ def _onnxruntime_version() -> str:
     except PackageNotFoundError:
         import onnxruntime
 
-        return onnxruntime.__version__
+        ort_version: str = onnxruntime.__version__
+        return ort_version
 
 
 def _fingerprint(model: Path) -> str:
@@ -76,7 +81,7 @@ def _quantizer_advice(record: logging.LogRecord) -> bool:
     return "onnxruntime" not in record.pathname
 
 
-def _drop_nan_guards(graph) -> None:
+def _drop_nan_guards(graph: onnx.GraphProto) -> None:
     """Where(IsNaN(softmax), 0, softmax) after each attention softmax only matters for a row with every key masked,
     which an attention mask with at least one real token cannot produce: ~8% of the run time, identical vectors."""
     producer = {o: n for n in graph.node for o in n.output}

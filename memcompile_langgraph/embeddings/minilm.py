@@ -161,7 +161,7 @@ def _cores() -> int:
         return os.cpu_count() or 1
 
 
-def default_embeddings() -> Embeddings | None:
+def default_embeddings() -> MiniLMEmbeddings | None:
     """The local model when it can be found, else Chroma's own (which may download), else None with one warning."""
     global _warned
     model_dir = find_model_dir()

@@ -18,9 +18,9 @@ from typing import Any
 
 from ..index.user import UserIndex
 from ..ingest.build import turn_contexts
-from ..text.terms import count_tokens
 from ..llm.calls import Request
 from ..llm.prompts import answer_request, fact_request, intent_request, label_request, metadata_request
+from ..text.terms import count_tokens
 
 
 def _measure(totals: dict, stage: str, req: Request) -> None:

@@ -55,12 +55,16 @@ def instance_dialogue(item: Any) -> Dialogue:
     sessions, dates, ids = item.get("haystack_sessions"), item.get("haystack_dates"), item.get("haystack_session_ids")
     if not isinstance(qid, str) or not qid.strip():
         raise ValueError("missing_question_id")
-    if not all(isinstance(x, list) for x in (sessions, dates, ids)) or not len(sessions) == len(dates) == len(ids):
+    if not (isinstance(sessions, list) and isinstance(dates, list) and isinstance(ids, list)):
+        raise ValueError("bad_haystack")
+    if not len(sessions) == len(dates) == len(ids):
         raise ValueError("bad_haystack")
     if answer is None or not isinstance(question, str) or not question.strip():
         raise ValueError("bad_question")
     turns, gold = _turns(sessions, dates, ids)
-    qtype = item.get("question_type") if isinstance(item.get("question_type"), str) else "unknown"
+    qtype = item.get("question_type")
+    if not isinstance(qtype, str):
+        qtype = "unknown"
     return Dialogue(
         qid, turns, [Question(f"{qid}#0", qid, question.strip(), answer, qtype, tuple(dict.fromkeys(gold)))]
     )

@@ -6,7 +6,7 @@ import hashlib
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 
 def fingerprint(settings: dict[str, Any]) -> str:
@@ -19,7 +19,7 @@ class ResultLog:
 
     def __init__(self, path: Path):
         self.path = path
-        self._fh = None
+        self._fh: TextIO | None = None
 
     def load(self) -> dict[str, dict[str, Any]]:
         """qid -> record; a torn last line (a run killed mid-write) is ignored and redone."""

@@ -14,6 +14,8 @@ it and cut to a budget.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from ..address.candidates import lexical_query
@@ -70,7 +72,7 @@ def fused_scores(
     index: UserIndex,
     intent: Intent,
     address: list[PacketScore],
-    query_vectors: list[list[float]],
+    query_vectors: Sequence[Sequence[float]],
     cfg: MemCompileConfig,
     similarities: QuerySimilarities | None = None,
 ) -> np.ndarray:

@@ -58,7 +58,7 @@ class HeuristicExtractor:
         rewrite = rewriter(packet.speaker, addressee)
         units = list(split_sentences(packet.text))
         claims: list[str] = []
-        question = open_question(previous, packet.speaker, names) if addressee else None
+        question = open_question(previous, packet.speaker, names) if addressee and previous else None
         answer = opening_answer(units, names, self.reply_max_words) if question else None
         if answer:
             reply, start, end = answer

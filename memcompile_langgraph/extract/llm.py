@@ -97,7 +97,7 @@ class LLMExtractor:
         failed = Counter((user, why) for user, why in outcomes if why)
         if not failed:
             return
-        per_user = Counter()
+        per_user: Counter[str] = Counter()
         for (user, why), n in failed.items():
             per_user[user] += n
             log.warning(

@@ -15,21 +15,31 @@ VERSION is refused the same way: nothing of it is migrated, the records rebuild 
 
 from __future__ import annotations
 
+import builtins
 import io
 import json
 import math
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import fields
-from typing import Any
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 import numpy as np
 
 from ..address.bm25 import BM25Index
 from ..address.cells import CellLayout, _counters
 from ..address.dense import PacketVectors
+from ..config import MemCompileConfig
 from ..model import Cell, Descriptor, SourcePacket, from_columns
 from .growarray import GrowArray
+from .persistent import Rows
+
+if TYPE_CHECKING:
+    from .user import UserIndex
+
+P = ParamSpec("P")
+R = TypeVar("R")
+T = TypeVar("T")
 
 VERSION = 1
 _HEADER_MAX = 10000  # np.load's own bound on a header
@@ -54,7 +64,7 @@ class _Writer:
             (_NULL if v is None else codes.setdefault(v, len(codes)) for v in values), np.int32, len(values)
         )
 
-    def ragged(self, name: str, rows: Sequence[Sequence], encode: Callable[[list], np.ndarray]) -> None:
+    def ragged(self, name: str, rows: Rows[Sequence[Any]], encode: Callable[[list[Any]], np.ndarray]) -> None:
         flat = [x for row in rows for x in row]
         self.arrays[name] = encode(flat)
         self.arrays[name + ".offsets"] = np.cumsum([0, *map(len, rows)], dtype=np.int64)
@@ -96,8 +106,8 @@ class _Reader:
             raise FormatError(f"{key}: expected {kind}")
         return value
 
-    def list(self, key: str, kind: type | tuple[type, ...], n: int | None = None) -> list:
-        values = self.value(key, list)
+    def list(self, key: str, kind: type | tuple[type, ...], n: int | None = None) -> builtins.list[Any]:
+        values: builtins.list[Any] = self.value(key, list)
         if not set(map(type, values)) <= (set(kind) if isinstance(kind, tuple) else {kind}):
             raise FormatError(f"{key}: expected a list of {kind}")
         if n is not None and len(values) != n:
@@ -105,7 +115,7 @@ class _Reader:
         return values
 
     def array(
-        self, name: str, dtype: type, shape: tuple, low: int | None = None, high: int | None = None
+        self, name: str, dtype: type, shape: tuple[int | None, ...], low: int | None = None, high: int | None = None
     ) -> np.ndarray:
         """The named array, checked: exact dtype, shape (None: any length), integer values in [low, high)."""
         a = self.arrays.get(name)
@@ -120,8 +130,9 @@ class _Reader:
     def codes(self, name: str, n: int | None, nullable: bool = False) -> np.ndarray:
         return self.array(name, np.int32, (n,), _NULL if nullable else 0, len(self.strings))
 
-    def texts(self, name: str, n: int | None, nullable: bool = False) -> list:
-        return self._table[self.codes(name, n, nullable)].tolist()  # references taken in C, no int per code
+    def texts(self, name: str, n: int | None, nullable: bool = False) -> builtins.list[Any]:
+        texts: builtins.list[Any] = self._table[self.codes(name, n, nullable)].tolist()  # references taken in C
+        return texts
 
     def offsets(self, name: str, rows: int, flat: int) -> np.ndarray:
         off = self.array(name + ".offsets", np.int64, (rows + 1,))
@@ -129,7 +140,9 @@ class _Reader:
             raise FormatError(f"{name}: bad offsets")
         return off
 
-    def ragged(self, name: str, rows: int, values: list | np.ndarray, row: type = tuple) -> list:
+    def ragged(
+        self, name: str, rows: int, values: builtins.list[Any] | np.ndarray, row: Callable[[Any], Any] = tuple
+    ) -> builtins.list[Any]:
         """values cut into rows by the offsets array (each row made in C: ~190k rows per column at 100k turns)."""
         off = self.offsets(name, rows, len(values)).tolist()
         spans = map(slice, off[:-1], off[1:])
@@ -160,12 +173,12 @@ def _record(view: memoryview, at: int) -> tuple[np.ndarray, int]:
     return np.frombuffer(view, dtype, count, start).reshape(shape), end
 
 
-def _decoding(decode: Callable[..., Any]) -> Callable[..., Any]:
+def _decoding(decode: Callable[P, R]) -> Callable[P, R]:
     """Any failure of a decoder is a FormatError: damaged content never escapes as another exception."""
 
-    def guarded(*args: Any) -> Any:
+    def guarded(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
-            return decode(*args)
+            return decode(*args, **kwargs)
         except FormatError:
             raise
         except (ValueError, TypeError, KeyError, IndexError, OverflowError, RecursionError) as exc:
@@ -178,7 +191,7 @@ def _decoding(decode: Callable[..., Any]) -> Callable[..., Any]:
 # --- the index ---------------------------------------------------------------------------------------------------
 
 # SourcePacket / Descriptor string fields stored as codes into the string table (they repeat); the others are unique
-_PACKET_CODED = ("user_id", "dia_id", "speaker", "session_label", "session_time", "session_time_raw")
+_PACKET_CODED: tuple[str, ...] = ("user_id", "dia_id", "speaker", "session_label", "session_time", "session_time_raw")
 _PACKET_CODED += ("image_caption", "image_query")
 _PACKET_TEXT = ("packet_id", "text", "content_hash")
 _DESCRIPTOR_CODED = ("dia_id", "speaker", "session_time", "event_time", "interaction_time")
@@ -187,7 +200,7 @@ _NULLABLE = ("session_time",)
 _COUNTED = ("keyword_counts", "person_counts", "dia_counts")
 
 
-def encode_index(index) -> bytes:
+def encode_index(index: UserIndex) -> bytes:
     """The payload of a snapshot file: what decode_index needs to give back an equal UserIndex."""
     w = _Writer("index")
     packets = [index.packets[p] for p in index.packet_order]
@@ -222,7 +235,7 @@ def encode_index(index) -> bytes:
 
 
 @_decoding
-def decode_index(payload: bytes | memoryview, template):
+def decode_index(payload: bytes | memoryview, template: UserIndex) -> UserIndex:
     """The UserIndex of an encode_index payload, with `template`'s user and config; else FormatError."""
     r = _Reader(payload, "index")
     if r.value("user", str) != template.user_id:
@@ -234,7 +247,7 @@ def decode_index(payload: bytes | memoryview, template):
     columns = r.value("packets", dict)
     order = _strings(columns, "packet_id", None)
     n = len(order)
-    values = {name: _strings(columns, name, n) for name in _PACKET_TEXT}
+    values: dict[str, list[Any]] = {name: _strings(columns, name, n) for name in _PACKET_TEXT}
     values |= {name: r.texts(f"packets.{name}", n, name in _NULLABLE) for name in _PACKET_CODED}
     values["session"] = r.array("packets.session", np.int64, (n,)).tolist()
     values["seq"] = r.array("packets.seq", np.int64, (n,)).tolist()
@@ -287,26 +300,26 @@ def decode_index(payload: bytes | memoryview, template):
     return index
 
 
-def _strings(columns: dict, name: str, n: int | None) -> list[str]:
+def _strings(columns: dict[str, Any], name: str, n: int | None) -> list[str]:
     values = columns.get(name)
     if not isinstance(values, list) or not set(map(type, values)) <= {str} or n not in (None, len(values)):
         raise FormatError(f"{name}: expected {n} strings")
     return values
 
 
-def _unique(values: list, what: str) -> None:
+def _unique(values: list[Any], what: str) -> None:
     if len(set(values)) != len(values):
         raise FormatError(f"duplicate {what}")
 
 
-def _pick(values: list, rows: list[int]) -> list:
+def _pick(values: Sequence[T], rows: list[int]) -> list[T]:
     return list(map(values.__getitem__, rows))
 
 
 # --- Cells and their routing -------------------------------------------------------------------------------------
 
 
-def _encode_layout(w: _Writer, layout: CellLayout, position) -> None:
+def _encode_layout(w: _Writer, layout: CellLayout, position: Mapping[str, int]) -> None:
     cells = sorted(layout.cells.values(), key=lambda c: c.seq)  # a persistent map iterates in hash order
     w.doc["layout"] = {
         "cell_id": [c.cell_id for c in cells],
@@ -331,7 +344,7 @@ def _encode_layout(w: _Writer, layout: CellLayout, position) -> None:
     w.ragged("route.title_terms", [list(s) for s in route._title_terms], w.code)
 
 
-def _decode_layout(r: _Reader, cfg, descriptors: list[Descriptor], ids: list[str]) -> CellLayout:
+def _decode_layout(r: _Reader, cfg: MemCompileConfig, descriptors: list[Descriptor], ids: list[str]) -> CellLayout:
     doc = r.value("layout", dict)
     cids = _strings(doc, "cell_id", None)
     k, m = len(cids), len(descriptors)
@@ -345,7 +358,7 @@ def _decode_layout(r: _Reader, cfg, descriptors: list[Descriptor], ids: list[str
     placed_list = placed.tolist()
     members = r.ragged("cells.descriptors", k, _pick(descriptors, placed_list), list)
     descriptor_ids = r.ragged("cells.descriptors", k, _pick(ids, placed_list), list)
-    counters = {}
+    counters: dict[str, list[Counter[str]]] = {}
     for name in _COUNTED:
         keys = r.texts(f"cells.{name}", None)
         counts = r.array(f"cells.{name}.counts", np.int64, (len(keys),), 1).tolist()
@@ -390,20 +403,24 @@ def _decode_layout(r: _Reader, cfg, descriptors: list[Descriptor], ids: list[str
     route._key_terms = r.ragged("route.key_terms", k, r.texts("route.key_terms", None), set)
     route._title_terms = r.ragged("route.title_terms", k, r.texts("route.title_terms", None), frozenset)
     route._cols = np.zeros((5, max(64, k)), dtype=np.int64)  # RouteIndex grows it by doubling
-    route._cols[:, :k] = [
-        list(map(len, route._key_terms)),
-        list(map(len, counters["person_counts"])),
-        list(map(len, route._title_terms)),
-        sizes,
-        has_time,
-    ]
+    route._cols[:, :k] = np.array(
+        [
+            list(map(len, route._key_terms)),
+            list(map(len, counters["person_counts"])),
+            list(map(len, route._title_terms)),
+            sizes,
+            has_time,
+        ]
+    )
     for name, source in (("key_post", "route.key_terms"), ("people_post", "cells.person_counts")):
         getattr(route, name)._cells = _inverse(r, source, k)
     route.title_post._cells = _inverse(r, "route.title_terms", k)
     return layout
 
 
-def _inverse(r: _Reader, name: str, rows: int, values: list | None = None, keep: np.ndarray | None = None) -> dict:
+def _inverse(
+    r: _Reader, name: str, rows: int, values: list[str] | None = None, keep: np.ndarray | None = None
+) -> dict[str, set[Any]]:
     """The ragged column `name` inverted: each string -> the set of rows holding it (or values[row]), over the rows
     `keep` marks. Grouped with one sort instead of a Python loop over every (row, string) pair."""
     codes = r.codes(name, None)
@@ -438,7 +455,7 @@ def _encode_bm25(w: _Writer, name: str, bm25: BM25Index) -> None:
     w.doc[name] = {"open": bm25._open, "open_len": bm25._open_len, "total_len": bm25._total_len}
 
 
-def _decode_bm25(r: _Reader, name: str, cfg, documents: int) -> BM25Index:
+def _decode_bm25(r: _Reader, name: str, cfg: MemCompileConfig, documents: int) -> BM25Index:
     bm25 = BM25Index(cfg.bm25_k1, cfg.bm25_b, cfg.bm25_epsilon)
     vocab = r.texts(f"{name}.terms", None)
     term_ids = dict(zip(vocab, range(len(vocab))))
@@ -484,7 +501,7 @@ def _decode_bm25(r: _Reader, name: str, cfg, documents: int) -> BM25Index:
     return bm25
 
 
-def _encode_vectors(w: _Writer, vectors: PacketVectors, packet_position) -> None:
+def _encode_vectors(w: _Writer, vectors: PacketVectors, packet_position: Mapping[str, int]) -> None:
     w.doc["dim"] = vectors.dim
     # a vector of a packet the index does not hold (never made) is written as -1, which no load accepts
     w.arrays["vectors.packets"] = np.fromiter((packet_position.get(p, -1) for p in vectors.ids), np.int32)
@@ -518,7 +535,7 @@ def encode_tail(ids: list[str], matrix: np.ndarray) -> bytes:
 
 
 @_decoding
-def decode_tail(payload: bytes | memoryview, template=None) -> tuple[list[str], np.ndarray]:
+def decode_tail(payload: bytes | memoryview, template: object = None) -> tuple[list[str], np.ndarray]:
     """(ids, matrix) of an encode_tail payload, else FormatError."""
     r = _Reader(payload, "tail")
     ids = r.list("ids", str)

@@ -9,8 +9,11 @@ sibling fork that already wrote further, copies the buffer first.
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 
 class _Mark:
@@ -26,7 +29,7 @@ class GrowArray:
     __slots__ = ("data", "n", "_mark")
 
     def __init__(self, dtype: type, capacity: int = 4, row: tuple[int, ...] = ()):
-        self.data = np.zeros((max(capacity, 1), *row), dtype=dtype)
+        self.data: np.ndarray = np.zeros((max(capacity, 1), *row), dtype=dtype)
         self.n = 0
         self._mark = _Mark(0)
 
@@ -64,12 +67,12 @@ class GrowArray:
         self._copy(max(need, 2 * len(self.data)))  # doubling: appends stay amortized O(1)
         self._mark.n = need
 
-    def append(self, value) -> None:
+    def append(self, value: npt.ArrayLike) -> None:
         self.reserve(1)
         self.data[self.n] = value
         self.n += 1
 
-    def extend(self, values) -> None:
+    def extend(self, values: Sequence[Any] | np.ndarray) -> None:
         self.reserve(len(values))
         self.data[self.n : self.n + len(values)] = values
         self.n += len(values)
@@ -80,7 +83,7 @@ class GrowArray:
             self._copy(len(self.data))
         return self.data
 
-    def insert(self, i: int, value) -> None:
+    def insert(self, i: int, value: npt.ArrayLike) -> None:
         self.reserve(1)
         data = self.writable()
         data[i + 1 : self.n + 1] = data[i : self.n]  # numpy copies overlapping slices safely

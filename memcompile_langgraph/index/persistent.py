@@ -14,21 +14,36 @@ faster; its first fork converts them (once per process and user).
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import chain
-from typing import Any
+from typing import Any, Generic, Protocol, TypeVar, overload
 
 from immutables import Map
 
 CHUNK = 256
 
+T = TypeVar("T")
+F = TypeVar("F", bound="Forkable")
+T_co = TypeVar("T_co", covariant=True)
 
-class Column:
+
+class Rows(Protocol[T_co]):
+    """What an index's list-valued field is: a plain list (built, loaded) or a Column (a fork), read alike."""
+
+    def __len__(self) -> int: ...
+    def __iter__(self) -> Iterator[T_co]: ...
+    @overload
+    def __getitem__(self, i: int) -> T_co: ...
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[T_co]: ...
+
+
+class Column(Generic[T]):
     """An immutable sequence that append/extend/set return new versions of, sharing all full chunks."""
 
     __slots__ = ("_chunks", "_tail", "_n")
 
-    def __init__(self, items: Iterable = ()):
+    def __init__(self, items: Iterable[T] = ()):
         items = list(items)
         full = len(items) - len(items) % CHUNK
         self._chunks = tuple(tuple(items[i : i + CHUNK]) for i in range(0, full, CHUNK))
@@ -36,7 +51,7 @@ class Column:
         self._n = len(items)
 
     @classmethod
-    def _of(cls, chunks: tuple, tail: tuple) -> Column:
+    def _of(cls, chunks: tuple[tuple[T, ...], ...], tail: tuple[T, ...]) -> Column[T]:
         out = object.__new__(cls)
         out._chunks, out._tail, out._n = chunks, tail, len(chunks) * CHUNK + len(tail)
         return out
@@ -44,10 +59,14 @@ class Column:
     def __len__(self) -> int:
         return self._n
 
-    def __iter__(self) -> Iterator:
+    def __iter__(self) -> Iterator[T]:
         return chain(chain.from_iterable(self._chunks), self._tail)
 
-    def __getitem__(self, i):
+    @overload
+    def __getitem__(self, i: int) -> T: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[T]: ...
+    def __getitem__(self, i: int | slice) -> T | list[T]:
         if isinstance(i, slice):
             return list(self)[i]
         if i < 0:
@@ -67,7 +86,7 @@ class Column:
     def __repr__(self) -> str:
         return f"Column({list(self)!r})"
 
-    def extend(self, values: Iterable) -> Column:
+    def extend(self, values: Iterable[T]) -> Column[T]:
         tail, chunks = self._tail + tuple(values), self._chunks
         if len(tail) >= CHUNK:
             full = len(tail) - len(tail) % CHUNK
@@ -75,10 +94,10 @@ class Column:
             tail = tail[full:]
         return Column._of(chunks, tail)
 
-    def append(self, value: Any) -> Column:
+    def append(self, value: T) -> Column[T]:
         return self.extend((value,))
 
-    def set(self, i: int, value: Any) -> Column:
+    def set(self, i: int, value: T) -> Column[T]:
         if not 0 <= i < self._n:
             raise IndexError("Column index out of range")
         c, r = divmod(i, CHUNK)
@@ -89,10 +108,10 @@ class Column:
             )
         return Column._of(self._chunks, self._tail[:r] + (value,) + self._tail[r + 1 :])
 
-    def set_many(self, items: dict[int, Any]) -> Column:
+    def set_many(self, items: dict[int, T]) -> Column[T]:
         """Several set()s at once: each chunk they touch is copied once."""
         chunks, tail = list(self._chunks), list(self._tail)
-        copied: dict[int, list] = {}
+        copied: dict[int, list[T]] = {}
         for i, value in items.items():
             if not 0 <= i < self._n:
                 raise IndexError("Column index out of range")
@@ -135,7 +154,7 @@ def put(c: Any, key: Any, value: Any) -> Any:
     return c.set(key, value)
 
 
-def put_many(c: Any, items: dict) -> Any:
+def put_many(c: Any, items: dict[Any, Any]) -> Any:
     """c with every c[key] = value of items (one new version, not one per item)."""
     if type(c) is dict or type(c) is list:
         for key, value in items.items():
@@ -162,7 +181,7 @@ def push(c: Any, value: Any) -> Any:
     return c.append(value)
 
 
-def push_all(c: Any, values: list) -> Any:
+def push_all(c: Any, values: list[Any]) -> Any:
     if type(c) is list:
         c.extend(values)
         return c
@@ -185,9 +204,9 @@ class Forkable:
     COPIED: tuple[str, ...] = ()
     CHILDREN: tuple[str, ...] = ()
     OWN: dict[str, Callable[[Any], Any]] = {}
-    _owned: set | None = None  # None: never forked (built or loaded here), every value is its own
+    _owned: set[tuple[str, Any]] | None = None  # None: never forked (built or loaded here), every value is its own
 
-    def fork(self) -> Any:
+    def fork(self: F) -> F:
         """An equal object that can be written without changing this one."""
         out = object.__new__(type(self))
         out.__dict__.update(self.__dict__)
@@ -204,7 +223,7 @@ class Forkable:
     def _put(self, name: str, key: Any, value: Any) -> None:
         setattr(self, name, put(getattr(self, name), key, value))
 
-    def _put_many(self, name: str, items: dict) -> None:
+    def _put_many(self, name: str, items: dict[Any, Any]) -> None:
         setattr(self, name, put_many(getattr(self, name), items))
 
     def _drop(self, name: str, key: Any) -> None:
@@ -213,14 +232,14 @@ class Forkable:
     def _push(self, name: str, value: Any) -> None:
         setattr(self, name, push(getattr(self, name), value))
 
-    def _push_all(self, name: str, values: list) -> None:
+    def _push_all(self, name: str, values: list[Any]) -> None:
         setattr(self, name, push_all(getattr(self, name), values))
 
     def _own(self, name: str, key: Any, new: Callable[[], Any] | None = None) -> Any:
         """getattr(self, name)[key], this object's own to change in place: in a fork copied (OWN[name]) at its first
         change; made by new() when missing (maps only)."""
         value = getattr(self, name).get(key) if new is not None else getattr(self, name)[key]
-        if value is None:
+        if value is None and new is not None:
             value = new()
         elif self._owned is None or (name, key) in self._owned:
             return value
@@ -230,7 +249,7 @@ class Forkable:
         self._adopt(name, key)
         return value
 
-    def _own_many(self, name: str, keys: Iterable) -> None:
+    def _own_many(self, name: str, keys: Iterable[Any]) -> None:
         """_own for each key (one new version of the table, not one per key)."""
         if self._owned is not None:
             fresh = [k for k in keys if (name, k) not in self._owned]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 
@@ -14,7 +15,7 @@ from ..config import MemCompileConfig
 from ..model import Descriptor, SourcePacket
 from ..text.terms import only_asks, terms
 from .gc_pause import gc_paused
-from .persistent import Forkable
+from .persistent import Forkable, Rows
 
 
 def descriptor_terms(d: Descriptor) -> tuple[list[str], list[str], list[str]]:
@@ -80,24 +81,24 @@ class UserIndex(Forkable):
     version: int = -1
     epoch: int = 0  # the records' epoch it was built in (RecordsStore.head)
     digest: str = ""  # the records' digest chain at its newest packet (RecordsStore.digest_at)
-    packets: dict[str, SourcePacket] = field(default_factory=dict)
-    packet_order: list[str] = field(default_factory=list)
-    by_dia: dict[str, str] = field(default_factory=dict)
-    hashes: dict[str, str] = field(default_factory=dict)  # content hash -> packet id
-    descriptors: list[Descriptor] = field(default_factory=list)  # position = BM25 document id
-    position: dict[str, int] = field(default_factory=dict)
-    by_packet: dict[str, list[Descriptor]] = field(default_factory=dict)
-    claim_packets: list[int] = field(default_factory=list)  # packet row of each descriptor (append-only)
-    claim_terms: list[tuple[str, ...]] = field(default_factory=list)  # distinct terms of each descriptor
-    key_terms: list[tuple[str, ...]] = field(default_factory=list)
+    packets: Mapping[str, SourcePacket] = field(default_factory=dict)
+    packet_order: Rows[str] = field(default_factory=list)
+    by_dia: Mapping[str, str] = field(default_factory=dict)
+    hashes: Mapping[str, str] = field(default_factory=dict)  # content hash -> packet id
+    descriptors: Rows[Descriptor] = field(default_factory=list)  # position = BM25 document id
+    position: Mapping[str, int] = field(default_factory=dict)
+    by_packet: Mapping[str, list[Descriptor]] = field(default_factory=dict)
+    claim_packets: Rows[int] = field(default_factory=list)  # packet row of each descriptor (append-only)
+    claim_terms: Rows[tuple[str, ...]] = field(default_factory=list)  # distinct terms of each descriptor
+    key_terms: Rows[tuple[str, ...]] = field(default_factory=list)
     people: dict[str, None] = field(default_factory=dict)  # known names, insertion-ordered
     sessions: dict[int, tuple[str, str | None]] = field(default_factory=dict)  # index -> (label, time)
     session_packets: dict[int, int] = field(default_factory=dict)  # packets per session, kept as packets are added
     last_session: int | None = None  # the highest session index (packetize continues it)
-    packet_position: dict[str, int] = field(default_factory=dict)  # row in packet_order = packet BM25 doc id
-    packet_sessions: list[int] = field(default_factory=list)
-    packet_speakers: list[str] = field(default_factory=list)
-    packet_timed: list[bool] = field(default_factory=list)  # a claim of the packet carries an event time
+    packet_position: Mapping[str, int] = field(default_factory=dict)  # row in packet_order = packet BM25 doc id
+    packet_sessions: Rows[int] = field(default_factory=list)
+    packet_speakers: Rows[str] = field(default_factory=list)
+    packet_timed: Rows[bool] = field(default_factory=list)  # a claim of the packet carries an event time
     layout: CellLayout = None  # type: ignore[assignment]
     bm25: BM25Index = None  # type: ignore[assignment]
     packet_bm25: BM25Index = None  # type: ignore[assignment]
@@ -128,7 +129,7 @@ class UserIndex(Forkable):
         last_packet = self.packets[self.packet_order[-1]].seq if self.packet_order else -1
         return last_packet, self.descriptors[-1].seq if self.descriptors else -1
 
-    def extend(self, packets: list[SourcePacket], placed: list[tuple[Descriptor, str | None]]) -> None:
+    def extend(self, packets: list[SourcePacket], placed: Sequence[tuple[Descriptor, str | None]]) -> None:
         """Add stored records in order (a load, or another writer's newer records): stored Cells are replayed."""
         for p in packets:
             self.add_packet(p)
@@ -152,7 +153,8 @@ class UserIndex(Forkable):
         values = getattr(self, column)
         if len(getattr(self, cache)) != len(values):
             setattr(self, cache, np.fromiter(values, dtype, len(values)))
-        return getattr(self, cache)
+        array: np.ndarray = getattr(self, cache)
+        return array
 
     def session_array(self) -> np.ndarray:
         return self._array("_sessions", "packet_sessions", np.int64)
@@ -175,7 +177,7 @@ class UserIndex(Forkable):
             self._asking = np.concatenate([self._asking[:done], tail])
         return self._asking
 
-    def speaker_mask(self, names) -> np.ndarray:
+    def speaker_mask(self, names: Iterable[str]) -> np.ndarray:
         """1.0 for packets spoken by one of the names (compared as integer codes: isin over 20k strings took ~2 ms)."""
         if len(self._speakers) != len(self.packet_speakers):
             codes: dict[str, int] = {}
@@ -233,7 +235,9 @@ class UserIndex(Forkable):
 
     def register(self, descriptors: list[Descriptor]) -> None:
         """Make placed descriptors addressable: BM25 documents, term sets, packet bundles."""
-        documents, claim_terms, key_terms = [], [], []
+        documents: list[list[str]] = []
+        claim_terms: list[tuple[str, ...]] = []
+        key_terms: list[tuple[str, ...]] = []
         for d in descriptors:
             self._put("position", d.descriptor_id, len(self.descriptors) + len(documents))
             # a new list: the bundle of a published snapshot is never appended to

@@ -70,8 +70,10 @@ def packetize(turns: Iterable[Any], index: UserIndex, user_id: str) -> Packetize
     """Register one immutable packet per new turn (Algorithm 1 line 3); bad and known turns are counted, not stored."""
     out = Packetized()
     # the batch's entries overlay the stored ones (nothing copied or recounted): a call costs O(batch), not O(stored)
-    seen_hashes = ChainMap({}, index.hashes)
-    seen_dias = ChainMap({}, index.by_dia)  # stored: dia -> packet id; this batch: dia -> content hash
+    # typeshed wants every map of a ChainMap mutable; only the first (the batch's) is ever written
+    seen_hashes: ChainMap[str, str] = ChainMap({}, index.hashes)  # type: ignore[arg-type]
+    # stored: dia -> packet id; this batch: dia -> content hash
+    seen_dias: ChainMap[str, str] = ChainMap({}, index.by_dia)  # type: ignore[arg-type]
     sessions = ChainMap({}, index.sessions)
     per_session = ChainMap({}, index.session_packets)
     last = index.last_session
@@ -196,10 +198,11 @@ def make_descriptors(ctx: TurnContext, facts: list[str], metas: list[Metadata], 
 
 def extract_all(
     contexts: list[TurnContext], extractor: Extractor, cfg: MemCompileConfig
-) -> tuple[list[list[str]], Counter]:
+) -> tuple[list[list[str]], Counter[str]]:
     """Facts per turn. A turn with none keeps one descriptor of its own text (factless_claims, the default), or
     none (the paper, App. B.1): its packet is then reached through the dense channel only."""
-    facts, counts = [], Counter()
+    facts: list[list[str]] = []
+    counts: Counter[str] = Counter()
     batch = getattr(extractor, "facts_batch", None)  # an LLM extractor runs its calls concurrently
     found = batch(contexts) if batch is not None else [extractor.facts(ctx) for ctx in contexts]
     for ctx, got in zip(contexts, found):

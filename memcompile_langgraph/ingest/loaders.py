@@ -101,7 +101,7 @@ def _skip_value(text: str, start: int) -> int:
 
 def _array_items(text: str) -> tuple[list[Any], int]:
     """A top-level JSON array read item by item: (the items that parse, how many were nested too deeply)."""
-    decoder, items, bad = json.JSONDecoder(), [], 0
+    decoder, items, bad = json.JSONDecoder(), list[Any](), 0
     pos = text.index("[") + 1
     while True:
         pos = len(text) - len(text[pos:].lstrip())

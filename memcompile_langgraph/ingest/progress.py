@@ -3,10 +3,15 @@ background thread); both end when the work ends."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, NoReturn
+
+if TYPE_CHECKING:
+    from tqdm import tqdm
+
 
 class IngestProgress:
     def __init__(self, total: int, enabled: bool, embeds: bool):
-        self._bars = []
+        self._bars: list[tqdm[NoReturn]] = []
         if enabled:
             from tqdm import tqdm
 
@@ -18,7 +23,7 @@ class IngestProgress:
         if self._bars:
             self._bars[0].update(turns)
             if len(self._bars) > 1:
-                self._bars[1].total += stored
+                self._bars[1].total = (self._bars[1].total or 0) + stored
                 self._bars[1].refresh()
 
     def embedded(self, n: int) -> None:

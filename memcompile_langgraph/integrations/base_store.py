@@ -188,7 +188,7 @@ class MemCompileStore(BaseStore):
     def _search(self, op: SearchOp) -> list[SearchItem]:
         if op.limit < 0 or op.offset < 0:
             raise ValueError("limit and offset must not be negative")
-        found = (self._compiled if op.query else self._listed)(op)
+        found = self._compiled(op, op.query) if op.query else self._listed(op)
         return list(islice((i for i in found if matches_filter(i.value, op.filter)), op.offset, op.offset + op.limit))
 
     def _listed(self, op: SearchOp) -> Iterator[SearchItem]:
@@ -200,9 +200,9 @@ class MemCompileStore(BaseStore):
                     yield SearchItem(namespace, dia_id_key(stored.packet.dia_id), turn_value(stored.packet), at, at)
                 start += len(page)
 
-    def _compiled(self, op: SearchOp) -> Iterator[SearchItem]:
+    def _compiled(self, op: SearchOp, query: str) -> Iterator[SearchItem]:
         for namespace, user in self._users_under(op.namespace_prefix):
-            ctx = self.memory.compile(op.query, user_id=user)
+            ctx = self.memory.compile(query, user_id=user)
             docs = packet_documents(self.memory, user, ctx)
             stored_turns = self.memory.turns(user, dia_ids=[d.metadata["dia_id"] for d in docs])
             created = {t.packet.dia_id: t for t in stored_turns}

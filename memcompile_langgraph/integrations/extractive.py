@@ -130,7 +130,7 @@ def answer(question: str, claims: Sequence[Claim], embeddings: Any = None) -> An
 def parse_claims(context: str) -> list[Claim]:
     """(dia_id, date, claim) for every claim line of rendered blocks ("[dia_id] speaker | time | session n")."""
     out = []
-    dia = date = None
+    dia = date = ""
     for line in context.splitlines():
         if head := _HEADER.match(line):
             dia = head["dia"]

@@ -23,7 +23,7 @@ from mcp.server.auth.settings import AuthSettings
 from mcp.server.fastmcp import FastMCP
 from mcp.server.fastmcp.exceptions import ToolError
 from mcp.server.transport_security import TransportSecuritySettings
-from pydantic import BaseModel, Field
+from pydantic import AnyHttpUrl, BaseModel, Field
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 
@@ -177,12 +177,10 @@ def build_server(
     allowed_origins: list[str] | None = None,
 ) -> FastMCP:
     """The server; `tokens` makes every HTTP request need a bearer token of the file (stdio ignores it)."""
-    auth = {}
+    verifier, auth = None, None
     if tokens is not None:
-        auth = {
-            "token_verifier": TokenFileVerifier(tokens),
-            "auth": AuthSettings(issuer_url=f"http://{_host_header(host)}:{port}", resource_server_url=None),
-        }
+        verifier = TokenFileVerifier(tokens)
+        auth = AuthSettings(issuer_url=AnyHttpUrl(f"http://{_host_header(host)}:{port}"), resource_server_url=None)
     server = MemoryServer(
         "memcompile",
         instructions=INSTRUCTIONS,
@@ -190,7 +188,8 @@ def build_server(
         port=port,
         log_level="WARNING",
         transport_security=transport_security(host, port, allowed_hosts, allowed_origins),
-        **auth,
+        token_verifier=verifier,
+        auth=auth,
     )
     quiet_disconnects()
 

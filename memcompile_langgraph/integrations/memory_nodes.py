@@ -21,7 +21,7 @@ from typing import (
 
 from langchain_core.messages import (
     AIMessage,
-    AnyMessage,
+    BaseMessage,
     HumanMessage,
     RemoveMessage,
     SystemMessage,
@@ -47,7 +47,7 @@ def is_recall_message(message: Any) -> bool:
     return isinstance(message, SystemMessage) and str(message.id or "").startswith(RECALL_ID_PREFIX)
 
 
-def _messages(state: Any) -> list[AnyMessage]:
+def _messages(state: Any) -> list[BaseMessage]:
     """The state's messages as message objects; [] when the state has none or they cannot be read."""
     raw = state.get("messages") if isinstance(state, Mapping) else None
     if not raw or not isinstance(raw, list):
@@ -71,7 +71,7 @@ def make_recall_node(mem: Any, *, k: int | None = None, max_tokens: int | None =
             return {}
         user = run_user(config, runtime, "the recall node")
         ctx = mem.compile(question, user_id=user, max_tokens=max_tokens)
-        update: list[Any] = [RemoveMessage(id=m.id) for m in messages if is_recall_message(m)]
+        update: list[Any] = [RemoveMessage(id=m.id) for m in messages if m.id is not None and is_recall_message(m)]
         blocks = [d.page_content for d in packet_documents(mem, user, ctx)][:k]
         if blocks:
             update.append(
@@ -83,18 +83,18 @@ def make_recall_node(mem: Any, *, k: int | None = None, max_tokens: int | None =
     return recall
 
 
-def turn_dia_id(message: AnyMessage, position: int) -> str:
+def turn_dia_id(message: BaseMessage, position: int) -> str:
     """A stable dia_id per message: from its id, else (plain-list states) from its position and text."""
     key = message.id or f"{position}:{message.type}:{message.text}"
     return f"m-{stable_hash(key, length=10)}"
 
 
-def _speaker(message: AnyMessage, user_name: str, assistant_name: str) -> str:
+def _speaker(message: BaseMessage, user_name: str, assistant_name: str) -> str:
     name = (message.name or "").strip()
     return name or (user_name if isinstance(message, HumanMessage) else assistant_name)
 
 
-def _storable(message: AnyMessage) -> bool:
+def _storable(message: BaseMessage) -> bool:
     """Human and assistant text; tool calls without text, tool results and system messages are not dialogue."""
     return isinstance(message, (HumanMessage, AIMessage)) and bool(message.text.strip())
 

@@ -151,8 +151,9 @@ class LLMClient:
         text = message_text(message)
         usage = getattr(message, "usage_metadata", None) or {}
         prompt, completion = usage.get("input_tokens"), usage.get("output_tokens")
-        estimated = prompt is None or completion is None
-        if estimated:  # the provider sent no usage: count offline so the ledger is never silently zero
+        estimated = False
+        if prompt is None or completion is None:  # no usage sent: count offline so the ledger is never silently zero
+            estimated = True
             prompt = sum(count_tokens(m.content) for m in req.messages() if isinstance(m.content, str))
             completion = count_tokens(text)
         self._account(

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from pydantic import SecretStr
+
 from ..config import DEFAULT_CONFIG
 
 PLACEHOLDER_KEY = "not-needed"  # local OpenAI-compatible servers accept any key
@@ -27,4 +29,4 @@ def chat_model(model: str, base_url: str | None = None, **kw: Any):
         "max_retries": 0,
         **kw,
     }
-    return ChatOpenAI(model=model, api_key=key, base_url=base_url, **settings)
+    return ChatOpenAI(model=model, api_key=SecretStr(key), base_url=base_url, **settings)

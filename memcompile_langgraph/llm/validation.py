@@ -254,7 +254,7 @@ def parse_updates(
         if not isinstance(update, bool):
             raise InvalidReply("update must be true or false")
         old, new = claims[i]
-        out[i] = (
+        pair = (
             (
                 _found_in(item.get("old_value"), old, "old_value", cfg),
                 _found_in(item.get("new_value"), new, "new_value", cfg),
@@ -262,7 +262,8 @@ def parse_updates(
             if update
             else None
         )
-        if out[i] is not None and out[i][0].lower() == out[i][1].lower():
+        out[i] = pair
+        if pair is not None and pair[0].lower() == pair[1].lower():
             raise InvalidReply(f"U{i + 1}: an update needs a new value different from the old one")
     if len(out) != len(claims):
         raise InvalidReply(f"{len(out)} of {len(claims)} pairs were decided; decide every pair")

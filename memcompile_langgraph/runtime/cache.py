@@ -15,8 +15,10 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
+
+import numpy as np
 
 from ..index.gc_pause import gc_paused
 from ..index.user import UserIndex
@@ -207,7 +209,7 @@ class IndexCache:
             self.persist(index)
         return index
 
-    def _read_vectors(self, index: UserIndex, packet_ids: list[str], tail: dict | None = None) -> None:
+    def _read_vectors(self, index: UserIndex, packet_ids: list[str], tail: dict[str, np.ndarray] | None = None) -> None:
         """Vectors of newly loaded packets: from the snapshot's tail file where it has them, else the vector store."""
         engine = self.engine
         if engine.embeddings is None or not packet_ids or engine.foreign_vectors(index.user_id):
@@ -249,13 +251,14 @@ class IndexCache:
             if self._while_current(index, self.files.write):
                 self._persisted[index.user_id] = len(index.packets)
 
-    def persist_tail(self, index: UserIndex, packet_ids: list[str]) -> None:
+    def persist_tail(self, index: UserIndex, packet_ids: Sequence[str]) -> None:
         """Saves the vectors of those packets beside the snapshot file (the ones it lacks)."""
-        if self.files is not None and self.engine.embeddings is not None:
-            self._while_current(index, lambda current: self.files.write_tail(current, packet_ids))
+        files = self.files
+        if files is not None and self.engine.embeddings is not None:
+            self._while_current(index, lambda current: files.write_tail(current, packet_ids))
 
-    def _while_current(self, index: UserIndex, write) -> bool:
-        """write(index) under the user's writer lock (tried, never waited for: see store/locks.py) and only while the
+    def _while_current(self, index: UserIndex, write: Callable[[UserIndex], None]) -> bool:
+        """write(index) under the user's writer lock (tried, never waited for: see locks.py) and only while the
         records are still the ones the snapshot shows, so no file can outlive a forget or a delete that ran
         meanwhile. Best effort: a failure is logged, and the next cold start rebuilds from the records (or reads the
         vectors from the vector store)."""

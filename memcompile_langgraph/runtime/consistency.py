@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 
 from ..address.dense import PacketVectors
+from ..index.persistent import Rows
 from ..index.user import UserIndex
 from ..store.sqlite import REEMBEDDING
 from .engine import Engine, bundles
@@ -71,6 +72,8 @@ def reembed(engine: Engine, index: UserIndex, made_by: str | None = None) -> Non
     readers treat the vectors as foreign (a crash leaves them so, and the next writer starts over).
     made_by: what the old vectors were recorded as, when the caller already replaced it by the marker."""
     user = index.user_id
+    if engine.embedding_id is None:
+        raise ValueError("a memory without an embedder cannot re-embed")
     if made_by is None:
         made_by = engine.records.embedding(user)
     engine.records.set_embedding(user, REEMBEDDING)
@@ -89,7 +92,7 @@ def reembed(engine: Engine, index: UserIndex, made_by: str | None = None) -> Non
     index.epoch = engine.records.head(user)[1]
 
 
-def embed(engine: Engine, index: UserIndex, packet_ids: list[str]) -> None:
+def embed(engine: Engine, index: UserIndex, packet_ids: Rows[str]) -> None:
     """Embeds and stores those packets of `index` (its matrix gains them), a chunk at a time: bounded memory for a
     large user."""
     for start in range(0, len(packet_ids), REEMBED_CHUNK):

@@ -9,7 +9,7 @@ the context). The user id is kept NFC-normalized, exactly as the API keeps it.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from pydantic import BaseModel, ConfigDict, PrivateAttr
 from pydantic.json_schema import SkipJsonSchema
@@ -17,13 +17,20 @@ from pydantic.json_schema import SkipJsonSchema
 from ..index.user import UserIndex
 from ..users import MissingUserId, auth_identity, resolve_user, validate_user_id
 
+if TYPE_CHECKING:
+    from .cache import IndexCache
+    from .engine import Engine
+    from .unit_of_work import UnitOfWork
+else:  # pydantic reads the field types at run time: the engine and the writer are held as given, not validated
+    Engine = UnitOfWork = Any
+
 
 class MemoryContext(BaseModel):
     model_config = ConfigDict(extra="ignore", arbitrary_types_allowed=True)
 
     user_id: str | None = None  # a served run may leave it to the server's authenticated user
-    engine: SkipJsonSchema[Any] = None  # runtime/engine.Engine
-    writer: SkipJsonSchema[Any] = None  # runtime/unit_of_work.UnitOfWork, when add_turns holds the user
+    engine: SkipJsonSchema[Engine] = cast("Engine", None)  # the served memory's when not given (model_post_init)
+    writer: SkipJsonSchema[UnitOfWork | None] = None  # when add_turns holds the user
     _snapshot: UserIndex | None = PrivateAttr(default=None)
     _unsettled: bool = PrivateAttr(default=False)  # a served run whose user run_context has not settled yet
 
@@ -39,13 +46,20 @@ class MemoryContext(BaseModel):
             self.engine = served_engine()
 
     @property
-    def cache(self):
+    def cache(self) -> IndexCache:
         return self.engine.cache
+
+    @property
+    def user(self) -> str:
+        """The run's user: run_context settles a served run's user before a node reads it."""
+        if self.user_id is None:
+            raise MissingUserId("this graph run has no user_id")
+        return self.user_id
 
     def snapshot(self) -> UserIndex:
         """The index this run reads throughout: taken once, at its first use (a query sees one version)."""
         if self._snapshot is None:
-            self._snapshot = self.engine.cache.snapshot(self.user_id)
+            self._snapshot = self.engine.cache.snapshot(self.user)
         return self._snapshot
 
 

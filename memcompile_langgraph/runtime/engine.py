@@ -5,11 +5,11 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.embeddings import Embeddings
 
@@ -22,6 +22,13 @@ from ..llm.store import LLMStore
 from ..model import Descriptor, Intent, SourcePacket
 from ..store.protocols import RecordsStore, StoreError, VectorsStore, VectorStoreError
 from ..store.stats import user_stats
+from .stage_clock import StageClock
+
+if TYPE_CHECKING:
+    from ..address.llm_intent import LLMIntent
+    from ..evidence.llm_updates import LLMUpdates
+    from ..llm.calls import LLMClient
+    from .cache import IndexCache
 
 log = logging.getLogger(__name__)
 Bundles = list[tuple[SourcePacket, list[Descriptor]]]  # packets with their claim bundles: what z(p) is made of
@@ -35,13 +42,14 @@ class Engine:
     embeddings: Embeddings | None
     extractor: Extractor
     scheduler: Scheduler
-    llm_intent: Any = None  # address/llm_intent.LLMIntent when a model runs the intent stage
+    llm_intent: LLMIntent | None = None  # when a model runs the intent stage
     llm_store: LLMStore | None = None
     path: Path | None = None  # the store directory (None: in memory, or records in PostgreSQL)
-    llm_updates: Any = None  # evidence/llm_updates.LLMUpdates when a model decides knowledge-update marks
+    llm_updates: LLMUpdates | None = None  # when a model decides knowledge-update marks
     embedding_id: str | None = field(init=False)
     store_id: str = field(default="", init=False)  # what the derived state was named after when the store opened
-    cache: Any = field(default=None, init=False)  # runtime/cache.IndexCache, attached by MemCompile
+    cache: IndexCache = field(init=False)  # attached by build_engine, which made the engine for it
+    clock: StageClock = field(default_factory=StageClock, init=False, repr=False)  # writers' time by stage
     _warned: set[str] = field(default_factory=set, init=False, repr=False)
     _background: ThreadPoolExecutor | None = field(default=None, init=False, repr=False)
     _background_lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
@@ -94,7 +102,7 @@ class Engine:
         store = self.llm_store
         return store.usage(user_id) if store is not None else {"stages": {}, "total_tokens": 0}
 
-    def llm_client(self, model: Any, user_id: str):
+    def llm_client(self, model: Any, user_id: str) -> LLMClient:
         if self.llm_store is None:
             self.llm_store = LLMStore(self.path)
         return self.llm_store.client(model, self.config, user_id)
@@ -116,6 +124,8 @@ class Engine:
         return [packet_document(p, claims)[: self.config.embed_max_chars] for p, claims in items]
 
     def packet_vectors(self, items: Bundles) -> list[list[float]]:
+        if self.embeddings is None:
+            raise ValueError("this memory has no dense channel: no vectors to make")
         return self.embeddings.embed_documents(self.documents(items))
 
     def sources(self, items: Bundles) -> list[str]:
@@ -165,7 +175,7 @@ class Engine:
             log.warning("%s", message)
 
 
-def bundles(index: UserIndex, packet_ids: list[str]) -> Bundles:
+def bundles(index: UserIndex, packet_ids: Iterable[str]) -> Bundles:
     """The packets of `index` with their claim bundles."""
     return [(index.packets[p], index.by_packet[p]) for p in packet_ids]
 
@@ -212,10 +222,11 @@ def build_engine(
 
         embeddings = default_embeddings()
     # cache and usage ledger of the LLM stages (llm.sqlite3 in the store dir), kept when a model is given or exists
-    llm_store = LLMStore.open(path, create=answer_llm is not None)
+    llm_store = LLMStore.open(path, create=answer_llm is not None or llm is not None)
     offline_extractor, offline_scheduler = HeuristicExtractor(config.max_keywords), DeterministicScheduler(config)
-    llm_intent = llm_updates = None
-    if llm is not None:
+    llm_intent: LLMIntent | None = None
+    llm_updates: LLMUpdates | None = None
+    if llm is not None and llm_store is not None:
         from ..address.llm_intent import LLMIntent
         from ..evidence.llm_scheduler import LLMScheduler
         from ..evidence.llm_updates import LLMUpdates
@@ -254,7 +265,7 @@ def build_engine(
     return engine
 
 
-def snapshot_folder(path: Path | None, records) -> Path:
+def snapshot_folder(path: Path | None, records: RecordsStore) -> Path:
     """Where index snapshot files go: in the store directory, or for a store with no directory (PostgreSQL records)
     in this machine's cache, per store."""
     if path is not None:

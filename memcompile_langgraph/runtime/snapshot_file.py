@@ -21,10 +21,10 @@ import json
 import logging
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -35,6 +35,7 @@ from ..index.user import UserIndex
 from ..store.protocols import Head
 from ..store.sqlite import user_key
 
+D = TypeVar("D")  # what a decoder gives back
 log = logging.getLogger(__name__)
 FORMAT = 5  # bump when the header or the payload (index/codec.py: VERSION) changes
 TAIL = ".tail"  # the vectors-only file beside a snapshot
@@ -65,7 +66,7 @@ class SnapshotFiles:
     def path(self, user_id: str, kind: str = "") -> Path:
         return self.folder / f"{user_key(user_id)}.{self._build}{kind}.snapshot"
 
-    def _identity(self, index: UserIndex) -> dict:
+    def _identity(self, index: UserIndex) -> dict[str, Any]:
         return {"format": FORMAT, "user": index.user_id, "config": asdict(index.cfg), "embedding": self._embedding_id}
 
     def _write(self, target: Path, index: UserIndex, payload: bytes) -> None:
@@ -94,7 +95,7 @@ class SnapshotFiles:
         self._write(self.path(index.user_id), index, encode_index(index))
         self.path(index.user_id, TAIL).unlink(missing_ok=True)  # the file holds what the tail held
 
-    def write_tail(self, index: UserIndex, packet_ids: list[str]) -> None:
+    def write_tail(self, index: UserIndex, packet_ids: Sequence[str]) -> None:
         """The vectors of packets newer than the snapshot file, so that the next process reads them from here
         instead of opening the vector store (importing and opening Chroma: ~2 s)."""
         ids = [p for p in packet_ids if p in index.vectors.row]
@@ -102,8 +103,8 @@ class SnapshotFiles:
         self._write(self.path(index.user_id, TAIL), index, encode_tail(ids, matrix))
 
     def _read(
-        self, target: Path, records_head: Head, template: UserIndex, decode: Callable[[Any, UserIndex], Any]
-    ) -> tuple[dict, Any] | None:
+        self, target: Path, records_head: Head, template: UserIndex, decode: Callable[[memoryview, UserIndex], D]
+    ) -> tuple[dict[str, Any], D] | None:
         """(header, decoded payload) of a signed file of this build that the records back, else None (a file that
         can never be used again is removed)."""
         try:
@@ -154,14 +155,15 @@ class SnapshotFiles:
         found = self._read(self.path(user_id, TAIL), records_head, template, decode_tail)
         return {} if found is None else dict(zip(found[1][0], found[1][1]))
 
-    def _backed(self, header: dict, records_head: Head) -> bool:
+    def _backed(self, header: dict[str, Any], records_head: Head) -> bool:
         """The records can bring a file up to date: their digest at the file's newest packet is the file's (it holds
         exactly their packets up to there), the same epoch (nothing deleted or re-embedded since) and a version not
         newer than theirs. One indexed read."""
         version, epoch, _ = records_head
         if header["epoch"] != epoch or header["version"] > version or not version:
             return False
-        return self._digest_at(header["user"], header["seq"]) == header["digest"]
+        backed: bool = self._digest_at(header["user"], header["seq"]) == header["digest"]
+        return backed
 
     def sweep(self, head: Callable[[str], Head]) -> int:
         """Removes files of an earlier format, files the records no longer back (their user forgotten, deleted from,

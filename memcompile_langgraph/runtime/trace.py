@@ -22,10 +22,12 @@ def timed(stage: str, fn: Callable[[dict[str, Any], Runtime], dict[str, Any]]) -
     return node
 
 
-def stage_graph(state_type: type, nodes: dict[str, Callable[..., dict[str, Any]]], **schemas: Any) -> StateGraph:
+def stage_graph(
+    state_type: type[Any], nodes: dict[str, Callable[..., dict[str, Any]]], **schemas: Any
+) -> StateGraph[Any, Any, Any, Any]:
     """A StateGraph with one timed node per stage function `fn(state, runtime)` (schemas: StateGraph's
     context_schema / input_schema / output_schema)."""
-    builder = StateGraph(state_type, **schemas)
+    builder: StateGraph[Any, Any, Any, Any] = StateGraph(state_type, **schemas)
     for name, fn in nodes.items():
         builder.add_node(name, timed(name, fn))
     return builder

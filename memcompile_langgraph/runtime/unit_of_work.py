@@ -16,12 +16,17 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import Future
 from contextlib import ExitStack
+from types import TracebackType
+from typing import TYPE_CHECKING
 
 from ..index.user import UserIndex
 from ..model import Descriptor, SourcePacket
 from ..store.protocols import StoreError
 from .consistency import prepare_writer
 from .engine import Bundles, Engine
+
+if TYPE_CHECKING:
+    from .cache import IndexCache
 
 JOB_START_WAIT = 0.05  # seconds a writer waits for its embedding job to start
 
@@ -46,16 +51,22 @@ class _Ahead:
 
 
 class UnitOfWork:
-    def __init__(self, engine: Engine, cache, user_id: str, on_embedded: Callable[[int], None] | None = None):
+    def __init__(
+        self, engine: Engine, cache: IndexCache, user_id: str, on_embedded: Callable[[int], None] | None = None
+    ):
         self.engine, self.cache, self.user_id = engine, cache, user_id
-        self.index: UserIndex | None = None  # the private next version
+        self.index: UserIndex  # the private next version, forked by __enter__
         self.base_version = -1
         self._on_embedded = on_embedded
         self._stack = ExitStack()
-        self._pending: Future | None = None
+        self._pending: Future[None] | None = None
         self._ahead: _Ahead | None = None
 
     def __enter__(self) -> UnitOfWork:
+        with self.engine.clock.stage("open"):
+            return self._open()
+
+    def _open(self) -> UnitOfWork:
         self._stack.enter_context(self.engine.records.write_lock(self.user_id))
         try:
             self.engine.check_store()
@@ -89,7 +100,8 @@ class UnitOfWork:
         """Records of one batch (descriptors already placed in self.index's Cells) in one transaction; then they are
         made searchable in the private index and their vectors stored (embedded ahead, or queued now)."""
         index = self.index
-        self.engine.records.commit(self.user_id, packets, placed, counts)
+        with self.engine.clock.stage("commit"):
+            self.engine.records.commit(self.user_id, packets, placed, counts)
         index.version, index.epoch, index.digest = self.engine.records.head(self.user_id)  # (a new user: its epoch)
         for p in packets:
             index.add_packet(p)
@@ -117,12 +129,15 @@ class UnitOfWork:
 
     def _embed(self, items: Bundles, ahead: _Ahead | None, started: threading.Event) -> None:
         started.set()
-        vectors = self.engine.packet_vectors(items)
+        clock = self.engine.clock
+        with clock.stage("embed"):
+            vectors = self.engine.packet_vectors(items)
         if ahead is not None:
             ahead.decided.wait()
             if not ahead.store:
                 return
-        self.engine.store_vectors(self.user_id, items, vectors, self.index)
+        with clock.stage("store_vectors"):
+            self.engine.store_vectors(self.user_id, items, vectors, self.index)
         if self._on_embedded is not None:
             self._on_embedded(len(items))
 
@@ -134,9 +149,12 @@ class UnitOfWork:
             ahead.decide(False)
         pending, self._pending = self._pending, None
         if pending is not None:
-            pending.result()
+            with self.engine.clock.stage("wait"):
+                pending.result()
 
-    def __exit__(self, exc_type, exc, tb) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         try:
             try:
                 self.wait()
@@ -144,7 +162,8 @@ class UnitOfWork:
                 if exc_type is None:
                     raise
             if exc_type is None:
-                self.cache.publish(self.index)
-                self.cache.persist(self.index)
+                with self.engine.clock.stage("publish"):
+                    self.cache.publish(self.index)
+                    self.cache.persist(self.index)
         finally:
             self._stack.close()

@@ -7,6 +7,7 @@ import sqlite3
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TypedDict
 from urllib.parse import urlparse
 
 import chromadb
@@ -37,7 +38,12 @@ def _guarded(method):
     return run
 
 
-_SETTINGS = dict(anonymized_telemetry=False, allow_reset=False)
+class _Settings(TypedDict):
+    anonymized_telemetry: bool
+    allow_reset: bool
+
+
+_SETTINGS: _Settings = {"anonymized_telemetry": False, "allow_reset": False}
 
 
 def make_client(path: str | Path | None, url: str | None = None):

@@ -58,7 +58,8 @@ class LocalChroma:
         try:
             conn = sqlite3.connect(self.chroma_dir / "chroma.sqlite3", timeout=30)
             try:
-                return conn.execute("PRAGMA quick_check").fetchone()[0] != "ok"
+                result: str = conn.execute("PRAGMA quick_check").fetchone()[0]
+                return result != "ok"
             finally:
                 conn.close()
         except sqlite3.Error:

@@ -27,7 +27,8 @@ import contextlib
 import fcntl
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 
@@ -68,7 +69,9 @@ class UserLocks:
         return len(self._locks)
 
     @contextlib.contextmanager
-    def hold(self, key: str, outer, blocking: bool = True) -> Iterator[bool]:
+    def hold(
+        self, key: str, outer: Callable[[bool], AbstractContextManager[bool]], blocking: bool = True
+    ) -> Iterator[bool]:
         """`outer(blocking)`: a context manager yielding whether the cross-process lock was taken."""
         with self._guard:
             entry = self._locks.setdefault(key, _Entry())

@@ -20,6 +20,8 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
+from contextlib import AbstractContextManager
+from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import psycopg
@@ -146,7 +148,7 @@ class PostgresRecords:
         conn.commit()
 
     def _migrate(self, conn: psycopg.Connection, create: bool) -> None:
-        enc = conn.execute("SHOW server_encoding").fetchone()[0]
+        enc = _row(conn.execute("SHOW server_encoding"))[0]
         if enc.upper() not in ("UTF8", "UTF-8"):
             raise StoreError(f"PostgreSQL at {self.where} stores text as {enc}; MemCompile needs a UTF8 database")
         with conn.transaction():
@@ -185,7 +187,7 @@ class PostgresRecords:
             for statement in [*SCHEMA.split(";"), *_triggers(self.schema)]:
                 if statement.strip():
                     conn.execute(statement)
-            top = conn.execute("SELECT COALESCE(MAX(version), 0) FROM users").fetchone()[0]
+            top = _row(conn.execute("SELECT COALESCE(MAX(version), 0) FROM users"))[0]
             conn.execute(f"CREATE SEQUENCE IF NOT EXISTS generation START WITH {int(top) + 1}")
             for (user,) in conn.execute("SELECT user_id FROM users").fetchall():  # once: stores without the chain
                 rechain(conn, "%s", user, -1)
@@ -203,10 +205,10 @@ class PostgresRecords:
             conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (f"{self.schema}/setup",))
             try:
                 with conn.transaction():  # a savepoint: the control data may be closed to this role
-                    cluster = conn.execute("SELECT system_identifier FROM pg_control_system()").fetchone()[0]
+                    cluster = _row(conn.execute("SELECT system_identifier FROM pg_control_system()"))[0]
             except psycopg.errors.InsufficientPrivilege:
                 cluster = "?"
-            db = conn.execute("SELECT oid FROM pg_database WHERE datname = current_database()").fetchone()[0]
+            db = _row(conn.execute("SELECT oid FROM pg_database WHERE datname = current_database()"))[0]
             home = f"{cluster}:{db}:{self.schema}"
             row = conn.execute(f"SELECT value FROM {self.schema}.meta WHERE key='home'").fetchone()
             if row is not None and row[0] == home:
@@ -241,7 +243,7 @@ class PostgresRecords:
         except (psycopg.OperationalError, psycopg_pool.PoolTimeout) as exc:
             raise StoreError(f"PostgreSQL at {self.where}: {_first_line(exc)}") from None
 
-    def write_lock(self, user_id: str, blocking: bool = True):
+    def write_lock(self, user_id: str, blocking: bool = True) -> AbstractContextManager[bool]:
         """Serializes writers of one user across threads, processes and machines. Yields whether it is held:
         with blocking=False it gives up at once when another writer has it."""
         return self._writers.hold(user_id, lambda b: self._advisory(user_id, b), blocking)
@@ -256,16 +258,16 @@ class PostgresRecords:
         with conn:  # closing the connection releases the lock whatever happens below
             if blocking:
                 conn.execute("SELECT pg_advisory_lock(hashtextextended(%s, 0))", (key,))
-            elif not conn.execute("SELECT pg_try_advisory_lock(hashtextextended(%s, 0))", (key,)).fetchone()[0]:
+            elif not _row(conn.execute("SELECT pg_try_advisory_lock(hashtextextended(%s, 0))", (key,)))[0]:
                 yield False
                 return
             yield True
 
-    def _one(self, sql: str, args: tuple) -> tuple | None:
+    def _one(self, sql: str, args: tuple[Any, ...]) -> tuple[Any, ...] | None:
         with self.transaction() as conn:
             return conn.execute(sql, args).fetchone()
 
-    def _all(self, sql: str, args: tuple) -> list[tuple]:
+    def _all(self, sql: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
         with self.transaction() as conn:
             return conn.execute(sql, args).fetchall()
 
@@ -273,13 +275,15 @@ class PostgresRecords:
         """A random id fixed at creation (or at a re-key): names this store's derived state."""
         row = self._one("SELECT value FROM meta WHERE key='store_id'", ())
         if row is not None:
-            return row[0]  # a read: writers check it at every unit of work
+            stored: str = row[0]  # a read: writers check it at every unit of work
+            return stored
         with self.transaction() as conn:
             conn.execute(
                 "INSERT INTO meta (key, value) VALUES ('store_id', %s) ON CONFLICT (key) DO NOTHING",
                 (uuid.uuid4().hex,),
             )
-            return conn.execute("SELECT value FROM meta WHERE key='store_id'").fetchone()[0]
+            made: str = _row(conn.execute("SELECT value FROM meta WHERE key='store_id'"))[0]
+            return made
 
     def secret(self) -> str:
         """A random secret fixed at creation, readable only by those who can read the records (signs snapshot files)."""
@@ -288,7 +292,8 @@ class PostgresRecords:
                 "INSERT INTO meta (key, value) VALUES ('secret', %s) ON CONFLICT (key) DO NOTHING",
                 (uuid.uuid4().hex + uuid.uuid4().hex,),
             )
-            return conn.execute("SELECT value FROM meta WHERE key='secret'").fetchone()[0]
+            secret: str = _row(conn.execute("SELECT value FROM meta WHERE key='secret'"))[0]
+            return secret
 
     def embedding(self, user_id: str) -> str | None:
         """Identity of the embedding model the user's stored vectors came from (None: not recorded yet)."""
@@ -311,7 +316,7 @@ class PostgresRecords:
         """A new version from the store's sequence (never repeats, forget included); with epoch, the records
         changed other than by appending. The user's row is locked first, so one user's versions only grow."""
         conn.execute("SELECT 1 FROM users WHERE user_id=%s FOR UPDATE", (user_id,))
-        gen = conn.execute("SELECT nextval('generation')").fetchone()[0]
+        gen: int = _row(conn.execute("SELECT nextval('generation')"))[0]
         if epoch:
             conn.execute("UPDATE users SET version = %s, epoch = %s WHERE user_id=%s", (gen, gen, user_id))
         else:
@@ -354,7 +359,7 @@ class PostgresRecords:
         self, user_id: str, dia_ids: list[str] | None = None, limit: int | None = None, offset: int = 0
     ) -> list[StoredTurn]:
         sql = f"SELECT {_PACKET_COLS}, created_at FROM packets WHERE user_id=%s"
-        args: list = [user_id]
+        args: list[Any] = [user_id]
         if dia_ids is not None:
             sql += " AND dia_id = ANY(%s)"
             args.append(list(dia_ids))
@@ -379,7 +384,7 @@ class PostgresRecords:
             ).fetchone()
             if made:
                 self._bump(conn, user_id, epoch=True)  # a user made again after forget starts a new epoch
-            prev = conn.execute("SELECT digest FROM users WHERE user_id=%s FOR UPDATE", (user_id,)).fetchone()[0]
+            prev = _row(conn.execute("SELECT digest FROM users WHERE user_id=%s FOR UPDATE", (user_id,)))[0]
             prows, drows, digests = chained_rows(prev, user_id, packets, placed, now)
             with conn.cursor() as cur:
                 cur.executemany(
@@ -415,20 +420,20 @@ class PostgresRecords:
 
     def counts(self, user_id: str) -> dict[str, int]:
         with self.transaction(repeatable=True) as conn:
-            packets, sessions = conn.execute(
-                "SELECT COUNT(*), COUNT(DISTINCT session) FROM packets WHERE user_id=%s", (user_id,)
-            ).fetchone()
-            descs, cells = conn.execute(
-                "SELECT COUNT(*), COUNT(DISTINCT cell_id) FROM descriptors WHERE user_id=%s", (user_id,)
-            ).fetchone()
+            packets, sessions = _row(
+                conn.execute("SELECT COUNT(*), COUNT(DISTINCT session) FROM packets WHERE user_id=%s", (user_id,))
+            )
+            descs, cells = _row(
+                conn.execute("SELECT COUNT(*), COUNT(DISTINCT cell_id) FROM descriptors WHERE user_id=%s", (user_id,))
+            )
         return {"packets": packets, "descriptors": descs, "cells": cells, "sessions": sessions}
 
     def delete_packets(self, user_id: str, packet_ids: list[str]) -> int:
         with self.transaction() as conn:
             ids = list(packet_ids)
-            first = conn.execute(
-                "SELECT MIN(seq) FROM packets WHERE user_id=%s AND packet_id = ANY(%s)", (user_id, ids)
-            ).fetchone()[0]
+            first = _row(
+                conn.execute("SELECT MIN(seq) FROM packets WHERE user_id=%s AND packet_id = ANY(%s)", (user_id, ids))
+            )[0]
             conn.execute("DELETE FROM descriptors WHERE user_id=%s AND packet_id = ANY(%s)", (user_id, ids))
             conn.execute("DELETE FROM packets WHERE user_id=%s AND packet_id = ANY(%s)", (user_id, ids))
             if first is not None:
@@ -441,6 +446,14 @@ class PostgresRecords:
             for table in ("descriptors", "packets", "counters", "users"):
                 conn.execute(f"DELETE FROM {table} WHERE user_id=%s", (user_id,))
             conn.execute("DELETE FROM meta WHERE key=%s", (_embedding_key(user_id),))
+
+
+def _row(cursor: psycopg.Cursor[tuple[Any, ...]]) -> tuple[Any, ...]:
+    """The row of a query that always returns one (an aggregate, SHOW, a meta key written at creation)."""
+    row = cursor.fetchone()
+    if row is None:
+        raise StoreError("the database returned no row where one always exists")
+    return row
 
 
 def _first_line(exc: BaseException) -> str:

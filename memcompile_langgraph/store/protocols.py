@@ -6,9 +6,10 @@ tests/contracts/ holds one suite per protocol that every implementation must pas
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from contextlib import AbstractContextManager as ContextManager
 from dataclasses import dataclass
-from typing import NamedTuple, Protocol, runtime_checkable
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from ..model import Descriptor, SourcePacket
 
@@ -115,11 +116,17 @@ class VectorsStore(Protocol):
         ids: list[str],
         embeddings: list[list[float]],
         dia_ids: list[str],
-        sources: list[str | None] | None = None,
+        sources: Sequence[str | None] | None = None,
     ) -> None: ...
-    def query(self, user_id: str, embedding: list[float], k: int, sources: bool = False) -> list[tuple]: ...
+    def query(
+        self, user_id: str, embedding: list[float], k: int, sources: bool = False
+    ) -> list[tuple[Any, ...]]: ...  # (packet id, similarity[, source])
     def ids(self, user_id: str) -> set[str]: ...
     def sources(self, user_id: str) -> dict[str, str | None]: ...
-    def vectors(self, user_id: str, ids: list[str] | None = None, sources: bool = False) -> tuple[list, ...]: ...
+    def vectors(
+        self, user_id: str, ids: list[str] | None = None, sources: bool = False
+    ) -> tuple[list[Any], ...]: ...  # (ids, vectors[, sources])
     def delete(self, user_id: str, ids: list[str]) -> None: ...
     def drop(self, user_id: str) -> None: ...
+    def damaged(self) -> bool: ...  # repair: whether the store itself fails its integrity check
+    def quarantine(self) -> str | None: ...  # repair: a damaged store moved aside (where to), an empty one begun

@@ -14,12 +14,17 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from ..model import Descriptor, SourcePacket
 from .layout import check_store_path
 from .locks import FileLock, UserLocks
 from .protocols import NO_RECORDS, Head, LoadedRecords, StoredTurn, StoreError
+
+if TYPE_CHECKING:
+    import psycopg
 
 log = logging.getLogger(__name__)
 # 1: no epochs, no created_at (stores of 2026-11 and before); 2: no (user_id, seq) indexes; 3: no digest chain.
@@ -204,7 +209,7 @@ class SqliteRecords:
                 raise
             self.conn.execute("COMMIT")
 
-    def write_lock(self, user_id: str, blocking: bool = True):
+    def write_lock(self, user_id: str, blocking: bool = True) -> AbstractContextManager[bool]:
         """Serializes writers of one user across threads and processes (placement reads the Cells it extends).
         Yields whether it is held: with blocking=False it gives up at once when another writer has it."""
         if self.dir is None:
@@ -214,15 +219,18 @@ class SqliteRecords:
 
     def writer_lock_path(self, user_id: str) -> Path:
         """The file whose lock serializes the user's writers across processes: one of WRITER_STRIPES files."""
+        if self.dir is None:
+            raise ValueError("a records store in memory has no lock files")
         if self._lock_key is None:
             self._lock_key = self.secret().encode()
         return self.dir / "locks" / f"writers-{writer_stripe(self._lock_key, user_id)}.lock"
 
-    def _one(self, sql: str, args: tuple) -> tuple | None:
+    def _one(self, sql: str, args: tuple[Any, ...]) -> tuple[Any, ...] | None:
         with self._mutex:
-            return self.conn.execute(sql, args).fetchone()
+            row: tuple[Any, ...] | None = self.conn.execute(sql, args).fetchone()
+            return row
 
-    def _all(self, sql: str, args: tuple) -> list[tuple]:
+    def _all(self, sql: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
         with self._mutex:
             return self.conn.execute(sql, args).fetchall()
 
@@ -230,10 +238,12 @@ class SqliteRecords:
         """A random id fixed at creation (or at a re-key): names this store's derived state."""
         row = self._one("SELECT value FROM meta WHERE key='store_id'", ())
         if row is not None:
-            return row[0]  # a read: writers check it at every unit of work
+            stored: str = row[0]  # a read: writers check it at every unit of work
+            return stored
         with self._mutex:
             self.conn.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('store_id', ?)", (uuid.uuid4().hex,))
-            return self.conn.execute("SELECT value FROM meta WHERE key='store_id'").fetchone()[0]
+            made: str = self.conn.execute("SELECT value FROM meta WHERE key='store_id'").fetchone()[0]
+            return made
 
     def secret(self) -> str:
         """A random secret fixed at creation, readable only by those who can read the records (signs snapshot files)."""
@@ -241,7 +251,8 @@ class SqliteRecords:
             self.conn.execute(
                 "INSERT OR IGNORE INTO meta (key, value) VALUES ('secret', ?)", (uuid.uuid4().hex + uuid.uuid4().hex,)
             )
-            return self.conn.execute("SELECT value FROM meta WHERE key='secret'").fetchone()[0]
+            secret: str = self.conn.execute("SELECT value FROM meta WHERE key='secret'").fetchone()[0]
+            return secret
 
     def embedding(self, user_id: str) -> str | None:
         """Identity of the embedding model the user's stored vectors came from (None: not recorded yet)."""
@@ -306,7 +317,7 @@ class SqliteRecords:
         self, user_id: str, dia_ids: list[str] | None = None, limit: int | None = None, offset: int = 0
     ) -> list[StoredTurn]:
         sql = f"SELECT {_PACKET_COLS}, created_at FROM packets WHERE user_id=?"
-        args: list = [user_id]
+        args: list[Any] = [user_id]
         if dia_ids is not None:
             sql += f" AND dia_id IN ({','.join('?' * len(dia_ids))})"
             args += dia_ids
@@ -400,11 +411,11 @@ def writer_stripe(key: bytes, user_id: str) -> int:
     return int.from_bytes(mac[:4], "big") % WRITER_STRIPES
 
 
-def chain(prev: str, packets: list[tuple], descriptors: list[tuple]) -> list[str]:
+def chain(prev: str, packets: list[tuple[Any, ...]], descriptors: list[tuple[Any, ...]]) -> list[str]:
     """The digests of `packets` (rows in _PACKET_COLS order, by seq) chained after `prev`: each over the previous
     digest, the packet and its descriptors with their Cells (rows in user_id + _DESC_COLS order), in canonical
     JSON, so the value is the same whether computed from a commit's objects or read back from either database."""
-    claims: dict[str, list] = {}
+    claims: dict[str, list[list[Any]]] = {}
     for d in sorted(descriptors, key=lambda r: (r[13], r[1])):
         claims.setdefault(d[2], []).append(list(d))
     out = []
@@ -417,7 +428,7 @@ def chain(prev: str, packets: list[tuple], descriptors: list[tuple]) -> list[str
 
 def chained_rows(
     prev: str, user_id: str, packets: list[SourcePacket], placed: list[tuple[Descriptor, str]], now: float
-) -> tuple[list[tuple], list[tuple], list[str]]:
+) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]], list[str]]:
     """A commit's packet rows (with created_at and digest), descriptor rows, and the packets' digests in seq order."""
     ordered = sorted(packets, key=lambda p: p.seq)
     drows = [descriptor_row(user_id, d, cell) for d, cell in placed]
@@ -425,7 +436,7 @@ def chained_rows(
     return [(*packet_row(p, now), dg) for p, dg in zip(ordered, digests)], drows, digests
 
 
-def rechain(tx, ph: str, user_id: str, first_seq: int) -> str:
+def rechain(tx: sqlite3.Connection | psycopg.Connection[tuple[Any, ...]], ph: str, user_id: str, first_seq: int) -> str:
     """Recomputes the user's chain from packet `first_seq` on (after a delete; once for stores made before the
     chain) inside the caller's transaction, `ph` being the driver's placeholder; returns the newest digest."""
     row = tx.execute(
@@ -455,7 +466,7 @@ def rechain(tx, ph: str, user_id: str, first_seq: int) -> str:
     return newest
 
 
-def packet_row(p: SourcePacket, created_at: float) -> tuple:
+def packet_row(p: SourcePacket, created_at: float) -> tuple[Any, ...]:
     """A packet as the values of _PACKET_COLS + created_at (shared by the SQL stores)."""
     return (
         p.packet_id, p.user_id, p.dia_id, p.speaker, p.session, p.session_label, p.session_time, p.session_time_raw,
@@ -463,7 +474,7 @@ def packet_row(p: SourcePacket, created_at: float) -> tuple:
     )  # fmt: skip
 
 
-def descriptor_row(user_id: str, d: Descriptor, cell: str) -> tuple:
+def descriptor_row(user_id: str, d: Descriptor, cell: str) -> tuple[Any, ...]:
     """A placed descriptor as the values of user_id + _DESC_COLS (shared by the SQL stores)."""
     return (
         user_id, d.descriptor_id, d.packet_id, d.claim, d.dia_id, d.speaker, d.session, d.session_time,
@@ -472,7 +483,7 @@ def descriptor_row(user_id: str, d: Descriptor, cell: str) -> tuple:
     )  # fmt: skip
 
 
-def descriptors_from_rows(rows: list[tuple]) -> list[tuple[Descriptor, str]]:
+def descriptors_from_rows(rows: list[tuple[Any, ...]]) -> list[tuple[Descriptor, str]]:
     """(Descriptor, Cell id) from rows in _DESC_COLS order (shared by the SQL stores)."""
     # one JSON parse per column instead of two per row (a 100k-turn store has ~200k rows)
     people = json.loads("[" + ",".join(r[7] for r in rows) + "]")

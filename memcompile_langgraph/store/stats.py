@@ -44,6 +44,7 @@ def local_vector_count(path: str | Path, user_id: str) -> int:
         raise Unreadable(str(exc)) from exc
     if not rows:
         return 0  # no collection: nothing stored for the user
+    count: int
     count, applied, logged = rows[0]
     if len(rows) > 1 or (logged is not None and (applied is None or applied < logged)):
         raise Unreadable("write log not yet applied")
@@ -62,7 +63,7 @@ def vector_count(path: str | Path | None, chroma_url: str | None, records: Any, 
 
 
 def user_stats(
-    records: Any, count_vectors: Callable[[str], int], llm_store: Any, user_id: str, embedding_id: str | None
+    records: Any, count_vectors: Callable[[str], int | None], llm_store: Any, user_id: str, embedding_id: str | None
 ) -> dict[str, Any]:
     """packets, descriptors, cells, sessions, counters, vectors, vector_model and LLM usage of one user.
     embedding_id: the identity of the embedder in use (None: no dense channel; stored vectors are counted anyway)."""

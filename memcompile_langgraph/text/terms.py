@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -91,7 +91,7 @@ def normalize_id(value: object) -> str:
     return one_line(scrub(value).text)
 
 
-def normalize_ids(ids: object) -> list[str]:
+def normalize_ids(ids: str | Iterable[object]) -> list[str]:
     """normalize_id of each id; one string is one id, not its characters."""
     return [normalize_id(i) for i in ([ids] if isinstance(ids, str) else ids)]
 

@@ -215,6 +215,7 @@ def normalize_event_time(text: str, anchor_iso: str | None) -> str:
     anchor = _anchor_date(anchor_iso)
     for match in _EXPRESSION.finditer(text):
         try:
+            assert match.lastgroup is not None  # every alternative of _EXPRESSION is a named group
             value = _RESOLVERS[match.lastgroup](match, anchor)
         except (ValueError, OverflowError):  # e.g. "31 February", or an anchor arithmetic overflow
             value = None
@@ -248,8 +249,10 @@ def _shift_month(year: int, month: int, delta: int) -> tuple[int, int]:
 
 
 def _count(word: str) -> int:
-    word = word.lower().split()
-    return int(word[0]) if word[0].isdecimal() else _COUNTS[word[1] if word[0] == "a" and len(word) > 1 else word[0]]
+    words = word.lower().split()
+    return (
+        int(words[0]) if words[0].isdecimal() else _COUNTS[words[1] if words[0] == "a" and len(words) > 1 else words[0]]
+    )
 
 
 def _resolve_iso(m, anchor):
@@ -257,9 +260,13 @@ def _resolve_iso(m, anchor):
 
 
 def _resolve_day_month(day: str, month: str, year: str | None, anchor: date | None) -> str | None:
-    if year is None and anchor is None:
+    if year:
+        number = int(year)
+    elif anchor is not None:
+        number = anchor.year
+    else:
         return None
-    return _day(date(int(year) if year else anchor.year, _MONTHS[month.lower()], int(day)))
+    return _day(date(number, _MONTHS[month.lower()], int(day)))
 
 
 def _resolve_dmy(m, anchor):

@@ -1,0 +1,32 @@
+"""What the first write after opening would otherwise pay for, done when a process that writes starts.
+
+The first add after opening a store waits for chromadb's import and client, the ingest graph's import and, per user,
+Chroma's first load of the user's collection and the conversion of an index read from a snapshot file to its
+writable containers. A process that writes (a server, a worker) calls `MemCompile.warm_up()` once at its start for
+the first two. The per-user parts stay in the first add: done on a background thread beside the first query, they
+slowed that query by more than they saved (both hold the GIL much of the time). A command that only reads never
+warms up (it would load Chroma for nothing).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from ..store.open import LazyVectors
+from .engine import Engine
+
+log = logging.getLogger(__name__)
+
+
+def open_for_writes(engine: Engine) -> None:
+    """The vector store opened, the ingest graph imported and the model loaded (on another thread meanwhile: its
+    session is built with the GIL released). A failure is left to the first write, which meets it again."""
+    preload = getattr(engine.embeddings, "preload", None)
+    if preload is not None:
+        preload()
+    try:
+        if engine.embeddings is not None and isinstance(engine.vectors, LazyVectors):
+            engine.vectors.store()
+        from .add_turns import ingest_turns  # noqa: F401 - the ingest graph is built at its import
+    except Exception as exc:  # noqa: BLE001 - best effort: the write does the same and raises what fails
+        log.debug("warm-up for writes failed: %s", exc)
