@@ -11,10 +11,12 @@ import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Protocol, cast
 
 import numpy as np
 from langchain_core.embeddings import Embeddings
+from numpy.typing import NDArray
 
 from .int8 import (  # noqa: F401 - find_model_dir is re-exported
     _CHROMA_CACHE,
@@ -23,9 +25,26 @@ from .int8 import (  # noqa: F401 - find_model_dir is re-exported
     model_identity,
 )
 
+if TYPE_CHECKING:
+    import onnxruntime
+    from tokenizers import Tokenizer
+
 log = logging.getLogger(__name__)
 
 _warned = False
+
+
+class _Input(Protocol):
+    name: str
+
+
+class _Session(Protocol):
+    """What is used of an onnxruntime InferenceSession: onnxruntime ships no types."""
+
+    def get_inputs(self) -> list[_Input]: ...
+    def run(
+        self, output_names: list[str] | None, input_feed: dict[str, NDArray[np.int64]]
+    ) -> list[NDArray[np.float32]]: ...
 
 
 class MiniLMEmbeddings(Embeddings):
@@ -39,7 +58,7 @@ class MiniLMEmbeddings(Embeddings):
 
     def __init__(
         self, model_dir: str | Path, max_length: int = 256, workers: int | None = None, precision: str = "int8"
-    ):
+    ) -> None:
         if precision not in ("int8", "fp32"):
             raise ValueError(f"precision must be 'int8' or 'fp32', not {precision!r}")
         model_dir = Path(model_dir)
@@ -47,14 +66,15 @@ class MiniLMEmbeddings(Embeddings):
         self.identity, self._model_file = model_identity(model_dir, precision)
         self.precision = "fp32" if self._model_file == model_dir / "model.onnx" else "int8"
         self._max_length = max_length
-        self._loaded: tuple | None = None  # (tokenizer, session, input names): loaded at the first embedding
+        # (tokenizer, session, input names): loaded at the first embedding
+        self._loaded: tuple[Tokenizer, _Session, set[str]] | None = None
         self._load_lock = threading.Lock()
         self.workers = max(1, workers or min(_cores(), 8))
         self._pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
         self.model_dir = model_dir
 
-    def _runtime(self) -> tuple:
+    def _runtime(self) -> tuple[Tokenizer, _Session, set[str]]:
         """Tokenizer and ONNX session, made on first use: opening a store (stats, forget) never loads the model."""
         if self._loaded is None:
             with self._load_lock:
@@ -74,10 +94,13 @@ class MiniLMEmbeddings(Embeddings):
                     self._loaded = (tokenizer, session, {i.name for i in session.get_inputs()})
         return self._loaded
 
-    def _open_session(self, ort: Any, opts: Any) -> Any:
+    def _open_session(self, ort: ModuleType, opts: onnxruntime.SessionOptions) -> _Session:
         """The model's session; a cached int8 file that does not load is built again, and when that fails too the
         shipped fp32 model is used (one warning: the vectors differ slightly from the int8 ones)."""
-        open_ = lambda path: ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])  # noqa: E731
+
+        def open_(path: Path) -> _Session:
+            return cast(_Session, ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"]))
+
         try:
             return open_(self._model_file)
         except Exception as exc:  # noqa: BLE001 - onnxruntime raises its own exception types for a bad file
@@ -105,23 +128,24 @@ class MiniLMEmbeddings(Embeddings):
         threading.Thread(target=load, name="memcompile-model-load").start()
 
     @property
-    def tokenizer(self):
+    def tokenizer(self) -> Tokenizer:
         return self._runtime()[0]
 
     @property
-    def session(self):
+    def session(self) -> _Session:
         return self._runtime()[1]
 
-    def _one(self, ids: list[int]) -> np.ndarray:
+    def _one(self, ids: list[int]) -> NDArray[np.float32]:
         _, session, inputs = self._runtime()
         row = np.asarray([ids], dtype=np.int64)
         feeds = {"input_ids": row, "attention_mask": np.ones_like(row)}
         if "token_type_ids" in inputs:
             feeds["token_type_ids"] = np.zeros_like(row)
-        pooled = session.run(None, feeds)[0][0].mean(0)  # mean pooling: no padding, every token counts
+        # mean pooling: no padding, every token counts
+        pooled: NDArray[np.float32] = session.run(None, feeds)[0][0].mean(0)
         return pooled / max(float(np.linalg.norm(pooled)), 1e-12)
 
-    def _embed(self, texts: list[str]) -> np.ndarray:
+    def _embed(self, texts: list[str]) -> NDArray[np.float32]:
         out = np.zeros((len(texts), 384), dtype=np.float32)
         if not texts:
             return out
@@ -145,12 +169,12 @@ class MiniLMEmbeddings(Embeddings):
         return out
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        return self._embed(list(texts)).tolist()
+        return cast("list[list[float]]", self._embed(list(texts)).tolist())  # numpy types tolist() as Any
 
     def embed_query(self, text: str) -> list[float]:
-        return self._embed([text])[0].tolist()
+        return cast("list[float]", self._embed([text])[0].tolist())  # numpy types tolist() as Any
 
-    def embed_array(self, texts: list[str]) -> np.ndarray:
+    def embed_array(self, texts: list[str]) -> NDArray[np.float32]:
         return self._embed(list(texts))
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import functools
 import sqlite3
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TypedDict
+from typing import TYPE_CHECKING, Concatenate, Literal, ParamSpec, TypedDict, TypeVar, Union, cast, overload
 from urllib.parse import urlparse
 
 import chromadb
@@ -18,14 +18,28 @@ from .chroma_dir import DirectChroma, LocalChroma, UnavailableChroma
 from .protocols import VectorStoreError
 from .sqlite import user_key
 
+if TYPE_CHECKING:
+    from typing import TypeAlias
+
+    from chromadb.api import ClientAPI
+    from chromadb.api.models.Collection import Collection
+    from chromadb.api.types import Embedding, GetResult, Include, Metadata, PyEmbedding
+
+    # one vector as Chroma takes and returns it: an array (what `get` returns) or a sequence of floats
+    Vector: TypeAlias = Union[Embedding, PyEmbedding]
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+_T = TypeVar("_T")
+
 SOURCE = "source"  # metadata key of what a vector was built from: a digest of the packet document it embedded
 
 
-def _guarded(method):
+def _guarded(method: Callable[Concatenate[ChromaVectors, _P], _R]) -> Callable[Concatenate[ChromaVectors, _P], _R]:
     """Chroma's own errors, whatever their kind, become one VectorStoreError saying where and what to do."""
 
     @functools.wraps(method)
-    def run(self, *args, **kwargs):
+    def run(self: ChromaVectors, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
         try:
             return method(self, *args, **kwargs)
         except (ChromaError, sqlite3.Error, OSError, ConnectionError) as exc:
@@ -46,7 +60,7 @@ class _Settings(TypedDict):
 _SETTINGS: _Settings = {"anonymized_telemetry": False, "allow_reset": False}
 
 
-def make_client(path: str | Path | None, url: str | None = None):
+def make_client(path: str | Path | None, url: str | None = None) -> ClientAPI:
     if url:
         u = urlparse(url if "://" in url else f"http://{url}")
         return chromadb.HttpClient(
@@ -65,18 +79,18 @@ def open_chroma(path: str | Path | None, url: str | None = None) -> DirectChroma
 
 
 class ChromaVectors:
-    def __init__(self, path: str | Path | None = None, url: str | None = None, namespace: str | None = None):
+    def __init__(self, path: str | Path | None = None, url: str | None = None, namespace: str | None = None) -> None:
         self._path, self._url = path, url
         self.where = url or (str(Path(path) / "chroma") if path is not None else "in memory")
         self.chroma = self._connect()
         # in-memory clients share one process-wide system: keep each MemCompile's collections apart
         self.prefix = namespace or ("mc" if (path is not None or url) else f"mc{uuid.uuid4().hex[:8]}")
-        self._collections: dict[str, object] = {}
+        self._collections: dict[str, Collection] = {}
         self._epoch = self.chroma.epoch
         # a server's collections can be dropped by any other client, unseen here: fetch the handle every time
         self._cache_handles = not url
 
-    def _connect(self):
+    def _connect(self) -> DirectChroma | LocalChroma | UnavailableChroma:
         try:
             return open_chroma(self._path, self._url)
         except (ChromaError, sqlite3.Error, OSError) as exc:
@@ -87,13 +101,19 @@ class ChromaVectors:
             return UnavailableChroma(Path(self._path) / "chroma", exc)  # the records stay usable; repair moves it aside
 
     @property
-    def client(self):
+    def client(self) -> ClientAPI:
+        if isinstance(self.chroma, UnavailableChroma):  # no client; the methods here ask inside access(), which raised
+            raise AttributeError("'UnavailableChroma' object has no attribute 'client'")
         return self.chroma.client
 
     def name(self, user_id: str) -> str:
         return f"{self.prefix}_{user_key(user_id)}"
 
-    def collection(self, user_id: str, create: bool = True):
+    @overload
+    def collection(self, user_id: str, create: Literal[True] = True) -> Collection: ...
+    @overload
+    def collection(self, user_id: str, create: bool) -> Collection | None: ...
+    def collection(self, user_id: str, create: bool = True) -> Collection | None:
         """The user's collection (None when absent and not created); call inside `self.chroma.access`."""
         if self._epoch != self.chroma.epoch:  # the client was reopened: cached handles are stale
             self._collections.clear()
@@ -117,37 +137,40 @@ class ChromaVectors:
         self,
         user_id: str,
         ids: list[str],
-        embeddings: list[list[float]],
+        embeddings: Sequence[Vector],
         dia_ids: list[str],
-        sources: list[str | None] | None = None,
+        sources: Sequence[str | None] | None = None,
     ) -> None:
         """sources: what each vector was built from (Engine.sources), written with it; a
         vector given none keeps none (Chroma merges metadata on upsert: None removes the key)."""
         if not ids:
             return
         sources = sources if sources is not None else [None] * len(ids)
-        metadatas = [{"dia_id": d, SOURCE: s} for d, s in zip(dia_ids, sources)]
+        metadatas: list[Metadata] = [{"dia_id": d, SOURCE: s} for d, s in zip(dia_ids, sources)]
         step = 2000  # below Chroma's max batch size
         with self.chroma.access(write=True):
             col = self.collection(user_id)
             for i in range(0, len(ids), step):
-                col.upsert(
-                    ids=ids[i : i + step], embeddings=embeddings[i : i + step], metadatas=metadatas[i : i + step]
-                )
+                # the vectors are all of one kind, the callers' lists or the arrays `get` returned (delete): Chroma
+                # tells which by the first, its types name only a list of one kind or the other
+                rows = cast("list[Embedding] | list[PyEmbedding]", embeddings[i : i + step])
+                col.upsert(ids=ids[i : i + step], embeddings=rows, metadatas=metadatas[i : i + step])
 
     @_guarded
-    def query(self, user_id: str, embedding: list[float], k: int, sources: bool = False) -> list[tuple]:
+    def query(
+        self, user_id: str, embedding: Sequence[float], k: int, sources: bool = False
+    ) -> list[tuple[str, float]] | list[tuple[str, float, str | None]]:
         """(packet id, cosine) of the k nearest, best first; with sources, (packet id, cosine, source digest)."""
         with self.chroma.access(write=False):
             col = self.collection(user_id, create=False)
             n = col.count() if col is not None else 0
-            if n == 0:
+            if col is None or n == 0:
                 return []
-            include = ["distances", "metadatas"] if sources else ["distances"]
+            include: Include = ["distances", "metadatas"] if sources else ["distances"]
             res = col.query(query_embeddings=[embedding], n_results=min(k, n), include=include)
-        hits = [(pid, 1.0 - float(dist)) for pid, dist in zip(res["ids"][0], res["distances"][0])]
+        hits = [(pid, 1.0 - float(dist)) for pid, dist in zip(res["ids"][0], _asked(res["distances"])[0])]
         if sources:
-            return [(pid, sim, _source(meta)) for (pid, sim), meta in zip(hits, res["metadatas"][0])]
+            return [(pid, sim, _source(meta)) for (pid, sim), meta in zip(hits, _asked(res["metadatas"])[0])]
         return hits
 
     @_guarded
@@ -162,25 +185,27 @@ class ChromaVectors:
             return {
                 i: _source(m)
                 for got in self._pages(user_id, None, ["metadatas"])
-                for i, m in zip(got["ids"], got["metadatas"])
+                for i, m in zip(got["ids"], _asked(got["metadatas"]))
             }
 
     @_guarded
-    def vectors(self, user_id: str, ids: list[str] | None = None, sources: bool = False) -> tuple[list, ...]:
+    def vectors(
+        self, user_id: str, ids: list[str] | None = None, sources: bool = False
+    ) -> tuple[list[str], list[Vector]] | tuple[list[str], list[Vector], list[str | None]]:
         """Stored (ids, vectors) of the user, paged: all of them, or those of the given ids that exist; with sources,
         (ids, vectors, source digests)."""
         out_ids: list[str] = []
-        vectors: list = []
+        vectors: list[Vector] = []
         found: list[str | None] = []
         with self.chroma.access(write=False):
             for got in self._pages(user_id, ids, ["embeddings", "metadatas"] if sources else ["embeddings"]):
                 out_ids += got["ids"]
-                vectors += list(got["embeddings"])
+                vectors += list(_asked(got["embeddings"]))
                 if sources:
-                    found += [_source(m) for m in got["metadatas"]]
+                    found += [_source(m) for m in _asked(got["metadatas"])]
         return (out_ids, vectors, found) if sources else (out_ids, vectors)
 
-    def _pages(self, user_id: str, ids: list[str] | None, include: list[str]) -> Iterator[dict]:
+    def _pages(self, user_id: str, ids: list[str] | None, include: Include) -> Iterator[GetResult]:
         """Chroma `get` results of the user's collection (none when absent), in pages; call inside an access."""
         step = 5000
         col = self.collection(user_id, create=False)
@@ -206,12 +231,16 @@ class ChromaVectors:
             col.delete(ids=list(ids))
             if not self.chroma.scrubs:
                 return
-            kept, vectors, dia_ids, sources = [], [], [], []
+            kept: list[str] = []
+            vectors: list[Vector] = []
+            dia_ids: list[str] = []
+            sources: list[str | None] = []
             for got in self._pages(user_id, None, ["embeddings", "metadatas"]):
                 kept += got["ids"]
-                vectors += list(got["embeddings"])
-                dia_ids += [m["dia_id"] for m in got["metadatas"]]
-                sources += [_source(m) for m in got["metadatas"]]
+                vectors += list(_asked(got["embeddings"]))
+                metadatas = _asked(got["metadatas"])
+                dia_ids += [cast(str, m["dia_id"]) for m in metadatas]  # as upsert wrote it
+                sources += [_source(m) for m in metadatas]
             self._drop(user_id)
             self.upsert(user_id, kept, vectors, dia_ids, sources)
 
@@ -243,5 +272,12 @@ class ChromaVectors:
         self.chroma.scrub()
 
 
-def _source(metadata: dict | None) -> str | None:
-    return (metadata or {}).get(SOURCE)
+def _source(metadata: Metadata | None) -> str | None:
+    return cast("str | None", (metadata or {}).get(SOURCE))  # as upsert wrote it: a digest or nothing
+
+
+def _asked(field: _T | None) -> _T:
+    """A field of a Chroma result that was asked for in `include`: Chroma fills it (its types make each optional)."""
+    if field is None:
+        raise VectorStoreError("Chroma returned a result without a field it was asked for")
+    return field

@@ -19,7 +19,10 @@ import threading
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # chromadb is imported by whoever makes the client
+    from chromadb.api import ClientAPI
 
 log = logging.getLogger(__name__)
 _SHARED: dict[str, LocalChroma] = {}
@@ -31,7 +34,7 @@ class LocalChroma:
 
     scrubs = True
 
-    def __init__(self, chroma_dir: Path, lock_dir: Path, make_client: Callable[[], Any]):
+    def __init__(self, chroma_dir: Path, lock_dir: Path, make_client: Callable[[], ClientAPI]):
         lock_dir.mkdir(parents=True, exist_ok=True)
         self.chroma_dir = chroma_dir
         self._lock_path = lock_dir / "chroma.lock"
@@ -45,7 +48,7 @@ class LocalChroma:
             self.client = make_client()
 
     @classmethod
-    def shared(cls, chroma_dir: Path, lock_dir: Path, make_client: Callable[[Path], Any]) -> LocalChroma:
+    def shared(cls, chroma_dir: Path, lock_dir: Path, make_client: Callable[[Path], ClientAPI]) -> LocalChroma:
         """One instance per directory and process: Chroma itself caches one system per path."""
         key = str(chroma_dir.resolve())
         with _SHARED_LOCK:
@@ -68,7 +71,7 @@ class LocalChroma:
     def quarantine(self) -> str:
         with self._mutex, self._file_lock(fcntl.LOCK_EX):
             with contextlib.suppress(Exception):  # a damaged client may fail to close cleanly
-                self.client.close()
+                self.client.close()  # type: ignore[attr-defined]  # typed ClientAPI, which lacks its Client's close()
             aside = self.chroma_dir.with_name(f"{self.chroma_dir.name}.damaged-{uuid.uuid4().hex[:8]}")
             os.replace(self.chroma_dir, aside)
             forget_chroma_system(self.chroma_dir)
@@ -105,7 +108,7 @@ class LocalChroma:
 
     def _refresh(self) -> None:
         if self._read_generation() != self.generation:
-            self.client.close()
+            self.client.close()  # type: ignore[attr-defined]  # typed ClientAPI, which lacks its Client's close()
             self.client = self._make()
             self.generation = self._read_generation()
             self.epoch += 1
@@ -127,7 +130,7 @@ class LocalChroma:
             log.warning("could not scrub the Chroma directory (%s); deleted vectors may remain on disk", exc)
 
     @contextlib.contextmanager
-    def access(self, write: bool) -> Iterator[Any]:
+    def access(self, write: bool) -> Iterator[ClientAPI]:
         """The client, current with every other process; a write holds the directory's lock throughout."""
         with self._mutex:
             if self._depth:  # nested in an operation of this thread that already holds what it needs
@@ -170,11 +173,11 @@ class DirectChroma:
     def dropped(self) -> None:
         self.epoch += 1
 
-    def __init__(self, client: Any):
+    def __init__(self, client: ClientAPI):
         self.client = client
 
     @contextlib.contextmanager
-    def access(self, write: bool) -> Iterator[Any]:
+    def access(self, write: bool) -> Iterator[ClientAPI]:
         yield self.client
 
 
@@ -190,7 +193,7 @@ class UnavailableChroma:
         self.error = error
 
     @contextlib.contextmanager
-    def access(self, write: bool) -> Iterator[Any]:
+    def access(self, write: bool) -> Iterator[ClientAPI]:
         raise self.error
         yield  # a generator, as the other access() methods
 
