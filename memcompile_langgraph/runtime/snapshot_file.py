@@ -104,9 +104,9 @@ class SnapshotFiles:
 
     def _read(
         self, target: Path, records_head: Head, template: UserIndex, decode: Callable[[memoryview, UserIndex], D]
-    ) -> tuple[dict[str, Any], D] | None:
-        """(header, decoded payload) of a signed file of this build that the records back, else None (a file that
-        can never be used again is removed)."""
+    ) -> D | None:
+        """The decoded payload of a signed file of this build that the records back, else None (a file that can
+        never be used again is removed)."""
         try:
             data = target.read_bytes()
         except FileNotFoundError:
@@ -134,7 +134,7 @@ class SnapshotFiles:
             return None
         try:
             with gc_paused():
-                return head, decode(payload, template)
+                return decode(payload, template)
         except Exception as exc:  # signed but malformed (index/codec.py checks every part) or of another version
             log.warning("index snapshot %s could not be loaded (%s): rebuilding", target, exc)
             _unlink(target)
@@ -142,18 +142,15 @@ class SnapshotFiles:
 
     def read(self, user_id: str, records_head: Head, template: UserIndex) -> UserIndex | None:
         """The user's snapshot when it can be brought up to date from the records, else None."""
-        found = self._read(self.path(user_id), records_head, template, decode_index)
-        if found is None:
-            return None
-        head, index = found
-        index.cfg = template.cfg
-        index.digest = head["digest"]  # the one the records were checked against
-        return index
+        index = self._read(self.path(user_id), records_head, template, decode_index)
+        if index is not None:
+            index.cfg = template.cfg
+        return index  # its digest, carried by the payload, is the header's the records were checked against
 
     def read_tail(self, user_id: str, records_head: Head, template: UserIndex) -> dict[str, np.ndarray]:
         """Vectors of packets newer than the snapshot file (write_tail), by packet id."""
-        found = self._read(self.path(user_id, TAIL), records_head, template, decode_tail)
-        return {} if found is None else dict(zip(found[1][0], found[1][1]))
+        tail = self._read(self.path(user_id, TAIL), records_head, template, decode_tail)
+        return {} if tail is None else dict(zip(tail[0], tail[1]))
 
     def _backed(self, header: dict[str, Any], records_head: Head) -> bool:
         """The records can bring a file up to date: their digest at the file's newest packet is the file's (it holds

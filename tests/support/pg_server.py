@@ -41,16 +41,6 @@ def _as_owner(cmd: list[str]) -> list[str]:
 
 
 @contextlib.contextmanager
-def running_postgres() -> Iterator[str]:
-    """Yields the URL of a new cluster's `postgres` database; stops the cluster on exit."""
-    cluster = start_cluster()
-    try:
-        yield cluster["url"]
-    finally:
-        stop_cluster(cluster)
-
-
-@contextlib.contextmanager
 def shared_postgres(state_dir: Path) -> Iterator[str]:
     """One cluster for every process of a test run (support.servers.shared); each test keeps to a schema or
     database of its own."""
