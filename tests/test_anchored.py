@@ -339,6 +339,38 @@ def test_writer_locks_of_users_are_not_kept_after_their_writes(tmp_path):
     mem.close()
 
 
+def test_users_on_one_stripe_wait_on_each_other_across_store_objects_only(tmp_path):
+    """Within one store object the per-user locks keep writers apart; a stripe's file lock is shared by its users
+    there, and excludes them only where the per-user locks do not reach (another object, another process)."""
+    mine = MemCompile(tmp_path / "store", dense=False).engine.records
+    other = MemCompile(tmp_path / "store", dense=False).engine.records
+    stripe = mine.writer_lock_path("u")
+    same = next(f"v{n}" for n in range(100_000) if mine.writer_lock_path(f"v{n}") == stripe)
+    apart = next(f"w{n}" for n in range(100_000) if mine.writer_lock_path(f"w{n}") != stripe)
+    results: dict[str, bool] = {}
+
+    def try_lock(records, user: str, name: str) -> None:
+        with records.write_lock(user, blocking=False) as held:
+            results[name] = held
+
+    with mine.write_lock("u"):
+        for records, user, name in ((mine, same, "same stripe, same object"), (mine, "u", "same user")):
+            t = threading.Thread(target=try_lock, args=(records, user, name))
+            t.start()
+            t.join()
+        try_lock(other, same, "same stripe, other object")
+        try_lock(other, apart, "other stripe, other object")
+    try_lock(other, same, "same stripe, other object, released")
+    assert results == {
+        "same stripe, same object": True,
+        "same user": False,
+        "same stripe, other object": False,
+        "other stripe, other object": True,
+        "same stripe, other object, released": True,
+    }
+    assert not mine._stripes._stripes[stripe].users  # the last user of the stripe let its file lock go
+
+
 def test_a_hand_restored_sqlite_file_is_seen_by_a_running_worker(tmp_path):
     """A restore under a running worker (the SQLite backup API writes the old pages into the live file)."""
     mem = MemCompile(tmp_path / "store", dense=False)

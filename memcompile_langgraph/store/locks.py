@@ -3,9 +3,9 @@
 Lock order: a thread holding a lock may only take locks listed below it, never one above.
 1. Writer lock of a user — `UserLocks` (per-process, re-entrant per thread) then the store's cross-process lock
    (for SQLite a `FileLock` on one of a fixed set of stripe files in <store>/locks/, chosen by a keyed hash of the
-   user id, so users may share one; a PostgreSQL advisory lock for PostgreSQL). Held by one unit of work:
-   add_turns, an ingest-graph commit, delete_turns, forget, reembed, repair. A thread never holds two users'
-   writer locks (two users on one stripe would wait on each other).
+   user id, so users may share one across processes; within one store object `StripeLocks` shares a stripe's file
+   lock among its users; a PostgreSQL advisory lock for PostgreSQL). Held by one unit of work: add_turns, an
+   ingest-graph commit, delete_turns, forget, reembed, repair. A thread never holds two users' writer locks.
 2. Load lock of a user (runtime/cache.py): held while that user's index is read from a snapshot file or rebuilt
    from the records. Never held across another user's work.
 3. The cache map lock (runtime/cache.py): guards the dict of published snapshots; held for dict reads and
@@ -53,6 +53,55 @@ class FileLock:
                 yield True
             finally:
                 fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+class StripeLocks:
+    """Writer-lock stripe files of one records store object: a stripe's cross-process lock is taken once for all the
+    users of this object that hash to it, and released by the last of them.
+
+    Two users on one stripe exclude each other across processes (and across store objects), never within one: here
+    `UserLocks` already keeps each user's writers apart, and a thread that held one user's stripe would otherwise
+    make another thread's writer of an unrelated user wait (or, trying, give up)."""
+
+    def __init__(self) -> None:
+        self._stripes: dict[Path, _Stripe] = {}
+        self._guard = threading.Lock()
+
+    @contextlib.contextmanager
+    def hold(self, path: Path, blocking: bool = True) -> Iterator[bool]:
+        with self._guard:
+            stripe = self._stripes.setdefault(path, _Stripe(path))
+        # the stripe's mutex is held only while its file lock is taken or let go, never while a writer works
+        if not stripe.mutex.acquire(blocking=blocking):
+            yield False
+            return
+        try:
+            if not stripe.users:
+                stripe.holding = FileLock(path).hold(blocking=blocking)
+                if not stripe.holding.__enter__():
+                    stripe.holding.__exit__(None, None, None)
+                    stripe.holding = None
+                    yield False
+                    return
+            stripe.users += 1
+        finally:
+            stripe.mutex.release()
+        try:
+            yield True
+        finally:
+            with stripe.mutex:
+                stripe.users -= 1
+                if not stripe.users and stripe.holding is not None:
+                    holding, stripe.holding = stripe.holding, None
+                    holding.__exit__(None, None, None)
+
+
+class _Stripe:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.mutex = threading.Lock()
+        self.users = 0  # writers of this store object inside the stripe's file lock (under mutex)
+        self.holding: AbstractContextManager[bool] | None = None
 
 
 class UserLocks:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..model import Descriptor, SourcePacket
 from .layout import check_store_path
-from .locks import FileLock, UserLocks
+from .locks import FileLock, StripeLocks, UserLocks
 from .protocols import NO_RECORDS, Head, LoadedRecords, StoredTurn, StoreError
 
 if TYPE_CHECKING:
@@ -119,6 +119,7 @@ class SqliteRecords:
             raise StoreError(f"cannot open {target}: {exc}") from None
         self._mutex = threading.RLock()
         self._writers = UserLocks()
+        self._stripes = StripeLocks()  # the writer-lock stripe files this object holds
         self._lock_key: bytes | None = None  # keys the writer-lock stripes (from secret(), read at first use)
         setup = FileLock(self.dir / "locks" / "setup.lock").hold() if self.dir is not None else contextlib.nullcontext()
         # processes opening a new store at once: switching to WAL can fail with "locked" without waiting
@@ -214,8 +215,8 @@ class SqliteRecords:
         Yields whether it is held: with blocking=False it gives up at once when another writer has it."""
         if self.dir is None:
             return self._writers.hold(user_id, lambda _: contextlib.nullcontext(True), blocking)
-        lock = FileLock(self.writer_lock_path(user_id))
-        return self._writers.hold(user_id, lambda b: lock.hold(blocking=b), blocking)
+        path = self.writer_lock_path(user_id)
+        return self._writers.hold(user_id, lambda b: self._stripes.hold(path, blocking=b), blocking)
 
     def writer_lock_path(self, user_id: str) -> Path:
         """The file whose lock serializes the user's writers across processes: one of WRITER_STRIPES files."""

@@ -14,8 +14,11 @@ import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-# `langgraph dev` offline: no analytics, no version check, no LangSmith tracing, no OpenAI key (the offline reader)
+# `langgraph dev` offline: no analytics, no version check, no LangSmith tracing, no OpenAI key (the offline reader);
+# no bytecode written: servers of parallel tests import one graphs/ folder, and each one's __pycache__ writes would
+# make the others' file watchers reload
 LANGGRAPH_OFFLINE = {
+    "PYTHONDONTWRITEBYTECODE": "1",
     "LANGGRAPH_CLI_NO_ANALYTICS": "1",
     "LANGGRAPH_NO_VERSION_CHECK": "true",
     "LANGSMITH_TRACING": "false",
