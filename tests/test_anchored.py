@@ -28,8 +28,8 @@ from memcompile_langgraph.runtime import cache as cache_module
 from memcompile_langgraph.runtime import consistency
 from memcompile_langgraph.runtime.engine import bundles
 from memcompile_langgraph.store import sqlite as sqlite_records
+from memcompile_langgraph.store.layout import user_key
 from memcompile_langgraph.store.protocols import StoreError
-from memcompile_langgraph.store.sqlite import user_key
 
 
 def turn(text: str, n: int) -> dict:

@@ -19,7 +19,7 @@ import logging
 from ..address.dense import PacketVectors
 from ..index.persistent import Rows
 from ..index.user import UserIndex
-from ..store.sqlite import REEMBEDDING
+from ..store.rows import REEMBEDDING
 from .engine import Engine, bundles
 
 log = logging.getLogger(__name__)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..store.protocols import VectorStoreError
-from ..store.sqlite import REEMBEDDING
+from ..store.rows import REEMBEDDING
 from .consistency import DONE, reconcile, reembed
 from .engine import Engine
 

@@ -32,8 +32,8 @@ from ..config import MemCompileConfig
 from ..index.codec import decode_index, decode_tail, encode_index, encode_tail
 from ..index.gc_pause import gc_paused
 from ..index.user import UserIndex
+from ..store.layout import user_key
 from ..store.protocols import Head
-from ..store.sqlite import user_key
 
 D = TypeVar("D")  # what a decoder gives back
 log = logging.getLogger(__name__)

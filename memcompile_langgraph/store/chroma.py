@@ -15,8 +15,8 @@ from chromadb.config import Settings
 from chromadb.errors import ChromaError, NotFoundError
 
 from .chroma_dir import DirectChroma, LocalChroma, UnavailableChroma
+from .layout import user_key
 from .protocols import VectorStoreError
-from .sqlite import user_key
 
 if TYPE_CHECKING:
     from typing import TypeAlias

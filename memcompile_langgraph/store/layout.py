@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 # name inside the store -> whether it must be a folder
@@ -32,3 +33,8 @@ def check_store_path(path: str | Path) -> Path:
             kind, wanted = ("a folder", "a file") if entry.is_dir() else ("a file", "a folder")
             raise StorePathError(f"{entry} is {kind} where the store keeps {wanted}")
     return path
+
+
+def user_key(user_id: str) -> str:
+    """A name derived from the user id that is safe in any file or collection name."""
+    return hashlib.sha256(user_id.encode("utf-8", "surrogatepass")).hexdigest()[:40]

@@ -30,13 +30,13 @@ import psycopg_pool
 from ..model import Descriptor, SourcePacket
 from .locks import UserLocks
 from .protocols import NO_RECORDS, Head, LoadedRecords, StoredTurn, StoreError
-from .sqlite import (
-    _DESC_COLS,
-    _EDITABLE,
-    _PACKET_COLS,
-    _embedding_key,
+from .rows import (
+    DESC_COLS,
+    EDITABLE,
+    PACKET_COLS,
     chained_rows,
     descriptors_from_rows,
+    embedding_key,
     rechain,
 )
 
@@ -88,7 +88,7 @@ def _triggers(schema: str) -> list[str]:
         f"CREATE TRIGGER packets_inserted AFTER INSERT ON {schema}.packets REFERENCING NEW TABLE AS changed "
         f"FOR EACH STATEMENT EXECUTE FUNCTION {schema}.rows_changed()",
     ]
-    for table, cols in _EDITABLE.items():
+    for table, cols in EDITABLE.items():
         out += [
             f"DROP TRIGGER IF EXISTS {table}_deleted ON {schema}.{table}",
             f"CREATE TRIGGER {table}_deleted AFTER DELETE ON {schema}.{table} REFERENCING OLD TABLE AS changed "
@@ -297,7 +297,7 @@ class PostgresRecords:
 
     def embedding(self, user_id: str) -> str | None:
         """Identity of the embedding model the user's stored vectors came from (None: not recorded yet)."""
-        row = self._one("SELECT value FROM meta WHERE key=%s", (_embedding_key(user_id),))
+        row = self._one("SELECT value FROM meta WHERE key=%s", (embedding_key(user_id),))
         return row[0] if row else None
 
     def set_embedding(self, user_id: str, identity: str, bump: bool = False) -> int:
@@ -305,7 +305,7 @@ class PostgresRecords:
         with self.transaction() as conn:
             conn.execute(
                 "INSERT INTO meta (key, value) VALUES (%s, %s) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                (_embedding_key(user_id), identity),
+                (embedding_key(user_id), identity),
             )
             if bump:
                 self._bump(conn, user_id, epoch=True)
@@ -347,10 +347,10 @@ class PostgresRecords:
         with self.transaction(repeatable=True) as conn:
             row = conn.execute("SELECT version, digest FROM users WHERE user_id=%s", (user_id,)).fetchone()
             prows = conn.execute(
-                f"SELECT {_PACKET_COLS} FROM packets WHERE user_id=%s AND seq>%s ORDER BY seq", (user_id, after[0])
+                f"SELECT {PACKET_COLS} FROM packets WHERE user_id=%s AND seq>%s ORDER BY seq", (user_id, after[0])
             ).fetchall()
             drows = conn.execute(
-                f"SELECT {_DESC_COLS} FROM descriptors WHERE user_id=%s AND seq>%s ORDER BY seq", (user_id, after[1])
+                f"SELECT {DESC_COLS} FROM descriptors WHERE user_id=%s AND seq>%s ORDER BY seq", (user_id, after[1])
             ).fetchall()
         version, digest = row if row else (0, "")
         return LoadedRecords(version, [SourcePacket(*r) for r in prows], descriptors_from_rows(drows), digest)
@@ -358,7 +358,7 @@ class PostgresRecords:
     def turns(
         self, user_id: str, dia_ids: list[str] | None = None, limit: int | None = None, offset: int = 0
     ) -> list[StoredTurn]:
-        sql = f"SELECT {_PACKET_COLS}, created_at FROM packets WHERE user_id=%s"
+        sql = f"SELECT {PACKET_COLS}, created_at FROM packets WHERE user_id=%s"
         args: list[Any] = [user_id]
         if dia_ids is not None:
             sql += " AND dia_id = ANY(%s)"
@@ -388,10 +388,10 @@ class PostgresRecords:
             prows, drows, digests = chained_rows(prev, user_id, packets, placed, now)
             with conn.cursor() as cur:
                 cur.executemany(
-                    f"INSERT INTO packets ({_PACKET_COLS}, created_at, digest) VALUES ({','.join(['%s'] * 15)})", prows
+                    f"INSERT INTO packets ({PACKET_COLS}, created_at, digest) VALUES ({','.join(['%s'] * 15)})", prows
                 )
                 cur.executemany(
-                    f"INSERT INTO descriptors (user_id, {_DESC_COLS}) VALUES ({','.join(['%s'] * 16)})", drows
+                    f"INSERT INTO descriptors (user_id, {DESC_COLS}) VALUES ({','.join(['%s'] * 16)})", drows
                 )
             if digests:
                 conn.execute("UPDATE users SET digest=%s WHERE user_id=%s", (digests[-1], user_id))
@@ -445,7 +445,7 @@ class PostgresRecords:
         with self.transaction() as conn:
             for table in ("descriptors", "packets", "counters", "users"):
                 conn.execute(f"DELETE FROM {table} WHERE user_id=%s", (user_id,))
-            conn.execute("DELETE FROM meta WHERE key=%s", (_embedding_key(user_id),))
+            conn.execute("DELETE FROM meta WHERE key=%s", (embedding_key(user_id),))
 
 
 def _row(cursor: psycopg.Cursor[tuple[Any, ...]]) -> tuple[Any, ...]:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import hmac
-import json
 import logging
 import os
 import sqlite3
@@ -16,15 +15,21 @@ import uuid
 from collections.abc import Iterator
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..model import Descriptor, SourcePacket
 from .layout import check_store_path
 from .locks import FileLock, StripeLocks, UserLocks
 from .protocols import NO_RECORDS, Head, LoadedRecords, StoredTurn, StoreError
-
-if TYPE_CHECKING:
-    import psycopg
+from .rows import (
+    DESC_COLS,
+    EDITABLE,
+    PACKET_COLS,
+    chained_rows,
+    descriptors_from_rows,
+    embedding_key,
+    rechain,
+)
 
 log = logging.getLogger(__name__)
 # 1: no epochs, no created_at (stores of 2026-11 and before); 2: no (user_id, seq) indexes; 3: no digest chain.
@@ -60,47 +65,20 @@ CREATE TABLE IF NOT EXISTS counters (user_id TEXT NOT NULL, name TEXT NOT NULL, 
 # equals one drawn from the generation: no cached index or snapshot file of before the change is extended. This
 # code's own writes do not fire them (inserted rows carry their digest; only digests are updated), or fire them
 # right before giving a new epoch anyway (delete_packets, forget).
-_EDITABLE = {
-    "packets": "packet_id, user_id, seq, dia_id, speaker, session, session_label, session_time, session_time_raw, text, "
-    "image_caption, image_query, content_hash",
-    "descriptors": "user_id, descriptor_id, packet_id, seq, claim, dia_id, speaker, session, session_time, people, "
-    "keywords, event_time, interaction_time, n_tokens, negated, cell_id",
-}
 _NEW_EPOCH = "UPDATE users SET epoch = -1 - abs(random() / 2) WHERE user_id IN ({who})"
 TRIGGERS = [
     *(
         f"CREATE TRIGGER IF NOT EXISTS {t}_edited AFTER UPDATE OF {cols} ON {t} "
         f"BEGIN {_NEW_EPOCH.format(who='OLD.user_id, NEW.user_id')}; END"
-        for t, cols in _EDITABLE.items()
+        for t, cols in EDITABLE.items()
     ),
     *(
         f"CREATE TRIGGER IF NOT EXISTS {t}_deleted AFTER DELETE ON {t} BEGIN {_NEW_EPOCH.format(who='OLD.user_id')}; END"
-        for t in _EDITABLE
+        for t in EDITABLE
     ),
     "CREATE TRIGGER IF NOT EXISTS packets_inserted AFTER INSERT ON packets WHEN NEW.digest = '' "
     f"BEGIN {_NEW_EPOCH.format(who='NEW.user_id')}; END",
 ]
-
-_PACKET_COLS = (
-    "packet_id, user_id, dia_id, speaker, session, session_label, session_time, session_time_raw, text, seq, image_caption, "
-    "image_query, content_hash"
-)
-_DESC_COLS = (
-    "descriptor_id, packet_id, claim, dia_id, speaker, session, session_time, people, keywords, event_time, "
-    "interaction_time, n_tokens, seq, negated, cell_id"
-)
-
-
-def user_key(user_id: str) -> str:
-    """A name derived from the user id that is safe in any file or collection name."""
-    return hashlib.sha256(user_id.encode("utf-8", "surrogatepass")).hexdigest()[:40]
-
-
-REEMBEDDING = "(re-embedding)"  # recorded while a writer replaces the vectors: equal to no model's identity
-
-
-def _embedding_key(user_id: str) -> str:
-    return f"embedding:{user_key(user_id)}"
 
 
 class SqliteRecords:
@@ -257,13 +235,13 @@ class SqliteRecords:
 
     def embedding(self, user_id: str) -> str | None:
         """Identity of the embedding model the user's stored vectors came from (None: not recorded yet)."""
-        row = self._one("SELECT value FROM meta WHERE key=?", (_embedding_key(user_id),))
+        row = self._one("SELECT value FROM meta WHERE key=?", (embedding_key(user_id),))
         return row[0] if row else None
 
     def set_embedding(self, user_id: str, identity: str, bump: bool = False) -> int:
         """Records the model of the user's vectors; with bump, also a new user version and epoch (returned)."""
         with self.transaction() as tx:
-            tx.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (_embedding_key(user_id), identity))
+            tx.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (embedding_key(user_id), identity))
             if bump:
                 self._bump(tx, user_id, epoch=True)
         return self.version(user_id)
@@ -305,10 +283,10 @@ class SqliteRecords:
             try:
                 version, _, digest = self.head(user_id)
                 prows = self.conn.execute(
-                    f"SELECT {_PACKET_COLS} FROM packets WHERE user_id=? AND seq>? ORDER BY seq", (user_id, after[0])
+                    f"SELECT {PACKET_COLS} FROM packets WHERE user_id=? AND seq>? ORDER BY seq", (user_id, after[0])
                 ).fetchall()
                 drows = self.conn.execute(
-                    f"SELECT {_DESC_COLS} FROM descriptors WHERE user_id=? AND seq>? ORDER BY seq", (user_id, after[1])
+                    f"SELECT {DESC_COLS} FROM descriptors WHERE user_id=? AND seq>? ORDER BY seq", (user_id, after[1])
                 ).fetchall()
             finally:
                 self.conn.execute("COMMIT")
@@ -317,7 +295,7 @@ class SqliteRecords:
     def turns(
         self, user_id: str, dia_ids: list[str] | None = None, limit: int | None = None, offset: int = 0
     ) -> list[StoredTurn]:
-        sql = f"SELECT {_PACKET_COLS}, created_at FROM packets WHERE user_id=?"
+        sql = f"SELECT {PACKET_COLS}, created_at FROM packets WHERE user_id=?"
         args: list[Any] = [user_id]
         if dia_ids is not None:
             sql += f" AND dia_id IN ({','.join('?' * len(dia_ids))})"
@@ -342,9 +320,9 @@ class SqliteRecords:
             prev = tx.execute("SELECT digest FROM users WHERE user_id=?", (user_id,)).fetchone()[0]
             prows, drows, digests = chained_rows(prev, user_id, packets, placed, now)
             tx.executemany(
-                f"INSERT INTO packets ({_PACKET_COLS}, created_at, digest) VALUES ({','.join('?' * 15)})", prows
+                f"INSERT INTO packets ({PACKET_COLS}, created_at, digest) VALUES ({','.join('?' * 15)})", prows
             )
-            tx.executemany(f"INSERT INTO descriptors (user_id, {_DESC_COLS}) VALUES ({','.join('?' * 16)})", drows)
+            tx.executemany(f"INSERT INTO descriptors (user_id, {DESC_COLS}) VALUES ({','.join('?' * 16)})", drows)
             if digests:
                 tx.execute("UPDATE users SET digest=? WHERE user_id=?", (digests[-1], user_id))
             self._count(tx, user_id, counts or {})
@@ -395,7 +373,7 @@ class SqliteRecords:
         with self.transaction() as tx:
             for table in ("descriptors", "packets", "counters", "users"):
                 tx.execute(f"DELETE FROM {table} WHERE user_id=?", (user_id,))
-            tx.execute("DELETE FROM meta WHERE key=?", (_embedding_key(user_id),))
+            tx.execute("DELETE FROM meta WHERE key=?", (embedding_key(user_id),))
         self.purge_log()
 
     def purge_log(self) -> None:
@@ -410,105 +388,6 @@ def writer_stripe(key: bytes, user_id: str) -> int:
     lets anyone confirm a guessed id, and the files do not grow with the users (nothing to remove at forget)."""
     mac = hmac.new(key, user_id.encode("utf-8", "surrogatepass"), hashlib.sha256).digest()
     return int.from_bytes(mac[:4], "big") % WRITER_STRIPES
-
-
-def chain(prev: str, packets: list[tuple[Any, ...]], descriptors: list[tuple[Any, ...]]) -> list[str]:
-    """The digests of `packets` (rows in _PACKET_COLS order, by seq) chained after `prev`: each over the previous
-    digest, the packet and its descriptors with their Cells (rows in user_id + _DESC_COLS order), in canonical
-    JSON, so the value is the same whether computed from a commit's objects or read back from either database."""
-    claims: dict[str, list[list[Any]]] = {}
-    for d in sorted(descriptors, key=lambda r: (r[13], r[1])):
-        claims.setdefault(d[2], []).append(list(d))
-    out = []
-    for p in packets:
-        body = json.dumps([prev, list(p), claims.get(p[0], [])], ensure_ascii=True, separators=(",", ":"))
-        prev = hashlib.sha256(body.encode()).hexdigest()
-        out.append(prev)
-    return out
-
-
-def chained_rows(
-    prev: str, user_id: str, packets: list[SourcePacket], placed: list[tuple[Descriptor, str]], now: float
-) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]], list[str]]:
-    """A commit's packet rows (with created_at and digest), descriptor rows, and the packets' digests in seq order."""
-    ordered = sorted(packets, key=lambda p: p.seq)
-    drows = [descriptor_row(user_id, d, cell) for d, cell in placed]
-    digests = chain(prev, [packet_row(p, now)[:-1] for p in ordered], drows)
-    return [(*packet_row(p, now), dg) for p, dg in zip(ordered, digests)], drows, digests
-
-
-def rechain(tx: sqlite3.Connection | psycopg.Connection[tuple[Any, ...]], ph: str, user_id: str, first_seq: int) -> str:
-    """Recomputes the user's chain from packet `first_seq` on (after a delete; once for stores made before the
-    chain) inside the caller's transaction, `ph` being the driver's placeholder; returns the newest digest."""
-    row = tx.execute(
-        f"SELECT digest FROM packets WHERE user_id={ph} AND seq<{ph} ORDER BY seq DESC LIMIT 1", (user_id, first_seq)
-    ).fetchone()
-    prev = row[0] if row else ""
-    prows = tx.execute(
-        f"SELECT {_PACKET_COLS} FROM packets WHERE user_id={ph} AND seq>={ph} ORDER BY seq", (user_id, first_seq)
-    ).fetchall()
-    dcols = ", ".join(f"d.{c.strip()}" for c in f"user_id, {_DESC_COLS}".split(","))
-    drows = tx.execute(
-        f"SELECT {dcols} FROM descriptors d JOIN packets p ON p.user_id = d.user_id AND p.packet_id = d.packet_id "
-        f"WHERE d.user_id={ph} AND p.seq>={ph}",
-        (user_id, first_seq),
-    ).fetchall()
-    digests = chain(prev, prows, drows)
-    cur = tx.cursor()
-    try:
-        cur.executemany(
-            f"UPDATE packets SET digest={ph} WHERE user_id={ph} AND packet_id={ph}",
-            [(dg, user_id, p[0]) for p, dg in zip(prows, digests)],
-        )
-    finally:
-        cur.close()
-    newest = digests[-1] if digests else prev
-    tx.execute(f"UPDATE users SET digest={ph} WHERE user_id={ph}", (newest, user_id))
-    return newest
-
-
-def packet_row(p: SourcePacket, created_at: float) -> tuple[Any, ...]:
-    """A packet as the values of _PACKET_COLS + created_at (shared by the SQL stores)."""
-    return (
-        p.packet_id, p.user_id, p.dia_id, p.speaker, p.session, p.session_label, p.session_time, p.session_time_raw,
-        p.text, p.seq, p.image_caption, p.image_query, p.content_hash, created_at,
-    )  # fmt: skip
-
-
-def descriptor_row(user_id: str, d: Descriptor, cell: str) -> tuple[Any, ...]:
-    """A placed descriptor as the values of user_id + _DESC_COLS (shared by the SQL stores)."""
-    return (
-        user_id, d.descriptor_id, d.packet_id, d.claim, d.dia_id, d.speaker, d.session, d.session_time,
-        json.dumps(d.people), json.dumps(d.keywords), d.event_time, d.interaction_time, d.n_tokens, d.seq,
-        int(d.negated), cell,
-    )  # fmt: skip
-
-
-def descriptors_from_rows(rows: list[tuple[Any, ...]]) -> list[tuple[Descriptor, str]]:
-    """(Descriptor, Cell id) from rows in _DESC_COLS order (shared by the SQL stores)."""
-    # one JSON parse per column instead of two per row (a 100k-turn store has ~200k rows)
-    people = json.loads("[" + ",".join(r[7] for r in rows) + "]")
-    keywords = json.loads("[" + ",".join(r[8] for r in rows) + "]")
-    out = []
-    for r, per, key in zip(rows, people, keywords):
-        d = Descriptor(
-            descriptor_id=r[0],
-            packet_id=r[1],
-            claim=r[2],
-            dia_id=r[3],
-            speaker=r[4],
-            session=r[5],
-            session_time=r[6],
-            people=tuple(per),
-            keywords=tuple(key),
-            event_time=r[9],
-            interaction_time=r[10],
-            n_tokens=r[11],
-            seq=r[12],
-            negated=bool(r[13]),
-        )
-        out.append((d, r[14]))
-    return out
 
 
 def _check_layout(root: Path, create: bool) -> None:

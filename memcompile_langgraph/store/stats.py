@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .sqlite import user_key
+from .layout import user_key
 
 NO_USAGE: dict[str, Any] = {"stages": {}, "total_tokens": 0}
 

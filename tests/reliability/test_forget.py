@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from memcompile_langgraph.llm.store import LLMStore
-from memcompile_langgraph.store.sqlite import user_key
+from memcompile_langgraph.store.layout import user_key
 
 from .harness import cli_env, memcompile, packet_ids, synthetic_turns, vector_view, write_json
 

@@ -12,7 +12,7 @@ import pytest
 
 from memcompile_langgraph import MemCompile
 from memcompile_langgraph.store.chroma import ChromaVectors
-from memcompile_langgraph.store.sqlite import user_key
+from memcompile_langgraph.store.layout import user_key
 from memcompile_langgraph.users import InvalidUserId
 
 from .harness import memcompile, rows, synthetic_turns, write_json

@@ -1,0 +1,136 @@
+"""The records as the two SQL stores (SQLite, PostgreSQL) write them: the columns, a record as a row and back, the
+digest chain over the rows, and the meta row naming the model of a user's vectors."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from typing import TYPE_CHECKING, Any
+
+from ..model import Descriptor, SourcePacket
+from .layout import user_key
+
+if TYPE_CHECKING:
+    import psycopg
+
+EDITABLE = {
+    "packets": "packet_id, user_id, seq, dia_id, speaker, session, session_label, session_time, session_time_raw, text, "
+    "image_caption, image_query, content_hash",
+    "descriptors": "user_id, descriptor_id, packet_id, seq, claim, dia_id, speaker, session, session_time, people, "
+    "keywords, event_time, interaction_time, n_tokens, negated, cell_id",
+}
+PACKET_COLS = (
+    "packet_id, user_id, dia_id, speaker, session, session_label, session_time, session_time_raw, text, seq, image_caption, "
+    "image_query, content_hash"
+)
+DESC_COLS = (
+    "descriptor_id, packet_id, claim, dia_id, speaker, session, session_time, people, keywords, event_time, "
+    "interaction_time, n_tokens, seq, negated, cell_id"
+)
+
+
+REEMBEDDING = "(re-embedding)"  # recorded while a writer replaces the vectors: equal to no model's identity
+
+
+def embedding_key(user_id: str) -> str:
+    return f"embedding:{user_key(user_id)}"
+
+
+def chain(prev: str, packets: list[tuple[Any, ...]], descriptors: list[tuple[Any, ...]]) -> list[str]:
+    """The digests of `packets` (rows in PACKET_COLS order, by seq) chained after `prev`: each over the previous
+    digest, the packet and its descriptors with their Cells (rows in user_id + DESC_COLS order), in canonical
+    JSON, so the value is the same whether computed from a commit's objects or read back from either database."""
+    claims: dict[str, list[list[Any]]] = {}
+    for d in sorted(descriptors, key=lambda r: (r[13], r[1])):
+        claims.setdefault(d[2], []).append(list(d))
+    out = []
+    for p in packets:
+        body = json.dumps([prev, list(p), claims.get(p[0], [])], ensure_ascii=True, separators=(",", ":"))
+        prev = hashlib.sha256(body.encode()).hexdigest()
+        out.append(prev)
+    return out
+
+
+def chained_rows(
+    prev: str, user_id: str, packets: list[SourcePacket], placed: list[tuple[Descriptor, str]], now: float
+) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]], list[str]]:
+    """A commit's packet rows (with created_at and digest), descriptor rows, and the packets' digests in seq order."""
+    ordered = sorted(packets, key=lambda p: p.seq)
+    drows = [descriptor_row(user_id, d, cell) for d, cell in placed]
+    digests = chain(prev, [packet_row(p, now)[:-1] for p in ordered], drows)
+    return [(*packet_row(p, now), dg) for p, dg in zip(ordered, digests)], drows, digests
+
+
+def rechain(tx: sqlite3.Connection | psycopg.Connection[tuple[Any, ...]], ph: str, user_id: str, first_seq: int) -> str:
+    """Recomputes the user's chain from packet `first_seq` on (after a delete; once for stores made before the
+    chain) inside the caller's transaction, `ph` being the driver's placeholder; returns the newest digest."""
+    row = tx.execute(
+        f"SELECT digest FROM packets WHERE user_id={ph} AND seq<{ph} ORDER BY seq DESC LIMIT 1", (user_id, first_seq)
+    ).fetchone()
+    prev = row[0] if row else ""
+    prows = tx.execute(
+        f"SELECT {PACKET_COLS} FROM packets WHERE user_id={ph} AND seq>={ph} ORDER BY seq", (user_id, first_seq)
+    ).fetchall()
+    dcols = ", ".join(f"d.{c.strip()}" for c in f"user_id, {DESC_COLS}".split(","))
+    drows = tx.execute(
+        f"SELECT {dcols} FROM descriptors d JOIN packets p ON p.user_id = d.user_id AND p.packet_id = d.packet_id "
+        f"WHERE d.user_id={ph} AND p.seq>={ph}",
+        (user_id, first_seq),
+    ).fetchall()
+    digests = chain(prev, prows, drows)
+    cur = tx.cursor()
+    try:
+        cur.executemany(
+            f"UPDATE packets SET digest={ph} WHERE user_id={ph} AND packet_id={ph}",
+            [(dg, user_id, p[0]) for p, dg in zip(prows, digests)],
+        )
+    finally:
+        cur.close()
+    newest = digests[-1] if digests else prev
+    tx.execute(f"UPDATE users SET digest={ph} WHERE user_id={ph}", (newest, user_id))
+    return newest
+
+
+def packet_row(p: SourcePacket, created_at: float) -> tuple[Any, ...]:
+    """A packet as the values of PACKET_COLS + created_at (shared by the SQL stores)."""
+    return (
+        p.packet_id, p.user_id, p.dia_id, p.speaker, p.session, p.session_label, p.session_time, p.session_time_raw,
+        p.text, p.seq, p.image_caption, p.image_query, p.content_hash, created_at,
+    )  # fmt: skip
+
+
+def descriptor_row(user_id: str, d: Descriptor, cell: str) -> tuple[Any, ...]:
+    """A placed descriptor as the values of user_id + DESC_COLS (shared by the SQL stores)."""
+    return (
+        user_id, d.descriptor_id, d.packet_id, d.claim, d.dia_id, d.speaker, d.session, d.session_time,
+        json.dumps(d.people), json.dumps(d.keywords), d.event_time, d.interaction_time, d.n_tokens, d.seq,
+        int(d.negated), cell,
+    )  # fmt: skip
+
+
+def descriptors_from_rows(rows: list[tuple[Any, ...]]) -> list[tuple[Descriptor, str]]:
+    """(Descriptor, Cell id) from rows in DESC_COLS order (shared by the SQL stores)."""
+    # one JSON parse per column instead of two per row (a 100k-turn store has ~200k rows)
+    people = json.loads("[" + ",".join(r[7] for r in rows) + "]")
+    keywords = json.loads("[" + ",".join(r[8] for r in rows) + "]")
+    out = []
+    for r, per, key in zip(rows, people, keywords):
+        d = Descriptor(
+            descriptor_id=r[0],
+            packet_id=r[1],
+            claim=r[2],
+            dia_id=r[3],
+            speaker=r[4],
+            session=r[5],
+            session_time=r[6],
+            people=tuple(per),
+            keywords=tuple(key),
+            event_time=r[9],
+            interaction_time=r[10],
+            n_tokens=r[11],
+            seq=r[12],
+            negated=bool(r[13]),
+        )
+        out.append((d, r[14]))
+    return out
