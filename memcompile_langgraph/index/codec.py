@@ -41,7 +41,7 @@ P = ParamSpec("P")
 R = TypeVar("R")
 T = TypeVar("T")
 
-VERSION = 1
+VERSION = 2  # 2: BM25 postings as int32
 _HEADER_MAX = 10000  # np.load's own bound on a header
 NAME = "memcompile-index"
 _NULL = -1  # code of None in a nullable string column (the table is read with None appended)
@@ -448,9 +448,9 @@ def _encode_bm25(w: _Writer, name: str, bm25: BM25Index) -> None:
     w.arrays[f"{name}.terms"] = w.code(vocab)
     w.arrays[f"{name}.df"] = np.fromiter(bm25._df, np.int64, len(vocab))
     docs, tfs = [g.view() for g in bm25._post_docs], [g.view() for g in bm25._post_tfs]
-    w.arrays[f"{name}.docs"] = np.concatenate([np.zeros(0, np.int64), *docs])
+    w.arrays[f"{name}.docs"] = np.concatenate([np.zeros(0, np.int32), *docs])
     w.arrays[f"{name}.docs.offsets"] = np.cumsum([0, *map(len, docs)], dtype=np.int64)
-    w.arrays[f"{name}.tfs"] = np.concatenate([np.zeros(0, np.float64), *tfs])
+    w.arrays[f"{name}.tfs"] = np.concatenate([np.zeros(0, np.int32), *tfs])
     w.arrays[f"{name}.doc_len"] = bm25._doc_len.view()
     w.doc[name] = {"open": bm25._open, "open_len": bm25._open_len, "total_len": bm25._total_len}
 
@@ -473,8 +473,8 @@ def _decode_bm25(r: _Reader, name: str, cfg: MemCompileConfig, documents: int) -
     ):
         raise FormatError(f"{name}: open document")
     closed = len(doc_len)
-    docs = r.array(f"{name}.docs", np.int64, (None,), 0, closed).copy()  # GrowArrays hold them: their own memory
-    tfs = r.array(f"{name}.tfs", np.float64, (len(docs),)).copy()
+    docs = r.array(f"{name}.docs", np.int32, (None,), 0, closed).copy()  # GrowArrays hold them: their own memory
+    tfs = r.array(f"{name}.tfs", np.int32, (len(docs),), 1).copy()
     offsets = r.offsets(f"{name}.docs", len(vocab), len(docs))
     first = np.zeros(len(docs), dtype=bool)  # each posting list ascends
     first[offsets[:-1][offsets[:-1] < len(docs)]] = True
@@ -483,7 +483,7 @@ def _decode_bm25(r: _Reader, name: str, cfg: MemCompileConfig, documents: int) -
     if (
         closed + (open_ is not None) != documents
         or not np.all(np.diff(docs)[~first[1:]] > 0)
-        or not (np.isfinite(tfs).all() and (tfs > 0).all() and np.isfinite(doc_len).all() and (doc_len >= 0).all())
+        or not np.array_equal(np.bincount(docs, tfs, closed), doc_len)  # a document's counts add up to its length
         or not np.array_equal(np.diff(offsets) + in_open, df)
         or type(open_len) is not int
         or type(total_len) is not int
