@@ -340,7 +340,7 @@ def _encode_layout(w: _Writer, layout: CellLayout, position: Mapping[str, int]) 
         w.ragged(f"cells.{name}", [list(c) for c in counters], w.code)
         w.arrays[f"cells.{name}.counts"] = np.fromiter((v for c in counters for v in c.values()), np.int64)
     route = layout.route  # its Cell numbers are the Cells' seq, the order of layout.cells
-    w.ragged("route.key_terms", [list(s) for s in route._key_terms], w.code)
+    w.ragged("route.key_terms", [list(s) for s in route.key_terms()], w.code)
     w.ragged("route.title_terms", [list(s) for s in route._title_terms], w.code)
 
 
@@ -400,12 +400,11 @@ def _decode_layout(r: _Reader, cfg: MemCompileConfig, descriptors: list[Descript
 
     route = layout.route
     route.ids = list(cids)
-    route._key_terms = r.ragged("route.key_terms", k, r.texts("route.key_terms", None), set)
     route._title_terms = r.ragged("route.title_terms", k, r.texts("route.title_terms", None), frozenset)
     route._cols = np.zeros((5, max(64, k)), dtype=np.int64)  # RouteIndex grows it by doubling
     route._cols[:, :k] = np.array(
         [
-            list(map(len, route._key_terms)),
+            np.diff(r.offsets("route.key_terms", k, len(r.codes("route.key_terms", None)))),
             list(map(len, counters["person_counts"])),
             list(map(len, route._title_terms)),
             sizes,
@@ -414,6 +413,8 @@ def _decode_layout(r: _Reader, cfg: MemCompileConfig, descriptors: list[Descript
     )
     for name, source in (("key_post", "route.key_terms"), ("people_post", "cells.person_counts")):
         getattr(route, name)._cells = _inverse(r, source, k)
+    if sum(map(len, route.key_post._cells.values())) != route._cols[0, :k].sum():
+        raise FormatError("a key term twice in one Cell")
     route.title_post._cells = _inverse(r, "route.title_terms", k)
     return layout
 
