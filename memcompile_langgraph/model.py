@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import sys
 from collections import Counter, deque
 from dataclasses import dataclass, field, fields
 from itertools import repeat
@@ -27,6 +28,21 @@ def from_columns(cls: type, columns: tuple[list, ...]) -> list:
     return records
 
 
+def _intern(value: Any) -> Any:
+    return sys.intern(value) if type(value) is str else value
+
+
+def _intern_fields(record: Any, names: tuple[str, ...], tuples: tuple[str, ...] = ()) -> None:
+    """One string object per distinct value of these fields (sys.intern: shared across records and users, freed
+    with the last record holding it): a user's labels, times, names and keywords repeat from record to record, and
+    each record parsed or extracted apart would hold a copy of its own. A snapshot file's records share them already
+    (one string table), so only records built one by one come here."""
+    for name in names:
+        object.__setattr__(record, name, _intern(getattr(record, name)))
+    for name in tuples:
+        object.__setattr__(record, name, tuple(map(_intern, getattr(record, name))))
+
+
 @dataclass(frozen=True, slots=True)
 class SourcePacket:
     """One immutable dialogue turn; the unit the evidence budget is spent on."""
@@ -44,6 +60,9 @@ class SourcePacket:
     image_caption: str = ""
     image_query: str = ""
     content_hash: str = ""
+
+    def __post_init__(self) -> None:
+        _intern_fields(self, ("user_id", "speaker", "session_label", "session_time", "session_time_raw"))
 
     @staticmethod
     def hash_content(speaker: str, text: str, session_time_raw: str, caption: str = "", query: str = "") -> str:
@@ -72,6 +91,9 @@ class Descriptor:
     n_tokens: int  # n_i
     seq: int  # construction order within the user
     negated: bool = False  # carries a negation marker (for X(i,c), App. B.2)
+
+    def __post_init__(self) -> None:
+        _intern_fields(self, ("speaker", "session_time", "event_time", "interaction_time"), ("people", "keywords"))
 
 
 @dataclass(slots=True)

@@ -8,8 +8,13 @@ from memcompile_langgraph.bench.runner import (
     BACKGROUND_STAGES,
     WRITER_STAGES,
     BenchOptions,
+    _Memory,
+    growth_per_turn_kb,
     ingest_profile,
+    peak_rss_mb,
     percentile,
+    reset_peak_rss,
+    rss_now_mb,
     run_bench,
 )
 from memcompile_langgraph.bench.synthetic import ASK, generate, questions
@@ -52,6 +57,39 @@ def test_percentile_is_nearest_rank():
     assert percentile([5.0], 95) == 5.0
     assert percentile([float(x) for x in range(1, 101)], 50) == 50.0
     assert percentile([float(x) for x in range(1, 101)], 95) == 95.0
+
+
+def test_growth_per_turn_is_kb_above_the_baseline_and_unknown_without_figures():
+    assert growth_per_turn_kb(100.0, 120.0, 2048) == pytest.approx(10.0)
+    assert growth_per_turn_kb(100.0, 90.0, 1024) == pytest.approx(-10.0)  # memory given back shows as such
+    assert growth_per_turn_kb(None, 120.0, 10) is None and growth_per_turn_kb(100.0, None, 10) is None
+    assert growth_per_turn_kb(100.0, 120.0, 0) is None
+
+
+def test_a_phase_reports_its_peak_and_where_it_settled():
+    memory = _Memory()
+    held = bytearray(64 << 20)  # touched pages: resident while the phase runs
+    held[::4096] = b"x" * len(held[::4096])
+    before_release = rss_now_mb()
+    del held
+    phase = memory.close()
+    assert set(phase) == {"start_mb", "peak_mb", "steady_mb", "peak_over_steady"}
+    if phase["steady_mb"] is None:  # no /proc: only the lifetime peak is known
+        assert phase["peak_mb"] == peak_rss_mb() and phase["peak_over_steady"] is None
+        return
+    # the kernel counts resident pages in per-thread batches: figures agree to within a MB
+    assert before_release is not None and phase["peak_mb"] >= before_release - 1 >= phase["start_mb"] + 60
+    assert phase["peak_mb"] >= phase["steady_mb"] + 60  # the 64 MB were given back before the phase closed
+    assert phase["peak_over_steady"] == pytest.approx(phase["peak_mb"] / phase["steady_mb"], abs=0.01)
+
+
+def test_resetting_the_phase_peak_keeps_the_process_peak():
+    held = bytearray(48 << 20)
+    held[::4096] = b"x" * len(held[::4096])
+    peak = peak_rss_mb()
+    del held
+    reset_peak_rss()
+    assert peak_rss_mb() >= peak
 
 
 def test_stage_clock_counts_a_nested_stage_once():
@@ -157,6 +195,18 @@ def test_bench_smoke_json_shape_and_sane_values(tmp_path, capsys, embeddings):
     assert report["descriptors"] >= TURNS and 0 < report["cells"] < report["descriptors"]
     assert report["vectors"] == TURNS + report["add_samples"]  # every stored turn, the single adds included
     assert report["first_query_s"] > 0 and report["first_query_rebuild_s"] > 0 and report["first_add_after_open_ms"] > 0
+    memory = report["memory"]
+    assert set(memory) == {"baseline_mb", "rss_mb", "kb_per_turn", "phases"} and set(memory["phases"]) == {
+        "ingest",
+        "measure",
+    }
+    assert memory["phases"]["measure"]["steady_mb"] == memory["rss_mb"]
+    assert memory["phases"]["ingest"]["steady_mb"] == memory["phases"]["measure"]["start_mb"]
+    stored = TURNS + report["add_samples"]
+    assert memory["kb_per_turn"] == pytest.approx((memory["rss_mb"] - memory["baseline_mb"]) * 1024 / stored, abs=0.01)
+    assert set(report["cold_memory"]) == {"first_query", "first_add_after_open", "first_query_rebuild"}
+    for phase in [*memory["phases"].values(), *report["cold_memory"].values()]:
+        assert phase["peak_mb"] >= phase["steady_mb"] - 1 > 0  # settled after a collection; VmHWM samples pages
     assert report["other_user_queries_during_cold_load"] >= 1 and report["other_user_query_ms_p50_alone"] > 0
     peer = report["peer"]
     assert peer["name"] == "langgraph.store.memory.InMemoryStore" and peer["turns"] == TURNS

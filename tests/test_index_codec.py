@@ -47,7 +47,7 @@ def view(index: UserIndex) -> dict:
         "cells": sorted(plain(layout.cells).values(), key=lambda c: c.seq),
         "members": {c: [d.descriptor_id for d in m] for c, m in plain(layout.members).items()},
         "placement": (plain(layout.of_descriptor), inverted(layout._by_key), inverted(layout._by_person), layout._next),
-        "route": (list(route.ids), route._cols[:, :n].tolist(), list(route._key_terms), list(route._title_terms)),
+        "route": (list(route.ids), route._cols[:, :n].tolist(), route.key_terms(), list(route._title_terms)),
         "postings": [inverted(p._cells) for p in (route.key_post, route.people_post, route.title_post)],
         "bm25": [(len(b), b._total_len, b._open_len, plain(b._term_ids)) for b in (index.bm25, index.packet_bm25)],
         "vector_ids": list(index.vectors.ids),

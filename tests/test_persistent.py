@@ -183,3 +183,25 @@ def test_a_declared_class_takes_writes_alike_before_and_after_forks_and_its_sour
         chained = chained.fork()
     for version, held in versions:
         assert version.contents() == held
+
+
+@given(st.lists(st.sampled_from(["Ava", "Ben", "hiking", "golden tent", "2021-01-06T11:34:00", ""]), min_size=1))
+def test_records_built_apart_share_one_string_per_repeated_value(words):
+    from memcompile_langgraph.model import Descriptor, SourcePacket
+
+    def fresh(s: str) -> str:  # a string object of its own, as a parser or an extractor makes one
+        return "".join(list(s))
+
+    def descriptor(i: int) -> Descriptor:
+        w = [fresh(x) for x in words]
+        return Descriptor(f"d{i}", "p", "claim", "D1:1", w[0], 1, w[-1], tuple(w), tuple(w), w[0], w[-1], 3, i)
+
+    a, b = descriptor(0), descriptor(1)
+    assert a.keywords == tuple(words) and a.people == tuple(words)  # values unchanged
+    for x, y in [(a.speaker, b.speaker), (a.session_time, b.session_time), (a.event_time, b.event_time)]:
+        assert x is y
+    assert all(x is y for x, y in zip(a.keywords + a.people, b.keywords + b.people))
+    p, q = (
+        SourcePacket(f"p{i}", "u", f"D1:{i}", fresh(words[0]), 1, fresh("s1"), None, fresh("t"), "x", i) for i in (0, 1)
+    )
+    assert p.speaker is q.speaker and p.session_label is q.session_label and p.session_time_raw is q.session_time_raw

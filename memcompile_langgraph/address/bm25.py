@@ -32,7 +32,9 @@ class BM25Index(Forkable):
         self.k1, self.b, self.epsilon = k1, b, epsilon
         self._term_ids: dict[str, int] = {}
         self._df: list[int] = []  # the open document's terms included
-        self._post_docs: list[GrowArray] = []  # ascending document ids per term (closed documents)
+        # ascending document ids per term (closed documents) and the term's count in each: int32 halves the
+        # postings, the largest part of an index, and the scores are the same (counts widen to float64 exactly)
+        self._post_docs: list[GrowArray] = []
         self._post_tfs: list[GrowArray] = []
         self._doc_len = GrowArray(np.float64, 1024)  # closed documents
         self._open: dict[str, int] | None = None  # term counts of the newest document
@@ -49,8 +51,8 @@ class BM25Index(Forkable):
             tid = len(self._df)
             self._put("_term_ids", term, tid)
             self._push("_df", 0)
-            self._push("_post_docs", GrowArray(np.int64))
-            self._push("_post_tfs", GrowArray(np.float64))
+            self._push("_post_docs", GrowArray(np.int32))
+            self._push("_post_tfs", GrowArray(np.int32))
             self._adopt("_post_docs", tid)
             self._adopt("_post_tfs", tid)
         return tid

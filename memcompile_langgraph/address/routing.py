@@ -64,9 +64,14 @@ class _Postings(Forkable):
         if key in self._arrays:
             self._drop("_arrays", key)
 
-    def add(self, key: str, cell_no: int) -> None:
+    def add(self, key: str, cell_no: int) -> bool:
+        """Adds the pair; False when the Cell already held the key (nothing changes, nothing is copied)."""
+        cells = self._cells.get(key)
+        if cells is not None and cell_no in cells:
+            return False
         self._own("_cells", key, set).add(cell_no)
         self._stale(key)
+        return True
 
     def discard(self, key: str, cell_no: int) -> None:
         if key in self._cells:
@@ -91,18 +96,16 @@ class _Postings(Forkable):
 
 class RouteIndex(Forkable):
     """What Eq. 22 reads of every Cell, full or not: |key terms|, |people|, |title terms|, size, has_time. A fork
-    shares the per-Cell lists (persistent after the first fork), copies the 5 integers per Cell, and copies a Cell's
-    key-term set the first time it changes it."""
+    shares the per-Cell lists (persistent after the first fork) and copies the 5 integers per Cell. A Cell's key
+    terms are held once, in the key-term postings (a set per Cell beside them was as large as the postings)."""
 
-    SHARED = ("ids", "_key_terms", "_title_terms")
+    SHARED = ("ids", "_title_terms")
     COPIED = ("_cols",)
     CHILDREN = ("key_post", "people_post", "title_post")
-    OWN = {"_key_terms": set}
 
     def __init__(self) -> None:
         self.ids: list[str] = []  # Cell number (= Cell.seq) -> id
         self._cols = np.zeros((5, 64), dtype=np.int64)  # rows: key terms, people, title terms, size, timed
-        self._key_terms: list[set[str]] = []
         self._title_terms: list[frozenset[str]] = []
         self.key_post, self.people_post, self.title_post = _Postings(), _Postings(), _Postings()
         self._density: tuple[tuple[float, int], list[float]] = ((0.0, 0), [])
@@ -115,16 +118,12 @@ class RouteIndex(Forkable):
         no = cell.seq
         if no == len(self.ids):
             self._push("ids", cell.cell_id)
-            self._push("_key_terms", set())
             self._push("_title_terms", frozenset())
-            self._adopt("_key_terms", no)
             if no == self._cols.shape[1]:
                 self._cols = np.concatenate([self._cols, np.zeros_like(self._cols)], axis=1)
-        cols, keys = self._cols, self._own("_key_terms", no)
+        cols = self._cols
         for t in (t for k in d.keywords for t in _term_set(k)):
-            if t not in keys:
-                keys.add(t)
-                self.key_post.add(t, no)
+            cols[0, no] += self.key_post.add(t, no)
         for p in d.people:
             self.people_post.add(p, no)
         title = _term_set(cell.title)
@@ -134,8 +133,16 @@ class RouteIndex(Forkable):
             for t in title - self._title_terms[no]:
                 self.title_post.add(t, no)
             self._put("_title_terms", no, title)
-        cols[0, no], cols[1, no], cols[2, no], cols[3, no] = len(keys), len(cell.person_counts), len(title), len(cell)
+        cols[1, no], cols[2, no], cols[3, no] = len(cell.person_counts), len(title), len(cell)
         cols[4, no] |= bool(d.event_time)
+
+    def key_terms(self) -> list[set[str]]:
+        """Each Cell's key terms (its keywords' terms), by Cell number."""
+        out: list[set[str]] = [set() for _ in self.ids]
+        for term, cells in self.key_post._cells.items():
+            for no in cells:
+                out[no].add(term)
+        return out
 
     def density(self, sizes: np.ndarray, cfg: MemCompileConfig) -> np.ndarray:
         """route_density * log(1+|c|) / log(1+M_C) by table, with math.log as in the scalar form."""

@@ -31,6 +31,7 @@ from .synthetic import generate, questions
 
 USER = "bench"
 WARMUP_QUERIES = 2
+WARMUP_TEXTS = 32
 
 
 class StoreUrls(TypedDict, total=False):
@@ -63,8 +64,71 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered), max(1, math.ceil(q / 100 * len(ordered)))) - 1]
 
 
+_STATUS = Path("/proc/self/status")
+_peaks_before_reset: list[float] = []  # ru_maxrss follows VmHWM on Linux: a reset would lower it
+
+
 def peak_rss_mb() -> float:
-    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)  # kB on Linux
+    """The process's peak resident memory so far, in MB."""
+    rusage = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # kB on Linux
+    return round(max([rusage, *_peaks_before_reset]), 1)
+
+
+def _status_mb(field: str) -> float | None:
+    """A VmRSS / VmHWM figure of this process in MB (Linux); None where /proc has none."""
+    try:
+        for line in _STATUS.read_text().splitlines():
+            if line.startswith(field + ":"):
+                return round(int(line.split()[1]) / 1024, 1)  # kB
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def rss_now_mb() -> float | None:
+    """Resident memory now; None where the system does not say (only the lifetime peak is known there)."""
+    return _status_mb("VmRSS")
+
+
+def reset_peak_rss() -> bool:
+    """Restarts the peak (VmHWM) from the resident memory now (Linux: "5" to clear_refs); False where it cannot."""
+    peak = _status_mb("VmHWM")
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+    except OSError:
+        return False
+    if peak is not None:
+        _peaks_before_reset.append(peak)
+    return True
+
+
+class _Memory:
+    """Resident memory of a phase: where it started, its peak and where it settled (after a collection), so a phase
+    whose peak stands far above what it leaves behind shows. Without a resettable peak the peak is the process's
+    lifetime one (ru_maxrss) and no current figure is given."""
+
+    def __init__(self) -> None:
+        gc.collect()
+        self.resets = reset_peak_rss()
+        self.start = rss_now_mb()
+
+    def close(self) -> dict[str, float | None]:
+        peak = (_status_mb("VmHWM") if self.resets else None) or peak_rss_mb()
+        gc.collect()
+        steady = rss_now_mb()
+        return {
+            "start_mb": self.start,
+            "peak_mb": peak,
+            "steady_mb": steady,
+            "peak_over_steady": round(peak / steady, 2) if steady else None,
+        }
+
+
+def growth_per_turn_kb(baseline_mb: float | None, now_mb: float | None, turns: int) -> float | None:
+    """Resident memory added per stored turn since the baseline, in KB (None without a current figure)."""
+    if baseline_mb is None or now_mb is None or turns <= 0:
+        return None
+    return round((now_mb - baseline_mb) * 1024 / turns, 2)
 
 
 def machine() -> dict[str, Any]:
@@ -161,27 +225,30 @@ def run_memcompile(
     """The bench over one store: the embedded one in `store`, or a served one by `urls` (MemCompile's *_url)."""
     urls = urls or {}
     mem = MemCompile(store, **urls)
-    if mem.embeddings is not None:
-        mem.embeddings.embed_documents(["warm up the model"])
+    if mem.embeddings is not None:  # the model's memory is in the baseline: texts as long as the history's
+        mem.embeddings.embed_documents([t["text"] for t in turns[:WARMUP_TEXTS]])
+    gc.collect()
+    baseline = rss_now_mb()
     points: list[dict[str, Any]] = []
     stored, ingest_s, bulk_turns = 0, 0.0, 0
     stages: dict[str, float] = {}  # seconds by stage of the bulk ingests so far (the single adds left out)
     for size in opts.sizes:  # turns[:size] are stored when queries run; the single adds follow them
-        phase = _Phase()
+        phase, memory = _Phase(), _Memory()
         before = mem.engine.clock.totals()
         seconds, _ = _timed(lambda: mem.add_turns(turns[stored:size], user_id=USER))
         for stage, total in mem.engine.clock.totals().items():
             stages[stage] = stages.get(stage, 0.0) + total - before.get(stage, 0.0)
         ingest_s, bulk_turns, stored = ingest_s + seconds, bulk_turns + (size - stored), size
-        ingest = phase.close()
+        ingest, ingest_memory = phase.close(), memory.close()
         log(f"memcompile {size} turns: ingested at {bulk_turns / ingest_s:.1f} turns/s")
-        phase = _Phase()
+        phase, memory = _Phase(), _Memory()
         queries = _query_stats(mem, questions(history, opts.queries + WARMUP_QUERIES, seed=opts.seed + size, upto=size))
         adds = []
         for turn in turns[stored : stored + opts.add_samples]:
             seconds, _ = _timed(partial(mem.add_turns, [turn], user_id=USER))
             adds.append(seconds * 1000)
         stored += len(adds)
+        measure_memory = memory.close()
         stats = mem.stats(USER)
         points.append(
             {
@@ -197,6 +264,12 @@ def run_memcompile(
                 "cells": stats["cells"],
                 "vectors": stats["vectors"],
                 "load": {"ingest": ingest, "measure": phase.close()},
+                "memory": {
+                    "baseline_mb": baseline,
+                    "rss_mb": measure_memory["steady_mb"],
+                    "kb_per_turn": growth_per_turn_kb(baseline, measure_memory["steady_mb"], stored),
+                    "phases": {"ingest": ingest_memory, "measure": measure_memory},
+                },
             }
         )
         log(
@@ -250,21 +323,27 @@ def _open_warm(store: Path | None, urls: StoreUrls | None = None) -> MemCompile:
     return mem
 
 
-def cold_start(store: Path, query: str, turn: dict) -> dict[str, float]:
+def cold_start(store: Path, query: str, turn: dict) -> dict[str, Any]:
     """The first query after opening the store: read from the persisted index snapshot, and rebuilt from the records
     (snapshot files removed, as on a store written before they existed). After the first, one turn is added: the
-    first write after opening converts the snapshot to its writable (persistent) form."""
-    out = {}
+    first write after opening converts the snapshot to its writable (persistent) form. `cold_memory` holds each of
+    the three's resident memory (the model's loaded before)."""
+    out: dict[str, Any] = {}
+    memory = {}
     for name, files in (("first_query_s", True), ("first_query_rebuild_s", False)):
         if not files:
             shutil.rmtree(store / "snapshots", ignore_errors=True)
         gc.collect()
         mem = _open_warm(store)
+        phase = _Memory()
         seconds, _ = _timed(lambda: mem.compile(query, user_id=USER))
-        out[name] = round(seconds, 2)
+        out[name], memory[name.removesuffix("_s")] = round(seconds, 2), phase.close()
         if files:
+            phase = _Memory()
             out["first_add_after_open_ms"] = round(_timed(lambda: mem.add_turns([turn], user_id=USER))[0] * 1000, 1)
+            memory["first_add_after_open"] = phase.close()
         mem.close()
+    out["cold_memory"] = memory
     return out
 
 

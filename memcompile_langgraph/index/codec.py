@@ -41,7 +41,7 @@ P = ParamSpec("P")
 R = TypeVar("R")
 T = TypeVar("T")
 
-VERSION = 1
+VERSION = 2  # 2: BM25 postings as int32
 _HEADER_MAX = 10000  # np.load's own bound on a header
 NAME = "memcompile-index"
 _NULL = -1  # code of None in a nullable string column (the table is read with None appended)
@@ -340,7 +340,7 @@ def _encode_layout(w: _Writer, layout: CellLayout, position: Mapping[str, int]) 
         w.ragged(f"cells.{name}", [list(c) for c in counters], w.code)
         w.arrays[f"cells.{name}.counts"] = np.fromiter((v for c in counters for v in c.values()), np.int64)
     route = layout.route  # its Cell numbers are the Cells' seq, the order of layout.cells
-    w.ragged("route.key_terms", [list(s) for s in route._key_terms], w.code)
+    w.ragged("route.key_terms", [list(s) for s in route.key_terms()], w.code)
     w.ragged("route.title_terms", [list(s) for s in route._title_terms], w.code)
 
 
@@ -400,12 +400,11 @@ def _decode_layout(r: _Reader, cfg: MemCompileConfig, descriptors: list[Descript
 
     route = layout.route
     route.ids = list(cids)
-    route._key_terms = r.ragged("route.key_terms", k, r.texts("route.key_terms", None), set)
     route._title_terms = r.ragged("route.title_terms", k, r.texts("route.title_terms", None), frozenset)
     route._cols = np.zeros((5, max(64, k)), dtype=np.int64)  # RouteIndex grows it by doubling
     route._cols[:, :k] = np.array(
         [
-            list(map(len, route._key_terms)),
+            np.diff(r.offsets("route.key_terms", k, len(r.codes("route.key_terms", None)))),
             list(map(len, counters["person_counts"])),
             list(map(len, route._title_terms)),
             sizes,
@@ -414,6 +413,8 @@ def _decode_layout(r: _Reader, cfg: MemCompileConfig, descriptors: list[Descript
     )
     for name, source in (("key_post", "route.key_terms"), ("people_post", "cells.person_counts")):
         getattr(route, name)._cells = _inverse(r, source, k)
+    if sum(map(len, route.key_post._cells.values())) != route._cols[0, :k].sum():
+        raise FormatError("a key term twice in one Cell")
     route.title_post._cells = _inverse(r, "route.title_terms", k)
     return layout
 
@@ -448,9 +449,9 @@ def _encode_bm25(w: _Writer, name: str, bm25: BM25Index) -> None:
     w.arrays[f"{name}.terms"] = w.code(vocab)
     w.arrays[f"{name}.df"] = np.fromiter(bm25._df, np.int64, len(vocab))
     docs, tfs = [g.view() for g in bm25._post_docs], [g.view() for g in bm25._post_tfs]
-    w.arrays[f"{name}.docs"] = np.concatenate([np.zeros(0, np.int64), *docs])
+    w.arrays[f"{name}.docs"] = np.concatenate([np.zeros(0, np.int32), *docs])
     w.arrays[f"{name}.docs.offsets"] = np.cumsum([0, *map(len, docs)], dtype=np.int64)
-    w.arrays[f"{name}.tfs"] = np.concatenate([np.zeros(0, np.float64), *tfs])
+    w.arrays[f"{name}.tfs"] = np.concatenate([np.zeros(0, np.int32), *tfs])
     w.arrays[f"{name}.doc_len"] = bm25._doc_len.view()
     w.doc[name] = {"open": bm25._open, "open_len": bm25._open_len, "total_len": bm25._total_len}
 
@@ -473,8 +474,8 @@ def _decode_bm25(r: _Reader, name: str, cfg: MemCompileConfig, documents: int) -
     ):
         raise FormatError(f"{name}: open document")
     closed = len(doc_len)
-    docs = r.array(f"{name}.docs", np.int64, (None,), 0, closed).copy()  # GrowArrays hold them: their own memory
-    tfs = r.array(f"{name}.tfs", np.float64, (len(docs),)).copy()
+    docs = r.array(f"{name}.docs", np.int32, (None,), 0, closed).copy()  # GrowArrays hold them: their own memory
+    tfs = r.array(f"{name}.tfs", np.int32, (len(docs),), 1).copy()
     offsets = r.offsets(f"{name}.docs", len(vocab), len(docs))
     first = np.zeros(len(docs), dtype=bool)  # each posting list ascends
     first[offsets[:-1][offsets[:-1] < len(docs)]] = True
@@ -483,7 +484,7 @@ def _decode_bm25(r: _Reader, name: str, cfg: MemCompileConfig, documents: int) -
     if (
         closed + (open_ is not None) != documents
         or not np.all(np.diff(docs)[~first[1:]] > 0)
-        or not (np.isfinite(tfs).all() and (tfs > 0).all() and np.isfinite(doc_len).all() and (doc_len >= 0).all())
+        or not np.array_equal(np.bincount(docs, tfs, closed), doc_len)  # a document's counts add up to its length
         or not np.array_equal(np.diff(offsets) + in_open, df)
         or type(open_len) is not int
         or type(total_len) is not int

@@ -64,7 +64,9 @@ class GrowArray:
             if self._mark.n == self.n and need <= len(self.data):
                 self._mark.n = need
                 return
-        self._copy(max(need, 2 * len(self.data)))  # doubling: appends stay amortized O(1)
+        # x1.5: appends stay amortized O(1), and a buffer holds a third spare at most (doubling: a half; the
+        # packet vectors and postings are most of an index)
+        self._copy(max(need, len(self.data) + len(self.data) // 2 + 1))
         self._mark.n = need
 
     def append(self, value: npt.ArrayLike) -> None:
