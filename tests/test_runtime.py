@@ -14,6 +14,7 @@ from support.ranking import assert_same_context
 
 from memcompile_langgraph import MemCompile
 from memcompile_langgraph.cli.demo_data import demo_turns
+from memcompile_langgraph.index import persistent as persistent_module
 from memcompile_langgraph.index.gc_pause import gc_paused
 from memcompile_langgraph.index.growarray import GrowArray
 from memcompile_langgraph.query_graph import query_graph
@@ -91,6 +92,30 @@ def test_the_extended_snapshot_equals_a_fresh_load(make_mem, tmp_path, embedding
     assert_same_fingerprint(_fingerprint(live), _fingerprint(fresh), atol=1e-5)
     for q in QUESTIONS + ["kayak trip to lake 17"]:
         a, b = mem.compile(q, "u"), again.compile(q, "u")
+        assert_same_context(a.packets, a.text, b.packets, b.text)
+
+
+def test_writes_after_a_restart_layer_the_loaded_maps_and_equal_a_fresh_load(make_mem, tmp_path, monkeypatch):
+    """The first write after opening takes the maps of the index read from the snapshot file as the bases of
+    Layered maps (a store of this size is below the size where that starts: lowered here) instead of copying them."""
+    make_mem("store", turns=demo_turns()).close()  # saves the snapshot file
+    monkeypatch.setattr(persistent_module, "LAYERED_FROM", 1)
+    mem = make_mem("store")
+    loaded = mem.index("u")
+    assert type(loaded.packets) is dict  # as read from the file
+    before = _fingerprint(loaded)
+    mem.add_turns(_turns(30, "later"), user_id="u")
+    mem.add_turns(_turns(5, "again"), user_id="u")
+    live = mem.index("u")
+    assert type(live.packets) is persistent_module.Layered and live.packets._base is loaded.packets
+    assert_same_fingerprint(_fingerprint(loaded), before)  # the snapshot the maps were layered on never changes
+    fresh = make_mem("store")
+    fresh.engine.cache.files = None  # rebuilt from the records, not from a snapshot file
+    assert_same_fingerprint(_fingerprint(live), _fingerprint(fresh.index("u")), atol=1e-5)
+    for name in ("packets", "by_dia", "hashes", "position", "by_packet", "packet_position"):
+        assert dict(getattr(live, name).items()) == dict(getattr(fresh.index("u"), name).items()), name
+    for q in QUESTIONS + ["kayak trip to lake 17", "again note 4"]:
+        a, b = mem.compile(q, "u"), fresh.compile(q, "u")
         assert_same_context(a.packets, a.text, b.packets, b.text)
 
 
