@@ -64,6 +64,12 @@ def reconcile(engine: Engine, index: UserIndex, writer: bool) -> str:
         if redo:
             log.info("re-embedding %d packets whose vectors are missing or not built from their documents", len(redo))
             embed(engine, index, redo)
+        remade = set(redo)
+        # stored after `index` read its vectors (a writer stores its last ones after its unit): read now
+        unread = [pid for pid in kept if pid not in index.vectors.row and pid not in remade]
+        if unread:
+            ids, vectors = engine.vectors.vectors(user, unread)
+            index.vectors.set(ids, vectors)
         return DONE
 
 
