@@ -183,15 +183,20 @@ class UnitOfWork:
         finally:
             if placement is not None:
                 placement.embedded.set()
-        if self._on_embedded is not None:
-            self._on_embedded(len(items))
         if placement is not None:
+            if self._on_embedded is not None:
+                self._on_embedded(len(items))  # searchable once published: the vector store may follow after
             placement.decided.wait()
             if placement.behind:
                 self._store_behind(items, vectors)
-                return
+            else:
+                with clock.stage("store_vectors"):
+                    self.engine.store_vectors(self.user_id, items, vectors)
+            return
         with clock.stage("store_vectors"):
-            self.engine.store_vectors(self.user_id, items, vectors, None if placement is not None else self.index)
+            self.engine.store_vectors(self.user_id, items, vectors, self.index)
+        if self._on_embedded is not None:
+            self._on_embedded(len(items))
 
     def _store_behind(self, items: Bundles, vectors: list[list[float]]) -> None:
         """After the unit: the vectors it published stored under the user's writer lock while the records still hold
@@ -253,5 +258,5 @@ class UnitOfWork:
             pending.result()
         with self.engine.clock.stage("publish"):
             self.cache.publish(self.index)
+        self.engine.leave_behind(self.user_id, pending)  # before the job may run: a settle() meanwhile waits for it
         placement.decide(True)
-        self.engine.leave_behind(self.user_id, pending)
