@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import shutil
 import sqlite3
@@ -624,6 +625,38 @@ def test_vectors_written_before_sources_are_made_again_once(tmp_path, embeddings
     new = embedded_now(again, embeddings, "D1:2")
     assert cosine(dense_vector(again, "D1:2"), new) > 0.999
     assert None not in again.engine.vectors.sources("u").values() and len(again.engine.vectors.ids("u")) == 3
+    again.close()
+
+
+def test_many_vectors_written_before_sources_are_left_to_repair_never_to_a_writer(
+    tmp_path, embeddings, monkeypatch, caplog
+):
+    monkeypatch.setattr(consistency, "READER_REPAIR_LIMIT", 1)  # as for a large user stored before sources
+    mem = MemCompile(tmp_path / "store", embeddings=embeddings)
+    mem.add_turns([turn(t, n) for n, t in enumerate(KAYAK, 1)], "u")
+    vectors = mem.engine.vectors
+    ids, stored = vectors.vectors("u")
+    dia_ids = [mem.index("u").packets[i].dia_id for i in ids]
+    vectors.drop("u")
+    vectors.upsert("u", ids, stored, dia_ids)  # as an earlier version wrote them: no source
+    mem.close()
+    for snapshot in (tmp_path / "store" / "snapshots").iterdir():
+        snapshot.unlink()  # a full load, the one that checks the vectors
+    again = MemCompile(tmp_path / "store", embeddings=embeddings)
+    made = []
+    real = again.engine.embeddings.embed_documents
+    monkeypatch.setattr(
+        again.engine.embeddings, "embed_documents", lambda texts: made.append(len(texts)) or real(texts)
+    )
+    with caplog.at_level(logging.WARNING):
+        assert again.compile("green scarf", "u").trace["dense"]["hits"] == 3  # served as they are
+        again.add_turns([turn("Biscuit learned to swim.", 4)], "u")
+    assert "memcompile repair" in caplog.text
+    assert sum(made) <= 3  # the query's and the new turn's documents: none of the old vectors made again
+    assert list(again.engine.vectors.sources("u").values()).count(None) == 3
+    again.repair("u")
+    assert None not in again.engine.vectors.sources("u").values() and len(again.engine.vectors.ids("u")) == 4
+    assert len(again.index("u").vectors) == 4
     again.close()
 
 

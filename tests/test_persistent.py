@@ -2,13 +2,25 @@
 
 from collections import Counter
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from memcompile_langgraph import MemCompile
 from memcompile_langgraph.bench.synthetic import generate
 from memcompile_langgraph.index.codec import decode_index, encode_index
-from memcompile_langgraph.index.persistent import Column, Forkable, drop, persistent, plain, push, push_all, put
+from memcompile_langgraph.index.persistent import (
+    LAYERED_FROM,
+    Column,
+    Forkable,
+    Layered,
+    drop,
+    persistent,
+    plain,
+    push,
+    push_all,
+    put,
+)
 from memcompile_langgraph.index.user import UserIndex
 
 keys = st.text(min_size=1, max_size=4)
@@ -205,3 +217,56 @@ def test_records_built_apart_share_one_string_per_repeated_value(words):
         SourcePacket(f"p{i}", "u", f"D1:{i}", fresh(words[0]), 1, fresh("s1"), None, fresh("t"), "x", i) for i in (0, 1)
     )
     assert p.speaker is q.speaker and p.session_label is q.session_label and p.session_time_raw is q.session_time_raw
+
+
+map_ops = st.lists(
+    st.one_of(
+        st.tuples(st.just("set"), keys, st.integers()),
+        st.tuples(st.just("update"), st.dictionaries(keys, st.integers(), max_size=4)),
+        st.tuples(st.just("delete"), keys),
+    ),
+    max_size=40,
+)
+
+
+@given(st.dictionaries(keys, st.integers(), max_size=30), st.lists(map_ops, min_size=1, max_size=4))
+def test_a_layered_map_reads_like_the_dict_it_stands_for_and_never_changes_its_base_or_earlier_versions(base, scripts):
+    frozen = dict(base)
+    layered, expected, versions = Layered(base), dict(base), []
+    for script in scripts:
+        for op in script:
+            if op[0] == "set":
+                layered, expected[op[1]] = layered.set(op[1], op[2]), op[2]
+            elif op[0] == "update":
+                layered = layered.update(op[1])
+                expected.update(op[1])
+            elif op[1] in expected:
+                layered = layered.delete(op[1])
+                del expected[op[1]]
+            else:
+                with pytest.raises(KeyError):
+                    layered.delete(op[1])
+        versions.append((layered, dict(expected)))
+    for version, held in versions:
+        assert plain(version) == held and len(version) == len(held) and sorted(version) == sorted(held)
+        assert all(version[k] == v and k in version and version.get(k) == v for k, v in held.items())
+        gone = set(frozen) - set(held)
+        assert all(k not in version and version.get(k, "none") == "none" for k in gone)
+        for k in gone:
+            with pytest.raises(KeyError):
+                version[k]
+    assert base == frozen  # the base, shared with the snapshot it came from, is never written
+
+
+def test_a_fork_layers_a_large_dict_instead_of_copying_it_and_writes_alike():
+    big = {f"k{i}": i for i in range(LAYERED_FROM)}
+    tables = _Tables()
+    tables.names = dict(big)
+    fork = tables.fork()
+    assert type(fork.names) is Layered and fork.names._base is tables.names  # shared, not copied
+    fork.write(("name", "k0", -1))
+    fork.write(("name", "new", 7))
+    assert tables.names == big and plain(fork.names) == {**big, "k0": -1, "new": 7}
+    again = fork.fork()
+    again.write(("name", "k1", -2))
+    assert fork.names["k1"] == 1 and again.names["k1"] == -2 and again.names["k0"] == -1

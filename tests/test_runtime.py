@@ -14,11 +14,13 @@ from support.ranking import assert_same_context
 
 from memcompile_langgraph import MemCompile
 from memcompile_langgraph.cli.demo_data import demo_turns
+from memcompile_langgraph.index import persistent as persistent_module
 from memcompile_langgraph.index.gc_pause import gc_paused
 from memcompile_langgraph.index.growarray import GrowArray
 from memcompile_langgraph.query_graph import query_graph
 from memcompile_langgraph.runtime import add_turns as ingest_module
 from memcompile_langgraph.runtime import cache as cache_module
+from memcompile_langgraph.runtime import unit_of_work as uow_module
 
 QUESTIONS = ["Where does Priya work now?", "What is the beagle called?", "Who is coming to Lisbon?", "pottery class"]
 
@@ -91,6 +93,30 @@ def test_the_extended_snapshot_equals_a_fresh_load(make_mem, tmp_path, embedding
     assert_same_fingerprint(_fingerprint(live), _fingerprint(fresh), atol=1e-5)
     for q in QUESTIONS + ["kayak trip to lake 17"]:
         a, b = mem.compile(q, "u"), again.compile(q, "u")
+        assert_same_context(a.packets, a.text, b.packets, b.text)
+
+
+def test_writes_after_a_restart_layer_the_loaded_maps_and_equal_a_fresh_load(make_mem, tmp_path, monkeypatch):
+    """The first write after opening takes the maps of the index read from the snapshot file as the bases of
+    Layered maps (a store of this size is below the size where that starts: lowered here) instead of copying them."""
+    make_mem("store", turns=demo_turns()).close()  # saves the snapshot file
+    monkeypatch.setattr(persistent_module, "LAYERED_FROM", 1)
+    mem = make_mem("store")
+    loaded = mem.index("u")
+    assert type(loaded.packets) is dict  # as read from the file
+    before = _fingerprint(loaded)
+    mem.add_turns(_turns(30, "later"), user_id="u")
+    mem.add_turns(_turns(5, "again"), user_id="u")
+    live = mem.index("u")
+    assert type(live.packets) is persistent_module.Layered and live.packets._base is loaded.packets
+    assert_same_fingerprint(_fingerprint(loaded), before)  # the snapshot the maps were layered on never changes
+    fresh = make_mem("store")
+    fresh.engine.cache.files = None  # rebuilt from the records, not from a snapshot file
+    assert_same_fingerprint(_fingerprint(live), _fingerprint(fresh.index("u")), atol=1e-5)
+    for name in ("packets", "by_dia", "hashes", "position", "by_packet", "packet_position"):
+        assert dict(getattr(live, name).items()) == dict(getattr(fresh.index("u"), name).items()), name
+    for q in QUESTIONS + ["kayak trip to lake 17", "again note 4"]:
+        a, b = mem.compile(q, "u"), fresh.compile(q, "u")
         assert_same_context(a.packets, a.text, b.packets, b.text)
 
 
@@ -364,3 +390,76 @@ def test_close_rewrites_the_snapshot_file_only_when_it_lags_by_a_64th(tmp_path):
     again.add_turns(_turns(3, "more"), user_id="u")  # 5 behind the file now: written
     again.close()
     assert saved.read_bytes() != first
+
+
+@pytest.fixture()
+def stores_behind(monkeypatch):
+    """A user of any size counts as large enough to store its first write's vectors behind it."""
+    monkeypatch.setattr(uow_module, "STORE_BEHIND_FROM", 1)
+
+
+def _reopened(make_mem, tmp_path):
+    """A store with the demo conversation, closed and opened again: its collection not loaded by this process."""
+    make_mem("store", turns=demo_turns()).close()
+    mem = make_mem("store")
+    mem.compile(QUESTIONS[0], "u")  # from the snapshot file: the vector store is not touched
+    assert not mem.engine.vectors.loaded("u")
+    return mem
+
+
+def test_the_first_write_after_opening_publishes_before_its_vectors_are_stored(
+    make_mem, tmp_path, monkeypatch, stores_behind
+):
+    mem = _reopened(make_mem, tmp_path)
+    gate, real = threading.Event(), uow_module.UnitOfWork._store_behind
+
+    def held(self, items, vectors):
+        assert gate.wait(60)
+        real(self, items, vectors)
+
+    monkeypatch.setattr(uow_module.UnitOfWork, "_store_behind", held)
+    mem.add_turns(_turns(3, "later"), user_id="u")  # returns while its vectors wait at the gate
+    index = mem.index("u")
+    assert len(index.vectors) == len(index.packets) == len(demo_turns()) + 3  # searchable by the dense channel now
+    assert len(mem.engine.vectors.ids("u")) == len(demo_turns())  # not in the vector store yet
+    assert "later kayak trip" in mem.compile("later note 2 kayak trip", "u").text
+    gate.set()
+    stats = mem.stats("u")  # waits for the vectors left behind
+    assert stats["vectors"] == stats["packets"] == len(demo_turns()) + 3
+    assert mem.engine.vectors.loaded("u")
+    mem.add_turns(_turns(2, "again"), user_id="u")  # loaded now: stored inside the unit
+    assert uow_module.UnitOfWork._store_behind is held and mem.engine.vectors.ids("u") == set(mem.index("u").packets)
+
+
+def test_vectors_left_behind_are_never_stored_for_packets_forgotten_meanwhile(
+    make_mem, tmp_path, monkeypatch, stores_behind
+):
+    mem = _reopened(make_mem, tmp_path)
+    gate, real, skipped = threading.Event(), uow_module.UnitOfWork._store_behind, []
+
+    def held(self, items, vectors):
+        assert gate.wait(60)
+        real(self, items, vectors)
+        skipped.append(not self.engine.vectors.ids("u"))
+
+    monkeypatch.setattr(uow_module.UnitOfWork, "_store_behind", held)
+    mem.add_turns(_turns(3, "later"), user_id="u")
+    mem.forget("u")  # takes the writer lock before the job that stores the vectors
+    gate.set()
+    mem.engine.settle("u")
+    assert skipped == [True] and mem.engine.vectors.ids("u") == set() and mem.stats("u")["packets"] == 0
+
+
+def test_vectors_a_crash_left_unstored_are_made_again_by_the_next_load(make_mem, tmp_path, monkeypatch, stores_behind):
+    mem = _reopened(make_mem, tmp_path)
+    # the process dies after the add returned, before the vector store got its vectors
+    monkeypatch.setattr(uow_module.UnitOfWork, "_store_behind", lambda self, items, vectors: None)
+    mem.add_turns(_turns(3, "later"), user_id="u")
+    assert len(mem.engine.vectors.ids("u")) == len(demo_turns())
+    monkeypatch.undo()
+    after = make_mem("store")  # reads the snapshot file, then the newer records, whose vectors are missing
+    index = after.index("u")
+    assert len(index.vectors) == len(index.packets) == len(demo_turns()) + 3
+    assert after.engine.vectors.ids("u") == set(index.packets)
+    ctx = after.compile("later note 2 kayak trip", "u")
+    assert ctx.trace["dense"]["hits"] > 0 and "later kayak trip" in ctx.text

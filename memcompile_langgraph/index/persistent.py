@@ -8,19 +8,22 @@ their own), lists are `Column`s (tuples of fixed-size chunks plus a short tail).
 O(log n) or O(CHUNK), and what a new version adds is a few small objects.
 
 An index built in one go (a rebuild, a snapshot file) holds plain dicts and lists, which build several times
-faster; its first fork converts them (once per process and user).
+faster; its first fork takes them over without copying: a list becomes a Column (its chunks are slices, a
+millisecond at 40k rows), a large dict the base of a `Layered` map (whose writes go to a HAMT beside it), since
+building a HAMT of every entry took ~60 ms per 20k-entry map, most of the first write after a restart.
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from itertools import chain
 from typing import Any, Generic, Protocol, TypeVar, overload
 
 from immutables import Map
 
 CHUNK = 256
+LAYERED_FROM = 2048  # a plain dict of at least this many entries is layered, not copied into a HAMT, by a fork
 
 T = TypeVar("T")
 F = TypeVar("F", bound="Forkable")
@@ -128,10 +131,79 @@ class Column(Generic[T]):
         return Column._of(tuple(chunks), tuple(tail))
 
 
+_ABSENT: Any = object()  # not in a Layered map's changes
+_GONE: Any = object()  # in a Layered map's changes: a key of its base that was deleted
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+class Layered(Mapping[K, V]):
+    """A persistent map over a plain dict that is never changed again (the base, shared with the snapshot it came
+    from): set/update/delete return a new version whose changes sit in a HAMT beside the base. Reads cost about
+    what a HAMT's do; a fork shares both parts. Iteration goes through the base first (in its order), then the keys
+    the changes added."""
+
+    __slots__ = ("_base", "_changes", "_n")
+
+    def __init__(self, base: dict[K, V]):
+        self._base = base
+        self._changes: Map[K, Any] = Map()
+        self._n = len(base)
+
+    def _with(self, changes: Map[K, Any], n: int) -> Layered[K, V]:
+        out: Layered[K, V] = object.__new__(Layered)
+        out._base, out._changes, out._n = self._base, changes, n
+        return out
+
+    def __getitem__(self, key: K) -> V:
+        value = self._changes.get(key, _ABSENT)
+        if value is _ABSENT:
+            return self._base[key]
+        if value is _GONE:
+            raise KeyError(key)
+        return value  # type: ignore[no-any-return]
+
+    def get(self, key: K, default: Any = None) -> Any:
+        value = self._changes.get(key, _ABSENT)
+        if value is _ABSENT:
+            return self._base.get(key, default)
+        return default if value is _GONE else value
+
+    def __contains__(self, key: object) -> bool:
+        value = self._changes.get(key, _ABSENT)  # type: ignore[arg-type]  # Mapping's signature takes any key
+        return key in self._base if value is _ABSENT else value is not _GONE
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __iter__(self) -> Iterator[K]:
+        changes, base = self._changes, self._base
+        if not changes:
+            return iter(base)
+        kept = (k for k in base if changes.get(k, _ABSENT) is not _GONE)
+        return chain(kept, (k for k, v in changes.items() if v is not _GONE and k not in base))
+
+    def __repr__(self) -> str:
+        return f"Layered({dict(self.items())!r})"
+
+    def set(self, key: K, value: V) -> Layered[K, V]:
+        return self._with(self._changes.set(key, value), self._n + (key not in self))
+
+    def update(self, items: Mapping[K, V]) -> Layered[K, V]:
+        return self._with(self._changes.update(items), self._n + sum(k not in self for k in items))
+
+    def delete(self, key: K) -> Layered[K, V]:
+        if key not in self:
+            raise KeyError(key)
+        changes = self._changes.set(key, _GONE) if key in self._base else self._changes.delete(key)
+        return self._with(changes, self._n - 1)
+
+
 def persistent(c: Any) -> Any:
     """The container as a persistent one (itself when it already is)."""
     if type(c) is dict:
-        return Map(c)
+        return Layered(c) if len(c) >= LAYERED_FROM else Map(c)
     if type(c) is list:
         return Column(c)
     return c
@@ -139,7 +211,7 @@ def persistent(c: Any) -> Any:
 
 def plain(c: Any) -> Any:
     """The container as a plain dict or list (what snapshot files hold)."""
-    if isinstance(c, Map):
+    if isinstance(c, (Map, Layered)):
         return dict(c.items())
     if isinstance(c, Column):
         return list(c)

@@ -200,7 +200,9 @@ class IndexCache:
         index.version, index.epoch, index.digest = loaded.version, epoch, loaded.digest
         try:
             self._read_vectors(index, [p.packet_id for p in loaded.packets], tail)
-            if base is None:  # a full load checks the vectors (also of a user with no records: a forget interrupted)
+            # a full load checks the vectors (also of a user with no records: a forget interrupted); a load from a
+            # snapshot repairs the ones its newer records lack (a crash before they were stored)
+            if base is None or self._lacks_vectors(index):
                 self._repair(index)
         except VectorStoreError as exc:  # the lexical channels still answer; the dense one sits out (dense_node)
             self.engine.warn_once(f"vectors:{user_id}", f"dense channel off for user {user_id!r}: {exc}")
@@ -208,6 +210,14 @@ class IndexCache:
         if base is None and index.packets:
             self.persist(index)
         return index
+
+    def _lacks_vectors(self, index: UserIndex) -> bool:
+        engine = self.engine
+        return (
+            engine.embeddings is not None
+            and len(index.vectors) < len(index.packets)
+            and not engine.foreign_vectors(index.user_id)
+        )
 
     def _read_vectors(self, index: UserIndex, packet_ids: list[str], tail: dict[str, np.ndarray] | None = None) -> None:
         """Vectors of newly loaded packets: from the snapshot's tail file where it has them, else the vector store."""

@@ -5,8 +5,9 @@ Every vector is stored with a digest of the document it embedded (Engine.sources
 kind of load that reads all its vectors) checks them: one whose digest is not its packet's is neither put in the
 index nor left in the vector store for the query fallback, but re-embedded like a missing one. A vector written
 before digests were has none: it is served as before and made again once (a reader does it for a small user,
-else the user's next writer), so that a hand edit after an upgrade is caught as well; trusting such vectors for
-good would leave every packet stored before the upgrade open to the stale-vector case.
+else `memcompile repair`, which a load of such a user asks for in a warning), so that a hand edit after an upgrade
+is caught as well; trusting such vectors for good would leave every packet stored before the upgrade open to the
+stale-vector case. A writer never makes them: at 20k packets that took minutes inside the first add.
 
 The records are the truth. A reader repairs only small gaps, and only while it can take the user's writer lock
 at once; everything else is left to the user's next writer (a unit of work), which calls `prepare_writer`.
@@ -30,10 +31,11 @@ REEMBED_CHUNK = 2048  # packets embedded and stored at a time when a user's vect
 DONE, BUSY, STALE, FOR_WRITER = "done", "busy", "stale", "for_writer"  # what reconcile could do
 
 
-def reconcile(engine: Engine, index: UserIndex, writer: bool) -> str:
+def reconcile(engine: Engine, index: UserIndex, writer: bool, restamp: bool = False) -> str:
     """Brings the vector store in line with `index` (the records at index.version), whose matrix gains the vectors
     it makes. BUSY: another writer holds the user (try again later); STALE: the records moved on since `index`
-    was loaded (nothing touched); FOR_WRITER: a reader met more vectors to make than it repairs."""
+    was loaded (nothing touched); FOR_WRITER: a reader met more vectors to make than it repairs. restamp: also
+    make again every vector written before digests (else only as many as a reader repairs)."""
     user = index.user_id
     if engine.embeddings is None or (not index.packets and not engine.vectors.ids(user)):
         return DONE  # nothing to repair (e.g. an unknown user): no lock taken, no lock file made
@@ -55,15 +57,28 @@ def reconcile(engine: Engine, index: UserIndex, writer: bool) -> str:
         other = [pid for pid in kept if stored[pid] is not None and stored[pid] != current[pid]]
         unstamped = [pid for pid in kept if stored[pid] is None]  # written before digests: made again once
         missing = [pid for pid in index.packet_order if pid not in stored]
-        redo = missing + other + unstamped
+        needed = missing + other
+        redo = needed + unstamped if restamp or len(needed) + len(unstamped) <= READER_REPAIR_LIMIT else needed
         if len(redo) > READER_REPAIR_LIMIT and not writer:
             # left for the writer, but a vector of other content goes now: the query fallback would serve it
             engine.vectors.delete(user, orphans + other)
             return FOR_WRITER
+        if len(redo) < len(needed) + len(unstamped):
+            engine.warn_once(
+                f"unstamped:{user}",
+                f"{len(unstamped)} vectors of user {user!r} were stored before vectors carried the digest of their "
+                "document; they are served as they are until `memcompile repair` makes them again",
+            )
         engine.vectors.delete(user, orphans)
         if redo:
             log.info("re-embedding %d packets whose vectors are missing or not built from their documents", len(redo))
             embed(engine, index, redo)
+        remade = set(redo)
+        # stored after `index` read its vectors (a writer stores its last ones after its unit): read now
+        unread = [pid for pid in kept if pid not in index.vectors.row and pid not in remade]
+        if unread:
+            ids, vectors = engine.vectors.vectors(user, unread)
+            index.vectors.set(ids, vectors)
         return DONE
 
 

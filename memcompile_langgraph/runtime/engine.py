@@ -6,7 +6,7 @@ import hashlib
 import logging
 import threading
 from collections.abc import Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -53,6 +53,7 @@ class Engine:
     _warned: set[str] = field(default_factory=set, init=False, repr=False)
     _background: ThreadPoolExecutor | None = field(default=None, init=False, repr=False)
     _background_lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+    _behind: dict[str, Future[None]] = field(default_factory=dict, init=False, repr=False)  # see leave_behind
 
     def __post_init__(self) -> None:
         self.embedding_id = embedding_identity(self.embeddings)
@@ -64,6 +65,20 @@ class Engine:
             if self._background is None:
                 self._background = ThreadPoolExecutor(4, thread_name_prefix="memcompile-ingest-embed")
             return self._background
+
+    def leave_behind(self, user_id: str, job: Future[None]) -> None:
+        """A unit published before its last vectors reached the vector store: `job` stores them (unit_of_work.py)."""
+        self._behind[user_id] = job
+        job.add_done_callback(
+            lambda done: self._behind.pop(user_id, None) if self._behind.get(user_id) is done else None
+        )
+
+    def settle(self, user_id: str) -> None:
+        """Waits until the vectors a unit of the user left behind it are stored. Never call it holding the user's
+        writer lock: the job takes it."""
+        job = self._behind.get(user_id)
+        if job is not None:
+            job.result()
 
     def close(self) -> None:
         if self._background is not None:
@@ -84,6 +99,7 @@ class Engine:
             )
 
     def stats(self, user_id: str) -> dict[str, Any]:
+        self.settle(user_id)  # the vectors counted include the last add's
         problems: list[str] = []
 
         def count(user: str) -> int | None:

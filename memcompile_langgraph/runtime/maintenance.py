@@ -57,7 +57,9 @@ def repair(engine: Engine, user_id: str | None) -> dict[str, Any]:
             index = engine.cache.snapshot(user).fork()
             try:
                 whole = (
-                    aside is not None or engine.foreign_vectors(user) or reconcile(engine, index, writer=True) != DONE
+                    aside is not None
+                    or engine.foreign_vectors(user)
+                    or reconcile(engine, index, writer=True, restamp=True) != DONE
                 )
             except VectorStoreError:
                 whole = True

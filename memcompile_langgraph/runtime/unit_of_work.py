@@ -7,11 +7,20 @@ Embedding overlaps the rest of the work: a batch's packet documents are complete
 so `embed_ahead` starts the model on a background thread while the batch is placed in Cells and committed (and
 the next batch extracted); its vectors are stored only after `commit` of the same packets. At most one batch is
 in flight (memory stays bounded, vectors are written in batch order). A batch that is never committed stores no
-vector; a crash between records and vectors leaves vectors missing, which the next writer's reconcile re-embeds.
+vector; a crash between records and vectors leaves vectors missing, which the next load of the user repairs
+(runtime/cache.py, consistency.py).
+
+The first write of a large user after opening would wait for the vector store to load the user's collection (a
+few hundred ms at 20k turns, holding the GIL): there the last batch's vectors go into the published snapshot as soon
+as they are embedded, and the vector store gets them after the unit, from the embedding thread, which takes the
+user's writer lock for it and stores them only while the records still hold those packets (same epoch: no delete,
+forget or re-embed since). The snapshot file follows them. The user's next writer in this process, `stats`, and
+`close` wait for that write first.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -28,7 +37,11 @@ from .engine import Bundles, Engine
 if TYPE_CHECKING:
     from .cache import IndexCache
 
+log = logging.getLogger(__name__)
 JOB_START_WAIT = 0.05  # seconds a writer waits for its embedding job to start
+# packets from which a user's collection takes long enough to load (~10 ms per 1,000 vectors) that its first write
+# after opening stores its last vectors behind it (see the module doc)
+STORE_BEHIND_FROM = 2048
 
 
 class WriteConflict(StoreError):
@@ -50,6 +63,22 @@ class _Ahead:
             self.decided.set()
 
 
+class _Placement:
+    """Where an embedded batch of a unit that stores its last vectors behind it goes: into the vector store now (a
+    later batch follows, the unit still holds the writer lock) or after the unit (it published without waiting)."""
+
+    def __init__(self) -> None:
+        self.embedded = threading.Event()  # the job got as far as it will before the decision
+        self.ready = False  # its vectors are in the private index
+        self.behind = False
+        self.decided = threading.Event()
+
+    def decide(self, behind: bool) -> None:
+        if not self.decided.is_set():
+            self.behind = behind
+            self.decided.set()
+
+
 class UnitOfWork:
     def __init__(
         self, engine: Engine, cache: IndexCache, user_id: str, on_embedded: Callable[[int], None] | None = None
@@ -61,12 +90,15 @@ class UnitOfWork:
         self._stack = ExitStack()
         self._pending: Future[None] | None = None
         self._ahead: _Ahead | None = None
+        self._placement: _Placement | None = None  # of the job in flight, when vectors may be stored behind
+        self._behind = False  # the vector store has not loaded the user's collection yet: see the module doc
 
     def __enter__(self) -> UnitOfWork:
         with self.engine.clock.stage("open"):
             return self._open()
 
     def _open(self) -> UnitOfWork:
+        self.engine.settle(self.user_id)  # a previous unit's vectors stored behind it: they need the writer lock
         self._stack.enter_context(self.engine.records.write_lock(self.user_id))
         try:
             self.engine.check_store()
@@ -76,6 +108,11 @@ class UnitOfWork:
             prepare_writer(self.engine, self.index, repair)
             self.cache.repair_pending.discard(self.user_id)
             self.base_version = self.index.version
+            self._behind = (
+                self.engine.embeddings is not None
+                and len(self.index.packets) >= STORE_BEHIND_FROM
+                and not self.engine.vectors.loaded(self.user_id)
+            )
         except BaseException:
             self._stack.close()
             raise
@@ -119,27 +156,61 @@ class UnitOfWork:
     def _submit(self, items: Bundles, ahead: _Ahead | None = None) -> None:
         self.wait()
         self._ahead = ahead  # before the job exists: whatever is raised from here on, wait() decides for it
+        self._placement = _Placement() if self._behind else None
         started = threading.Event()
-        self._pending = self.engine.background().submit(self._embed, items, ahead, started)
+        self._pending = self.engine.background().submit(self._embed, items, ahead, started, self._placement)
         if ahead is not None:
             # a job needs the interpreter to start: waiting hands it over now (else it may wait out the switch
             # interval, milliseconds of a one-turn add, while this thread places Cells); bounded, as other writers'
             # jobs may hold every worker
             started.wait(JOB_START_WAIT)
 
-    def _embed(self, items: Bundles, ahead: _Ahead | None, started: threading.Event) -> None:
+    def _embed(
+        self, items: Bundles, ahead: _Ahead | None, started: threading.Event, placement: _Placement | None
+    ) -> None:
         started.set()
         clock = self.engine.clock
-        with clock.stage("embed"):
-            vectors = self.engine.packet_vectors(items)
-        if ahead is not None:
-            ahead.decided.wait()
-            if not ahead.store:
-                return
+        try:
+            with clock.stage("embed"):
+                vectors = self.engine.packet_vectors(items)
+            if ahead is not None:
+                ahead.decided.wait()
+                if not ahead.store:
+                    return
+            if placement is not None:
+                self.index.vectors.set([p.packet_id for p, _ in items], vectors)
+                placement.ready = True
+        finally:
+            if placement is not None:
+                placement.embedded.set()
+        if placement is not None:
+            if self._on_embedded is not None:
+                self._on_embedded(len(items))  # searchable once published: the vector store may follow after
+            placement.decided.wait()
+            if placement.behind:
+                self._store_behind(items, vectors)
+            else:
+                with clock.stage("store_vectors"):
+                    self.engine.store_vectors(self.user_id, items, vectors)
+            return
         with clock.stage("store_vectors"):
             self.engine.store_vectors(self.user_id, items, vectors, self.index)
         if self._on_embedded is not None:
             self._on_embedded(len(items))
+
+    def _store_behind(self, items: Bundles, vectors: list[list[float]]) -> None:
+        """After the unit: the vectors it published stored under the user's writer lock while the records still hold
+        their packets, then the snapshot file saved when due. A failure leaves them to the next load's repair."""
+        engine, index = self.engine, self.index
+        try:
+            with engine.records.write_lock(self.user_id), engine.clock.stage("store_vectors"):
+                head = engine.records.head(self.user_id)
+                if head.epoch != index.epoch or head.version < index.version:
+                    return  # deleted from, forgotten or re-embedded since: the load that follows repairs the vectors
+                engine.store_vectors(self.user_id, items, vectors)
+                self.cache.persist(index)
+        except Exception as exc:  # noqa: BLE001 - no caller is left to raise to; the next load repairs the vectors
+            log.warning("vectors of %d packets of user %r not stored (%s)", len(items), self.user_id, exc)
 
     def wait(self) -> None:
         """Blocks until the batch in flight is stored (or dropped, when it was never committed); its error, if any,
@@ -147,6 +218,9 @@ class UnitOfWork:
         ahead, self._ahead = self._ahead, None
         if ahead is not None:
             ahead.decide(False)
+        if self._placement is not None:
+            self._placement.decide(False)  # the writer still holds the lock: stored now, before the next batch
+            self._placement = None
         pending, self._pending = self._pending, None
         if pending is not None:
             with self.engine.clock.stage("wait"):
@@ -155,8 +229,13 @@ class UnitOfWork:
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
+        # a batch embedded ahead and never committed is dropped by wait(): nothing is left to store behind
+        placement = self._placement if exc_type is None and self._ahead is None else None
         try:
             try:
+                if placement is not None:
+                    self._publish_before_storing(placement)
+                    return
                 self.wait()
             except BaseException:
                 if exc_type is None:
@@ -167,3 +246,17 @@ class UnitOfWork:
                     self.cache.persist(self.index)
         finally:
             self._stack.close()
+
+    def _publish_before_storing(self, placement: _Placement) -> None:
+        """Publishes once the last batch is embedded into the index; its job stores the vectors after the unit."""
+        pending, self._pending, self._placement = self._pending, None, None
+        assert pending is not None  # a placement belongs to a submitted job
+        with self.engine.clock.stage("wait"):
+            placement.embedded.wait()
+        if not placement.ready:  # the job failed: its error is raised here, nothing is published
+            placement.decide(False)
+            pending.result()
+        with self.engine.clock.stage("publish"):
+            self.cache.publish(self.index)
+        self.engine.leave_behind(self.user_id, pending)  # before the job may run: a settle() meanwhile waits for it
+        placement.decide(True)

@@ -1,11 +1,12 @@
 """What the first write after opening would otherwise pay for, done when a process that writes starts.
 
-The first add after opening a store waits for chromadb's import and client, the ingest graph's import and, per user,
-Chroma's first load of the user's collection and the conversion of an index read from a snapshot file to its
-writable containers. A process that writes (a server, a worker) calls `MemCompile.warm_up()` once at its start for
-the first two. The per-user parts stay in the first add: done on a background thread beside the first query, they
-slowed that query by more than they saved (both hold the GIL much of the time). A command that only reads never
-warms up (it would load Chroma for nothing).
+The first add after opening a store would wait for chromadb's import and client and the ingest graph's import: a
+process that writes (a server, a worker) calls `MemCompile.warm_up()` once at its start for them. The per-user
+parts are not warmed: done on a background thread beside the first query, they slowed that query by more than they
+saved (both hold the GIL much of the time). They no longer weigh on the first add either: a fork layers the maps of
+an index read from a snapshot file instead of copying them (index/persistent.py), and a large user's first add
+publishes before Chroma has loaded its collection (runtime/unit_of_work.py). A command that only reads never warms
+up (it would load Chroma for nothing).
 """
 
 from __future__ import annotations

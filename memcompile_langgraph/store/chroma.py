@@ -86,6 +86,7 @@ class ChromaVectors:
         # in-memory clients share one process-wide system: keep each MemCompile's collections apart
         self.prefix = namespace or ("mc" if (path is not None or url) else f"mc{uuid.uuid4().hex[:8]}")
         self._collections: dict[str, Collection] = {}
+        self._loaded: set[str] = set()  # users whose collection this client has read or written since its last open
         self._epoch = self.chroma.epoch
         # a server's collections can be dropped by any other client, unseen here: fetch the handle every time
         self._cache_handles = not url
@@ -117,6 +118,7 @@ class ChromaVectors:
         """The user's collection (None when absent and not created); call inside `self.chroma.access`."""
         if self._epoch != self.chroma.epoch:  # the client was reopened: cached handles are stale
             self._collections.clear()
+            self._loaded.clear()
             self._epoch = self.chroma.epoch
         col = self._collections.get(user_id)
         if col is None and create:
@@ -131,6 +133,14 @@ class ChromaVectors:
         if self._cache_handles:
             self._collections[user_id] = col
         return col
+
+    def loaded(self, user_id: str) -> bool:
+        """Whether this process's client has the user's collection loaded: its first use after opening reads the
+        collection's index files (a few hundred ms at 20k vectors, holding the GIL). A server's collections and an
+        in-memory client's count as loaded."""
+        if self._url or self._path is None:
+            return True
+        return self._epoch == self.chroma.epoch and user_id in self._loaded
 
     @_guarded
     def upsert(
@@ -155,6 +165,7 @@ class ChromaVectors:
                 # tells which by the first, its types name only a list of one kind or the other
                 rows = cast("list[Embedding] | list[PyEmbedding]", embeddings[i : i + step])
                 col.upsert(ids=ids[i : i + step], embeddings=rows, metadatas=metadatas[i : i + step])
+            self._loaded.add(user_id)
 
     @_guarded
     def query(
@@ -168,6 +179,7 @@ class ChromaVectors:
                 return []
             include: Include = ["distances", "metadatas"] if sources else ["distances"]
             res = col.query(query_embeddings=[embedding], n_results=min(k, n), include=include)
+            self._loaded.add(user_id)
         hits = [(pid, 1.0 - float(dist)) for pid, dist in zip(res["ids"][0], _asked(res["distances"])[0])]
         if sources:
             return [(pid, sim, _source(meta)) for (pid, sim), meta in zip(hits, _asked(res["metadatas"])[0])]
@@ -217,6 +229,7 @@ class ChromaVectors:
         else:
             for off in range(0, col.count(), step):
                 yield col.get(limit=step, offset=off, include=include)
+        self._loaded.add(user_id)
 
     @_guarded
     def delete(self, user_id: str, ids: list[str]) -> None:
@@ -259,11 +272,13 @@ class ChromaVectors:
         if isinstance(self.chroma, UnavailableChroma):
             self.chroma = self._connect()
         self._collections.clear()
+        self._loaded.clear()
         self._epoch = self.chroma.epoch
         return aside
 
     def _drop(self, user_id: str) -> None:
         self._collections.pop(user_id, None)
+        self._loaded.discard(user_id)
         try:
             self.client.delete_collection(self.name(user_id))
         except (NotFoundError, ValueError):  # absent collection: nothing to forget

@@ -63,6 +63,10 @@ class LazyVectors:
     def opened(self) -> bool:
         return self._store is not None
 
+    def loaded(self, user_id: str) -> bool:
+        """Whether the store is open and has the user's vectors loaded (asking never opens it)."""
+        return self._store is not None and self._store.loaded(user_id)
+
     def store(self) -> VectorsStore:
         if self._store is None:
             with self._lock:

@@ -130,3 +130,4 @@ class VectorsStore(Protocol):
     def drop(self, user_id: str) -> None: ...
     def damaged(self) -> bool: ...  # repair: whether the store itself fails its integrity check
     def quarantine(self) -> str | None: ...  # repair: a damaged store moved aside (where to), an empty one begun
+    def loaded(self, user_id: str) -> bool: ...  # whether a write of the user's vectors is as quick as the next one
