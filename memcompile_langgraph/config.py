@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-DENSE_DOCUMENTS = ("packet", "turn", "turn_terms")  # MemCompileConfig.dense_document
+DENSE_DOCUMENTS = ("packet", "turn", "turn_terms", "claims")  # MemCompileConfig.dense_document
 
 
 @dataclass(frozen=True)
@@ -80,7 +80,8 @@ class MemCompileConfig:
     # W_q, which found more gold on both dev sets; with a model the frontier request lists up to ten more candidates
     dense_top: int = 50
     # what the dense channel embeds per packet (index/user.py packet_document): "packet" is the paper's z(p), App.
-    # C.2; "turn" the turn as said with its session time; "turn_terms" that plus the claims' people and keywords.
+    # C.2; "turn" the turn as said with its session time; "turn_terms" that plus the claims' people and keywords;
+    # "claims" the claims in place of the turn's text.
     # Stored vectors carry a digest of their document: another choice re-embeds a store's packets
     dense_document: str = "packet"
     frontier_rank_cutoff: int = 5  # K_R, Eq. 13; the frontier request asks for the first K_R labels of sigma_q
