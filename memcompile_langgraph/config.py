@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
+DENSE_DOCUMENTS = ("packet", "turn", "turn_terms", "claims")  # MemCompileConfig.dense_document
+
 
 @dataclass(frozen=True)
 class MemCompileConfig:
@@ -77,6 +79,11 @@ class MemCompileConfig:
     # deviation (paper: K_D = 40, Sec. 3.2.4): a wider dense channel D_q joins the closed pool and the frontier window
     # W_q, which found more gold on both dev sets; with a model the frontier request lists up to ten more candidates
     dense_top: int = 50
+    # what the dense channel embeds per packet (index/user.py packet_document): "packet" is the paper's z(p), App.
+    # C.2; "turn" the turn as said with its session time; "turn_terms" that plus the claims' people and keywords;
+    # "claims" the claims in place of the turn's text.
+    # Stored vectors carry a digest of their document: another choice re-embeds a store's packets
+    dense_document: str = "packet"
     frontier_rank_cutoff: int = 5  # K_R, Eq. 13; the frontier request asks for the first K_R labels of sigma_q
     frontier_append_cap: int = 2  # K_Delta, Eq. 13
     mmr_support: float = 0.10  # descriptor support weight, App. B.3
@@ -183,6 +190,12 @@ class MemCompileConfig:
     embed_batch: int = 64
     render_max_chars: int = 4000  # one line of a rendered block (a turn's text, a claim) is cut here, with a marker
 
+    def __post_init__(self) -> None:
+        if self.dense_document not in DENSE_DOCUMENTS:
+            raise ValueError(
+                f"dense_document must be one of {', '.join(map(repr, DENSE_DOCUMENTS))}, not {self.dense_document!r}"
+            )
+
     @classmethod
     def paper(cls, **overrides: Any) -> MemCompileConfig:
         """Every choice as the paper makes it; without a model this is its LLM-free path, A2 of Table 2."""
@@ -217,4 +230,4 @@ PAPER_CHOICES: dict[str, Any] = {
 PROFILES = ("default", "paper")
 DEFAULT_CONFIG = MemCompileConfig()
 
-__all__ = ["MemCompileConfig", "DEFAULT_CONFIG", "PAPER_CHOICES", "PROFILES"]
+__all__ = ["MemCompileConfig", "DEFAULT_CONFIG", "DENSE_DOCUMENTS", "PAPER_CHOICES", "PROFILES"]

@@ -66,10 +66,15 @@ def model_name(model: Any) -> str | None:
 
 
 def builder_name(llm: Any, config: MemCompileConfig) -> str | None:
-    """What made a store's descriptors: the model (None offline), marked when factless turns keep no descriptor
-    (the paper profile), so the two constructions never share a store."""
+    """What made a store's descriptors and vectors: the model (None offline), marked when factless turns keep no
+    descriptor (the paper profile) and when the dense document is not z(p), so two constructions never share a
+    store (a store's vectors of another document would be made again, or left out by a read)."""
     name = model_name(llm)
-    return name if config.factless_claims else f"{name or 'offline'}-no-factless-claims"
+    if not config.factless_claims:
+        name = f"{name or 'offline'}-no-factless-claims"
+    if config.dense_document != "packet":
+        name = f"{name or 'offline'}-{config.dense_document}-document"
+    return name
 
 
 def store_path(root: Path, user_id: str, builder: str | None) -> Path:

@@ -25,18 +25,28 @@ def descriptor_terms(d: Descriptor) -> tuple[list[str], list[str], list[str]]:
     return claim, keys, claim + keys + terms(" ".join(d.people))
 
 
-def packet_document(p: SourcePacket, claims: list[Descriptor]) -> str:
-    """z(p), App. C.2: raw text, caption/query, all claims, packet people/keywords, session time."""
-    people = list(dict.fromkeys(x for d in claims for x in d.people))
-    keywords = list(dict.fromkeys(x for d in claims for x in d.keywords))
-    parts = [f"{p.speaker}: {p.text}"]
+def packet_document(p: SourcePacket, claims: list[Descriptor], kind: str = "packet") -> str:
+    """The text the dense channel embeds for a packet (config.dense_document). "packet" is the paper's z(p), App.
+    C.2: raw text, caption/query, all claims, packet people/keywords, session time. "turn" keeps what was said (the
+    speaker's line and the image fields) and the session time; "turn_terms" adds the claims' people and keywords
+    but not the claims. "claims" puts the claims (the turn restated with its references resolved) after the speaker in
+    place of the turn's text, which stays only for a packet without claims."""
+    line = f"{p.speaker}: {p.text}"
+    if kind == "claims" and claims:
+        said = "\n".join(d.claim for d in claims)
+        line = said if said.startswith(f"{p.speaker}: ") else f"{p.speaker}: {said}"  # a fallback claim is the line
+    parts = [line]
     if p.image_caption or p.image_query:
         parts.append(f"image: {p.image_caption} {p.image_query}".strip())
-    parts += [d.claim for d in claims]
-    if people:
-        parts.append("people: " + ", ".join(people))
-    if keywords:
-        parts.append("keywords: " + ", ".join(keywords))
+    if kind == "packet":
+        parts += [d.claim for d in claims]
+    if kind in ("packet", "turn_terms"):
+        people = list(dict.fromkeys(x for d in claims for x in d.people))
+        keywords = list(dict.fromkeys(x for d in claims for x in d.keywords))
+        if people:
+            parts.append("people: " + ", ".join(people))
+        if keywords:
+            parts.append("keywords: " + ", ".join(keywords))
     parts.append(f"time: {p.session_time or p.session_time_raw}")
     return "\n".join(parts)
 

@@ -136,8 +136,9 @@ class Engine:
         return len(items)
 
     def documents(self, items: Bundles) -> list[str]:
-        """The packet documents z(p) as they are embedded."""
-        return [packet_document(p, claims)[: self.config.embed_max_chars] for p, claims in items]
+        """The packet documents as they are embedded (config.dense_document; the paper's z(p) by default)."""
+        cfg = self.config
+        return [packet_document(p, claims, cfg.dense_document)[: cfg.embed_max_chars] for p, claims in items]
 
     def packet_vectors(self, items: Bundles) -> list[list[float]]:
         if self.embeddings is None:
