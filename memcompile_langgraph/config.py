@@ -122,12 +122,6 @@ class MemCompileConfig:
     # a history question's spread also takes this many of the frontier's K_Delta slots (the frontier would fill them
     # from the one best-matching session); one, so the frontier keeps the other
     spread_frontier_slots: int = 1
-    # a question counting things ("how many times ...", "how many dogs ...") spreads too: its mentions may lie in any
-    # session (durations, "how many weeks passed", do not count)
-    spread_counts: bool = False
-    # a question listing what it spans ("considering my A, B and C", "between my A and my B") has the pool's best
-    # packet for each item's words among its anchors (evidence/spread.py)
-    spread_items: bool = False
     # pseudo-relevance feedback, last in the fused score: a second packet-level BM25 pass with at most
     # feedback_terms terms that the query-matching claims of at least two of the best feedback_packets fused packets
     # share (by packets x idf), weighted by fusion_feedback on its z-score; 0 = off. It finds the words a question
@@ -140,8 +134,8 @@ class MemCompileConfig:
     # shared words are its topic, not the question's
     feedback_min_packets: int = 100
     # a fitted fusion model (evidence/fusion_model.py: a JSON file `memcompile eval ... --fit-fusion` writes): its
-    # weights replace the fusion_* weights above when the memory opens; None = the hand-set weights, which held up
-    # better under 5-fold CV on both dev sets (docs/cross-validation.md)
+    # weights replace the fusion_* weights above when the memory opens; None = the hand-set weights, which the fitted
+    # ones did not beat under 5-fold CV on the dev sets (docs/cross-validation.md)
     fusion_model: str | None = None
     pool_proposals: int = 60  # best fused packets joining the closed pool beside D_q
     pool_budget: int = 60  # closed pool U_q cut after fusion

@@ -6,11 +6,10 @@ import math
 
 from ..address.intent import addressed_speakers
 from ..config import MemCompileConfig
-from ..index.user import UserIndex
-from ..text.terms import jaccard, terms
+from ..text.terms import jaccard
 from .frontier import complement_order, fusion_order
 from .scheduler import ScheduleInput
-from .spread import cover_items, listed_items, session_round_robin, spans_history, speaker_first
+from .spread import session_round_robin, spans_history, speaker_first
 
 
 def mmr_select(inp: ScheduleInput, k: int, cfg: MemCompileConfig) -> list[str]:
@@ -36,23 +35,13 @@ def mmr_select(inp: ScheduleInput, k: int, cfg: MemCompileConfig) -> list[str]:
     return [c[0] for c in chosen]
 
 
-def _best_for(index: UserIndex, ranked: list[str], text: str) -> str | None:
-    """The packet of `ranked` (the closed pool) whose bundle matches these words best by BM25 (None: none matches)."""
-    query = terms(text)
-    if not query or not ranked:
-        return None
-    scores = index.packet_bm25.scores(query)
-    best = max(ranked, key=lambda p: scores[index.packet_position[p]])
-    return best if scores[index.packet_position[best]] > 0 else None
-
-
 def offline_anchors(inp: ScheduleInput, k: int, cfg: MemCompileConfig) -> list[str]:
     """Deterministic A_0 (offline, A2/A3, and the LLM scheduler's fill): with fusion the fused pool's top-K0 (it is
     in score order; a question about the whole history takes them round-robin over sessions, evidence/spread.py);
     without, the App. B.3 MMR Top-K0 that Table 2 uses for A2/A3."""
     if cfg.fusion:
         ranked = [p.packet_id for p in inp.pool]
-        if cfg.spread_depth and spans_history(inp.query, cfg.spread_counts):
+        if cfg.spread_depth and spans_history(inp.query):
             packets = inp.index.packets
             if cfg.spread_speaker:
                 who = addressed_speakers(inp.query, cfg.self_speaker, cfg.assistant_speaker)
@@ -61,9 +50,6 @@ def offline_anchors(inp: ScheduleInput, k: int, cfg: MemCompileConfig) -> list[s
             # some of the frontier's K_Delta slots go to the spread (its order would fill them from one session)
             spread_k = k + min(cfg.spread_frontier_slots, cfg.frontier_append_cap)
             return session_round_robin(ranked, sessions, spread_k, cfg.spread_depth)
-        items = listed_items(inp.query) if cfg.spread_items else []
-        if len(items) >= 2:
-            return cover_items(ranked, [_best_for(inp.index, ranked, item) for item in items], k)
         return ranked[:k]
     return mmr_select(inp, k, cfg)
 

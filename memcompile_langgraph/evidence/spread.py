@@ -4,8 +4,7 @@ A question asking how something developed, in what order things came up or what 
 needs evidence from many sessions, while the fused score tends to fill the budget from the one session that
 matches best. For such questions the anchors are taken round-robin over the sessions of the pool's best packets
 (each session's packets in score order; a question addressing one speaker takes that speaker's packets first);
-other questions keep the score order. A question that lists what it spans ("considering my A, B and C", "between
-my A and my B") has its anchors cover each listed item: the pool's best packet for each item's words comes first.
+other questions keep the score order.
 """
 
 from __future__ import annotations
@@ -20,14 +19,8 @@ _SPAN = re.compile(
 )
 
 
-# a count of things ("how many times", "how many dogs") adds up mentions that may lie in any session; a duration
-# ("how many weeks passed") is one span between two events, not a count
-_COUNT = re.compile(r"\bhow many\b(?!\s+(?:seconds|minutes|hours|days|weeks|months|years)\b)", re.I)
-
-
-def spans_history(query: str, counts: bool = False) -> bool:
-    """The question asks about the whole history (with counts: also a question counting things)."""
-    return bool(_SPAN.search(query)) or (counts and bool(_COUNT.search(query)))
+def spans_history(query: str) -> bool:
+    return bool(_SPAN.search(query))
 
 
 def session_round_robin(ranked: Sequence[str], sessions: Sequence[int], k: int, depth: int) -> list[str]:
@@ -54,25 +47,3 @@ def speaker_first(ranked: Sequence[str], speakers: Sequence[str], addressed: Seq
         return list(ranked)
     mine = [p for p, s in zip(ranked, speakers) if s == addressed[0]]
     return mine + [p for p, s in zip(ranked, speakers) if s != addressed[0]]
-
-
-_ITEM = r"[A-Za-z0-9'’-]+(?:\s+[A-Za-z0-9'’-]+){0,5}"
-# three or more items in a list ("A, B, and C"), or two after "between" ("between A and B")
-_LIST = re.compile(rf"(?:{_ITEM}\s*,\s*)+{_ITEM},?\s+and\s+{_ITEM}|\bbetween\s+{_ITEM}\s+and\s+{_ITEM}", re.I)
-
-
-def listed_items(query: str) -> list[str]:
-    """The items of the first list the question makes (none when it makes none)."""
-    found = _LIST.search(query)
-    if not found:
-        return []
-    text = re.sub(r"^between\s+", "", found.group(0), flags=re.I)
-    return [item.strip() for item in re.split(r"\s*,\s*(?:and\s+)?|\s+and\s+", text) if item.strip()]
-
-
-def cover_items(ranked: Sequence[str], item_best: Sequence[str | None], k: int) -> list[str]:
-    """The first k of `ranked` with each item's best packet (None: the item matched nothing) moved to the front, in
-    ranked order, at most half of k so the score order keeps the rest."""
-    chosen = {p for p in item_best if p is not None}
-    front = [p for p in ranked if p in chosen][: k // 2]
-    return (front + [p for p in ranked if p not in set(front)])[:k]
