@@ -140,6 +140,10 @@ class MemCompileConfig:
     # ...only over memories of at least this many packets: the best 5 of a small memory are much of it, and their
     # shared words are its topic, not the question's
     feedback_min_packets: int = 100
+    # a fitted fusion model (evidence/fusion_model.py: a JSON file `memcompile eval ... --fit-fusion` writes): its
+    # weights replace the fusion_* weights above when the memory opens; None = the hand-set weights, which the fitted
+    # ones did not beat under 5-fold CV on the dev sets (docs/cross-validation.md)
+    fusion_model: str | None = None
     pool_proposals: int = 60  # best fused packets joining the closed pool beside D_q
     pool_budget: int = 60  # closed pool U_q cut after fusion
     # deviation (paper: False): without a model the frontier still runs, ordering W_q by fused score (fusion off:

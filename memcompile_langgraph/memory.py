@@ -13,6 +13,7 @@ from langchain_core.embeddings import Embeddings
 
 from .config import DEFAULT_CONFIG, MemCompileConfig
 from .evidence.budget import validate_max_tokens
+from .evidence.fusion_model import with_fusion_model
 from .evidence.scheduler import Scheduler
 from .extract.base import Extractor
 from .index.user import UserIndex
@@ -55,7 +56,7 @@ class MemCompile(Upkeep, Surfaces):
         answer_llm: Any = None,
         cache_size: int = 64,
     ):
-        self.config = config or DEFAULT_CONFIG
+        self.config = with_fusion_model(config or DEFAULT_CONFIG)  # a fitted model's weights, once
         self.path = check_store_path(path) if path is not None else None
         self.llm, self.answer_llm = llm, answer_llm if answer_llm is not None else llm
         self.engine = build_engine(

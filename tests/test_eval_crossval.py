@@ -167,6 +167,30 @@ def test_folds_reuse_the_choices_records_on_a_rerun(cv_run, capsys):
     assert re.search(r"2-fold CV Gold Recall: default \d+\.\d\d ± \d+\.\d\d", capsys.readouterr().out)
 
 
+def test_fit_fusion_reports_each_folds_held_out_model_and_writes_the_whole_fit(tmp_path, embeddings):
+    from memcompile_langgraph.evidence.fusion_model import load_weights
+
+    out, model = tmp_path / "out", tmp_path / "fusion.json"
+    args = ["eval", "locomo", LOCOMO_MINI, "--out", str(out), "--folds", "2", "--space", "none", "--quiet"]
+    assert main([*args, "--fit-fusion", str(model)]) == 0
+    report = json.loads((out / "report.json").read_text())
+    cv = report["cross_validation"]
+    fitted, default = cv["per_choice"]["fitted-fusion"], cv["per_choice"]["default"]
+    assert len(fitted["fold_gold_recall"]) == 2 and fitted["delta_vs_default"]["folds"] == 2
+    assert all(f["selected"] == "default" for f in cv["per_fold"])  # reported beside the choices, never selected
+    assert [f["fold"] for f in cv["fitted_fusion"]["per_fold"]] == [1, 2]
+    # with two folds each dialogue's questions train exactly the other fold's model
+    assert all(f["questions"] > 0 for f in cv["fitted_fusion"]["per_fold"])
+    assert (
+        sum(f["questions"] for f in cv["fitted_fusion"]["per_fold"])
+        == json.loads(model.read_text())["manifest"]["fitted_on"]["questions"]
+    )
+    manifest = json.loads(model.read_text())["manifest"]
+    assert manifest["fitted_on"]["dialogues"] == ["mini-1", "mini-2"] and manifest["features"]
+    assert set(load_weights(model)) == set(cv["fitted_fusion"]["weights"])
+    assert default["fold_gold_recall"] != [None, None]
+
+
 @pytest.mark.parametrize(
     "extra, message",
     [
@@ -174,6 +198,7 @@ def test_folds_reuse_the_choices_records_on_a_rerun(cv_run, capsys):
         (["--folds", "1"], "needs 2 to 2 folds"),
         (["--space", "k0=4"], "--space needs --folds"),
         (["--folds", "2", "--space", "k0"], "bad search axis"),
+        (["--fit-fusion", "model.json"], "--fit-fusion needs --folds"),
     ],
 )
 def test_bad_cv_flags_are_one_line_and_exit_2(extra, message, tmp_path, capsys):

@@ -136,6 +136,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     bench = loader(args.file, _csv(args.samples))
     if not bench.questions:
         raise UsageError(f"{args.file}: no question to evaluate (left out: {dict(bench.skipped) or 'none'})")
+    if args.fit_fusion and not args.folds:
+        raise UsageError("--fit-fusion needs --folds K (the model is fitted within the folds)")
     if args.folds:  # a fold count these dialogues cannot make is refused before any work
         from ..eval.crossval import make_folds
 
@@ -158,6 +160,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
     failure = None
     try:
         run.run()
+        if args.fit_fusion:
+            from ..eval.fusion_fit import fit_fusion
+
+            run.fitted_fusion = fit_fusion(run, args.fit_fusion)
     except LLMUnavailable as exc:
         failure = exc
     finally:  # interrupted or not, the report covers every finished question
@@ -241,6 +247,13 @@ def register(sub: argparse._SubParsersAction) -> None:
             metavar="SPEC",
             help="the choices --folds selects among: 'FIELD=V1,V2 FIELD2=V3' (config fields the query reads) or "
             "'none' for the configured setting alone (default: the declared space of eval/crossval.py)",
+        )
+        cv.add_argument(
+            "--fit-fusion",
+            default=None,
+            metavar="OUT.json",
+            help="also fit the fusion weights (evidence/fusion_model.py): within the folds for the report (each "
+            "fold scored by a model fitted on the others), then on every dialogue, written to OUT.json",
         )
         add_llm_args(b, answer=True)
         add_profile_arg(b)

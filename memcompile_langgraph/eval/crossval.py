@@ -148,13 +148,17 @@ def cross_validate(
     dialogues: Sequence[str],
     k: int,
     categories: Sequence[str] = (),
+    fitted: Mapping[str, Sequence[Record]] | None = None,
 ) -> dict[str, Any]:
     """The CV section of report.json from every choice's records (all over the same questions; `by_choice` starts
-    with the default). The selection for a fold only reads records of dialogues outside it."""
+    with the default). The selection for a fold only reads records of dialogues outside it. `fitted`: settings
+    fitted within the folds (each fold's records made by what was fitted without it), reported fold by fold beside
+    the choices but never selected."""
     folds = make_folds(dialogues, k)
     everyone = set(dialogues)
     per_fold, held_records = [], []
-    fixed: dict[str, list[dict[str, Any]]] = {name: [] for name in by_choice}
+    reported = {**by_choice, **(fitted or {})}
+    fixed: dict[str, list[dict[str, Any]]] = {name: [] for name in reported}
     for i, held in enumerate(folds):
         inside = set(held)
         training = everyone - inside
@@ -162,12 +166,12 @@ def cross_validate(
         mine = [r for r in by_choice[chosen] if r["dialogue"] in inside]
         held_records += mine
         per_fold.append({"fold": i + 1, "dialogues": held, "selected": chosen, **_group(mine, categories)})
-        for name, records in by_choice.items():
+        for name, records in reported.items():
             fixed[name].append(_group([r for r in records if r["dialogue"] in inside], categories))
     default = fixed[DEFAULT_CHOICE]
     per_choice = {}
     for name, groups in fixed.items():
-        pooled = [r for r in by_choice[name] if r["dialogue"] in everyone]
+        pooled = [r for r in reported[name] if r["dialogue"] in everyone]
         deltas = [
             g["gold_recall"] - d["gold_recall"]
             for g, d in zip(groups, default)

@@ -93,7 +93,12 @@ def build_report(run: EvalRun, source: str) -> dict[str, Any]:
         },
     }
     if opts.folds:
-        cv = cross_validate(run.choice_records(), [d.user_id for d in bench.dialogues], opts.folds, bench.categories)
+        fitted = {"fitted-fusion": run.fitted_fusion["records"]} if run.fitted_fusion else None
+        cv = cross_validate(
+            run.choice_records(), [d.user_id for d in bench.dialogues], opts.folds, bench.categories, fitted
+        )
+        if run.fitted_fusion:
+            cv["fitted_fusion"] = {k: v for k, v in run.fitted_fusion.items() if k != "records"}
         report["cross_validation"] = {**cv, "overrides": opts.choices}
     return report
 

@@ -133,6 +133,7 @@ class EvalRun:
         self.dialogues = DialogueLog(opts.out / "dialogues.json")
         self.variants = self._variants()
         self.wall_seconds = 0.0
+        self.fitted_fusion: dict[str, Any] | None = None  # eval/fusion_fit.py's result under --fit-fusion
 
     # --- settings --------------------------------------------------------------------------------
     def settings(self, config: MemCompileConfig) -> dict[str, Any]:

@@ -68,6 +68,91 @@ def feedback_terms(index: UserIndex, top: np.ndarray, query: set[str], k: int) -
     return shared[:k]
 
 
+# The fused score is a model over named signals whose weights are the config fields of these names: a weighted sum
+# of the base signals, plus neighbour support from the base sum of the adjacent turns, plus the bonuses, plus the
+# feedback pass. A fitted model (evidence/fusion_model.py) is another set of these weights.
+BASE_SIGNALS = ("fusion_lexical", "fusion_passage", "fusion_address", "fusion_dense", "fusion_dense_question")
+NEIGHBOUR_WEIGHTS = ("fusion_previous", "fusion_next")
+BONUS_SIGNALS = ("fusion_asking", "fusion_recency", "fusion_temporal", "fusion_speaker", "fusion_addressed")
+FEEDBACK_WEIGHT = "fusion_feedback"
+FUSION_WEIGHTS = (*BASE_SIGNALS, *NEIGHBOUR_WEIGHTS, *BONUS_SIGNALS, FEEDBACK_WEIGHT)
+
+
+def fusion_signals(
+    index: UserIndex,
+    intent: Intent,
+    address: list[PacketScore],
+    query_vectors: Sequence[Sequence[float]],
+    cfg: MemCompileConfig,
+    similarities: QuerySimilarities | None = None,
+    every: bool = False,
+) -> dict[str, np.ndarray]:
+    """Weight name -> the signal it multiplies, one value per packet (index.packet_order), signed so that more is
+    better; only the signals with a non-zero weight in cfg are computed (every: all that apply to this query)."""
+    n = len(index.packet_order)
+    want = lambda name: every or bool(getattr(cfg, name))  # noqa: E731
+    query = lexical_query(intent)
+    out: dict[str, np.ndarray] = {}
+    if want("fusion_lexical"):
+        out["fusion_lexical"] = zscore(index.packet_bm25.scores(query))
+    if want("fusion_passage"):
+        claims = index.claim_packet_array()
+        best = best_claim_scores(index.bm25.scores(query), claims, n)
+        if cfg.fusion_passage_min_claims:  # long packets only: a short one's best claim is its bundle
+            best = np.where(np.bincount(claims, minlength=n)[:n] >= cfg.fusion_passage_min_claims, best, 0.0)
+        out["fusion_passage"] = zscore(best)
+    if address and want("fusion_address"):
+        s_pq = np.zeros(n)
+        for p in address:
+            s_pq[index.packet_position[p.packet_id]] = p.score
+        out["fusion_address"] = zscore(s_pq)
+    if query_vectors and len(index.vectors) == n:
+        rows = index.vector_rows()
+        arrays = index.vectors.query_similarities(query_vectors, similarities).arrays
+        for name, sims in zip(("fusion_dense", "fusion_dense_question"), arrays):
+            if want(name):
+                out[name] = zscore(sims[rows].astype(np.float64))
+    if want("fusion_asking"):
+        out["fusion_asking"] = -index.asking_array()  # a penalty: its weight is what is taken off
+    if want("fusion_recency") and n > 1:
+        out["fusion_recency"] = np.arange(n) / (n - 1)
+    if intent.temporal and want("fusion_temporal"):
+        out["fusion_temporal"] = index.timed_array()
+    if intent.people and want("fusion_speaker"):
+        out["fusion_speaker"] = index.speaker_mask(intent.people) / len(intent.people)
+    addressed = addressed_speakers(intent.query, cfg.self_speaker, cfg.assistant_speaker)
+    if addressed and want("fusion_addressed"):
+        out["fusion_addressed"] = index.speaker_mask(addressed) / len(addressed)
+    return out
+
+
+def combine(signals: dict[str, np.ndarray], weights: dict[str, float], sessions: np.ndarray) -> np.ndarray:
+    """The fused score before feedback: base sum, neighbour support within the session, bonuses."""
+    base = np.zeros(len(sessions))
+    for name in BASE_SIGNALS:
+        if name in signals:
+            base = base + weights[name] * signals[name]
+    signal = neighbor_support(base, sessions, weights["fusion_previous"], weights["fusion_next"])
+    for name in BONUS_SIGNALS:
+        if name in signals:
+            signal = signal + weights[name] * signals[name]
+    return signal
+
+
+def feedback_signal(index: UserIndex, intent: Intent, signal: np.ndarray, cfg: MemCompileConfig) -> np.ndarray | None:
+    """z(BM25 of the feedback terms) taken from the best packets by `signal`; None when feedback does not apply."""
+    if len(signal) < cfg.feedback_min_packets:
+        return None
+    query = lexical_query(intent)
+    top = top_positions(signal, cfg.feedback_packets)
+    expansion = feedback_terms(index, top, set(query), cfg.feedback_terms)
+    return zscore(index.packet_bm25.scores(expansion)) if expansion else None
+
+
+def weights_of(cfg: MemCompileConfig) -> dict[str, float]:
+    return {name: float(getattr(cfg, name)) for name in FUSION_WEIGHTS}
+
+
 def fused_scores(
     index: UserIndex,
     intent: Intent,
@@ -81,44 +166,12 @@ def fused_scores(
     n = len(index.packet_order)
     if n == 0:
         return np.zeros(0)
-    query = lexical_query(intent)
-    signal = cfg.fusion_lexical * zscore(index.packet_bm25.scores(query))
-    if cfg.fusion_passage:
-        claims = index.claim_packet_array()
-        best = best_claim_scores(index.bm25.scores(query), claims, n)
-        if cfg.fusion_passage_min_claims:  # long packets only: a short one's best claim is its bundle
-            best = np.where(np.bincount(claims, minlength=n)[:n] >= cfg.fusion_passage_min_claims, best, 0.0)
-        signal = signal + cfg.fusion_passage * zscore(best)
-    if address and cfg.fusion_address:
-        s_pq = np.zeros(n)
-        for p in address:
-            s_pq[index.packet_position[p.packet_id]] = p.score
-        signal = signal + cfg.fusion_address * zscore(s_pq)
-    if query_vectors and len(index.vectors) == n:
-        rows = index.vector_rows()
-        arrays = index.vectors.query_similarities(query_vectors, similarities).arrays
-        for weight, sims in zip((cfg.fusion_dense, cfg.fusion_dense_question), arrays):
-            signal = signal + weight * zscore(sims[rows].astype(np.float64))
-    signal = neighbor_support(signal, index.session_array(), cfg.fusion_previous, cfg.fusion_next)
-    if cfg.fusion_asking:
-        signal = signal - cfg.fusion_asking * index.asking_array()
-    if cfg.fusion_recency and n > 1:
-        signal = signal + cfg.fusion_recency * np.arange(n) / (n - 1)
-    if intent.temporal:
-        signal = signal + cfg.fusion_temporal * index.timed_array()
-    if intent.people:
-        named = index.speaker_mask(intent.people)
-        signal = signal + cfg.fusion_speaker * named / len(intent.people)
-    addressed = addressed_speakers(intent.query, cfg.self_speaker, cfg.assistant_speaker)
-    if not cfg.fusion_addressed:
-        addressed = ()
-    if addressed:
-        signal = signal + cfg.fusion_addressed * index.speaker_mask(addressed) / len(addressed)
-    if cfg.fusion_feedback and n >= cfg.feedback_min_packets:  # from the final ranking (the addressed speaker's)
-        top = top_positions(signal, cfg.feedback_packets)
-        expansion = feedback_terms(index, top, set(query), cfg.feedback_terms)
-        if expansion:
-            signal = signal + cfg.fusion_feedback * zscore(index.packet_bm25.scores(expansion))
+    signals = fusion_signals(index, intent, address, query_vectors, cfg, similarities)
+    signal = combine(signals, weights_of(cfg), index.session_array())
+    if cfg.fusion_feedback:  # from the final ranking (the addressed speaker's)
+        expansion = feedback_signal(index, intent, signal, cfg)
+        if expansion is not None:
+            signal = signal + cfg.fusion_feedback * expansion
     return signal
 
 
