@@ -6,6 +6,7 @@ import pytest
 
 from memcompile_langgraph.bench.runner import (
     BACKGROUND_STAGES,
+    USER,
     WRITER_STAGES,
     BenchOptions,
     _Memory,
@@ -20,7 +21,9 @@ from memcompile_langgraph.bench.runner import (
 from memcompile_langgraph.bench.synthetic import ASK, generate, questions
 from memcompile_langgraph.cli import main
 from memcompile_langgraph.cli.bench_cmd import table
+from memcompile_langgraph.config import MemCompileConfig
 from memcompile_langgraph.memory import MemCompile
+from memcompile_langgraph.runtime.engine import bundles
 from memcompile_langgraph.runtime.stage_clock import StageClock
 from memcompile_langgraph.text.terms import count_tokens
 
@@ -250,3 +253,16 @@ def test_startup_bench_times_each_command_as_a_fresh_process(capsys):
         and report["floor"]["import langgraph.graph"]["cpu_s_median"] > 0
     )
     assert main(["bench", "--startup", "--runs", "0"]) == 2  # a usage error, one line
+
+
+def test_the_bench_measures_the_dense_document_it_is_given(tmp_path, capsys):
+    store = tmp_path / "s"
+    argv = ["bench", "--turns", "250", "--queries", "3", "--no-peer", "--json", "--quiet", "--store", str(store)]
+    assert main([*argv, "--dense-document", "turn"]) == 0
+    assert json.loads(capsys.readouterr().out)["dense_document"] == "turn"
+    mem = MemCompile(store, config=MemCompileConfig(dense_document="turn"))
+    ids, _, stored = mem.engine.vectors.vectors(USER, sources=True)  # as the bench left them, before any load
+    index = mem.index(USER)
+    assert len(ids) == len(index.packets) and stored == mem.engine.sources(bundles(index, ids))
+    papers = MemCompile(None, config=MemCompileConfig(dense_document="packet")).engine
+    assert stored != papers.sources(bundles(index, ids))

@@ -23,6 +23,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, TypedDict
 
+from ..config import MemCompileConfig
 from ..memory import MemCompile
 from ..runtime.add_turns import INGEST_BATCH
 from .peer import NAME as PEER_NAME
@@ -51,6 +52,7 @@ class BenchOptions:
     seed: int = 7
     records_url: str | None = None  # also measure a served store (PostgreSQL records and/or a Chroma server)
     chroma_url: str | None = None
+    config: MemCompileConfig | None = None  # MemCompile's (default: the default profile)
 
     def served(self) -> StoreUrls:
         return {"records_url": self.records_url, "chroma_url": self.chroma_url}
@@ -224,7 +226,7 @@ def run_memcompile(
 ) -> list[dict[str, Any]]:
     """The bench over one store: the embedded one in `store`, or a served one by `urls` (MemCompile's *_url)."""
     urls = urls or {}
-    mem = MemCompile(store, **urls)
+    mem = MemCompile(store, config=opts.config, **urls)
     if mem.embeddings is not None:  # the model's memory is in the baseline: texts as long as the history's
         mem.embeddings.embed_documents([t["text"] for t in turns[:WARMUP_TEXTS]])
     gc.collect()
@@ -279,14 +281,14 @@ def run_memcompile(
     gc.collect()
     qs = questions(history, 40, seed=opts.seed, upto=opts.sizes[-1])
     if any(urls.values()):  # a served store: the first query of a new worker (records and vectors from the servers)
-        mem = _open_warm(store, urls)
+        mem = _open_warm(store, opts.config, urls)
         points[-1]["first_query_s"] = round(_timed(lambda: mem.compile(qs[0], user_id=USER))[0], 2)
         mem.close()
         return points
     assert store is not None  # an embedded store has its directory
     after_open = {**turns[-1], "dia_id": "after-open", "text": turns[-1]["text"] + " (said again after a restart)"}
-    points[-1].update(cold_start(store, qs[0], after_open))
-    points[-1].update(other_user_during_cold_load(store, turns[:OTHER_USER_TURNS], qs))
+    points[-1].update(cold_start(store, opts.config, qs[0], after_open))
+    points[-1].update(other_user_during_cold_load(store, opts.config, turns[:OTHER_USER_TURNS], qs))
     log(
         f"memcompile {opts.sizes[-1]} turns: first query {points[-1]['first_query_s']} s from the snapshot file, "
         f"{points[-1]['first_query_rebuild_s']} s rebuilt from the records; the first add after opening "
@@ -313,17 +315,17 @@ OTHER_USER = "bench-other"
 OTHER_USER_TURNS = 200
 
 
-def _open_warm(store: Path | None, urls: StoreUrls | None = None) -> MemCompile:
+def _open_warm(store: Path | None, config: MemCompileConfig | None, urls: StoreUrls | None = None) -> MemCompile:
     """The store opened as a worker that writes opens it (MemCompile.warm_up). Without urls: the embedded store,
     whatever $MEMCOMPILE_RECORDS_URL says."""
-    mem = MemCompile(store, **(urls or {"records_url": ""}))
+    mem = MemCompile(store, config=config, **(urls or {"records_url": ""}))
     mem.warm_up()
     if mem.embeddings is not None:
         mem.embeddings.embed_query("warm up the model")  # loading the model is not what is timed
     return mem
 
 
-def cold_start(store: Path, query: str, turn: dict) -> dict[str, Any]:
+def cold_start(store: Path, config: MemCompileConfig | None, query: str, turn: dict) -> dict[str, Any]:
     """The first query after opening the store: read from the persisted index snapshot, and rebuilt from the records
     (snapshot files removed, as on a store written before they existed). After the first, one turn is added: the
     first write after opening converts the snapshot to its writable (persistent) form. `cold_memory` holds each of
@@ -334,7 +336,7 @@ def cold_start(store: Path, query: str, turn: dict) -> dict[str, Any]:
         if not files:
             shutil.rmtree(store / "snapshots", ignore_errors=True)
         gc.collect()
-        mem = _open_warm(store)
+        mem = _open_warm(store, config)
         phase = _Memory()
         seconds, _ = _timed(lambda: mem.compile(query, user_id=USER))
         out[name], memory[name.removesuffix("_s")] = round(seconds, 2), phase.close()
@@ -347,16 +349,18 @@ def cold_start(store: Path, query: str, turn: dict) -> dict[str, Any]:
     return out
 
 
-def other_user_during_cold_load(store: Path, turns: list[dict], qs: list[str]) -> dict[str, Any]:
+def other_user_during_cold_load(
+    store: Path, config: MemCompileConfig | None, turns: list[dict], qs: list[str]
+) -> dict[str, Any]:
     """Query times of a small user alone, and while the big user loads cold (rebuilt from its records) beside it."""
     import threading
 
-    mem = _open_warm(store)
+    mem = _open_warm(store, config)
     mem.add_turns([{**t, "dia_id": f"O:{i}"} for i, t in enumerate(turns)], user_id=OTHER_USER)
     alone = [_timed(partial(mem.compile, q, user_id=OTHER_USER))[0] * 1000 for q in qs]
     mem.close()
     shutil.rmtree(store / "snapshots", ignore_errors=True)
-    mem = _open_warm(store)
+    mem = _open_warm(store, config)
     mem.compile(qs[0], user_id=OTHER_USER)
     loading = threading.Thread(target=mem.index, args=(USER,))
     loading.start()
@@ -443,6 +447,7 @@ def run_bench(opts: BenchOptions, log: Callable[[str], None] = lambda _: None) -
         "seed": opts.seed,
         "rss_mb_before_store": baseline,
         "dense": points[-1]["vectors"] > 0,
+        "dense_document": (opts.config or MemCompileConfig()).dense_document,
         "machine": machine(),
         "bench_s": round(time.perf_counter() - started, 1),
         "sizes": points,

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from . import UsageError
+from .profile_args import add_profile_arg, profile_config
 
 COLUMNS = (
     ("turns", "turns"),
@@ -145,6 +146,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         seed=args.seed,
         records_url=records_url_from(args.records_url),
         chroma_url=args.chroma_url,
+        config=profile_config(args),
     )
     log = (lambda msg: None) if args.quiet else (lambda msg: print(msg, file=sys.stderr, flush=True))
     report = run_bench(opts, log)
@@ -183,4 +185,5 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="instead: time `memcompile --help`, `stats` and `query` from process start to exit",
     )
     p.add_argument("--runs", type=int, default=5, help="runs per command with --startup (default 5, after a warm-up)")
+    add_profile_arg(p)
     p.set_defaults(func=cmd_bench)
