@@ -52,9 +52,9 @@ _YOU_VERBS = frozenset("like have do get are were don't haven't aren't weren't".
 _NOT_VERBS = frozenset(
     """guys all both two folks lot people too again soon later yet there here back now then anyway though tho today
     tonight tomorrow yesterday ever once well better worse closer right wrong fine ready free happy sick time many
-    luck sometime away apart along around throughout astray one money""".split()
+    luck sometime away apart along around throughout astray one money different""".split()
 )
-_ADJECTIVE_ENDINGS = ("able", "ible", "ful", "ous", "less", "ent", "ant", "ive", "ish")
+_ADJECTIVE_ENDINGS = ("able", "ible", "ful", "ous", "less")
 _YOU_GROUP = frozenset(["guys", "all", "both", "two"])
 _INVERTING_AUX = frozenset(
     "am are were have do don't haven't aren't weren't did didn't can can't could will won't would should "

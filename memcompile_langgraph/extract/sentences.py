@@ -31,8 +31,8 @@ _ABBREVIATION = re.compile(
 )
 # emphasis, code ticks, heading marks and LaTeX delimiters: layout, not words of the sentence
 _MARKUP = re.compile(r"\*\*|`|^[ \t]*#{1,6}[ \t]+|\\[\[\]()]", re.M)
-# a piece that is only a parenthesis ("(said on 2024-03-04).") is an aside to the sentence before it
-_ASIDE = re.compile(r"\([^()]*\)[.!?\u2026]*")
+# a piece that is only parentheses ("(said on 2024-03-04).") is an aside to the sentence before it
+_ASIDE = re.compile(r"(?:\([^()]*\)[.!?\u2026]*\s*)+")
 _COMPOUND = re.compile(
     r";\s+|\s+[-\u2013\u2014]+\s+(?=(?:I|I'm|I've|we|my|it|they|he|she)\b)|,\s+(?:and|but|so)\s+(?=(?:I|I'm|I've)\b)"
 )
