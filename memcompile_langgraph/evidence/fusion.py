@@ -24,6 +24,7 @@ from ..address.intent import addressed_speakers
 from ..config import MemCompileConfig
 from ..index.user import UserIndex
 from ..model import DenseHit, Intent, PacketScore
+from ..text.timeparse import spans_overlap, time_span
 
 
 def zscore(x: np.ndarray) -> np.ndarray:
@@ -68,6 +69,26 @@ def feedback_terms(index: UserIndex, top: np.ndarray, query: set[str], k: int) -
     return shared[:k]
 
 
+def dated_array(index: UserIndex, asked: str) -> np.ndarray:
+    """1.0 for packets about the time the question names ("on 1 May, 2022", "in April 2022"): said within it, or
+    with a claim whose event time overlaps it ("yesterday" said on 2 May)."""
+    out = np.zeros(len(index.packet_order))
+    span = time_span(asked)
+    if span is None:
+        return out
+    for i, packet_id in enumerate(index.packet_order):
+        said = time_span(index.packets[packet_id].session_time or "")
+        if said is not None and spans_overlap(said, span):
+            out[i] = 1.0
+            continue
+        for d in index.by_packet[packet_id]:
+            told = time_span(d.event_time) if d.event_time else None
+            if told is not None and spans_overlap(told, span):
+                out[i] = 1.0
+                break
+    return out
+
+
 def fused_scores(
     index: UserIndex,
     intent: Intent,
@@ -106,6 +127,8 @@ def fused_scores(
         signal = signal + cfg.fusion_recency * np.arange(n) / (n - 1)
     if intent.temporal:
         signal = signal + cfg.fusion_temporal * index.timed_array()
+    if intent.time and cfg.fusion_date:
+        signal = signal + cfg.fusion_date * dated_array(index, intent.time)
     if intent.people:
         named = index.speaker_mask(intent.people)
         signal = signal + cfg.fusion_speaker * named / len(intent.people)
