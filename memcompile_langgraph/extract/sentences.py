@@ -32,6 +32,8 @@ _ABBREVIATION = re.compile(
 # emphasis, code ticks, heading marks and LaTeX delimiters: layout, not words of the sentence
 _MARKUP = re.compile(r"\*\*|`|^[ \t]*#{1,6}[ \t]+|\\[\[\]()]", re.M)
 # a piece that is only parentheses ("(said on 2024-03-04).") is an aside to the sentence before it
+_LETTERS = re.compile(r"[^\W\d_]{2,}")
+_PARENTHESES = re.compile(r"\([^()]*\)")
 _ASIDE = re.compile(r"(?:\([^()]*\)[.!?\u2026]*\s*)+")
 _COMPOUND = re.compile(
     r";\s+|\s+[-\u2013\u2014]+\s+(?=(?:I|I'm|I've|we|my|it|they|he|she)\b)|,\s+(?:and|but|so)\s+(?=(?:I|I'm|I've)\b)"
@@ -88,6 +90,12 @@ def strip_vocatives(sentence: str, names: Names) -> str:
     """The sentence without opening interjections and names addressed at its start or end."""
     stripped = names.trailing.sub("", names.leading.sub("", sentence))
     return stripped.strip(" ,-\u2013\u2014")
+
+
+def has_words(sentence: str) -> bool:
+    """Whether the sentence has a word outside parentheses: a formula line ("c = 5", "5x = 80") or an aside alone
+    ("(said on 2024-03-04)") states nothing on its own."""
+    return bool(_LETTERS.search(_PARENTHESES.sub(" ", sentence)))
 
 
 def is_question(sentence: str) -> bool:
