@@ -108,6 +108,9 @@ class MemCompileConfig:
     fusion_next: float = 0.2  # support from the following turn of the session
     fusion_speaker: float = 1.5  # the packet's speaker is named in the query
     fusion_temporal: float = 0.3  # a temporal query and a packet whose claims carry an event time
+    # a query naming a time ("on 1 May, 2022", "in April 2022") and a packet said within it or with a claim about
+    # it; chosen under 5-fold CV on both dev sets (docs/cross-validation.md); 0 = off
+    fusion_date: float = 3.0
     # a user-assistant memory: the user asks, so "I/my" points at the user's turns and "you" at the assistant's
     # (the names the remember node and the BEAM loader store); no effect where no speaker has these names (LoCoMo)
     fusion_addressed: float = 3.0  # the best of the weights tried on BEAM (higher ones crowd out other evidence)

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from memcompile_langgraph.config import MemCompileConfig
 from memcompile_langgraph.eval import fusion_fit
 from memcompile_langgraph.eval.crossval import make_folds
-from memcompile_langgraph.evidence.fusion import FUSION_WEIGHTS, fused_scores, weights_of
+from memcompile_langgraph.evidence.fusion import BONUS_SIGNALS, FUSION_WEIGHTS, fused_scores, weights_of
 from memcompile_langgraph.evidence.fusion_model import (
     Example,
     FusionModelError,
@@ -80,14 +80,14 @@ def test_the_model_reproduces_a_hand_computed_score():
         base=np.array([[1.0, 0, 0, 2.0, -1.0]]),
         previous=np.array([[0.5, 0, 0, 1.0, 0.0]]),
         following=np.array([[-3.0, 0, 0, 0.0, 0.0]]),  # a negative neighbour lends nothing
-        bonus=np.array([[-1.0, 0.5, 1.0, 0.0, 1.0]]),
+        bonus=np.array([[-1.0, 0.5, 1.0, 1.0, 0.0, 1.0]]),
         feedback=np.array([2.0]),
         gold=np.array([True]),
     )
     w = dict(HAND)
     # base: 1*1 + 1*2 + 0.5*(-1) = 2.5; previous: 0.2 * (0.5 + 1) = 0.3; next: 0; asking -1.5, recency 0,
-    # temporal 0.3, addressed 3.0; feedback 0.2 * 2
-    expected = 2.5 + 0.3 + 0.0 - 1.5 + 0.0 + 0.3 + 3.0 + 0.4
+    # temporal 0.3, date 3.0, addressed 3.0; feedback 0.2 * 2
+    expected = 2.5 + 0.3 + 0.0 - 1.5 + 0.0 + 0.3 + 3.0 + 3.0 + 0.4
     assert example_scores(ex, w)[0] == pytest.approx(expected, abs=1e-12)
 
 
@@ -100,7 +100,7 @@ def _planted(seed: int, n: int = 40, m: int = 30) -> list[Example]:
         gold = np.zeros(m, dtype=bool)
         gold[rng.integers(m)] = True
         base[gold, 1] += 3.0
-        out.append(Example(base, np.zeros((m, 5)), np.zeros((m, 5)), np.zeros((m, 5)), np.zeros(m), gold))
+        out.append(Example(base, np.zeros((m, 5)), np.zeros((m, 5)), np.zeros((m, len(BONUS_SIGNALS))), np.zeros(m), gold))
     return out
 
 

@@ -73,7 +73,14 @@ def feedback_terms(index: UserIndex, top: np.ndarray, query: set[str], k: int) -
 # feedback pass. A fitted model (evidence/fusion_model.py) is another set of these weights.
 BASE_SIGNALS = ("fusion_lexical", "fusion_passage", "fusion_address", "fusion_dense", "fusion_dense_question")
 NEIGHBOUR_WEIGHTS = ("fusion_previous", "fusion_next")
-BONUS_SIGNALS = ("fusion_asking", "fusion_recency", "fusion_temporal", "fusion_speaker", "fusion_addressed")
+BONUS_SIGNALS = (
+    "fusion_asking",
+    "fusion_recency",
+    "fusion_temporal",
+    "fusion_date",
+    "fusion_speaker",
+    "fusion_addressed",
+)
 FEEDBACK_WEIGHT = "fusion_feedback"
 FUSION_WEIGHTS = (*BASE_SIGNALS, *NEIGHBOUR_WEIGHTS, *BONUS_SIGNALS, FEEDBACK_WEIGHT)
 
@@ -118,6 +125,8 @@ def fusion_signals(
         out["fusion_recency"] = np.arange(n) / (n - 1)
     if intent.temporal and want("fusion_temporal"):
         out["fusion_temporal"] = index.timed_array()
+    if intent.time and want("fusion_date"):
+        out["fusion_date"] = index.dated_array(intent.time)
     if intent.people and want("fusion_speaker"):
         out["fusion_speaker"] = index.speaker_mask(intent.people) / len(intent.people)
     addressed = addressed_speakers(intent.query, cfg.self_speaker, cfg.assistant_speaker)

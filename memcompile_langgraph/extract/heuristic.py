@@ -28,7 +28,7 @@ from .keywords import keyword_phrases
 from .names import Names, names_for
 from .reply import lower_function_word, open_question, opening_answer
 from .rewrite import Rewriter, rewriter
-from .sentences import ACKNOWLEDGEMENT, content_words, is_question, split_sentences, strip_vocatives
+from .sentences import ACKNOWLEDGEMENT, content_words, has_words, is_question, split_sentences, strip_vocatives
 
 _SPACES = re.compile(r"\s+")
 _CAPTION_LEAD = re.compile(r"^(?:a|an|the)\s+(?:photo(?:graph|graphy)?|picture|image|pic|snapshot)\s+of\s+", re.I)
@@ -101,7 +101,7 @@ class HeuristicExtractor:
             question = lower_function_word(rewrite(sentence))
             ask = f"{speaker} asked {addressee}" if addressee and addressee not in question else f"{speaker} asked"
             return f"{ask}: {question}"
-        if not content or ACKNOWLEDGEMENT.match(unit):
+        if not content or ACKNOWLEDGEMENT.match(unit) or not has_words(sentence):
             return None
         claim = rewrite(sentence)
         return claim if names.find(claim) else f"{speaker} said: {_capitalize(claim)}"

@@ -8,7 +8,7 @@ from ..text.terms import STOPWORDS
 from .keywords import GENERIC
 from .names import Names
 from .rewrite import rewriter
-from .sentences import ACKNOWLEDGEMENT, content_words, is_question, split_sentences, strip_vocatives
+from .sentences import ACKNOWLEDGEMENT, content_words, has_words, is_question, split_sentences, strip_vocatives
 
 _ANSWER_MARKERS = (
     "yes",
@@ -76,7 +76,9 @@ def opening_answer(units: list[str], names: Names, max_words: int) -> tuple[str,
     with one. The reply is the first unit with content, a yes/no or a question mark (which means no reply),
     or an all-filler turn's first non-greeting ("Loved it."); it must start with yes/no or be at most
     `max_words` long."""
-    candidates = [i for i, u in enumerate(units) if strip_vocatives(u, names) and not ACKNOWLEDGEMENT.match(u)]
+    candidates = [
+        i for i, u in enumerate(units) if strip_vocatives(u, names) and not ACKNOWLEDGEMENT.match(u) and has_words(u)
+    ]
     if not candidates:
         return None
     informative = (

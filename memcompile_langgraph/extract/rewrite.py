@@ -2,13 +2,16 @@
 
 First person becomes the speaker ("I'm" -> "Caroline is", "my" -> "Caroline's"); "we"/"us" become "<Speaker> and
 others" and "our" "<Speaker>'s", because "we" is as often friends or a partner as it is family. Second person
-becomes the addressee, when there is one. The verb next to a rewritten "I"/"you" is put in the third person.
+becomes the addressee, when there is one. The verb next to a rewritten "I"/"you" is put in the third person; after
+"you" that is any content word unless "you" is an object there ("makes you feel").
 """
 
 from __future__ import annotations
 
 import re
 from functools import lru_cache
+
+from ..text.terms import STOPWORDS
 
 _TOKEN = re.compile(r"\w+(?:'\w+)*|[^\w]+")
 _FIRST_PERSON = frozenset(
@@ -28,6 +31,7 @@ _KEEP_VERB = frozenset(
     set let cost beat bet spread ought used can't couldn't won't wouldn't shouldn't didn't wasn't mustn't
     mightn't ain't gotta gonna wanna learnt dreamt burnt spelt hid bit slid dug swore tore wove""".split()
 )
+_PREFIXES = ("over", "under", "with", "mis", "out", "fore", "re", "be")
 _THIRD_PERSON = {
     "am": "is",
     "are": "is",
@@ -41,26 +45,30 @@ _THIRD_PERSON = {
     "aren't": "isn't",
     "weren't": "wasn't",
 }
-# Verbs "you" is commonly the subject of; other words after "you" are left alone (it may be an object).
-_YOU_VERBS = frozenset(
-    """like love want need think know feel have do go make take get see enjoy remember mean miss say wish guess
-    believe find keep play work live plan agree understand look seem sound deserve prefer appreciate hope try
-    are were don't haven't aren't weren't""".split()
+# Function words that are verbs: after a subject "you" these agree; any other function word after "you" is not
+# its verb ("you all", "you too", "you more").
+_YOU_VERBS = frozenset("like have do get are were don't haven't aren't weren't".split())
+# Content words that follow "you" without being its verb: groups, time and place adverbs ("see you soon").
+_NOT_VERBS = frozenset(
+    """guys all both two folks lot people too again soon later yet there here back now then anyway though tho today
+    tonight tomorrow yesterday ever once well better worse closer right wrong fine ready free happy sick time many
+    luck sometime away apart along around throughout astray one money different""".split()
 )
+_ADJECTIVE_ENDINGS = ("able", "ible", "ful", "ous", "less")
 _YOU_GROUP = frozenset(["guys", "all", "both", "two"])
 _INVERTING_AUX = frozenset(
     "am are were have do don't haven't aren't weren't did didn't can can't could will won't would should "
-    "shall might must may let to does has".split()
+    "shall might must may let to does has how'd what'd where'd why'd when'd who'd".split()
 )
 # After these "you" is an object and a verb that follows is bare ("makes you feel", "help you find", "gives you
-# hope", "proud of you"); after any other word a "you" followed by one of _YOU_VERBS is its subject ("the people you
-# work with", "ensure you have", "than you think"). Listing the object side: the subject side is open-ended
+# hope", "proud of you"); after any other word a "you" followed by a verb (_verb_after_you) is its subject ("the
+# people you work with", "ensure you have", "than you think", and "I heard you work as": in chat "heard" and
+# "noticed" report a clause). Listing the object side: the subject side is open-ended
 _YOU_OBJECT_AFTER = frozenset(
     """make makes made making let lets letting help helps helped helping see sees saw seen seeing watch watched
-    watching hear hears heard hearing notice noticed give gives gave giving send sends sent bring brings brought
-    show shows showed tell tells told teach taught offer offers offered get gets got keep keeps kept thank thanks
-    wish wishes wished love loved miss missed need needs needed want wants wanted ask asks asked to for with at of
-    from about by on into""".split()
+    watching give gives gave giving send sends sent bring brings brought wishing show shows showed tell tells told
+    teach taught offer offers offered get gets got keep keeps kept thank thanks wish wishes wished love loved miss
+    missed need needs needed want wants wanted ask asks asked to for with at of from about by on into""".split()
 )
 
 
@@ -69,13 +77,18 @@ def _third_person(verb: str) -> str:
     if lower in _THIRD_PERSON:
         return _match_case(_THIRD_PERSON[lower], verb)
     past = lower.endswith("ed") and not lower.endswith("eed")  # "need" takes an -s, "walked" does not
-    if lower in _KEEP_VERB or past or "'" in lower or not lower.isalpha():
+    if _keeps_form(lower) or past or "'" in lower or not lower.isalpha():
         return verb
     if lower.endswith(("ss", "sh", "ch", "x", "z", "o", "us")):
         return verb + "es"
     if lower.endswith("y") and len(lower) > 2 and lower[-2] not in "aeiou":
         return verb[:-1] + "ies"
     return verb + "s"
+
+
+def _keeps_form(lower: str) -> bool:
+    """A modal or past form, also with a prefix ("overcame", "understood", "withheld")."""
+    return lower in _KEEP_VERB or any(lower.startswith(p) and lower[len(p) :] in _KEEP_VERB for p in _PREFIXES)
 
 
 def _match_case(word: str, like: str) -> str:
@@ -150,6 +163,8 @@ class Rewriter:
             self._agree(source, out, at, n, always=True)
 
     def _second(self, source: list[str], out: list[str], at: list[int], n: int, lower: str) -> None:
+        if source[at[n] - 1 : at[n]] == ["-"]:  # part of a compound word: "a thank-you note"
+            return
         if lower == "you" and _word(source, at, n + 1) in _YOU_GROUP and _adjacent(source, at, n):
             out[at[n]], out[at[n] + 1], out[at[n + 1]] = f"{self.addressee} and others", "", ""
             return
@@ -176,9 +191,26 @@ class Rewriter:
             elif _is_adverb(word):
                 k += 1
             else:
-                if always or word in _YOU_VERBS:
+                if always or _verb_after_you(source[at[k]]):
                     out[at[k]] = _third_person(source[at[k]])
                 return
+
+
+def _verb_after_you(token: str) -> bool:
+    """Whether the word after a subject "you" is its verb: any lower-case content word but a few adverbs and
+    group words ("when you start", "the tools you use"; not "you guys", "see you soon", "you Caroline")."""
+    lower = token.lower()
+    if lower in _YOU_VERBS:
+        return True
+    return (
+        token.isalpha()
+        and token.islower()
+        and lower not in STOPWORDS
+        and lower not in _NOT_VERBS
+        and not lower.endswith("ing")  # "remember you saying": a participle, no agreement
+        and not (lower.endswith("s") and not lower.endswith(("ss", "us")))  # a plural or a verb that agrees
+        and not lower.endswith(_ADJECTIVE_ENDINGS)  # "makes you accountable", "serve you well"
+    )
 
 
 def _word(source: list[str], at: list[int], n: int) -> str:

@@ -29,7 +29,12 @@ _BOUNDARY = re.compile(r"(?<=[.!?\u2026])[\"')\]\u201d\u2019]*\s+|\s*\n+\s*")
 _ABBREVIATION = re.compile(
     r"(?:\b(?i:Mr|Mrs|Ms|Dr|St|Jr|Sr|Prof|Mt|Ft|vs|approx|e\.g|i\.e)|(?<![\w'])[A-Z]|^\d{1,2})\.$"
 )
-_MARKUP = re.compile(r"\*\*|`")
+# emphasis, code ticks, heading marks and LaTeX delimiters: layout, not words of the sentence
+_MARKUP = re.compile(r"\*\*|`|^[ \t]*#{1,6}[ \t]+|\\[\[\]()]", re.M)
+# a piece that is only parentheses ("(said on 2024-03-04).") is an aside to the sentence before it
+_LETTERS = re.compile(r"[^\W\d_]{2,}")
+_PARENTHESES = re.compile(r"\([^()]*\)")
+_ASIDE = re.compile(r"(?:\([^()]*\)[.!?\u2026]*\s*)+")
 _COMPOUND = re.compile(
     r";\s+|\s+[-\u2013\u2014]+\s+(?=(?:I|I'm|I've|we|my|it|they|he|she)\b)|,\s+(?:and|but|so)\s+(?=(?:I|I'm|I've)\b)"
 )
@@ -49,14 +54,15 @@ def has_negation(claim: str) -> bool:
 
 @lru_cache(maxsize=8192)
 def split_sentences(text: str) -> tuple[str, ...]:
-    """Sentences of a turn (emoji act as boundaries); abbreviations such as "Mr." do not end a sentence."""
+    """Sentences of a turn (emoji act as boundaries); abbreviations such as "Mr." do not end a sentence, and a
+    parenthesis standing alone stays with the sentence before it."""
     text = _EMOJI.sub("\n", _MARKUP.sub("", normalize_quotes(clean_text(text))))
     pieces: list[str] = []
     for piece in _BOUNDARY.split(text):
         piece = piece.strip()
         if not piece:
             continue
-        if pieces and _ABBREVIATION.search(pieces[-1]):
+        if pieces and (_ABBREVIATION.search(pieces[-1]) or _ASIDE.fullmatch(piece)):
             pieces[-1] = f"{pieces[-1]} {piece}"
         else:
             pieces.append(piece)
@@ -84,6 +90,12 @@ def strip_vocatives(sentence: str, names: Names) -> str:
     """The sentence without opening interjections and names addressed at its start or end."""
     stripped = names.trailing.sub("", names.leading.sub("", sentence))
     return stripped.strip(" ,-\u2013\u2014")
+
+
+def has_words(sentence: str) -> bool:
+    """Whether the sentence has a word outside parentheses: a formula line ("c = 5", "5x = 80") or an aside alone
+    ("(said on 2024-03-04)") states nothing on its own."""
+    return bool(_LETTERS.search(_PARENTHESES.sub(" ", sentence)))
 
 
 def is_question(sentence: str) -> bool:

@@ -14,6 +14,7 @@ from ..address.dense import PacketVectors
 from ..config import MemCompileConfig
 from ..model import Descriptor, SourcePacket
 from ..text.terms import only_asks, terms
+from ..text.timeparse import time_span
 from .gc_pause import gc_paused
 from .persistent import Forkable, Rows
 
@@ -121,6 +122,8 @@ class UserIndex(Forkable):
     _claim_rows: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64), repr=False)
     _timed: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
     _asking: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
+    _spans: np.ndarray = field(default_factory=lambda: np.zeros((0, 3), np.int64), repr=False)
+    _spans_read: int = field(default=0, repr=False)  # packets whose spans _spans holds
 
     def __post_init__(self) -> None:
         self.layout = CellLayout(self.cfg)
@@ -186,6 +189,34 @@ class UserIndex(Forkable):
             tail = np.fromiter((not p.image_caption and only_asks(p.text) for p in packets), np.float64, n - done)
             self._asking = np.concatenate([self._asking[:done], tail])
         return self._asking
+
+    def dated_array(self, asked: str) -> np.ndarray:
+        """1.0 for packets about the time a question names ("on 1 May, 2022", "in April 2022"): said within it, or
+        with a claim whose event time overlaps it ("yesterday" said on 2 May)."""
+        out = np.zeros(len(self.packet_order))
+        span = time_span(asked)
+        if span is not None:
+            rows, first, last = self._time_spans()
+            out[rows[(first <= span[1].toordinal()) & (last >= span[0].toordinal())]] = 1.0
+        return out
+
+    def _time_spans(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(packet row, first day, last day) of every span a packet is about: its session's time and its claims'
+        event times, as day ordinals; packets are append-only, so only new ones are read (a new array: a fork
+        shares the old one)."""
+        n = len(self.packet_order)
+        if self._spans_read != n:
+            done = self._spans_read if self._spans_read < n else 0
+            spans = []
+            for row in range(done, n):
+                p = self.packets[self.packet_order[row]]
+                for value in (p.session_time or "", *(d.event_time for d in self.by_packet[p.packet_id])):
+                    if value and (span := time_span(value)) is not None:
+                        spans.append((row, span[0].toordinal(), span[1].toordinal()))
+            known = self._spans if done else self._spans[:0]
+            self._spans = np.concatenate([known, np.array(spans, dtype=np.int64).reshape(-1, 3)])
+            self._spans_read = n
+        return self._spans[:, 0], self._spans[:, 1], self._spans[:, 2]
 
     def speaker_mask(self, names: Iterable[str]) -> np.ndarray:
         """1.0 for packets spoken by one of the names (compared as integer codes: isin over 20k strings took ~2 ms)."""

@@ -402,3 +402,45 @@ _RESOLVERS = {
     "day": _resolve_day,
     "yr": _resolve_yr,
 }
+
+
+# --- spans: the days a normalized time covers ---
+
+_ISO_DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_ISO_MONTH = re.compile(r"^(\d{4})-(\d{2})$")
+_SPAN_SEASON = re.compile(r"^(\d{4})-([a-z]+)$")
+
+
+def _month_end(year: int, month: int) -> date:
+    y, m = _shift_month(year, month, 1)
+    return date(y, m, 1) - timedelta(days=1)
+
+
+@lru_cache(maxsize=8192)
+def time_span(value: str) -> tuple[date, date] | None:
+    """The first and last day a normalize_event_time value covers (a session time's date too); None when it is
+    empty or unreadable."""
+    value = value.strip()
+    try:
+        if value.startswith("week of "):
+            monday = date.fromisoformat(value[8:])
+            return monday, monday + timedelta(days=6)
+        if _ISO_DAY.match(value[:10]) and (len(value) == 10 or value[10] in "T "):
+            day = date.fromisoformat(value[:10])
+            return day, day
+        if month := _ISO_MONTH.match(value):
+            year, number = int(month[1]), int(month[2])
+            return date(year, number, 1), _month_end(year, number)
+        if value.isdecimal() and len(value) == 4:
+            return date(int(value), 1, 1), date(int(value), 12, 31)
+        if (season := _SPAN_SEASON.match(value)) and season[2] in _SEASON_START:
+            year, first = int(season[1]), _SEASON_START[season[2]]
+            last_year, last = _shift_month(year, first, 2)
+            return date(year, first, 1), _month_end(last_year, last)
+    except ValueError:
+        return None
+    return None
+
+
+def spans_overlap(a: tuple[date, date], b: tuple[date, date]) -> bool:
+    return a[0] <= b[1] and b[0] <= a[1]

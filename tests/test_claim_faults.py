@@ -1,0 +1,126 @@
+"""Claims of the heuristic extractor read right: never empty of content, never only a frame or a date, verbs agree
+with the names "I"/"you" are rewritten to; counted by class over both dev sets (support/claim_faults.py)."""
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from support.claim_faults import BASE_VERBS, count_faults, dialogue_claims, faults
+from support.paths import SHARED
+from test_heuristic import context
+
+from memcompile_langgraph.eval.beam import load_beam
+from memcompile_langgraph.eval.locomo import load_locomo
+from memcompile_langgraph.extract.heuristic import HeuristicExtractor
+
+EX = HeuristicExtractor()
+NAMES = ("Caroline", "Melanie")
+
+# pieces a turn is made of: plain clauses, "you"/"I" clauses, asides, dates, markup, code and formula lines
+VERBS = sorted(BASE_VERBS - {"are", "were", "am", "have", "do"})
+OBJECTS = ["the garden", "a new job", "pottery", "it", "my sister", "your plan", "on weekends"]
+SUBJECT_CLAUSE = st.builds(
+    lambda lead, subject, verb, obj: f"{lead}{subject} {verb} {obj}",
+    st.sampled_from(["", "When ", "I think ", "The people ", "I heard ", "If ", "It's great that "]),
+    st.sampled_from(["you", "I"]),
+    st.sampled_from(VERBS),
+    st.sampled_from(OBJECTS),
+)
+PIECE = st.one_of(
+    SUBJECT_CLAUSE.map(lambda s: s + "."),
+    st.sampled_from(
+        [
+            "(said on 2024-03-04).",
+            "(2023-05-07)",
+            "\n### Conclusion\n",
+            "\n#### Step 2\n",
+            "\\[ c^2 = 25 \\]",
+            "c = 5.",
+            "5x = 80",
+            "(async () => {",
+            "Thanks!",
+            "Haha yes!",
+            "Did you go?",
+            "What is the name of my dog?",
+            "My dog is called Rex.",
+            "On 8 May, 2023.",
+            "[Date]",
+        ]
+    ),
+    st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=40),
+)
+TURN = st.lists(PIECE, min_size=1, max_size=6).map(lambda pieces: " ".join(pieces))
+
+
+def claims_of(text, previous="How are you doing with the garden?"):
+    ctx = context(text, previous=previous)
+    return EX.facts(ctx)
+
+
+@settings(max_examples=300, deadline=None)
+@given(TURN, st.one_of(st.none(), TURN))
+def test_no_claim_is_empty_only_a_frame_or_a_date(text, previous):
+    for claim in claims_of(text, previous):
+        assert claim.strip()
+        assert "no_content" not in faults(claim, NAMES), claim
+        assert "markup" not in faults(claim, NAMES), claim
+
+
+@settings(max_examples=300, deadline=None)
+@given(SUBJECT_CLAUSE)
+def test_a_rewritten_subject_agrees_with_its_verb(clause):
+    for claim in claims_of(clause + "."):
+        assert "agreement" not in faults(claim, NAMES), claim
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("I heard you work as a marine biologist.", "Caroline heard Melanie works as a marine biologist."),
+        ("Can't wait to see what you come up with!", "Can't wait to see what Melanie comes up with!"),
+        ("It's great that you care so much about your pets!", "It's great that Melanie cares so much"),
+        ("I remember you saying that.", "Caroline remembers Melanie saying that."),
+        ("You overcame those challenges.", "Melanie overcame those challenges."),
+        ("That makes you accountable for it.", "That makes Melanie accountable for it."),
+        ("Send them a thank-you note after the interview.", "Send them a thank-you note after the interview."),
+    ],
+)
+def test_named_agreement_examples(text, expected):
+    assert any(expected in c for c in claims_of(text)), claims_of(text)
+
+
+def test_a_date_aside_stays_with_its_sentence():
+    reply = "From memory [m-1], quoted by the offline reader: User's dog is called Rex. (said on 2024-03-04)"
+    claims = EX.facts(context(reply, speaker="Assistant", previous="What is my dog called?", previous_speaker="User"))
+    assert claims and all("(said on 2024-03-04)" not in c or "Rex" in c for c in claims)
+    assert not any(c.startswith("Assistant said: (said") for c in claims)
+
+
+def test_markup_and_formula_lines():
+    claims = claims_of("### Conclusion\nThe area is \\( 24 \\) square metres.\nc = 5\nI finished the course.", None)
+    assert "Caroline said: Conclusion." in claims
+    assert "Caroline said: The area is 24 square metres." in claims
+    assert not any("c = 5" in c or "#" in c or "\\(" in c for c in claims)
+
+
+@pytest.mark.parametrize(
+    "claim, found",
+    [
+        ("Assistant said: (said on 2024-03-04).", {"no_content"}),
+        ("Alice work as a marine biologist.", {"agreement"}),
+        ("Alice works as a marine biologist.", set()),
+        ("Bob asked Alice: does Alice like it?", set()),
+        ("Assistant said: ### Conclusion.", {"markup"}),
+        ("Assistant said: (async () => {.", {"code"}),
+    ],
+)
+def test_the_checker_classifies(claim, found):
+    assert faults(claim, ("Alice", "Bob", "Assistant")) == found
+
+
+def test_dev_sets_have_no_empty_or_markup_claims_and_few_agreement_errors():
+    for bench in (load_locomo(SHARED / "data/locomo/locomo10-dev.json"), load_beam(SHARED / "data/beam/100K")):
+        counts = count_faults(pair for d in bench.dialogues for pair in dialogue_claims(d.turns, d.user_id))
+        assert counts["claims"] > 10_000
+        assert counts["no_content"] == 0
+        assert counts["markup"] <= counts["claims"] // 10_000
+        assert counts["agreement"] <= counts["claims"] // 2_000
