@@ -100,7 +100,9 @@ def _planted(seed: int, n: int = 40, m: int = 30) -> list[Example]:
         gold = np.zeros(m, dtype=bool)
         gold[rng.integers(m)] = True
         base[gold, 1] += 3.0
-        out.append(Example(base, np.zeros((m, 5)), np.zeros((m, 5)), np.zeros((m, len(BONUS_SIGNALS))), np.zeros(m), gold))
+        out.append(
+            Example(base, np.zeros((m, 5)), np.zeros((m, 5)), np.zeros((m, len(BONUS_SIGNALS))), np.zeros(m), gold)
+        )
     return out
 
 
