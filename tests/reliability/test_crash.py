@@ -9,6 +9,7 @@ import random
 import signal
 import time
 
+import numpy as np
 import pytest
 
 from .harness import memcompile, rows, snapshot, spawn, vector_view
@@ -84,8 +85,11 @@ def test_sigkill_at_any_moment_then_rerun_equals_a_clean_run(conversation_file, 
     assert got["packets"] == expected["packets"]  # every turn exactly once, same ids
     assert got["descriptors"] == expected["descriptors"]  # same claims, metadata and Cells
     ids = {p[0] for p in got["packets"]}
-    assert got["vector_ids"] == ids == got["searchable_ids"]
-    assert expected["vector_ids"] == ids == expected["searchable_ids"]
+    assert got["vector_ids"] == ids == got["indexed_ids"]
+    assert expected["vector_ids"] == ids == expected["indexed_ids"]
+    # each vector built from its packet's document as the clean run built it (not one a killed run left half-made)
+    for pid in ids:
+        assert np.allclose(got["vectors"][pid], expected["vectors"][pid], atol=1e-6), pid
 
     # a further run stores nothing and changes nothing
     run = memcompile("ingest", path, *crashed.cli, "--quiet")
