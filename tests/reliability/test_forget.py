@@ -105,7 +105,7 @@ def test_forget_removes_every_trace_of_the_user(two_users, embeddings):
     assert _byte_hits(store, MARK, *gone_ids, *gone_vectors) == []  # nor in free pages, the WAL or index files
     assert mem.engine.vectors.name("gone") not in {c.name for c in mem.engine.vectors.client.list_collections()}
     view = vector_view(store, "gone")
-    assert view["vector_ids"] == view["searchable_ids"] == set()
+    assert view["vector_ids"] == view["indexed_ids"] == set()
     assert reader.compile(f"{MARK}003x kayak trip", user_id="gone").packets == []  # gone for every reader
     assert "gone" not in reader.users() and reader.stats("gone")["packets"] == 0
     reader.close()
@@ -145,7 +145,7 @@ def test_delete_turns_removes_turns_descriptors_cells_and_vectors(two_users, emb
     assert _table_hits(store.tables(), [*texts, *victim_pids]) == []
     assert _byte_hits(store, *texts, *victim_pids, *victim_vectors) == []
     view = vector_view(store, "gone")
-    assert not victim_pids & (view["vector_ids"] | view["searchable_ids"])
+    assert not victim_pids & (view["vector_ids"] | view["indexed_ids"])
     assert view["vector_ids"] == packet_ids(store, "gone")
 
 
