@@ -121,7 +121,7 @@ def rechain(tx: Tx, user_id: str, first_seq: int) -> str:
 
 
 class SqlRecords(ABC):
-    """A RecordsStore over SQL: what a database adds is below the abstract methods and the spellings."""
+    """A RecordsStore over SQL; a database's subclass gives the abstract methods and the spellings below."""
 
     INTEGER: ClassVar[str]  # a 64-bit integer column
     REAL: ClassVar[str]  # a double column
