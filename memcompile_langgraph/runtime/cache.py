@@ -110,8 +110,8 @@ class IndexCache:
                 if not entry.holders:
                     del self._load_locks[user_id]
 
-    def _repair(self, index: UserIndex) -> None:
-        outcome = reconcile(self.engine, index, writer=False)
+    def _repair(self, index: UserIndex, read: dict[str, str | None] | None = None) -> None:
+        outcome = reconcile(self.engine, index, writer=False, read=read)
         self._retry.discard(index.user_id)
         if outcome == BUSY:
             self._retry.add(index.user_id)
@@ -199,11 +199,11 @@ class IndexCache:
             index.extend(loaded.packets, loaded.descriptors)
         index.version, index.epoch, index.digest = loaded.version, epoch, loaded.digest
         try:
-            self._read_vectors(index, [p.packet_id for p in loaded.packets], tail)
+            read = self._read_vectors(index, [p.packet_id for p in loaded.packets], tail)
             # a full load checks the vectors (also of a user with no records: a forget interrupted); a load from a
             # snapshot repairs the ones its newer records lack (a crash before they were stored)
             if base is None or self._lacks_vectors(index):
-                self._repair(index)
+                self._repair(index, read)
         except VectorStoreError as exc:  # the lexical channels still answer; the dense one sits out (dense_node)
             self.engine.warn_once(f"vectors:{user_id}", f"dense channel off for user {user_id!r}: {exc}")
             return index  # not saved: a snapshot file without its vectors would hide them once repaired
@@ -219,26 +219,29 @@ class IndexCache:
             and not engine.foreign_vectors(index.user_id)
         )
 
-    def _read_vectors(self, index: UserIndex, packet_ids: list[str], tail: dict[str, np.ndarray] | None = None) -> None:
-        """Vectors of newly loaded packets: from the snapshot's tail file where it has them, else the vector store."""
+    def _read_vectors(
+        self, index: UserIndex, packet_ids: list[str], tail: dict[str, np.ndarray] | None = None
+    ) -> dict[str, str | None] | None:
+        """Vectors of newly loaded packets: from the snapshot's tail file where it has them, else the vector store.
+        Returns the sources of all the user's vectors when it read them all (an index with none yet), else None."""
         engine = self.engine
         if engine.embeddings is None or not packet_ids or engine.foreign_vectors(index.user_id):
-            return
+            return None
         if tail:
             found = [p for p in packet_ids if p in tail]
             index.vectors.set(found, [tail[p] for p in found])
             packet_ids = [p for p in packet_ids if p not in tail]
             if not packet_ids:
-                return
-        ids, vectors, sources = engine.vectors.vectors(
-            index.user_id, packet_ids if index.vectors else None, sources=True
-        )
+                return None
+        whole = not index.vectors
+        ids, vectors, sources = engine.vectors.vectors(index.user_id, None if whole else packet_ids, sources=True)
         known = [k for k, i in enumerate(ids) if i in index.packets]
         # a vector built from other content than its packet's document (a row edited by hand) is left out: the
         # full load's reconcile makes it again
         ok = engine.built_from_current(index, [ids[k] for k in known], [sources[k] for k in known])
         known = [k for k, good in zip(known, ok) if good]
         index.vectors.set([ids[k] for k in known], [vectors[k] for k in known])
+        return dict(zip(ids, sources)) if whole else None
 
     def persist_all(self) -> None:
         """Saves every cached snapshot whose file lags behind by 1/64 of its packets or more (at close: the next

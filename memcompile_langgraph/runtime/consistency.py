@@ -31,11 +31,14 @@ REEMBED_CHUNK = 2048  # packets embedded and stored at a time when a user's vect
 DONE, BUSY, STALE, FOR_WRITER = "done", "busy", "stale", "for_writer"  # what reconcile could do
 
 
-def reconcile(engine: Engine, index: UserIndex, writer: bool, restamp: bool = False) -> str:
+def reconcile(
+    engine: Engine, index: UserIndex, writer: bool, restamp: bool = False, read: dict[str, str | None] | None = None
+) -> str:
     """Brings the vector store in line with `index` (the records at index.version), whose matrix gains the vectors
     it makes. BUSY: another writer holds the user (try again later); STALE: the records moved on since `index`
     was loaded (nothing touched); FOR_WRITER: a reader met more vectors to make than it repairs. restamp: also
-    make again every vector written before digests (else only as many as a reader repairs)."""
+    make again every vector written before digests (else only as many as a reader repairs). read: the sources of
+    all the user's vectors as the load of `index` read them (vectors.vectors with sources)."""
     user = index.user_id
     if engine.embeddings is None or (not index.packets and not engine.vectors.ids(user)):
         return DONE  # nothing to repair (e.g. an unknown user): no lock taken, no lock file made
@@ -45,7 +48,10 @@ def reconcile(engine: Engine, index: UserIndex, writer: bool, restamp: bool = Fa
         # a reader comparing an older load with the vectors would delete the ones a live writer just added
         if engine.records.version(user) != index.version:
             return STALE
-        stored = engine.vectors.sources(user)  # packet id -> digest of what its vector was built from
+        # packet id -> digest of what its vector was built from. What the load read is still all there is when it
+        # covers every packet: at one version, vectors are only ever added for packets that lack one (a writer's,
+        # stored after its unit), else they are read again
+        stored = read if read is not None and all(p in read for p in index.packets) else engine.vectors.sources(user)
         if stored and not index.packets:
             engine.vectors.drop(user)  # a forget interrupted between records and vectors
             return DONE

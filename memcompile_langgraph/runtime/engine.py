@@ -9,7 +9,7 @@ from collections.abc import Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from langchain_core.embeddings import Embeddings
 
@@ -32,6 +32,13 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 Bundles = list[tuple[SourcePacket, list[Descriptor]]]  # packets with their claim bundles: what z(p) is made of
+
+
+class Embedded(NamedTuple):
+    """Packets' vectors and their sources (Engine.sources), in the packets' order."""
+
+    vectors: list[list[float]]
+    sources: list[str]
 
 
 @dataclass(eq=False)
@@ -140,18 +147,17 @@ class Engine:
         cfg = self.config
         return [packet_document(p, claims, cfg.dense_document)[: cfg.embed_max_chars] for p, claims in items]
 
-    def packet_vectors(self, items: Bundles) -> list[list[float]]:
+    def packet_vectors(self, items: Bundles) -> Embedded:
+        """The packets' vectors with their sources, from one build of their documents."""
         if self.embeddings is None:
             raise ValueError("this memory has no dense channel: no vectors to make")
-        return self.embeddings.embed_documents(self.documents(items))
+        docs = self.documents(items)
+        return Embedded(self.embeddings.embed_documents(docs), source_digests(docs))
 
     def sources(self, items: Bundles) -> list[str]:
         """What each packet's vector is built from, as a digest stored with the vector: one whose digest is not its
         packet's now was embedded from other content (a row edited by hand) and is made again (consistency.py)."""
-        return [
-            hashlib.blake2b(doc.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
-            for doc in self.documents(items)
-        ]
+        return source_digests(self.documents(items))
 
     def built_from_current(self, index: UserIndex, ids: list[str], sources: list[str | None]) -> list[bool]:
         """Whether each stored vector (of a packet of `index`, with its stored source digest) may be served: it was
@@ -160,17 +166,11 @@ class Engine:
         current = self.sources(bundles(index, ids))
         return [s is None or s == c for s, c in zip(sources, current)]
 
-    def store_vectors(
-        self,
-        user_id: str,
-        items: Bundles,
-        vectors: list[list[float]],
-        index: UserIndex | None = None,
-    ) -> None:
+    def store_vectors(self, user_id: str, items: Bundles, embedded: Embedded, index: UserIndex | None = None) -> None:
         ids = [p.packet_id for p, _ in items]
-        self.vectors.upsert(user_id, ids, vectors, [p.dia_id for p, _ in items], self.sources(items))
+        self.vectors.upsert(user_id, ids, embedded.vectors, [p.dia_id for p, _ in items], embedded.sources)
         if index is not None:
-            index.vectors.set(ids, vectors)
+            index.vectors.set(ids, embedded.vectors)
 
     def foreign_vectors(self, user_id: str) -> bool:
         """The user's stored vectors were not made by this memory's model (or their maker is not recorded yet, or a
@@ -190,6 +190,11 @@ class Engine:
         if key not in self._warned:
             self._warned.add(key)
             log.warning("%s", message)
+
+
+def source_digests(documents: list[str]) -> list[str]:
+    """The digests stored with vectors as their sources, of the documents they were embedded from."""
+    return [hashlib.blake2b(doc.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest() for doc in documents]
 
 
 def bundles(index: UserIndex, packet_ids: Iterable[str]) -> Bundles:

@@ -32,7 +32,7 @@ from ..index.user import UserIndex
 from ..model import Descriptor, SourcePacket
 from ..store.protocols import StoreError
 from .consistency import prepare_writer
-from .engine import Bundles, Engine
+from .engine import Bundles, Embedded, Engine
 
 if TYPE_CHECKING:
     from .cache import IndexCache
@@ -172,13 +172,13 @@ class UnitOfWork:
         clock = self.engine.clock
         try:
             with clock.stage("embed"):
-                vectors = self.engine.packet_vectors(items)
+                embedded = self.engine.packet_vectors(items)
             if ahead is not None:
                 ahead.decided.wait()
                 if not ahead.store:
                     return
             if placement is not None:
-                self.index.vectors.set([p.packet_id for p, _ in items], vectors)
+                self.index.vectors.set([p.packet_id for p, _ in items], embedded.vectors)
                 placement.ready = True
         finally:
             if placement is not None:
@@ -188,17 +188,17 @@ class UnitOfWork:
                 self._on_embedded(len(items))  # searchable once published: the vector store may follow after
             placement.decided.wait()
             if placement.behind:
-                self._store_behind(items, vectors)
+                self._store_behind(items, embedded)
             else:
                 with clock.stage("store_vectors"):
-                    self.engine.store_vectors(self.user_id, items, vectors)
+                    self.engine.store_vectors(self.user_id, items, embedded)
             return
         with clock.stage("store_vectors"):
-            self.engine.store_vectors(self.user_id, items, vectors, self.index)
+            self.engine.store_vectors(self.user_id, items, embedded, self.index)
         if self._on_embedded is not None:
             self._on_embedded(len(items))
 
-    def _store_behind(self, items: Bundles, vectors: list[list[float]]) -> None:
+    def _store_behind(self, items: Bundles, embedded: Embedded) -> None:
         """After the unit: the vectors it published stored under the user's writer lock while the records still hold
         their packets, then the snapshot file saved when due. A failure leaves them to the next load's repair."""
         engine, index = self.engine, self.index
@@ -207,7 +207,7 @@ class UnitOfWork:
                 head = engine.records.head(self.user_id)
                 if head.epoch != index.epoch or head.version < index.version:
                     return  # deleted from, forgotten or re-embedded since: the load that follows repairs the vectors
-                engine.store_vectors(self.user_id, items, vectors)
+                engine.store_vectors(self.user_id, items, embedded)
                 self.cache.persist(index)
         except Exception as exc:  # noqa: BLE001 - no caller is left to raise to; the next load repairs the vectors
             log.warning("vectors of %d packets of user %r not stored (%s)", len(items), self.user_id, exc)

@@ -5,14 +5,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sqlite3
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..model import Descriptor, SourcePacket
 from .layout import user_key
-
-if TYPE_CHECKING:
-    import psycopg
 
 EDITABLE = {
     "packets": "packet_id, user_id, seq, dia_id, speaker, session, session_label, session_time, session_time_raw, text, "
@@ -60,36 +56,6 @@ def chained_rows(
     drows = [descriptor_row(user_id, d, cell) for d, cell in placed]
     digests = chain(prev, [packet_row(p, now)[:-1] for p in ordered], drows)
     return [(*packet_row(p, now), dg) for p, dg in zip(ordered, digests)], drows, digests
-
-
-def rechain(tx: sqlite3.Connection | psycopg.Connection[tuple[Any, ...]], ph: str, user_id: str, first_seq: int) -> str:
-    """Recomputes the user's chain from packet `first_seq` on (after a delete; once for stores made before the
-    chain) inside the caller's transaction, `ph` being the driver's placeholder; returns the newest digest."""
-    row = tx.execute(
-        f"SELECT digest FROM packets WHERE user_id={ph} AND seq<{ph} ORDER BY seq DESC LIMIT 1", (user_id, first_seq)
-    ).fetchone()
-    prev = row[0] if row else ""
-    prows = tx.execute(
-        f"SELECT {PACKET_COLS} FROM packets WHERE user_id={ph} AND seq>={ph} ORDER BY seq", (user_id, first_seq)
-    ).fetchall()
-    dcols = ", ".join(f"d.{c.strip()}" for c in f"user_id, {DESC_COLS}".split(","))
-    drows = tx.execute(
-        f"SELECT {dcols} FROM descriptors d JOIN packets p ON p.user_id = d.user_id AND p.packet_id = d.packet_id "
-        f"WHERE d.user_id={ph} AND p.seq>={ph}",
-        (user_id, first_seq),
-    ).fetchall()
-    digests = chain(prev, prows, drows)
-    cur = tx.cursor()
-    try:
-        cur.executemany(
-            f"UPDATE packets SET digest={ph} WHERE user_id={ph} AND packet_id={ph}",
-            [(dg, user_id, p[0]) for p, dg in zip(prows, digests)],
-        )
-    finally:
-        cur.close()
-    newest = digests[-1] if digests else prev
-    tx.execute(f"UPDATE users SET digest={ph} WHERE user_id={ph}", (newest, user_id))
-    return newest
 
 
 def packet_row(p: SourcePacket, created_at: float) -> tuple[Any, ...]:

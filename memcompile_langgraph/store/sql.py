@@ -1,0 +1,391 @@
+"""The RecordsStore contract (store/protocols.py) once for both SQL databases: every query of the records, written with
+`?` placeholders, over a few primitives each database gives (store/sqlite.py, store/postgres.py): a write transaction,
+reads (in one snapshot where asked), the next version, the membership test, and the dialect's spellings.
+
+The tables are the same in both; a row changed by anything but this code gives its user a new epoch by a trigger
+(each database's own, see TRIGGERS in store/sqlite.py), so no cached index or snapshot file of before the change is
+extended."""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import time
+import uuid
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from ..model import Descriptor, SourcePacket
+from .protocols import NO_RECORDS, Head, LoadedRecords, StoredTurn, StoreError
+from .rows import DESC_COLS, PACKET_COLS, chain, chained_rows, descriptors_from_rows, embedding_key
+
+if TYPE_CHECKING:
+    import psycopg
+
+log = logging.getLogger(__name__)
+# 1: no epochs, no created_at (stores of 2026-11 and before); 2: no (user_id, seq) indexes; 3: no digest chain.
+# Migrated on open.
+SCHEMA_VERSION = 4
+MAX_MEMBERS = 900  # values one membership test takes (SQLite before 3.32 binds at most 999 in a statement)
+
+# {big}: a 64-bit integer, {real}: a double, in the database's spelling
+TABLES = """
+CREATE TABLE IF NOT EXISTS users (user_id TEXT PRIMARY KEY, version {big} NOT NULL DEFAULT 0,
+    epoch {big} NOT NULL DEFAULT 0, digest TEXT NOT NULL DEFAULT '');
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS packets (
+    user_id TEXT NOT NULL, packet_id TEXT NOT NULL, seq {big} NOT NULL, dia_id TEXT NOT NULL,
+    speaker TEXT NOT NULL, session {big} NOT NULL, session_label TEXT NOT NULL, session_time TEXT,
+    session_time_raw TEXT NOT NULL, text TEXT NOT NULL, image_caption TEXT NOT NULL, image_query TEXT NOT NULL,
+    content_hash TEXT NOT NULL, created_at {real} NOT NULL DEFAULT 0, digest TEXT NOT NULL DEFAULT '',
+    PRIMARY KEY (user_id, packet_id), UNIQUE (user_id, dia_id));
+CREATE TABLE IF NOT EXISTS descriptors (
+    user_id TEXT NOT NULL, descriptor_id TEXT NOT NULL, packet_id TEXT NOT NULL, seq {big} NOT NULL,
+    claim TEXT NOT NULL, dia_id TEXT NOT NULL, speaker TEXT NOT NULL, session {big} NOT NULL, session_time TEXT,
+    people TEXT NOT NULL, keywords TEXT NOT NULL, event_time TEXT NOT NULL, interaction_time TEXT NOT NULL,
+    n_tokens {big} NOT NULL, negated INTEGER NOT NULL, cell_id TEXT NOT NULL,
+    PRIMARY KEY (user_id, descriptor_id));
+CREATE INDEX IF NOT EXISTS descriptors_packet ON descriptors (user_id, packet_id);
+CREATE INDEX IF NOT EXISTS packets_seq ON packets (user_id, seq);
+CREATE INDEX IF NOT EXISTS descriptors_seq ON descriptors (user_id, seq);
+CREATE TABLE IF NOT EXISTS counters (user_id TEXT NOT NULL, name TEXT NOT NULL, value {big} NOT NULL,
+    PRIMARY KEY (user_id, name));
+"""
+
+
+class Tx:
+    """A connection inside a transaction (or a read) of either database, taking SQL with `?` placeholders."""
+
+    __slots__ = ("conn", "placeholder")
+
+    def __init__(self, conn: sqlite3.Connection | psycopg.Connection[tuple[Any, ...]], placeholder: str) -> None:
+        self.conn, self.placeholder = conn, placeholder
+
+    def _sql(self, sql: str) -> str:
+        return sql if self.placeholder == "?" else sql.replace("?", self.placeholder)
+
+    def one(self, sql: str, args: Sequence[Any] = ()) -> tuple[Any, ...] | None:
+        row: tuple[Any, ...] | None = self.conn.execute(self._sql(sql), args).fetchone()
+        return row
+
+    def row(self, sql: str, args: Sequence[Any] = ()) -> tuple[Any, ...]:
+        """The row of a query that always returns one (an aggregate, a meta key written at creation)."""
+        row = self.one(sql, args)
+        if row is None:
+            raise StoreError("the database returned no row where one always exists")
+        return row
+
+    def all(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        return self.conn.execute(self._sql(sql), args).fetchall()
+
+    def run(self, sql: str, args: Sequence[Any] = ()) -> int:
+        """Executes a statement; returns the rows it changed."""
+        return self.conn.execute(self._sql(sql), args).rowcount
+
+    def many(self, sql: str, rows: list[tuple[Any, ...]]) -> None:
+        if rows:
+            cur = self.conn.cursor()
+            try:
+                cur.executemany(self._sql(sql), rows)
+            finally:
+                cur.close()
+
+    def put_meta(self, key: str, value: str, replace: bool = True) -> None:
+        """Sets a meta key (replace=False: only where it is not set yet)."""
+        on_conflict = "DO UPDATE SET value = excluded.value" if replace else "DO NOTHING"
+        self.run(f"INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) {on_conflict}", (key, value))
+
+
+def rechain(tx: Tx, user_id: str, first_seq: int) -> str:
+    """Recomputes the user's chain from packet `first_seq` on (after a delete; once for stores made before the
+    chain) inside the caller's transaction; returns the newest digest."""
+    row = tx.one("SELECT digest FROM packets WHERE user_id=? AND seq<? ORDER BY seq DESC LIMIT 1", (user_id, first_seq))
+    prev = row[0] if row else ""
+    prows = tx.all(f"SELECT {PACKET_COLS} FROM packets WHERE user_id=? AND seq>=? ORDER BY seq", (user_id, first_seq))
+    dcols = ", ".join(f"d.{c.strip()}" for c in f"user_id, {DESC_COLS}".split(","))
+    drows = tx.all(
+        f"SELECT {dcols} FROM descriptors d JOIN packets p ON p.user_id = d.user_id AND p.packet_id = d.packet_id "
+        "WHERE d.user_id=? AND p.seq>=?",
+        (user_id, first_seq),
+    )
+    digests = chain(prev, prows, drows)
+    tx.many(
+        "UPDATE packets SET digest=? WHERE user_id=? AND packet_id=?",
+        [(dg, user_id, p[0]) for p, dg in zip(prows, digests)],
+    )
+    newest = digests[-1] if digests else prev
+    tx.run("UPDATE users SET digest=? WHERE user_id=?", (newest, user_id))
+    return newest
+
+
+class SqlRecords(ABC):
+    """A RecordsStore over SQL; a database's subclass gives the abstract methods and the spellings below."""
+
+    INTEGER: ClassVar[str]  # a 64-bit integer column
+    REAL: ClassVar[str]  # a double column
+    BYTE_ORDER: ClassVar[str]  # the collation that sorts text by its bytes
+    ROW_LOCK: ClassVar[str]  # appended to a SELECT of one row that the transaction goes on to change
+    NO_LIMIT: ClassVar[int | None]  # the LIMIT value that sets none
+    where: str  # the records, named in errors
+
+    # the primitives
+
+    @abstractmethod
+    def transaction(self) -> AbstractContextManager[Tx]:
+        """A write transaction: committed on success, rolled back on any exception."""
+
+    @abstractmethod
+    def _read(self, snapshot: bool = False) -> AbstractContextManager[Tx]:
+        """Reads; with snapshot, several in one consistent snapshot (another process may commit between them)."""
+
+    @abstractmethod
+    def _next_version(self, tx: Tx, user_id: str) -> int:
+        """A new version from the store-wide generation, never repeated (forget included)."""
+
+    @abstractmethod
+    def _member(self, column: str, values: Sequence[str]) -> tuple[str, tuple[Any, ...]]:
+        """`column` is one of `values`, as a condition and its arguments."""
+
+    @abstractmethod
+    def _columns(self, tx: Tx, table: str) -> set[str]:
+        """The columns of one of the store's tables."""
+
+    @abstractmethod
+    def _triggers(self) -> list[str]:
+        """The statements that (re)make the triggers giving a new epoch to users whose rows were changed by hand."""
+
+    @abstractmethod
+    def _start_generation(self, tx: Tx, top: int) -> None:
+        """Makes the version generation where missing, above every version already given (`top`)."""
+
+    @abstractmethod
+    def write_lock(self, user_id: str, blocking: bool = True) -> AbstractContextManager[bool]: ...
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+    @abstractmethod
+    def _reclaim(self) -> None:
+        """After rows were deleted: whatever the database needs so that they leave nothing readable behind."""
+
+    # the schema
+
+    def _found_schema(self, tx: Tx, tables: set[str], meta: str = "meta") -> int | None:
+        """The schema version of the tables found (None: no store yet); one newer than this code reads is an error."""
+        found = None
+        if "meta" in tables:
+            row = tx.one(f"SELECT value FROM {meta} WHERE key='schema_version'")
+            found = int(row[0]) if row else 1
+        elif "packets" in tables:
+            found = 1
+        if found is not None and found > SCHEMA_VERSION:
+            raise StoreError(
+                f"{self.where} has schema {found}; this memcompile reads up to {SCHEMA_VERSION}: "
+                "upgrade memcompile-langgraph"
+            )
+        return found
+
+    def _upgrade(self, tx: Tx, found: int | None) -> None:
+        """Brings the tables from schema `found` (None: none yet) to SCHEMA_VERSION in the caller's transaction."""
+        if found == 1:  # before CREATE ... IF NOT EXISTS, which leaves the old tables as they are
+            tx.run(f"ALTER TABLE users ADD COLUMN epoch {self.INTEGER} NOT NULL DEFAULT 0")
+            tx.run(f"ALTER TABLE packets ADD COLUMN created_at {self.REAL} NOT NULL DEFAULT 0")
+            tx.run("UPDATE users SET epoch = version")
+        for table in ("users", "packets") if found is not None else ():
+            if "digest" not in self._columns(tx, table):
+                tx.run(f"ALTER TABLE {table} ADD COLUMN digest TEXT NOT NULL DEFAULT ''")
+        for statement in [*TABLES.format(big=self.INTEGER, real=self.REAL).split(";"), *self._triggers()]:
+            if statement.strip():
+                tx.run(statement)
+        self._start_generation(tx, int(tx.row("SELECT COALESCE(MAX(version), 0) FROM users")[0]))
+        for (user,) in tx.all("SELECT user_id FROM users"):  # once: stores without the chain
+            rechain(tx, user, -1)
+        tx.put_meta("schema_version", str(SCHEMA_VERSION))
+
+    def _rehome(self, tx: Tx, home: str, copied: str) -> None:
+        """Binds the store id to `home`, where the records live: records found elsewhere than where they were made
+        (`copied` says how that comes about) get a new store id, before anything derived is named after it, so they
+        never share the original's Chroma collections or snapshot files."""
+        row = tx.one("SELECT value FROM meta WHERE key='home'")
+        if row is not None and row[0] == home:
+            return
+        if row is not None and tx.run("DELETE FROM meta WHERE key='store_id'"):
+            log.warning(
+                "%s holds a copy of another store's records (%s): it gets a new store id; its vectors on a Chroma "
+                "server are rebuilt from the records",
+                self.where,
+                copied,
+            )
+        tx.put_meta("home", home)
+
+    # the contract
+
+    def _one(self, sql: str, args: Sequence[Any] = ()) -> tuple[Any, ...] | None:
+        with self._read() as tx:
+            return tx.one(sql, args)
+
+    def _all(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        with self._read() as tx:
+            return tx.all(sql, args)
+
+    def store_id(self) -> str:
+        """A random id fixed at creation (or at a re-key): names this store's derived state."""
+        row = self._one("SELECT value FROM meta WHERE key='store_id'")
+        if row is not None:
+            stored: str = row[0]  # a read: writers check it at every unit of work
+            return stored
+        return self._made_meta("store_id", uuid.uuid4().hex)
+
+    def secret(self) -> str:
+        """A random secret fixed at creation, readable only by those who can read the records (signs snapshot files)."""
+        return self._made_meta("secret", uuid.uuid4().hex + uuid.uuid4().hex)
+
+    def _made_meta(self, key: str, new: str) -> str:
+        """The meta key's value, set to `new` where it is not set yet."""
+        with self.transaction() as tx:
+            tx.put_meta(key, new, replace=False)
+            made: str = tx.row("SELECT value FROM meta WHERE key=?", (key,))[0]
+            return made
+
+    def embedding(self, user_id: str) -> str | None:
+        """Identity of the embedding model the user's stored vectors came from (None: not recorded yet)."""
+        row = self._one("SELECT value FROM meta WHERE key=?", (embedding_key(user_id),))
+        return row[0] if row else None
+
+    def set_embedding(self, user_id: str, identity: str, bump: bool = False) -> int:
+        """Records the model of the user's vectors; with bump, also a new user version and epoch (returned)."""
+        with self.transaction() as tx:
+            tx.put_meta(embedding_key(user_id), identity)
+            if bump:
+                self._bump(tx, user_id, epoch=True)
+        return self.version(user_id)
+
+    def _bump(self, tx: Tx, user_id: str, epoch: bool) -> int:
+        """A new version for the user; with epoch, the records changed other than by appending, so snapshots of
+        older versions cannot be extended."""
+        gen = self._next_version(tx, user_id)
+        if epoch:
+            tx.run("UPDATE users SET version = ?, epoch = ? WHERE user_id=?", (gen, gen, user_id))
+        else:
+            tx.run("UPDATE users SET version = ? WHERE user_id=?", (gen, user_id))
+        return gen
+
+    def version(self, user_id: str) -> int:
+        return self.head(user_id)[0]
+
+    def head(self, user_id: str) -> Head:
+        """(version, epoch, digest) of the user in one indexed read; NO_RECORDS for a user with no records."""
+        row = self._one("SELECT version, epoch, digest FROM users WHERE user_id=?", (user_id,))
+        return Head(*row) if row else NO_RECORDS
+
+    def digest_at(self, user_id: str, seq: int) -> str | None:
+        """The chain digest at the user's packet `seq` ("" before the first; None: no such packet)."""
+        if seq < 0:
+            return ""
+        row = self._one("SELECT digest FROM packets WHERE user_id=? AND seq=?", (user_id, seq))
+        return row[0] if row else None
+
+    def users(self) -> list[str]:
+        return [r[0] for r in self._all(f"SELECT user_id FROM users ORDER BY user_id{self.BYTE_ORDER}")]
+
+    def load(self, user_id: str, after: tuple[int, int] = (-1, -1)) -> LoadedRecords:
+        """The user's records; with after=(packet seq, descriptor seq), only the rows beyond them."""
+        with self._read(snapshot=True) as tx:
+            row = tx.one("SELECT version, digest FROM users WHERE user_id=?", (user_id,))
+            prows = tx.all(
+                f"SELECT {PACKET_COLS} FROM packets WHERE user_id=? AND seq>? ORDER BY seq", (user_id, after[0])
+            )
+            drows = tx.all(
+                f"SELECT {DESC_COLS} FROM descriptors WHERE user_id=? AND seq>? ORDER BY seq", (user_id, after[1])
+            )
+        version, digest = row if row else (0, "")
+        return LoadedRecords(version, [SourcePacket(*r) for r in prows], descriptors_from_rows(drows), digest)
+
+    def turns(
+        self, user_id: str, dia_ids: list[str] | None = None, limit: int | None = None, offset: int = 0
+    ) -> list[StoredTurn]:
+        sql = f"SELECT {PACKET_COLS}, created_at FROM packets WHERE user_id=?"
+        args: tuple[Any, ...] = (user_id,)
+        if dia_ids is not None:
+            member, values = self._member("dia_id", dia_ids)
+            sql += f" AND {member}"
+            args += values
+        sql += " ORDER BY seq LIMIT ? OFFSET ?"
+        args += (self.NO_LIMIT if limit is None else limit, offset)
+        return [StoredTurn(SourcePacket(*r[:-1]), r[-1]) for r in self._all(sql, args)]
+
+    def commit(
+        self,
+        user_id: str,
+        packets: list[SourcePacket],
+        placed: list[tuple[Descriptor, str]],
+        counts: dict[str, int] | None = None,
+    ) -> int:
+        """Packets, their descriptors and the Cell memberships in one transaction; returns the new version."""
+        now = time.time()
+        with self.transaction() as tx:
+            if tx.run(
+                "INSERT INTO users (user_id, version, epoch) VALUES (?, 0, 0) ON CONFLICT (user_id) DO NOTHING",
+                (user_id,),
+            ):
+                self._bump(tx, user_id, epoch=True)  # a user made again after forget starts a new epoch
+            prev = tx.row(f"SELECT digest FROM users WHERE user_id=?{self.ROW_LOCK}", (user_id,))[0]
+            prows, drows, digests = chained_rows(prev, user_id, packets, placed, now)
+            tx.many(f"INSERT INTO packets ({PACKET_COLS}, created_at, digest) VALUES ({','.join('?' * 15)})", prows)
+            tx.many(f"INSERT INTO descriptors (user_id, {DESC_COLS}) VALUES ({','.join('?' * 16)})", drows)
+            if digests:
+                tx.run("UPDATE users SET digest=? WHERE user_id=?", (digests[-1], user_id))
+            self._count(tx, user_id, counts or {})
+            return self._bump(tx, user_id, epoch=False)
+
+    @staticmethod
+    def _count(tx: Tx, user_id: str, counts: dict[str, int]) -> None:
+        tx.many(
+            "INSERT INTO counters (user_id, name, value) VALUES (?, ?, ?) "
+            "ON CONFLICT (user_id, name) DO UPDATE SET value = counters.value + excluded.value",
+            [(user_id, k, int(v)) for k, v in sorted(counts.items()) if v],  # sorted: two writers never deadlock
+        )
+
+    def add_counts(self, user_id: str, counts: dict[str, int]) -> None:
+        if any(counts.values()):
+            with self.transaction() as tx:
+                self._count(tx, user_id, counts)
+
+    def counters(self, user_id: str) -> dict[str, int]:
+        return dict(
+            self._all(f"SELECT name, value FROM counters WHERE user_id=? ORDER BY name{self.BYTE_ORDER}", (user_id,))
+        )
+
+    def counts(self, user_id: str) -> dict[str, int]:
+        with self._read(snapshot=True) as tx:
+            packets, sessions = tx.row(
+                "SELECT COUNT(*), COUNT(DISTINCT session) FROM packets WHERE user_id=?", (user_id,)
+            )
+            descs, cells = tx.row(
+                "SELECT COUNT(*), COUNT(DISTINCT cell_id) FROM descriptors WHERE user_id=?", (user_id,)
+            )
+        return {"packets": packets, "descriptors": descs, "cells": cells, "sessions": sessions}
+
+    def delete_packets(self, user_id: str, packet_ids: list[str]) -> int:
+        with self.transaction() as tx:
+            first = None
+            for start in range(0, len(packet_ids), MAX_MEMBERS):
+                member, values = self._member("packet_id", packet_ids[start : start + MAX_MEMBERS])
+                low = tx.row(f"SELECT MIN(seq) FROM packets WHERE user_id=? AND {member}", (user_id, *values))[0]
+                first = low if first is None or (low is not None and low < first) else first
+                for table in ("descriptors", "packets"):
+                    tx.run(f"DELETE FROM {table} WHERE user_id=? AND {member}", (user_id, *values))
+            if first is not None:
+                rechain(tx, user_id, first)
+            version = self._bump(tx, user_id, epoch=True)
+        self._reclaim()
+        return version
+
+    def forget(self, user_id: str) -> None:
+        with self.transaction() as tx:
+            for table in ("descriptors", "packets", "counters", "users"):
+                tx.run(f"DELETE FROM {table} WHERE user_id=?", (user_id,))
+            tx.run("DELETE FROM meta WHERE key=?", (embedding_key(user_id),))
+        self._reclaim()
