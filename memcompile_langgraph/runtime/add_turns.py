@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..index.heap import release_free_memory
 from ..ingest.progress import IngestProgress
 from ..ingest.turn_input import Placed
 from ..ingest_graph import ingest_graph
@@ -14,6 +15,7 @@ INGEST_BATCH = 256  # turns per ingest-graph run (one records transaction each)
 
 def ingest_turns(engine: Engine, user_id: str, turns: list[Placed], progress: bool = False) -> dict[str, int]:
     totals: dict[str, int] = {"stored": 0, "descriptors": 0}
+    bulk = len(turns) >= INGEST_BATCH  # its freed blocks go back to the system batch by batch (not a single turn's)
     bars = IngestProgress(len(turns), progress, engine.embeddings is not None)
     if hasattr(engine.extractor, "progress"):
         engine.extractor.progress = progress
@@ -28,6 +30,10 @@ def ingest_turns(engine: Engine, user_id: str, turns: list[Placed], progress: bo
                 for k, v in out.get("counts", {}).items():
                     totals[k] = totals.get(k, 0) + v
                 bars.extracted(len(batch), len(out.get("packets", [])))
+                if bulk:
+                    release_free_memory()
     finally:
         bars.close()
+    if bulk:  # the unit's publish and its last batch's vectors
+        release_free_memory()
     return totals

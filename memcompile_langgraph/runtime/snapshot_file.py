@@ -78,14 +78,17 @@ class SnapshotFiles:
             "digest": index.digest,
         }
         head_bytes = json.dumps(head, sort_keys=True, default=str).encode()
-        mac = hmac.new(self._key, head_bytes + b"\n" + payload, hashlib.sha256).hexdigest().encode()
+        signer = hmac.new(self._key, head_bytes + b"\n", hashlib.sha256)
+        signer.update(payload)  # the payload is hundreds of MB at 100k turns: never joined into another copy
+        mac = signer.hexdigest().encode()
         private_folder(self.folder, self._private_levels)
         tmp = target.with_name(f"{target.name}.{os.getpid()}.tmp")
         try:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             os.fchmod(fd, 0o600)  # also a file left by an earlier run with other bits
             with open(fd, "wb") as fh:
-                fh.write(mac + b"\n" + head_bytes + b"\n" + payload)
+                fh.write(mac + b"\n" + head_bytes + b"\n")
+                fh.write(payload)
             os.replace(tmp, target)
         except BaseException:
             tmp.unlink(missing_ok=True)  # a full disk: what was written of it is freed at once
