@@ -11,7 +11,9 @@ stand alone:
   "Caroline, answering Melanie's question 'where did Caroline move from', said: Sweden, four years ago."
   (reply.py);
 - content-bearing questions become "<Speaker> asked [<addressee>]: <question>";
-- an attached image becomes "<Speaker> shared a photo: <caption> (<query>)."
+- an attached image becomes "<Speaker> shared a photo: <caption> (<query>).";
+- a fenced block of code becomes what it is, not its lines: "<Speaker> shared python code defining login,
+  create_app." (nothing when it names neither a language nor a definition); display math is left out.
 A sentence that names nobody after rewriting is prefixed "<Speaker> said: ". Keywords come from keywords.py,
 people from names.py.
 """
@@ -19,6 +21,7 @@ people from names.py.
 from __future__ import annotations
 
 import re
+from functools import partial
 
 from ..model import SourcePacket
 from ..text.terms import clean_text
@@ -28,7 +31,16 @@ from .keywords import keyword_phrases
 from .names import Names, names_for
 from .reply import lower_function_word, open_question, opening_answer
 from .rewrite import Rewriter, rewriter
-from .sentences import ACKNOWLEDGEMENT, content_words, has_words, is_question, split_sentences, strip_vocatives
+from .sentences import (
+    ACKNOWLEDGEMENT,
+    CodeBlock,
+    code_blocks,
+    content_words,
+    has_words,
+    is_question,
+    split_sentences,
+    strip_vocatives,
+)
 
 _SPACES = re.compile(r"\s+")
 _CAPTION_LEAD = re.compile(r"^(?:a|an|the)\s+(?:photo(?:graph|graphy)?|picture|image|pic|snapshot)\s+of\s+", re.I)
@@ -69,6 +81,7 @@ class HeuristicExtractor:
             claim = self._claim(unit, packet.speaker, addressee, rewrite, names)
             if claim:
                 claims.append(claim)
+        claims += [c for c in map(partial(self._code_claim, packet.speaker), code_blocks(packet.text)) if c]
         caption = self._caption_claim(packet)
         if caption:
             claims.append(caption)
@@ -105,6 +118,17 @@ class HeuristicExtractor:
             return None
         claim = rewrite(sentence)
         return claim if names.find(claim) else f"{speaker} said: {_capitalize(claim)}"
+
+    @staticmethod
+    def _code_claim(speaker: str, block: CodeBlock) -> str | None:
+        if not block.language and not block.defines:
+            return None
+        what = f"{block.language} code" if block.language else "code"
+        return (
+            f"{speaker} shared {what} defining {', '.join(block.defines)}"
+            if block.defines
+            else f"{speaker} shared {what}"
+        )
 
     @staticmethod
     def _caption_claim(packet: SourcePacket) -> str | None:

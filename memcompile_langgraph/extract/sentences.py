@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from functools import lru_cache
 
 from ..text.terms import STOPWORDS, clean_text, words
@@ -35,6 +36,16 @@ _MARKUP = re.compile(r"\*\*|`|^[ \t]*#{1,6}[ \t]+|\\[\[\]()]", re.M)
 _LETTERS = re.compile(r"[^\W\d_]{2,}")
 _PARENTHESES = re.compile(r"\([^()]*\)")
 _ASIDE = re.compile(r"(?:\([^()]*\)[.!?\u2026]*\s*)+")
+# A fenced block of code (to its closing fence, or to the end of a text cut inside it) and display math state code
+# and formulas, not sentences of the conversation: they are taken out before the text is split.
+_FENCED = re.compile(r"^[ \t]*```[ \t]*([\w+#.-]*)[^\n]*\n?(.*?)(?:^[ \t]*```[ \t]*$|\Z)", re.M | re.S)
+_DISPLAY_MATH = re.compile(r"\\\[.*?(?:\\\]|\Z)|\$\$.*?(?:\$\$|\Z)", re.S)
+# names a block of code defines: functions, classes, types and declared variables, at the start of a line
+_DEFINED = re.compile(
+    r"^[ \t]*(?:(?:export|public|private|static|async|pub)\s+)*"
+    r"(?:def|class|function|func|fn|interface|struct|enum|trait|const|let|var|val)\s+([A-Za-z_$][\w$]*)",
+    re.M,
+)
 _COMPOUND = re.compile(
     r";\s+|\s+[-\u2013\u2014]+\s+(?=(?:I|I'm|I've|we|my|it|they|he|she)\b)|,\s+(?:and|but|so)\s+(?=(?:I|I'm|I've)\b)"
 )
@@ -52,11 +63,30 @@ def has_negation(claim: str) -> bool:
     return bool(_NEGATION.search(normalize_quotes(claim)))
 
 
+@dataclass(frozen=True)
+class CodeBlock:
+    language: str  # as the fence labels it ("python"), or ""
+    defines: tuple[str, ...]  # the names it defines, in order, at most `max_names`
+
+
+def prose(text: str) -> str:
+    """The text without its fenced code blocks and display math."""
+    return _DISPLAY_MATH.sub(" ", _FENCED.sub("\n", text))
+
+
+def code_blocks(text: str, max_names: int = 5) -> tuple[CodeBlock, ...]:
+    """The fenced code blocks of a text, each with its language and the names it defines."""
+    return tuple(
+        CodeBlock(m.group(1).lower(), tuple(dict.fromkeys(_DEFINED.findall(m.group(2))))[:max_names])
+        for m in _FENCED.finditer(text)
+    )
+
+
 @lru_cache(maxsize=8192)
 def split_sentences(text: str) -> tuple[str, ...]:
-    """Sentences of a turn (emoji act as boundaries); abbreviations such as "Mr." do not end a sentence, and a
-    parenthesis standing alone stays with the sentence before it."""
-    text = _EMOJI.sub("\n", _MARKUP.sub("", normalize_quotes(clean_text(text))))
+    """Sentences of a turn's prose (emoji act as boundaries); abbreviations such as "Mr." do not end a sentence,
+    and a parenthesis standing alone stays with the sentence before it."""
+    text = _EMOJI.sub("\n", _MARKUP.sub("", prose(normalize_quotes(clean_text(text)))))
     pieces: list[str] = []
     for piece in _BOUNDARY.split(text):
         piece = piece.strip()

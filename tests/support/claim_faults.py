@@ -7,7 +7,8 @@ A claim is broken when a reader cannot use it as a sentence about the conversati
 - "agreement": a name the extractor put in place of "I"/"you" followed by a bare verb in subject position
   ("Alice work as a marine biologist", "when User start working");
 - "markup": markdown or LaTeX marks left in the text ("Assistant said: ### Conclusion.", "\\[ h = 2 \\]");
-- "code": the body is a fragment of source code rather than prose ("Assistant said: (async () => {.").
+- "code": the body is a fragment of source code rather than prose ("Assistant said: (async () => {.", "Assistant
+  said: Def login()."): many code marks, or a statement of a programming language at its start.
 
 The verb list is the checker's own (not the rewriter's), so a check never passes because both share a gap.
 """
@@ -31,6 +32,12 @@ _DATE = re.compile(r"\b\d{4}-\d{2}(?:-\d{2})?(?:[T ]\d{2}:\d{2}(?::\d{2})?)?\b|\
 _WORD = re.compile(r"[^\W\d_]{2,}")
 _TOKEN = re.compile(r"[A-Za-z]+(?:'[A-Za-z]+)*")
 _CODE_CHARS = set("{}()[]<>=;`|&$\\/_")
+# a statement of a programming language opening the body: "Def login().", "Import numpy as np.", "Return x."
+_CODE_STATEMENT = re.compile(
+    r"^(?:(?:def|class|function|func|fn)\s+\w+\s*[(:{]|(?:const|let|var)\s+\w+\s*=|(?:return|print|await)\s+[\w.]+\("
+    r"|print\(|(?:import|from)\s+[\w.]+(?:\s+import\b|\s+as\b|\s*;))",
+    re.I,
+)
 # Base forms that take an -s after a singular subject; neither past forms nor words that are also common nouns
 # after a name ("Caroline's work", "User's plan" are possessives and never reach this check).
 BASE_VERBS = frozenset(
@@ -64,7 +71,7 @@ def faults(claim: str, names: Iterable[str]) -> set[str]:
     if _MARKUP.search(said):
         found.add("markup")
     chars = [c for c in said if not c.isspace()]
-    if chars and sum(c in _CODE_CHARS for c in chars) >= 0.15 * len(chars):
+    if (chars and sum(c in _CODE_CHARS for c in chars) >= 0.15 * len(chars)) or _CODE_STATEMENT.match(said):
         found.add("code")
     names = {n for n in names if n}
     tokens = _TOKEN.findall(said)
