@@ -5,6 +5,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.openai_server import FakeOpenAI
 from support.paths import LOCOMO, MODEL_DIR, ROOT, SHARED  # noqa: F401  (ROOT, SHARED: for the fixtures below)
 
 if "MEMCOMPILE_MODEL_DIR" not in os.environ and MODEL_DIR.is_dir():
@@ -110,3 +111,12 @@ def chroma_url(run_dir):
 
     with shared(run_dir, "chroma", start, lambda server: stop_group(server["pid"])) as server:
         yield server["url"]
+
+
+@pytest.fixture
+def openai_server(monkeypatch):
+    """A fresh loopback OpenAI-compatible server per test (scripted faults last for the test only). No API key in
+    the environment: a base_url works with the placeholder key, and a real key must never reach a test."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with FakeOpenAI() as srv:
+        yield srv

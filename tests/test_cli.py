@@ -6,6 +6,7 @@ import sys
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from support.paths import DATA
 
 from memcompile_langgraph.cli import main
 from memcompile_langgraph.cli.core import positive_int
@@ -22,16 +23,7 @@ def test_query_and_stats_never_create_a_store(tmp_path, capsys):
 
 @pytest.mark.slow  # a subprocess or a whole store build per case
 def test_ingest_query_stats_graph_round_trip(tmp_path, capsys):
-    turns = tmp_path / "turns.jsonl"
-    turns.write_text(
-        "\n".join(
-            json.dumps(t)
-            for t in [
-                {"speaker": "Ann", "text": "I adopted a grey cat named Miso.", "time": "2024-01-02T10:00"},
-                {"speaker": "Bob", "text": "Lovely! I started learning the cello.", "time": "2024-01-02T10:01"},
-            ]
-        )
-    )
+    turns = DATA / "cat_and_cello.jsonl"
     store = str(tmp_path / "s")
     assert main(["ingest", str(turns), "--store", store, "--user", "ann", "--quiet"]) == 0
     capsys.readouterr()

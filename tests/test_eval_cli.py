@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from support.openai_server import FakeOpenAI, Status
+from support.openai_server import Status
 
 from memcompile_langgraph.cli import main
 from memcompile_langgraph.eval.metrics import bleu1, gold_recall, token_f1
@@ -237,73 +237,69 @@ def _judge(body: dict) -> str:
     )
 
 
-def test_model_path_answers_judges_scores_and_accounts(locomo_run, tmp_path, monkeypatch):
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+def test_model_path_answers_judges_scores_and_accounts(locomo_run, tmp_path, openai_server):
     out = tmp_path / "answers"
-    with FakeOpenAI() as server:
-        server.script("answer", *[_answer] * 13)
-        server.script("judge", *[_judge] * 13)
-        args = [
-            "locomo",
-            LOCOMO_MINI,
-            "--out",
-            str(out),
-            "--store",
-            str(locomo_run / "stores"),
-            "--answer-model",
-            "fake-answer",
-            "--llm-base-url",
-            server.base_url,
-        ]
-        assert run_eval(*args) == 0
-        assert server.count("answer") == 13 and server.count("judge") == 13
-        report = json.loads((out / "report.json").read_text())
-        records = lines(results_file(out))
-        o = report["overall"]
-        assert sum(r["judge"] for r in records) == 4 and o["judge"] == pytest.approx(4 / 13, abs=1e-6)
-        work = next(r for r in records if r["question"] == "Where does Priya work?")
-        assert work["generated"] == "at Northwind Labs" and work["f1"] == pytest.approx(
-            token_f1("at Northwind Labs", "Northwind Labs")
-        )
-        assert work["bleu1"] == pytest.approx(bleu1("at Northwind Labs", "Northwind Labs"))
-        scored = [r for r in records if r["category"] != "open-domain"]
-        assert o["f1"] == pytest.approx(sum(r["f1"] for r in scored) / len(scored), abs=1e-6)  # open-domain left out
-        assert report["by_category"]["open-domain"]["judge"] == pytest.approx(
-            1 / 3, abs=1e-6
-        )  # only "Is Ben a runner?" right
-        usage = report["usage"]
-        assert usage["stages"]["answer"]["calls"] == 13 and usage["stages"]["judge"]["phase"] == "evaluation"
-        assert usage["stages"]["answer"]["prompt_tokens"] > 0 and usage["total_tokens"] > 0
-        md = (out / "report.md").read_text()
-        assert "## Answers (%), this run" in md and "## LLM tokens per stage" in md
-        assert md.index("| this run |") < md.index("## Reported by the paper") < md.index("Table 1 (answers, %)")
-        # a rerun after losing the results answers from the store's cache: the model is not paid twice
-        results_file(out).unlink()
-        assert run_eval(*args) == 0
-        assert server.count("answer") == 13 and server.count("judge") == 13
-        assert json.loads((out / "report.json").read_text())["overall"]["judge"] == o["judge"]
+    openai_server.script("answer", *[_answer] * 13)
+    openai_server.script("judge", *[_judge] * 13)
+    args = [
+        "locomo",
+        LOCOMO_MINI,
+        "--out",
+        str(out),
+        "--store",
+        str(locomo_run / "stores"),
+        "--answer-model",
+        "fake-answer",
+        "--llm-base-url",
+        openai_server.base_url,
+    ]
+    assert run_eval(*args) == 0
+    assert openai_server.count("answer") == 13 and openai_server.count("judge") == 13
+    report = json.loads((out / "report.json").read_text())
+    records = lines(results_file(out))
+    o = report["overall"]
+    assert sum(r["judge"] for r in records) == 4 and o["judge"] == pytest.approx(4 / 13, abs=1e-6)
+    work = next(r for r in records if r["question"] == "Where does Priya work?")
+    assert work["generated"] == "at Northwind Labs" and work["f1"] == pytest.approx(
+        token_f1("at Northwind Labs", "Northwind Labs")
+    )
+    assert work["bleu1"] == pytest.approx(bleu1("at Northwind Labs", "Northwind Labs"))
+    scored = [r for r in records if r["category"] != "open-domain"]
+    assert o["f1"] == pytest.approx(sum(r["f1"] for r in scored) / len(scored), abs=1e-6)  # open-domain left out
+    assert report["by_category"]["open-domain"]["judge"] == pytest.approx(
+        1 / 3, abs=1e-6
+    )  # only "Is Ben a runner?" right
+    usage = report["usage"]
+    assert usage["stages"]["answer"]["calls"] == 13 and usage["stages"]["judge"]["phase"] == "evaluation"
+    assert usage["stages"]["answer"]["prompt_tokens"] > 0 and usage["total_tokens"] > 0
+    md = (out / "report.md").read_text()
+    assert "## Answers (%), this run" in md and "## LLM tokens per stage" in md
+    assert md.index("| this run |") < md.index("## Reported by the paper") < md.index("Table 1 (answers, %)")
+    # a rerun after losing the results answers from the store's cache: the model is not paid twice
+    results_file(out).unlink()
+    assert run_eval(*args) == 0
+    assert openai_server.count("answer") == 13 and openai_server.count("judge") == 13
+    assert json.loads((out / "report.json").read_text())["overall"]["judge"] == o["judge"]
 
 
-def test_unreachable_model_stops_with_one_line_and_keeps_results(locomo_run, tmp_path, monkeypatch, capsys):
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+def test_unreachable_model_stops_with_one_line_and_keeps_results(locomo_run, tmp_path, openai_server, capsys):
     out = tmp_path / "down"
-    with FakeOpenAI() as server:
-        server.script("answer", *[Status(400)] * 13)
-        args = [
-            "locomo",
-            LOCOMO_MINI,
-            "--out",
-            str(out),
-            "--store",
-            str(locomo_run / "stores"),
-            "--samples",
-            "mini-2",
-            "--answer-model",
-            "fake-answer",
-            "--llm-base-url",
-            server.base_url,
-        ]
-        assert run_eval(*args) == 2
+    openai_server.script("answer", *[Status(400)] * 13)
+    args = [
+        "locomo",
+        LOCOMO_MINI,
+        "--out",
+        str(out),
+        "--store",
+        str(locomo_run / "stores"),
+        "--samples",
+        "mini-2",
+        "--answer-model",
+        "fake-answer",
+        "--llm-base-url",
+        openai_server.base_url,
+    ]
+    assert run_eval(*args) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "answer request failed" in err[0] and "rerun to resume" in err[0]
     report = json.loads((out / "report.json").read_text())

@@ -1,6 +1,6 @@
 """The `paper` profile (MemCompileConfig.paper()): every choice as the paper makes it, checked against the default.
 
-Model paths run through ChatOpenAI against the loopback OpenAI-compatible server (tests/support/openai_server.py)."""
+Model paths run through ChatOpenAI against the loopback OpenAI-compatible openai_server (tests/support/openai_server.py)."""
 
 import json
 import logging
@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
-from support.openai_server import FakeOpenAI
 
 from memcompile_langgraph import MemCompile, MemCompileConfig
 from memcompile_langgraph.address.candidates import bm25_top, candidate_union
@@ -31,17 +30,6 @@ MODEL = "fake-model"
 QUESTION = "What kind of dog did Tom adopt and what is its name?"
 FAST = {"llm_backoff_seconds": 0.01, "llm_call_attempts": 2}
 LOCOMO_MINI = str(Path(__file__).parent / "data" / "locomo_mini.json")
-
-
-@pytest.fixture
-def server():
-    with FakeOpenAI() as srv:
-        yield srv
-
-
-@pytest.fixture(autouse=True)
-def no_key(monkeypatch):
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
 
 
 def test_paper_sets_exactly_the_documented_deviations():
@@ -71,13 +59,15 @@ def request_dia_ids(body: dict) -> list[str]:
     return re.findall(r"^\[C\d+\] dia_id=(\S+) ", user, re.M)
 
 
-def test_paper_scheduler_request_lists_u_q_complete_in_eq10_order(server, tmp_path, embeddings):
+def test_paper_scheduler_request_lists_u_q_complete_in_eq10_order(openai_server, tmp_path, embeddings):
     cfg = MemCompileConfig.paper(pool_budget=3, **FAST)  # a budget the paper path must not apply
-    mem = MemCompile(tmp_path / "paper", embeddings=embeddings, llm=chat_model(MODEL, server.base_url), config=cfg)
+    mem = MemCompile(
+        tmp_path / "paper", embeddings=embeddings, llm=chat_model(MODEL, openai_server.base_url), config=cfg
+    )
     mem.add_turns(demo_turns(), user_id="demo")
-    before = server.count("schedule")
+    before = openai_server.count("schedule")
     mem.compile(QUESTION, user_id="demo")
-    sent = request_dia_ids(server.of("schedule")[before])
+    sent = request_dia_ids(openai_server.of("schedule")[before])
     u_q = expected_u_q(mem, "demo", QUESTION)
     index = mem.index("demo")
     assert sent == [index.packets[p.packet_id].dia_id for p in u_q] and len(sent) > cfg.pool_budget
@@ -88,13 +78,15 @@ def test_paper_scheduler_request_lists_u_q_complete_in_eq10_order(server, tmp_pa
     default = MemCompile(
         tmp_path / "default",
         embeddings=embeddings,
-        llm=chat_model(MODEL, server.base_url),
+        llm=chat_model(MODEL, openai_server.base_url),
         config=MemCompileConfig(pool_budget=3, **FAST),
     )
     default.add_turns(demo_turns(), user_id="demo")
-    before = server.count("schedule")
+    before = openai_server.count("schedule")
     default.compile(QUESTION, user_id="demo")
-    assert len(request_dia_ids(server.of("schedule")[before])) == 3  # the default's fused pool, cut to its budget
+    assert (
+        len(request_dia_ids(openai_server.of("schedule")[before])) == 3
+    )  # the default's fused pool, cut to its budget
     default.close()
 
 
@@ -128,13 +120,13 @@ def test_factless_turn_keeps_no_descriptor_under_paper_offline(config, factless)
     mem.close()
 
 
-def test_factless_turn_from_the_model_keeps_no_descriptor_under_paper(server):
-    server.script("fact", "[]", json.dumps([FACT]), "[]")
+def test_factless_turn_from_the_model_keeps_no_descriptor_under_paper(openai_server):
+    openai_server.script("fact", "[]", json.dumps([FACT]), "[]")
     cfg = MemCompileConfig.paper(llm_concurrency=1, **FAST)
-    mem = MemCompile(None, llm=chat_model(MODEL, server.base_url), config=cfg, dense=False)
+    mem = MemCompile(None, llm=chat_model(MODEL, openai_server.base_url), config=cfg, dense=False)
     mem.add_turns(TURNS, user_id="u")
     assert claims_of(mem, "u") == {"D1:1": [], "D1:2": [FACT], "D1:3": []}
-    assert server.count("metadata") == 1  # no metadata request for a turn without facts
+    assert openai_server.count("metadata") == 1  # no metadata request for a turn without facts
     assert mem.compile("When did Priya start the pottery class?", user_id="u").packets  # the store still answers
     mem.close()
 
@@ -218,22 +210,24 @@ def sent_settings(body: dict) -> tuple:
     return body.get("temperature"), body.get("max_completion_tokens", body.get("max_tokens"))
 
 
-def test_paper_applies_table6_settings_to_a_users_model(server, caplog):
-    own = chat_model(MODEL, server.base_url, temperature=0.7, max_tokens=None)
+def test_paper_applies_table6_settings_to_a_users_model(openai_server, caplog):
+    own = chat_model(MODEL, openai_server.base_url, temperature=0.7, max_tokens=None)
     mem = MemCompile(None, llm=own, config=MemCompileConfig.paper(**FAST), dense=False)
     mem.add_turns(TURNS[1:2], user_id="u")
     mem.compile("What class did Priya start?", user_id="u")
     for call_type in ("fact", "metadata", "intent", "schedule"):
-        assert {sent_settings(b) for b in server.of(call_type)} == {(0.0, 2048)}, call_type
+        assert {sent_settings(b) for b in openai_server.of(call_type)} == {(0.0, 2048)}, call_type
     assert own.temperature == 0.7  # the caller's model object is left as it was
     mem.close()
 
     with caplog.at_level(logging.WARNING):
         mem = MemCompile(None, llm=own, config=MemCompileConfig(**FAST), dense=False)
     assert "temperature 0.7 (Table 6: 0.0), max_tokens None (Table 6: 2048)" in caplog.text  # the default says so
-    before = len(server.requests)
+    before = len(openai_server.requests)
     mem.add_turns(TURNS[:1], user_id="u")
-    assert {sent_settings(r["body"]) for r in server.requests[before:]} == {(0.7, None)}  # and keeps its settings
+    assert {sent_settings(r["body"]) for r in openai_server.requests[before:]} == {
+        (0.7, None)
+    }  # and keeps its settings
     mem.close()
 
 
@@ -260,7 +254,7 @@ def test_eval_profile_paper_offline_runs_a2_and_names_the_profile(tmp_path, embe
 
 
 @pytest.mark.slow
-def test_eval_profile_paper_through_the_model_server(server, tmp_path, embeddings):
+def test_eval_profile_paper_through_the_model_server(openai_server, tmp_path, embeddings):
     out = tmp_path / "llm"
     args = [
         "eval",
@@ -275,14 +269,14 @@ def test_eval_profile_paper_through_the_model_server(server, tmp_path, embedding
         "--llm-model",
         MODEL,
         "--llm-base-url",
-        server.base_url,
+        openai_server.base_url,
         "--quiet",
     ]
     assert main(args) == 0
     report = json.loads((out / "report.json").read_text())
     assert report["config"]["profile"] == "paper" and report["config"]["variant"] == "A0"
-    assert server.count("schedule") >= report["overall"]["questions"] > 0 and server.count("frontier") > 0
-    assert {sent_settings(r["body"]) for r in server.requests} == {(0.0, 2048)}
+    assert openai_server.count("schedule") >= report["overall"]["questions"] > 0 and openai_server.count("frontier") > 0
+    assert {sent_settings(r["body"]) for r in openai_server.requests} == {(0.0, 2048)}
 
 
 def test_ingest_and_query_take_the_profile(tmp_path, capsys):

@@ -7,6 +7,7 @@ import os
 import uuid
 
 import pytest
+from support.paths import DATA
 
 from memcompile_langgraph import MemCompile
 from memcompile_langgraph.cli import main
@@ -54,16 +55,7 @@ def test_cli_commands_take_records_url_and_need_no_store_directory(
     tmp_path, monkeypatch, capsys, postgres_url, chroma_url
 ):
     monkeypatch.chdir(tmp_path)
-    turns = tmp_path / "turns.jsonl"
-    turns.write_text(
-        "\n".join(
-            json.dumps(t)
-            for t in [
-                {"speaker": "Ann", "text": "I adopted a grey cat named Miso.", "time": "2024-01-02T10:00"},
-                {"speaker": "Bob", "text": "Lovely! I started learning the cello.", "time": "2024-01-02T10:01"},
-            ]
-        )
-    )
+    turns = DATA / "cat_and_cello.jsonl"
     url = schema_url(postgres_url)
     where = ["--records-url", url, "--chroma-url", chroma_url]
     assert main(["ingest", str(turns), "--user", "ann", "--quiet", *where]) == 0
@@ -76,7 +68,7 @@ def test_cli_commands_take_records_url_and_need_no_store_directory(
     assert stats["packets"] == stats["vectors"] == 2
     assert main(["forget", "--user", "ann", "--chroma-url", chroma_url]) == 0
     assert "forgot 2 turns" in capsys.readouterr().out
-    assert sorted(os.listdir(tmp_path)) == ["turns.jsonl"]
+    assert os.listdir(tmp_path) == []  # nothing written where the command ran
 
 
 def test_reading_commands_never_create_a_postgres_store(tmp_path, capsys, postgres_url):

@@ -1,17 +1,14 @@
 """Served graphs with LangGraph custom auth (issue 26): a real `langgraph dev` with the example handler graphs/auth.py
 (graphs/langgraph.auth.json). The memory user of every run is the authenticated one, never a client field."""
 
-from pathlib import Path
-
 import httpx
 import pytest
-from support.servers import LANGGRAPH_OFFLINE, free_port, running
+from support.servers import langgraph_dev
 
 from memcompile_langgraph import MemCompile
 
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parents[1]
 TOM, ANN = "tom-token-0123456789abcdef", "ann-token-0123456789abcdef"
 BEAGLE = {"speaker": "Tom", "text": "I adopted a beagle named Biscuit.", "time": "4 March 2024"}
 
@@ -19,14 +16,9 @@ BEAGLE = {"speaker": "Tom", "text": "I adopted a beagle named Biscuit.", "time":
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("served-auth")
-    port = free_port()
-    (tmp / "graphs").symlink_to(ROOT / "graphs", target_is_directory=True)
     (tmp / "tokens").write_text(f"{TOM} tom\n{ANN} ann\n")
-    cmd = ["langgraph", "dev", "--config", "graphs/langgraph.auth.json", "--port", str(port), "--host", "127.0.0.1"]
-    cmd += ["--no-browser", "--no-reload"]
-    env = {**LANGGRAPH_OFFLINE, "MEMCOMPILE_STORE": str(tmp / "store"), "MEMCOMPILE_AUTH_TOKENS": str(tmp / "tokens")}
-    with running(cmd, f"http://127.0.0.1:{port}/ok", tmp / "langgraph.log", env=env, cwd=str(tmp)):
-        yield f"http://127.0.0.1:{port}", tmp / "store"
+    with langgraph_dev(tmp, "langgraph.auth.json", {"MEMCOMPILE_AUTH_TOKENS": str(tmp / "tokens")}) as base:
+        yield base, tmp / "store"
 
 
 def client(base: str, token: str | None) -> httpx.Client:

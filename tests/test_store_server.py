@@ -3,8 +3,7 @@ chat graph read and write one memory."""
 
 import httpx
 import pytest
-from support.paths import ROOT
-from support.servers import LANGGRAPH_OFFLINE, free_port, running
+from support.servers import langgraph_dev
 from test_studio import assistants
 
 pytestmark = pytest.mark.slow
@@ -15,24 +14,7 @@ PET = {"speaker": "Tom", "text": "I adopted a beagle named Biscuit.", "time": "4
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("store-server")
-    port = free_port()
-    cmd = [
-        "langgraph",
-        "dev",
-        "--config",
-        "graphs/langgraph.store.json",
-        "--port",
-        str(port),
-        "--host",
-        "127.0.0.1",
-        "--no-browser",
-        "--no-reload",
-    ]
-    env = {**LANGGRAPH_OFFLINE, "MEMCOMPILE_STORE": str(tmp / "store")}
-    with (
-        running(cmd, f"http://127.0.0.1:{port}/ok", tmp / "langgraph.log", env=env, cwd=str(ROOT)),
-        httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=120) as client,
-    ):
+    with langgraph_dev(tmp, "langgraph.store.json") as base, httpx.Client(base_url=base, timeout=120) as client:
         yield client
 
 

@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 from support.paths import ROOT
-from support.servers import LANGGRAPH_OFFLINE, free_port, running
+from support.servers import langgraph_dev
 
 from memcompile_langgraph.query_graph import STAGES
 
@@ -18,28 +18,9 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def studio(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("studio")
-    port = free_port()
-    # langgraph dev resolves the config's graph paths and writes its .langgraph_api/ state in its working directory:
-    # a temporary one that sees the repository's graphs/, so nothing is left in the repository
-    (tmp / "graphs").symlink_to(ROOT / "graphs", target_is_directory=True)
-    # --no-reload: other files changing under the repository must not restart the server mid-test
-    cmd = [
-        "langgraph",
-        "dev",
-        "--config",
-        "graphs/langgraph.json",
-        "--port",
-        str(port),
-        "--host",
-        "127.0.0.1",
-        "--no-browser",
-        "--no-reload",
-    ]
-    env = {**LANGGRAPH_OFFLINE, "MEMCOMPILE_STORE": str(tmp / "store")}
-    with running(cmd, f"http://127.0.0.1:{port}/ok", tmp / "langgraph.log", env=env, cwd=str(tmp)):
-        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=300) as client:
-            client.store_path = tmp / "store"
-            yield client
+    with langgraph_dev(tmp, "langgraph.json") as base, httpx.Client(base_url=base, timeout=300) as client:
+        client.store_path = tmp / "store"
+        yield client
 
 
 @pytest.fixture(scope="module")

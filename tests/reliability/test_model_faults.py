@@ -11,7 +11,7 @@ import socket
 import time
 
 import pytest
-from support.openai_server import FakeOpenAI, Slow, Status
+from support.openai_server import Slow, Status
 
 from memcompile_langgraph import MemCompile, MemCompileConfig
 from memcompile_langgraph.cli.demo_data import demo_turns
@@ -94,14 +94,6 @@ def offline(tmp_path_factory, embeddings):
     return _view(mem, "u")
 
 
-@pytest.fixture
-def server(monkeypatch):
-    """A fresh server per test (scripted faults last for the test only); its base_url needs no API key."""
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    with FakeOpenAI() as srv:
-        yield srv
-
-
 def _bound(call_type: str, items: int) -> int:
     """Most requests a stage may send for `items` items: attempts x correction retries (x rounds for labels)."""
     per_request = CFG.llm_call_attempts
@@ -113,15 +105,15 @@ def _bound(call_type: str, items: int) -> int:
 @pytest.mark.parametrize(
     "kind", [pytest.param(k, marks=pytest.mark.slow) if k == "timeout" else k for k in sorted(FAULTS)]
 )  # timeouts wait out every attempt: ~8 s
-def test_every_fault_falls_back_per_item_and_the_run_finishes(kind, server, tmp_path, embeddings, offline):
+def test_every_fault_falls_back_per_item_and_the_run_finishes(kind, openai_server, tmp_path, embeddings, offline):
     faults = FAULTS[kind]
     if kind == "connection_refused":
         url = _dead_url()
     else:
-        url = server.base_url
+        url = openai_server.base_url
         for call_type, reply in faults.items():
-            server.script(call_type, *[reply] * 500)
-    before = {ct: server.count(ct) for ct in ALL}
+            openai_server.script(call_type, *[reply] * 500)
+    before = {ct: openai_server.count(ct) for ct in ALL}
     mem = MemCompile(tmp_path, embeddings=embeddings, llm=chat_model(MODEL, url, timeout=TIMEOUT), config=CFG)
 
     started = time.monotonic()
@@ -161,7 +153,7 @@ def test_every_fault_falls_back_per_item_and_the_run_finishes(kind, server, tmp_
 
     # retries were bounded
     if kind != "connection_refused":
-        sent = {ct: server.count(ct) - before[ct] for ct in ALL}
+        sent = {ct: openai_server.count(ct) - before[ct] for ct in ALL}
         items = {
             "fact": len(TURNS),
             "metadata": len(index.descriptors),
@@ -179,11 +171,11 @@ def test_every_fault_falls_back_per_item_and_the_run_finishes(kind, server, tmp_
     assert took < 120
 
 
-def test_a_transient_fault_is_retried_then_succeeds(server, tmp_path):
-    server.script("fact", Status(429), Status(500), Slow(TIMEOUT * 3))
+def test_a_transient_fault_is_retried_then_succeeds(openai_server, tmp_path):
+    openai_server.script("fact", Status(429), Status(500), Slow(TIMEOUT * 3))
     mem = MemCompile(
         tmp_path,
-        llm=chat_model(MODEL, server.base_url, timeout=TIMEOUT),
+        llm=chat_model(MODEL, openai_server.base_url, timeout=TIMEOUT),
         config=CFG.with_overrides(llm_concurrency=1, llm_call_attempts=4),
         dense=False,
     )
@@ -195,8 +187,8 @@ def test_a_transient_fault_is_retried_then_succeeds(server, tmp_path):
 
 
 @pytest.mark.slow  # a subprocess or a whole store build per case
-def test_cli_run_with_a_broken_model_finishes_and_stats_counts(server, tmp_path):
-    server.script("fact", *["not json at all"] * 100)
+def test_cli_run_with_a_broken_model_finishes_and_stats_counts(openai_server, tmp_path):
+    openai_server.script("fact", *["not json at all"] * 100)
     path = write_json(tmp_path / "t.json", TURNS)
     store = tmp_path / "store"
     run = memcompile(
@@ -210,7 +202,7 @@ def test_cli_run_with_a_broken_model_finishes_and_stats_counts(server, tmp_path)
         "--llm-model",
         MODEL,
         "--llm-base-url",
-        server.base_url,
+        openai_server.base_url,
     )
     assert run.code == 0 and f"stored {len(TURNS)} turns" in run.out, run.err
     stats = memcompile("stats", "--store", store, "--user", "u")

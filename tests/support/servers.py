@@ -14,6 +14,8 @@ import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from .paths import ROOT
+
 # `langgraph dev` offline: no analytics, no version check, no LangSmith tracing, no OpenAI key (the offline reader);
 # no bytecode written: servers of parallel tests import one graphs/ folder, and each one's __pycache__ writes would
 # make the others' file watchers reload
@@ -76,6 +78,22 @@ def running(
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+
+
+@contextlib.contextmanager
+def langgraph_dev(tmp: Path, config: str, env: dict[str, str] | None = None) -> Iterator[str]:
+    """`langgraph dev` serving graphs/<config> offline on a free loopback port, its memory in tmp/store; yields its
+    base URL. The server resolves the config's paths and writes its .langgraph_api/ state in its working directory:
+    tmp, which sees the repository's graphs/, so nothing is left in the repository. --no-reload: files changing
+    under the repository must not restart the server mid-test."""
+    port = free_port()
+    (tmp / "graphs").symlink_to(ROOT / "graphs", target_is_directory=True)
+    cmd = ["langgraph", "dev", "--config", f"graphs/{config}", "--port", str(port), "--host", "127.0.0.1"]
+    cmd += ["--no-browser", "--no-reload"]
+    env = {**LANGGRAPH_OFFLINE, "MEMCOMPILE_STORE": str(tmp / "store"), **(env or {})}
+    base = f"http://127.0.0.1:{port}"
+    with running(cmd, f"{base}/ok", tmp / "langgraph.log", env=env, cwd=str(tmp)):
+        yield base
 
 
 @contextlib.contextmanager
