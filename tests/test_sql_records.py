@@ -90,3 +90,17 @@ def test_both_databases_answer_alike_for_the_same_writes(backend, commits, delet
         store.forget(user)
         store.close()
         reference.close()
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=st.text(alphabet=st.sampled_from("?%'\"ab s"), max_size=12), value=st.text(max_size=8))
+def test_question_marks_and_percent_signs_in_literals_reach_the_database_as_written(backend, text, value):
+    """The records' SQL is written with `?` placeholders for both databases: a `?` inside a quoted literal is text,
+    and a `%` anywhere is no placeholder of psycopg's, on either."""
+    store = backend.open()
+    literal = text.replace("'", "''")
+    try:
+        with store.transaction() as tx:
+            assert tx.row(f"SELECT ?, '{literal}', ?", (value, 7)) == (value, text, 7)
+    finally:
+        store.close()

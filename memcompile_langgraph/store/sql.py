@@ -9,12 +9,14 @@ extended."""
 from __future__ import annotations
 
 import logging
+import re
 import sqlite3
 import time
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..model import Descriptor, SourcePacket
@@ -55,6 +57,18 @@ CREATE TABLE IF NOT EXISTS counters (user_id TEXT NOT NULL, name TEXT NOT NULL, 
 """
 
 
+# a quoted literal or identifier, where a `?` is text, not a placeholder
+_QUOTED = re.compile(r"""('(?:[^']|'')*'|"(?:[^"]|"")*")""")
+
+
+@lru_cache(maxsize=1024)
+def pyformat(sql: str) -> str:
+    """SQL with `?` placeholders in psycopg's style: `?` outside quotes becomes `%s`, and every `%` is doubled, since
+    psycopg reads `%` as the start of a placeholder wherever it stands."""
+    parts = _QUOTED.split(sql.replace("%", "%%"))
+    return "".join(part if i % 2 else part.replace("?", "%s") for i, part in enumerate(parts))
+
+
 class Tx:
     """A connection inside a transaction (or a read) of either database, taking SQL with `?` placeholders."""
 
@@ -64,7 +78,7 @@ class Tx:
         self.conn, self.placeholder = conn, placeholder
 
     def _sql(self, sql: str) -> str:
-        return sql if self.placeholder == "?" else sql.replace("?", self.placeholder)
+        return sql if self.placeholder == "?" else pyformat(sql)
 
     def one(self, sql: str, args: Sequence[Any] = ()) -> tuple[Any, ...] | None:
         row: tuple[Any, ...] | None = self.conn.execute(self._sql(sql), args).fetchone()

@@ -42,11 +42,12 @@ class Where:
         import psycopg
 
         from memcompile_langgraph.store.postgres import split_url
+        from memcompile_langgraph.store.sql import pyformat
 
         conninfo, schema = split_url(self.url)
         with psycopg.connect(conninfo, autocommit=True) as conn:
             conn.execute(f"SET search_path TO {schema}")
-            return conn.execute(sql.replace("?", "%s"), args).fetchall()
+            return conn.execute(pyformat(sql), args).fetchall()
 
     def tables(self) -> dict[str, list[tuple]]:
         """Every row of every table of the records."""
