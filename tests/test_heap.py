@@ -6,7 +6,7 @@ from memcompile_langgraph.bench.runner import rss_now_mb
 from memcompile_langgraph.bench.synthetic import generate
 from memcompile_langgraph.index import heap
 from memcompile_langgraph.index.heap import release_free_memory
-from memcompile_langgraph.runtime import add_turns
+from memcompile_langgraph.runtime import add_turns, cache
 from memcompile_langgraph.runtime.add_turns import INGEST_BATCH
 
 
@@ -33,7 +33,7 @@ def test_freed_blocks_below_a_live_one_go_back_to_the_system():
     assert after is not None and held - after > 100
 
 
-def test_a_bulk_ingest_releases_memory_by_batch_and_a_single_turn_does_not(make_mem, monkeypatch):
+def test_a_bulk_ingest_releases_memory_by_batch_and_a_single_turn_after_its_unit(make_mem, monkeypatch):
     calls: list[int] = []
     monkeypatch.setattr(add_turns, "release_free_memory", lambda: calls.append(1))
     turns = generate(INGEST_BATCH + 11).turns
@@ -41,5 +41,17 @@ def test_a_bulk_ingest_releases_memory_by_batch_and_a_single_turn_does_not(make_
     mem.add_turns(turns[:-1], user_id="u")
     assert len(calls) == 3  # after each of the two batches, and after the unit
     mem.add_turns(turns[-1:], user_id="u")
-    assert len(calls) == 3  # a single turn's latency pays no trim
+    assert len(calls) == 4  # once, after its unit: not per batch
     assert mem.stats("u")["packets"] == INGEST_BATCH + 11
+
+
+def test_a_cold_load_returns_what_it_freed_and_a_newer_version_of_the_cached_one_does_not(make_mem, monkeypatch):
+    turns = generate(40).turns
+    make_mem("store", turns=turns[:30], dense=False).close()
+    calls: list[int] = []
+    monkeypatch.setattr(cache, "release_free_memory", lambda: calls.append(1))
+    mem = make_mem("store", dense=False)
+    mem.index("u")
+    assert len(calls) == 1  # read from the snapshot file (or replayed): the load's garbage is returned at once
+    mem.add_turns(turns[30:], user_id="u")
+    assert mem.index("u").packets and len(calls) == 1  # a writer's newer version extends the cached one: no trim

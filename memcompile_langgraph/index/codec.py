@@ -33,6 +33,7 @@ from ..config import MemCompileConfig
 from ..model import Cell, Descriptor, SourcePacket, from_columns
 from .growarray import GrowArray
 from .persistent import Rows
+from .termrows import TermRows
 
 if TYPE_CHECKING:
     from .user import UserIndex
@@ -224,8 +225,9 @@ def encode_index(index: UserIndex) -> bytes:
     w.arrays["descriptors.negated"] = np.fromiter((d.negated for d in descriptors), np.bool_, m)
     for name in ("people", "keywords"):
         w.ragged(f"descriptors.{name}", [getattr(d, name) for d in descriptors], w.code)
-    w.ragged("claim_terms", index.claim_terms, w.code)
-    w.ragged("key_terms", index.key_terms, w.code)
+    for name in ("claim_terms", "key_terms"):
+        terms, offsets = getattr(index, name).flat()
+        w.arrays[name], w.arrays[name + ".offsets"] = w.code(terms), offsets
 
     _encode_layout(w, index.layout, index.position)
     _encode_bm25(w, "bm25", index.bm25)
@@ -290,8 +292,9 @@ def decode_index(payload: bytes | memoryview, template: UserIndex) -> UserIndex:
     index.by_packet = {pid: [] for pid in order}
     for d in descriptors:
         index.by_packet[d.packet_id].append(d)
-    index.claim_terms = r.ragged("claim_terms", m, r.texts("claim_terms", None))
-    index.key_terms = r.ragged("key_terms", m, r.texts("key_terms", None))
+    for name in ("claim_terms", "key_terms"):
+        codes = r.codes(name, None)
+        setattr(index, name, TermRows.of(r.strings, codes, r.offsets(name, m, len(codes))))
 
     index.layout = _decode_layout(r, template.cfg, descriptors, ids)
     index.bm25 = _decode_bm25(r, "bm25", template.cfg, m)
