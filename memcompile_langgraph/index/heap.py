@@ -3,8 +3,8 @@
 A bulk ingest allocates and frees many blocks of every size from several threads (the writer, the embedding
 job, the vector store's own threads): glibc keeps the freed pages inside its arenas, so the process's resident
 memory stays far above what it holds. `malloc_trim(0)` returns the free pages of every arena to the system; it
-takes a millisecond or a few (more with a larger heap), so it runs after a write and a bulk ingest's batches, never
-per query (a query's arrays are reused by the next one). Elsewhere than glibc it does nothing."""
+takes a few milliseconds, so it runs after batches of work, never per query or per single turn. Elsewhere than
+glibc it does nothing."""
 
 from __future__ import annotations
 

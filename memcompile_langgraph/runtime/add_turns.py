@@ -15,7 +15,7 @@ INGEST_BATCH = 256  # turns per ingest-graph run (one records transaction each)
 
 def ingest_turns(engine: Engine, user_id: str, turns: list[Placed], progress: bool = False) -> dict[str, int]:
     totals: dict[str, int] = {"stored": 0, "descriptors": 0}
-    bulk = len(turns) >= INGEST_BATCH  # its freed blocks go back to the system batch by batch
+    bulk = len(turns) >= INGEST_BATCH  # its freed blocks go back to the system batch by batch (not a single turn's)
     bars = IngestProgress(len(turns), progress, engine.embeddings is not None)
     if hasattr(engine.extractor, "progress"):
         engine.extractor.progress = progress
@@ -34,7 +34,6 @@ def ingest_turns(engine: Engine, user_id: str, turns: list[Placed], progress: bo
                     release_free_memory()
     finally:
         bars.close()
-    # the unit's publish and its last batch's vectors; a single turn's too: each new snapshot's freed arrays would
-    # otherwise stay in the allocator's arenas (~1 KB per stored turn after 20 adds), for about a millisecond here
-    release_free_memory()
+    if bulk:  # the unit's publish and its last batch's vectors
+        release_free_memory()
     return totals
