@@ -180,9 +180,9 @@ class IndexCache:
             if self.files is not None:
                 self.files.discard(user_id)
             cached = None
-        base, tail, cold = None, {}, True
+        base, tail, forked = None, {}, False
         if cached is not None and self._extends(cached, head):
-            base, cold = cached.fork(), False  # published: readers may be inside it
+            base, forked = cached.fork(), True  # published: readers may be inside it
         else:
             if cached is not None and cached.version >= version:
                 with self._map_lock:  # the records went back (a restore): publish() would keep the "newer" one
@@ -194,27 +194,32 @@ class IndexCache:
                     self._persisted[user_id] = len(base.packets)
                     if base.version < version:
                         tail = self.files.read_tail(user_id, head, template)
-        index = base if base is not None else UserIndex(user_id, self.engine.config)
         try:
-            with gc_paused() if base is None else nullcontext():  # a rebuild: ~50 objects per turn
-                loaded = self.engine.records.load(user_id, after=index.last_seqs)
-                index.extend(loaded.packets, loaded.descriptors)
-            index.version, index.epoch, index.digest = loaded.version, epoch, loaded.digest
-            try:
-                read = self._read_vectors(index, [p.packet_id for p in loaded.packets], tail)
-                # a full load checks the vectors (also of a user with no records: a forget interrupted); a load from a
-                # snapshot repairs the ones its newer records lack (a crash before they were stored)
-                if base is None or self._lacks_vectors(index):
-                    self._repair(index, read)
-            except VectorStoreError as exc:  # the lexical channels still answer; the dense one sits out (dense_node)
-                self.engine.warn_once(f"vectors:{user_id}", f"dense channel off for user {user_id!r}: {exc}")
-                return index  # not saved: a snapshot file without its vectors would hide them once repaired
-            if base is None and index.packets:
-                self.persist(index)
-            return index
+            return self._fill(user_id, base, epoch, tail)
         finally:
-            if cold:  # what the file's read or the replay freed goes back now, not at the first write (~60 ms at 20k)
+            if not forked:  # what the file's read or the replay freed goes back now: a single write never trims
                 release_free_memory()
+
+    def _fill(self, user_id: str, base: UserIndex | None, epoch: int, tail: dict[str, np.ndarray]) -> UserIndex:
+        """`base` (a fork, a snapshot file's index, or None: a rebuild) extended by the records after it, with its
+        vectors read and checked; a rebuild is saved to its snapshot file."""
+        index = base if base is not None else UserIndex(user_id, self.engine.config)
+        with gc_paused() if base is None else nullcontext():  # a rebuild: ~50 objects per turn
+            loaded = self.engine.records.load(user_id, after=index.last_seqs)
+            index.extend(loaded.packets, loaded.descriptors)
+        index.version, index.epoch, index.digest = loaded.version, epoch, loaded.digest
+        try:
+            read = self._read_vectors(index, [p.packet_id for p in loaded.packets], tail)
+            # a full load checks the vectors (also of a user with no records: a forget interrupted); a load from a
+            # snapshot repairs the ones its newer records lack (a crash before they were stored)
+            if base is None or self._lacks_vectors(index):
+                self._repair(index, read)
+        except VectorStoreError as exc:  # the lexical channels still answer; the dense one sits out (dense_node)
+            self.engine.warn_once(f"vectors:{user_id}", f"dense channel off for user {user_id!r}: {exc}")
+            return index  # not saved: a snapshot file without its vectors would hide them once repaired
+        if base is None and index.packets:
+            self.persist(index)
+        return index
 
     def _lacks_vectors(self, index: UserIndex) -> bool:
         engine = self.engine
