@@ -13,6 +13,7 @@ from memcompile_langgraph.eval.crossval import (
     SEARCH_SPACE,
     choices,
     cross_validate,
+    joint_selection,
     make_folds,
     parse_space,
     select_choice,
@@ -189,6 +190,56 @@ def test_fit_fusion_reports_each_folds_held_out_model_and_writes_the_whole_fit(t
     assert manifest["fitted_on"]["dialogues"] == ["mini-1", "mini-2"] and manifest["features"]
     assert set(load_weights(model)) == set(cv["fitted_fusion"]["weights"])
     assert default["fold_gold_recall"] != [None, None]
+
+
+def test_joint_selection_needs_every_benchmarks_other_folds_and_never_reads_the_held_fold():
+    base = records({d: 2 for d in DIALOGUES})
+    # "tuned" is perfect on one benchmark's d4 and one question worse on the other's d4: the other folds of both
+    # benchmarks decide, so it is picked wherever d4 trains (4/4 - 2/4 beats the 1/4 lost) and never for d4's fold
+    first = {"default": base, "tuned": [dict(r, selected=["g"]) if r["dialogue"] == "d4" else r for r in base]}
+    second = {"default": base, "tuned": records({**{d: 2 for d in DIALOGUES}, "d4": 1}), "only-here": base}
+    sections = {"a": cross_validate(first, DIALOGUES, 7), "b": cross_validate(second, DIALOGUES, 7)}
+    joint = joint_selection(sections)
+    assert joint["choices"] == ["default", "tuned"]  # a choice one benchmark did not run cannot compete
+    for fold in joint["per_fold"]:
+        held = DIALOGUES[fold["fold"] - 1]
+        assert fold["selected"] == ("default" if held == "d4" else "tuned")
+        assert fold["a"] == pytest.approx(0.5) and fold["b"] == pytest.approx(0.5)
+    assert joint["selected"]["a"]["mean"] == pytest.approx(0.5)
+    assert joint["per_choice"]["tuned"]["a"]["mean"] == pytest.approx((6 * 0.5 + 1.0) / 7, abs=1e-6)
+    # where the loss on the second benchmark outweighs the gain on the first, nothing is tuned anywhere
+    second["tuned"] = records({**{d: 2 for d in DIALOGUES}, "d4": 0, "d5": 0})
+    joint = joint_selection({"a": cross_validate(first, DIALOGUES, 7), "b": cross_validate(second, DIALOGUES, 7)})
+    assert {f["selected"] for f in joint["per_fold"]} == {"default"}
+    with pytest.raises(ValueError, match="different fold counts"):
+        joint_selection({"a": cross_validate(first, DIALOGUES, 7), "b": cross_validate(second, DIALOGUES, 3)})
+
+
+def test_eval_joint_joins_two_reports_and_refuses_bad_input_in_one_line(cv_run, tmp_path, capsys):
+    other = tmp_path / "other"
+    other.mkdir()
+    report = json.loads((cv_run / "report.json").read_text())
+    (other / "report.json").write_text(json.dumps({**report, "benchmark": "copy"}))
+    assert main(["eval", "joint", str(cv_run), str(other / "report.json"), "--json", str(tmp_path / "j.json")]) == 0
+    out = capsys.readouterr().out
+    assert "2-fold cross-validation over locomo, copy together" in out and "| k0=4 |" in out
+    joint = json.loads((tmp_path / "j.json").read_text())
+    # the same figures twice: each fold picks what the report's own selection picks on its other fold
+    fold_pick = [f["selected"] for f in report["cross_validation"]["per_fold"]]
+    assert [f["selected"] for f in joint["per_fold"]] == fold_pick
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    no_cv = tmp_path / "no_cv.json"
+    no_cv.write_text(json.dumps({"benchmark": "locomo"}))
+    for args, message in (
+        ([str(cv_run), str(bad)], "not a readable eval report"),
+        ([str(cv_run), str(no_cv)], "no cross-validation section"),
+        ([str(cv_run), str(cv_run)], "given twice"),
+        ([str(cv_run), str(tmp_path / "missing")], "not a readable eval report"),
+    ):
+        assert main(["eval", "joint", *args]) == 2
+        err = capsys.readouterr().err.strip()
+        assert message in err and len(err.splitlines()) == 1
 
 
 @pytest.mark.parametrize(

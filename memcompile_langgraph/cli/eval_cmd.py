@@ -181,6 +181,44 @@ def cmd_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cv_section(path: str) -> tuple[str, str, dict[str, Any]]:
+    """(benchmark name, folder, cross_validation section) of an eval output folder or its report.json."""
+    import json
+
+    file = Path(path) / "report.json" if Path(path).is_dir() else Path(path)
+    try:
+        report = json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise UsageError(f"{file}: not a readable eval report ({type(exc).__name__})") from None
+    section = report.get("cross_validation") if isinstance(report, dict) else None
+    if not isinstance(section, dict):
+        raise UsageError(f"{file}: no cross-validation section (run the eval with --folds K)")
+    return str(report.get("benchmark") or file.parent.name), file.parent.name, section
+
+
+def cmd_joint(args: argparse.Namespace) -> int:
+    import json
+
+    from ..eval.crossval import joint_selection
+    from ..eval.markdown import joint_lines
+
+    found = [_cv_section(p) for p in args.reports]
+    benchmarks = [b for b, _, _ in found]
+    # a benchmark given twice (BEAM 100K and 500K, say) is named by its folder too
+    sections = {(b if benchmarks.count(b) == 1 else f"{b} {folder}"): s for b, folder, s in found}
+    if len(sections) < len(found):
+        raise UsageError("the same report is given twice")
+    try:
+        joint = joint_selection(sections)
+    except (ValueError, KeyError, TypeError) as exc:
+        raise UsageError(f"cannot join these reports: {exc}") from None
+    for line in joint_lines(joint):
+        print(line)
+    if args.json:
+        Path(args.json).write_text(json.dumps(joint, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("eval", help="evaluate on a benchmark file: Gold Recall, baselines, ablations, report and plots")
     benches = p.add_subparsers(dest="benchmark", required=True)
@@ -260,3 +298,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         b.add_argument("--judge-model", default=None, metavar="NAME", help="judge model (default: the answer model)")
         b.add_argument("--quiet", action="store_true", help="no progress bars")
         b.set_defaults(func=cmd_eval)
+    j = benches.add_parser(
+        "joint",
+        help="cross-validation over several benchmarks together, from their --folds reports: each fold's choice "
+        "is the best on the other folds of all of them",
+    )
+    j.add_argument("reports", nargs="+", metavar="OUT", help="eval output folders (or their report.json)")
+    j.add_argument("--json", default=None, metavar="FILE", help="also write the joint figures to this JSON file")
+    j.set_defaults(func=cmd_joint)

@@ -199,3 +199,44 @@ def cross_validate(
             "default_gold_recall": per_choice[DEFAULT_CHOICE]["gold_recall"]["pooled"],
         },
     }
+
+
+def joint_selection(sections: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """Cross-validation over several benchmarks together (`memcompile eval joint`): benchmark name -> the
+    `cross_validation` section of its report, all with the same fold count. Fold i of the joint run holds fold i of
+    every benchmark out; its choice is the one with the best mean, over benchmarks, of the benchmark's mean Gold
+    Recall on its other folds (each benchmark weighs the same, whatever its size), and it is scored on every
+    benchmark's held fold. Only choices every benchmark ran compete. A default chosen this way has to hold on all the
+    benchmarks' conversations it was not chosen on."""
+    if not sections:
+        raise ValueError("no cross-validation report to join")
+    counts = {name: s["folds"] for name, s in sections.items()}
+    if len(set(counts.values())) != 1:
+        raise ValueError(
+            f"the reports have different fold counts ({', '.join(f'{n}: {k}' for n, k in counts.items())})"
+        )
+    k = next(iter(counts.values()))
+    common = [
+        c for c in next(iter(sections.values()))["choices"] if all(c in s["per_choice"] for s in sections.values())
+    ]
+    figures = {  # benchmark -> choice -> per-fold Gold Recall
+        name: {c: s["per_choice"][c]["fold_gold_recall"] for c in common} for name, s in sections.items()
+    }
+
+    def score(choice: str, folds: Sequence[int]) -> float:
+        means = [fmean(x for i in folds if (x := f[choice][i]) is not None) for f in figures.values()]
+        return fmean(means)
+
+    per_fold = []
+    for i in range(k):
+        training = [j for j in range(k) if j != i]
+        chosen = max(common, key=lambda c: (score(c, training), c == DEFAULT_CHOICE))
+        per_fold.append({"fold": i + 1, "selected": chosen, **{n: f[chosen][i] for n, f in figures.items()}})
+    return {
+        "folds": k,
+        "benchmarks": list(sections),
+        "choices": common,
+        "per_fold": per_fold,
+        "selected": {n: spread([f[n] for f in per_fold]) for n in sections},
+        "per_choice": {c: {n: spread(f[c]) for n, f in figures.items()} for c in common},
+    }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from statistics import fmean
 from typing import Any
 
 from . import paper
@@ -192,6 +193,30 @@ def _usage_table(usage: dict[str, Any]) -> str:
 
 def mean_sd(s: dict[str, Any]) -> str:
     return DASH if s.get("mean") is None else f"{pct(s['mean'])} ± {pct(s['sd'])}"
+
+
+def joint_lines(joint: dict[str, Any]) -> list[str]:
+    """`memcompile eval joint`: per fold the choice selected on the other folds of every benchmark and its held-out
+    figure on each, then every choice's per-fold mean and spread on each benchmark and their mean."""
+    names = joint["benchmarks"]
+    folds = [[str(f["fold"]), f["selected"], *(pct(f[n]) for n in names)] for f in joint["per_fold"]]
+    folds.append(["mean ± sd", "", *(mean_sd(joint["selected"][n]) for n in names)])
+    per_choice = joint["per_choice"]
+    rows = [
+        [c, *(mean_sd(per_choice[c][n]) for n in names), pct(fmean(per_choice[c][n]["mean"] for n in names))]
+        for c in joint["choices"]
+        if all(per_choice[c][n]["mean"] is not None for n in names)
+    ]
+    return [
+        f"## {joint['folds']}-fold cross-validation over {', '.join(names)} together (Gold Recall, %)",
+        "",
+        "Fold i holds out fold i of every benchmark; its choice has the best mean over the benchmarks of their other "
+        "folds' Gold Recall.",
+        "",
+        table(["fold", "selected", *names], folds),
+        "",
+        table(["choice", *names, "mean"], rows),
+    ]
 
 
 def cv_section(report: dict[str, Any], categories: Sequence[str]) -> list[str]:
