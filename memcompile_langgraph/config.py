@@ -96,7 +96,8 @@ class MemCompileConfig:
     #     its top-K0 are the anchors (also for A2/A3). Off (paper): the scheduler sees the complete U_q in Eq. 10
     #     order, and the deterministic anchors (offline, A2/A3, LLM fill) are the App. B.3 MMR Top-K0 ---
     fusion: bool = True
-    fusion_lexical: float = 1.0  # z(BM25 over the packet's claim bundle + adjacent turns)
+    # z(BM25 over the packet's claim bundle + adjacent turns); chosen under 5-fold CV on both dev sets together
+    fusion_lexical: float = 0.9
     fusion_dense: float = 1.0  # z(cosine of q+ and z(p))
     fusion_dense_question: float = 0.5  # z(cosine of the bare question and z(p))
     # z(best single claim's BM25 per packet): passage-level lexical evidence. Off: it helps long chats (BEAM) but

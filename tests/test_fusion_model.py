@@ -84,7 +84,21 @@ def test_the_model_reproduces_a_hand_computed_score():
         feedback=np.array([2.0]),
         gold=np.array([True]),
     )
-    w = dict(HAND)
+    # every weight the sum uses, set here: the hand computation must not follow the defaults
+    w = {
+        **HAND,
+        "fusion_lexical": 1.0,
+        "fusion_dense": 1.0,
+        "fusion_dense_question": 0.5,
+        "fusion_previous": 0.2,
+        "fusion_next": 0.2,
+        "fusion_asking": 1.5,
+        "fusion_recency": 0.0,
+        "fusion_temporal": 0.3,
+        "fusion_date": 3.0,
+        "fusion_addressed": 3.0,
+        "fusion_feedback": 0.2,
+    }
     # base: 1*1 + 1*2 + 0.5*(-1) = 2.5; previous: 0.2 * (0.5 + 1) = 0.3; next: 0; asking -1.5, recency 0,
     # temporal 0.3, date 3.0, addressed 3.0; feedback 0.2 * 2
     expected = 2.5 + 0.3 + 0.0 - 1.5 + 0.0 + 0.3 + 3.0 + 3.0 + 0.4
