@@ -6,6 +6,8 @@ import re
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from memcompile_langgraph.cli import main
 from memcompile_langgraph.config import MemCompileConfig
@@ -240,6 +242,43 @@ def test_eval_joint_joins_two_reports_and_refuses_bad_input_in_one_line(cv_run, 
         assert main(["eval", "joint", *args]) == 2
         err = capsys.readouterr().err.strip()
         assert message in err and len(err.splitlines()) == 1
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 9) | st.floats(allow_nan=True) | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4),
+    max_leaves=12,
+)
+KEYS = st.sampled_from(["folds", "choices", "per_choice", "default", "fold_gold_recall", "k0=4"])
+
+
+def _mutated(section: dict, path: list[str], value) -> dict:
+    out = json.loads(json.dumps(section))
+    node = out
+    for key in path[:-1]:
+        if not isinstance(node, dict) or not isinstance(node.get(key), dict):
+            return out
+        node = node[key]
+    if isinstance(node, dict):
+        node[path[-1]] = value
+    return out
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(path=st.lists(KEYS, min_size=1, max_size=3), value=JSON)
+def test_eval_joint_of_any_malformed_section_is_one_line_or_a_table(cv_run, tmp_path, capsys, path, value):
+    report = json.loads((cv_run / "report.json").read_text())
+    broken = {**report, "benchmark": "other", "cross_validation": _mutated(report["cross_validation"], path, value)}
+    other = tmp_path / "broken.json"
+    other.write_text(json.dumps(broken))
+    capsys.readouterr()
+    code = main(["eval", "joint", str(cv_run), str(other)])
+    captured = capsys.readouterr()
+    if code == 2:
+        err = captured.err.strip()
+        assert len(err.splitlines()) == 1 and "Traceback" not in err
+    else:
+        assert code == 0 and "cross-validation over locomo, other together" in captured.out
 
 
 @pytest.mark.parametrize(

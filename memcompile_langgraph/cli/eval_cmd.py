@@ -210,7 +210,7 @@ def cmd_joint(args: argparse.Namespace) -> int:
         raise UsageError("the same report is given twice")
     try:
         joint = joint_selection(sections)
-    except (ValueError, KeyError, TypeError) as exc:
+    except ValueError as exc:
         raise UsageError(f"cannot join these reports: {exc}") from None
     for line in joint_lines(joint):
         print(line)

@@ -201,6 +201,27 @@ def cross_validate(
     }
 
 
+def _check_section(name: str, s: Any) -> None:
+    """A report's cross_validation section as joint_selection reads it (a report is input: it may be anything)."""
+    k = s.get("folds") if isinstance(s, Mapping) else None
+    if isinstance(k, bool) or not isinstance(k, int) or k < 2:
+        raise ValueError(f"{name}: no fold count of at least 2")
+    choices, per_choice = s.get("choices"), s.get("per_choice")
+    if not isinstance(choices, list) or not isinstance(per_choice, Mapping) or DEFAULT_CHOICE not in choices:
+        raise ValueError(f"{name}: no list of choices with the default")
+    for c in choices:
+        figures = per_choice.get(c) if isinstance(c, str) else None
+        folds = figures.get("fold_gold_recall") if isinstance(figures, Mapping) else None
+        if not isinstance(folds, list) or len(folds) != k:
+            raise ValueError(f"{name}: choice {c!r} has no figure per fold")
+        if not all(
+            x is None or (isinstance(x, int | float) and not isinstance(x, bool) and 0 <= x <= 1) for x in folds
+        ):
+            raise ValueError(f"{name}: choice {c!r} has a fold figure that is not a recall")
+        if all(x is None for x in folds):
+            raise ValueError(f"{name}: choice {c!r} has no scored fold")
+
+
 def joint_selection(sections: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     """Cross-validation over several benchmarks together (`memcompile eval joint`): benchmark name -> the
     `cross_validation` section of its report, all with the same fold count. Fold i of the joint run holds fold i of
@@ -210,22 +231,22 @@ def joint_selection(sections: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]
     benchmarks' conversations it was not chosen on."""
     if not sections:
         raise ValueError("no cross-validation report to join")
+    for name, s in sections.items():
+        _check_section(name, s)
     counts = {name: s["folds"] for name, s in sections.items()}
     if len(set(counts.values())) != 1:
         raise ValueError(
             f"the reports have different fold counts ({', '.join(f'{n}: {k}' for n, k in counts.items())})"
         )
     k = next(iter(counts.values()))
-    common = [
-        c for c in next(iter(sections.values()))["choices"] if all(c in s["per_choice"] for s in sections.values())
-    ]
+    common = [c for c in next(iter(sections.values()))["choices"] if all(c in s["choices"] for s in sections.values())]
     figures = {  # benchmark -> choice -> per-fold Gold Recall
         name: {c: s["per_choice"][c]["fold_gold_recall"] for c in common} for name, s in sections.items()
     }
 
     def score(choice: str, folds: Sequence[int]) -> float:
-        means = [fmean(x for i in folds if (x := f[choice][i]) is not None) for f in figures.values()]
-        return fmean(means)
+        means = [[x for i in folds if (x := f[choice][i]) is not None] for f in figures.values()]
+        return fmean(fmean(m) for m in means if m) if any(means) else -math.inf
 
     per_fold = []
     for i in range(k):
