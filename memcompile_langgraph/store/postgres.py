@@ -121,7 +121,7 @@ class PostgresRecords(SqlRecords):
         tx.run(f"SET LOCAL search_path TO {self.schema}")
 
     def _migrate(self, conn: psycopg.Connection, create: bool) -> None:
-        tx = Tx(conn, "%s")
+        tx = Tx(conn, "pyformat")
         enc = tx.row("SHOW server_encoding")[0]
         if enc.upper() not in ("UTF8", "UTF-8"):
             raise StoreError(f"PostgreSQL at {self.where} stores text as {enc}; MemCompile needs a UTF8 database")
@@ -142,7 +142,7 @@ class PostgresRecords(SqlRecords):
     def _bind_home(self, conn: psycopg.Connection) -> None:
         """The store id is bound to where the records live (cluster, database, schema): a clone (CREATE DATABASE ...
         TEMPLATE, a dump restored into another database or schema) gets a new one (SqlRecords._rehome)."""
-        tx = Tx(conn, "%s")
+        tx = Tx(conn, "pyformat")
         with conn.transaction():
             self._enter(tx)
             try:
@@ -165,7 +165,7 @@ class PostgresRecords(SqlRecords):
             with self.pool.connection() as conn:
                 if repeatable:  # one snapshot for several reads: another worker may commit between them
                     conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-                yield Tx(conn, "%s")
+                yield Tx(conn, "pyformat")
         except (psycopg.OperationalError, psycopg_pool.PoolTimeout) as exc:
             raise StoreError(f"PostgreSQL at {self.where}: {_first_line(exc)}") from None
 
@@ -214,7 +214,7 @@ class PostgresRecords(SqlRecords):
         with conn:  # closing the connection releases the lock whatever happens below
             if blocking:
                 conn.execute("SELECT pg_advisory_lock(hashtextextended(%s, 0))", (key,))
-            elif not Tx(conn, "%s").row("SELECT pg_try_advisory_lock(hashtextextended(?, 0))", (key,))[0]:
+            elif not Tx(conn, "pyformat").row("SELECT pg_try_advisory_lock(hashtextextended(?, 0))", (key,))[0]:
                 yield False
                 return
             yield True

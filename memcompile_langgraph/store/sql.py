@@ -17,7 +17,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from ..model import Descriptor, SourcePacket
 from .protocols import NO_RECORDS, Head, LoadedRecords, StoredTurn, StoreError
@@ -72,13 +72,15 @@ def pyformat(sql: str) -> str:
 class Tx:
     """A connection inside a transaction (or a read) of either database, taking SQL with `?` placeholders."""
 
-    __slots__ = ("conn", "placeholder")
+    __slots__ = ("conn", "paramstyle")
 
-    def __init__(self, conn: sqlite3.Connection | psycopg.Connection[tuple[Any, ...]], placeholder: str) -> None:
-        self.conn, self.placeholder = conn, placeholder
+    def __init__(
+        self, conn: sqlite3.Connection | psycopg.Connection[tuple[Any, ...]], paramstyle: Literal["qmark", "pyformat"]
+    ) -> None:
+        self.conn, self.paramstyle = conn, paramstyle  # the driver's DB-API paramstyle
 
     def _sql(self, sql: str) -> str:
-        return sql if self.placeholder == "?" else pyformat(sql)
+        return sql if self.paramstyle == "qmark" else pyformat(sql)
 
     def one(self, sql: str, args: Sequence[Any] = ()) -> tuple[Any, ...] | None:
         row: tuple[Any, ...] | None = self.conn.execute(self._sql(sql), args).fetchone()

@@ -113,7 +113,7 @@ class SqliteRecords(SqlRecords):
         with self._mutex:
             self.conn.execute("BEGIN IMMEDIATE")
             try:
-                yield Tx(self.conn, "?")
+                yield Tx(self.conn, "qmark")
             except BaseException:
                 self.conn.execute("ROLLBACK")
                 raise
@@ -123,11 +123,11 @@ class SqliteRecords(SqlRecords):
     def _read(self, snapshot: bool = False) -> Iterator[Tx]:
         with self._mutex:
             if not snapshot:
-                yield Tx(self.conn, "?")
+                yield Tx(self.conn, "qmark")
                 return
             self.conn.execute("BEGIN")
             try:
-                yield Tx(self.conn, "?")
+                yield Tx(self.conn, "qmark")
             finally:
                 self.conn.execute("COMMIT")
 
