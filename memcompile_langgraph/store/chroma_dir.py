@@ -115,27 +115,19 @@ class LocalChroma:
 
     def scrub(self) -> None:
         """Remove what Chroma leaves on disk of dropped collections: their index directories and the freed pages
-        of its SQLite file, which still hold the vectors. Call inside `access(write=True)`. The client is closed
-        meanwhile: a dropped collection's index may still be in Chroma's memory, and written back into its
-        directory after that was removed (seen on a loaded machine); a closed client writes nothing."""
-        self.client.close()  # type: ignore[attr-defined]  # typed ClientAPI, which lacks its Client's close()
+        of its SQLite file, which still hold the vectors. Call inside `access(write=True)`."""
         try:
             conn = sqlite3.connect(self.chroma_dir / "chroma.sqlite3", timeout=30)
             try:
                 live = {r[0] for r in conn.execute("SELECT id FROM segments")}
-                left = [d for d in self.chroma_dir.iterdir() if d.is_dir() and _is_uuid(d.name) and d.name not in live]
-                for d in left:
-                    shutil.rmtree(d, ignore_errors=True)
-                if any(d.exists() for d in left):
-                    log.warning("could not remove a dropped Chroma index directory; its vectors remain on disk")
+                for d in self.chroma_dir.iterdir():
+                    if d.is_dir() and _is_uuid(d.name) and d.name not in live:
+                        shutil.rmtree(d, ignore_errors=True)
                 conn.execute("VACUUM")
             finally:
                 conn.close()
         except sqlite3.Error as exc:  # e.g. another Chroma schema: the vectors are deleted, only not scrubbed
             log.warning("could not scrub the Chroma directory (%s); deleted vectors may remain on disk", exc)
-        finally:
-            self.client = self._make()
-            self.epoch += 1
 
     @contextlib.contextmanager
     def access(self, write: bool) -> Iterator[ClientAPI]:
