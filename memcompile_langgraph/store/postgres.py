@@ -217,7 +217,13 @@ class PostgresRecords(SqlRecords):
             elif not Tx(conn, "pyformat").row("SELECT pg_try_advisory_lock(hashtextextended(?, 0))", (key,))[0]:
                 yield False
                 return
-            yield True
+            try:
+                yield True
+            finally:
+                # released now, not when the server gets round to ending the session after the close: the next
+                # writer, even a non-blocking one, must find it free
+                with contextlib.suppress(psycopg.Error):
+                    conn.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", (key,))
 
 
 def _first_line(exc: BaseException) -> str:
