@@ -93,7 +93,11 @@ def test_both_databases_answer_alike_for_the_same_writes(backend, commits, delet
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(text=st.text(alphabet=st.sampled_from("?%'\"ab s"), max_size=12), value=st.text(max_size=8))
+# no NUL in the parameter: PostgreSQL text cannot hold one (turn input removes it before anything is stored)
+@given(
+    text=st.text(alphabet=st.sampled_from("?%'\"ab s"), max_size=12),
+    value=st.text(alphabet=st.characters(exclude_characters="\x00"), max_size=8),
+)
 def test_question_marks_and_percent_signs_in_literals_reach_the_database_as_written(backend, text, value):
     """The records' SQL is written with `?` placeholders for both databases: a `?` inside a quoted literal is text,
     and a `%` anywhere is no placeholder of psycopg's, on either."""
