@@ -181,8 +181,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cv_section(path: str) -> tuple[str, str, dict[str, Any]]:
-    """(benchmark name, folder, cross_validation section) of an eval output folder or its report.json."""
+def _cv_section(path: str) -> tuple[str, Path, dict[str, Any]]:
+    """(benchmark name, report file, cross_validation section) of an eval output folder or its report.json."""
     import json
 
     file = Path(path) / "report.json" if Path(path).is_dir() else Path(path)
@@ -193,7 +193,7 @@ def _cv_section(path: str) -> tuple[str, str, dict[str, Any]]:
     section = report.get("cross_validation") if isinstance(report, dict) else None
     if not isinstance(section, dict):
         raise UsageError(f"{file}: no cross-validation section (run the eval with --folds K)")
-    return str(report.get("benchmark") or file.parent.name), file.parent.name, section
+    return str(report.get("benchmark") or file.parent.name), file, section
 
 
 def cmd_joint(args: argparse.Namespace) -> int:
@@ -202,12 +202,12 @@ def cmd_joint(args: argparse.Namespace) -> int:
     from ..eval.crossval import joint_selection
     from ..eval.markdown import joint_lines
 
-    found = [_cv_section(p) for p in args.reports]
-    benchmarks = [b for b, _, _ in found]
-    # a benchmark given twice (BEAM 100K and 500K, say) is named by its folder too
-    sections = {(b if benchmarks.count(b) == 1 else f"{b} {folder}"): s for b, folder, s in found}
-    if len(sections) < len(found):
+    found = [(arg, *_cv_section(arg)) for arg in args.reports]
+    if len({file.resolve() for _, _, file, _ in found}) < len(found):
         raise UsageError("the same report is given twice")
+    benchmarks = [b for _, b, _, _ in found]
+    # a benchmark given twice (BEAM 100K and 500K, say) is named by its report as given too
+    sections = {(b if benchmarks.count(b) == 1 else f"{b} ({arg})"): s for arg, b, _, s in found}
     try:
         joint = joint_selection(sections)
     except ValueError as exc:
