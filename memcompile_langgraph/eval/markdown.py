@@ -202,10 +202,9 @@ def joint_lines(joint: dict[str, Any]) -> list[str]:
     folds = [[str(f["fold"]), f["selected"], *(pct(f[n]) for n in names)] for f in joint["per_fold"]]
     folds.append(["mean ± sd", "", *(mean_sd(joint["selected"][n]) for n in names)])
     per_choice = joint["per_choice"]
-    rows = [
+    rows = [  # joint_selection refuses a choice without a scored fold: every mean exists
         [c, *(mean_sd(per_choice[c][n]) for n in names), pct(fmean(per_choice[c][n]["mean"] for n in names))]
         for c in joint["choices"]
-        if all(per_choice[c][n]["mean"] is not None for n in names)
     ]
     return [
         f"## {joint['folds']}-fold cross-validation over {', '.join(names)} together (Gold Recall, %)",
