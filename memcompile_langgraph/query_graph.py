@@ -22,6 +22,7 @@ from .evidence.render import mark_notes, render_context, superseded
 from .evidence.scheduler import ScheduleInput
 from .model import DenseHit, Intent
 from .runtime.context import MemoryContext, run_context
+from .runtime.telemetry import GraphOperation
 from .runtime.trace import stage_graph
 from .state import QueryState, QueryWork
 from .store.protocols import VectorStoreError
@@ -218,7 +219,12 @@ NODES = {
 def build_query_graph():
     # the stages share QueryWork; callers and Studio see QueryState (no per-packet arrays in inputs or outputs)
     builder = stage_graph(
-        QueryWork, NODES, context_schema=MemoryContext, input_schema=QueryState, output_schema=QueryState
+        QueryWork,
+        NODES,
+        GraphOperation("search_memory", first="intent", last="render"),
+        context_schema=MemoryContext,
+        input_schema=QueryState,
+        output_schema=QueryState,
     )
     builder.add_edge(START, "intent")
     builder.add_edge("intent", "bm25")
