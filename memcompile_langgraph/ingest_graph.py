@@ -102,6 +102,7 @@ def _profiled(stage: str, fn):
     return node
 
 
+OPERATION = GraphOperation("create_memory", first="packetize", last="index")  # what a served run is (its span)
 NODES = {
     "packetize": _profiled("packetize", packetize_node),
     "extract_facts": _profiled("extract", extract_facts_node),
@@ -112,14 +113,8 @@ NODES = {
 
 
 def build_ingest_graph():
-    builder = stage_graph(
-        IngestWork,
-        NODES,
-        GraphOperation("create_memory", first="packetize", last="index"),
-        context_schema=MemoryContext,
-        input_schema=IngestState,
-        output_schema=IngestState,
-    )
+    schemas = {"context_schema": MemoryContext, "input_schema": IngestState, "output_schema": IngestState}
+    builder = stage_graph(IngestWork, NODES, OPERATION, **schemas)
     names = list(NODES)
     builder.add_edge(START, names[0])
     for a, b in zip(names, names[1:]):

@@ -203,6 +203,7 @@ def render_node(state: QueryState, runtime: Runtime[MemoryContext]) -> dict[str,
     return {**out, "note": nothing_stored_note(ctx.user)} if not index.packets else out
 
 
+OPERATION = GraphOperation("search_memory", first="intent", last="render")  # what a served run is (its span)
 NODES = {
     "intent": intent_node,
     "bm25": bm25_node,
@@ -218,14 +219,8 @@ NODES = {
 
 def build_query_graph():
     # the stages share QueryWork; callers and Studio see QueryState (no per-packet arrays in inputs or outputs)
-    builder = stage_graph(
-        QueryWork,
-        NODES,
-        GraphOperation("search_memory", first="intent", last="render"),
-        context_schema=MemoryContext,
-        input_schema=QueryState,
-        output_schema=QueryState,
-    )
+    schemas = {"context_schema": MemoryContext, "input_schema": QueryState, "output_schema": QueryState}
+    builder = stage_graph(QueryWork, NODES, OPERATION, **schemas)
     builder.add_edge(START, "intent")
     builder.add_edge("intent", "bm25")
     builder.add_edge("intent", "dense")  # the dense channel runs beside the address plane
