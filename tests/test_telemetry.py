@@ -221,6 +221,18 @@ async def test_mcp_tools_make_their_memory_operation_spans(spans, tmp_path):
     assert roots == ["create_memory", "search_memory", "delete_memory", "delete_memory_store"]
 
 
+def test_a_failed_call_marks_its_span_with_the_error(spans, tmp_path):
+    mem = MemCompile(tmp_path / "store", dense=False)
+    mem.add_turns(TURNS, user_id="tom")
+    mem.close()
+    with pytest.raises(Exception) as raised:
+        mem.delete_turns("tom", ["D1:1"])  # its records are closed
+    delete = _named(spans.get_finished_spans(), "delete_memory")
+    assert delete.status.status_code == trace.StatusCode.ERROR
+    assert delete.attributes["error.type"] == type(raised.value).__qualname__
+    assert [e.name for e in delete.events] == ["exception"]
+
+
 class _CurrentSpan(BaseCallbackHandler):
     """What an OpenTelemetry LangChain instrumentation parents its LLM span to: the span current at the call."""
 
