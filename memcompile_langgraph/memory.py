@@ -20,6 +20,7 @@ from .index.user import UserIndex
 from .ingest.turn_input import place_turns
 from .model import CompiledContext
 from .query_graph import query_graph
+from .runtime import telemetry
 from .runtime.context import MemoryContext
 from .runtime.engine import build_engine
 from .store.layout import check_store_path
@@ -99,7 +100,11 @@ class MemCompile(Upkeep, Surfaces):
         """Store turns (dicts or TurnInput); returns counts: stored, skipped_*, already_stored, descriptors."""
         from .runtime.add_turns import ingest_turns  # imports the ingest graph: a process that only queries never does
 
-        return ingest_turns(self.engine, validate_user_id(user_id), place_turns(turns), progress)
+        user_id, placed = validate_user_id(user_id), place_turns(turns)
+        with telemetry.create_memory(user_id, placed) as span:
+            totals = ingest_turns(self.engine, user_id, placed, progress)
+            span.counts("add_turns", totals)
+        return totals
 
     async def aadd_turns(
         self, turns: Iterable[Any], user_id: str = "default", progress: bool = False
@@ -112,8 +117,11 @@ class MemCompile(Upkeep, Surfaces):
     ) -> CompiledContext:
         user_id = validate_user_id(user_id)
         query = clean_query(query)  # ValueError when nothing usable is left
-        state = {"query": query, "view": view, "max_tokens": validate_max_tokens(max_tokens)}
-        out = query_graph.invoke(state, context=self.context(user_id))
+        max_tokens = validate_max_tokens(max_tokens)
+        state = {"query": query, "view": view, "max_tokens": max_tokens}
+        with telemetry.search_memory(user_id, query, view, max_tokens) as span:
+            out = query_graph.invoke(state, context=self.context(user_id))
+            span.found(out.get("packets", []), lambda: self.index(user_id))
         return CompiledContext(
             query=query, text=out.get("context", ""), packets=out.get("packets", []), trace=out.get("trace", {})
         )

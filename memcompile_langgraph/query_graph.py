@@ -22,6 +22,7 @@ from .evidence.render import mark_notes, render_context, superseded
 from .evidence.scheduler import ScheduleInput
 from .model import DenseHit, Intent
 from .runtime.context import MemoryContext, run_context
+from .runtime.telemetry import GraphOperation
 from .runtime.trace import stage_graph
 from .state import QueryState, QueryWork
 from .store.protocols import VectorStoreError
@@ -202,6 +203,7 @@ def render_node(state: QueryState, runtime: Runtime[MemoryContext]) -> dict[str,
     return {**out, "note": nothing_stored_note(ctx.user)} if not index.packets else out
 
 
+OPERATION = GraphOperation("search_memory", first="intent", last="render")  # what a served run is (its span)
 NODES = {
     "intent": intent_node,
     "bm25": bm25_node,
@@ -217,9 +219,8 @@ NODES = {
 
 def build_query_graph():
     # the stages share QueryWork; callers and Studio see QueryState (no per-packet arrays in inputs or outputs)
-    builder = stage_graph(
-        QueryWork, NODES, context_schema=MemoryContext, input_schema=QueryState, output_schema=QueryState
-    )
+    schemas = {"context_schema": MemoryContext, "input_schema": QueryState, "output_schema": QueryState}
+    builder = stage_graph(QueryWork, NODES, OPERATION, **schemas)
     builder.add_edge(START, "intent")
     builder.add_edge("intent", "bm25")
     builder.add_edge("intent", "dense")  # the dense channel runs beside the address plane

@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from .ingest.turn_input import turn_record
-from .runtime import maintenance
+from .runtime import maintenance, telemetry
 from .runtime.engine import Engine
 from .store.protocols import StoredTurn
 from .text.terms import normalize_ids
@@ -58,11 +58,17 @@ class Upkeep:
     def forget(self, user_id: str) -> None:
         """Remove every record, vector, snapshot file, cached LLM reply and ledger row of the user (idempotent:
         re-run after a crash)."""
-        maintenance.forget(self.engine, validate_user_id(user_id))
+        user_id = validate_user_id(user_id)
+        with telemetry.delete_memory_store(user_id):
+            maintenance.forget(self.engine, user_id)
 
     def delete_turns(self, user_id: str, dia_ids: Iterable[str]) -> int:
         """Remove single turns with their descriptors and Cell memberships; returns how many were removed."""
-        return maintenance.delete_turns(self.engine, validate_user_id(user_id), normalize_ids(dia_ids))
+        user_id, ids = validate_user_id(user_id), normalize_ids(dia_ids)
+        with telemetry.delete_memory(user_id, ids) as span:
+            removed = maintenance.delete_turns(self.engine, user_id, ids)
+            span.counts("delete_turns", {"removed": removed})
+        return removed
 
     def reembed(self, user_id: str = "default") -> int:
         """Embed every packet of the user again with this memory's model (what the next add_turns does anyway when

@@ -75,6 +75,11 @@ def _get(raw: Any, key: str) -> str:
     return type(value).__name__
 
 
+def given_text(turn: Placed) -> str:
+    """The turn's text as handed over (what a trace shows with content capture on)."""
+    return _get(turn.raw, "text")
+
+
 def _field(raw: Mapping, name: str) -> str:
     value = next((raw[k] for k in _KEYS[name] if raw.get(k) not in (None, "")), "")
     if name == "speaker" and not isinstance(value, str):

@@ -11,6 +11,7 @@ from ..evidence.budget import validate_max_tokens
 from ..evidence.render import render_block
 from ..memory import MemCompile
 from ..model import CompiledContext
+from ..runtime import telemetry
 from ..text.terms import clean_text
 from ..users import validate_user_id
 
@@ -76,8 +77,11 @@ class MemCompileRetriever(BaseRetriever):
         limit = resolve_k(k, self.k)
         if not clean_text(query):
             return []  # an empty question (spaces, or only characters the store removes) matches no memory
-        ctx = self.memory.compile(query, self.user_id, max_tokens=self.max_tokens)
-        return packet_documents(self.memory, self.user_id, ctx)[:limit]
+        with telemetry.retrieval(self.user_id, query, limit) as span:
+            ctx = self.memory.compile(query, self.user_id, max_tokens=self.max_tokens)
+            docs = packet_documents(self.memory, self.user_id, ctx)[:limit]
+            telemetry.documents(span, docs)
+        return docs
 
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, k: int | None = None
@@ -85,5 +89,8 @@ class MemCompileRetriever(BaseRetriever):
         limit = resolve_k(k, self.k)
         if not clean_text(query):
             return []
-        ctx = await self.memory.acompile(query, self.user_id, max_tokens=self.max_tokens)
-        return packet_documents(self.memory, self.user_id, ctx)[:limit]
+        with telemetry.retrieval(self.user_id, query, limit) as span:
+            ctx = await self.memory.acompile(query, self.user_id, max_tokens=self.max_tokens)
+            docs = packet_documents(self.memory, self.user_id, ctx)[:limit]
+            telemetry.documents(span, docs)
+        return docs

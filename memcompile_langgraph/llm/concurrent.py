@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextvars
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
@@ -26,7 +27,8 @@ def run_concurrently(fn: Callable[[A], R], items: Sequence[A], workers: int, pro
                     bar.update(1)
             return out
         with ThreadPoolExecutor(max_workers=min(workers, len(items)), thread_name_prefix="memcompile-llm") as pool:
-            futures = [pool.submit(fn, item) for item in items]
+            # each call in a copy of the caller's context: a tracing span or LangChain run stays its parent
+            futures = [pool.submit(contextvars.copy_context().run, fn, item) for item in items]
             if bar:
                 for f in futures:
                     f.add_done_callback(lambda _f: bar.update(1))

@@ -33,6 +33,7 @@ class MemoryContext(BaseModel):
     writer: SkipJsonSchema[UnitOfWork | None] = None  # when add_turns holds the user
     _snapshot: UserIndex | None = PrivateAttr(default=None)
     _unsettled: bool = PrivateAttr(default=False)  # a served run whose user run_context has not settled yet
+    _operation: Any = PrivateAttr(default=None)  # a served run's operation span, from its first stage to its last
 
     def model_post_init(self, _: Any) -> None:
         if self.user_id is not None:

@@ -6,6 +6,9 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
+
+from . import telemetry
 
 
 class StageClock:
@@ -27,14 +30,17 @@ class StageClock:
             self._totals[name] = self._totals.get(name, 0.0) + seconds
 
     @contextmanager
-    def stage(self, name: str) -> Iterator[None]:
+    def stage(self, name: str, traced: bool = True, **counts: Any) -> Iterator[None]:
+        """traced: a span of the stage (with its counts) when tracing; a graph node's stage has its node's span."""
         stack = self._local.__dict__.setdefault("stack", [])  # [stage, running since] of each open stage
         now = time.perf_counter()
         if stack:
             self._add(stack[-1][0], now - stack[-1][1])
         stack.append([name, now])
         try:
-            yield
+            with telemetry.stage(name) if traced else telemetry.OFF_STAGE as span:
+                span.record(counts)
+                yield
         finally:
             now = time.perf_counter()
             self._add(name, now - stack.pop()[1])

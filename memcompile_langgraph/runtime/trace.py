@@ -9,13 +9,21 @@ from typing import Any
 from langgraph.graph import StateGraph
 from langgraph.runtime import Runtime
 
+from . import telemetry
 
-def timed(stage: str, fn: Callable[[dict[str, Any], Runtime], dict[str, Any]]) -> Callable[..., dict[str, Any]]:
+
+def timed(
+    stage: str,
+    fn: Callable[[dict[str, Any], Runtime], dict[str, Any]],
+    operation: telemetry.GraphOperation | None = None,
+) -> Callable[..., dict[str, Any]]:
     def node(state: dict[str, Any], runtime: Runtime) -> dict[str, Any]:
-        start = time.perf_counter()
-        update = fn(state, runtime)
-        info = update.pop("_trace", {})
-        update["trace"] = {stage: {"ms": round((time.perf_counter() - start) * 1000, 3), **info}}
+        with telemetry.stage(stage, runtime, operation, state) as span:  # a no-op without a tracer provider
+            start = time.perf_counter()
+            update = fn(state, runtime)
+            info = update.pop("_trace", {})
+            update["trace"] = {stage: {"ms": round((time.perf_counter() - start) * 1000, 3), **info}}
+            span.done(update)
         return update
 
     node.__name__ = stage
@@ -23,11 +31,14 @@ def timed(stage: str, fn: Callable[[dict[str, Any], Runtime], dict[str, Any]]) -
 
 
 def stage_graph(
-    state_type: type[Any], nodes: dict[str, Callable[..., dict[str, Any]]], **schemas: Any
+    state_type: type[Any],
+    nodes: dict[str, Callable[..., dict[str, Any]]],
+    operation: telemetry.GraphOperation | None = None,
+    **schemas: Any,
 ) -> StateGraph[Any, Any, Any, Any]:
     """A StateGraph with one timed node per stage function `fn(state, runtime)` (schemas: StateGraph's
-    context_schema / input_schema / output_schema)."""
+    context_schema / input_schema / output_schema); operation: the memory operation a run of it is."""
     builder: StateGraph[Any, Any, Any, Any] = StateGraph(state_type, **schemas)
     for name, fn in nodes.items():
-        builder.add_node(name, timed(name, fn))
+        builder.add_node(name, timed(name, fn, operation))
     return builder

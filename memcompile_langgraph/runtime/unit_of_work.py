@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 from ..index.user import UserIndex
 from ..model import Descriptor, SourcePacket
 from ..store.protocols import StoreError
+from . import telemetry
 from .consistency import prepare_writer
 from .engine import Bundles, Embedded, Engine
 
@@ -137,7 +138,7 @@ class UnitOfWork:
         """Records of one batch (descriptors already placed in self.index's Cells) in one transaction; then they are
         made searchable in the private index and their vectors stored (embedded ahead, or queued now)."""
         index = self.index
-        with self.engine.clock.stage("commit"):
+        with self.engine.clock.stage("commit", packets=len(packets), descriptors=len(placed)):
             self.engine.records.commit(self.user_id, packets, placed, counts)
         index.version, index.epoch, index.digest = self.engine.records.head(self.user_id)  # (a new user: its epoch)
         for p in packets:
@@ -158,7 +159,8 @@ class UnitOfWork:
         self._ahead = ahead  # before the job exists: whatever is raised from here on, wait() decides for it
         self._placement = _Placement() if self._behind else None
         started = threading.Event()
-        self._pending = self.engine.background().submit(self._embed, items, ahead, started, self._placement)
+        job = telemetry.carry(self._embed)  # its spans are children of the add_turns span
+        self._pending = self.engine.background().submit(job, items, ahead, started, self._placement)
         if ahead is not None:
             # a job needs the interpreter to start: waiting hands it over now (else it may wait out the switch
             # interval, milliseconds of a one-turn add, while this thread places Cells); bounded, as other writers'
@@ -171,7 +173,7 @@ class UnitOfWork:
         started.set()
         clock = self.engine.clock
         try:
-            with clock.stage("embed"):
+            with clock.stage("embed", packets=len(items)):
                 embedded = self.engine.packet_vectors(items)
             if ahead is not None:
                 ahead.decided.wait()
