@@ -26,6 +26,11 @@ _CUT_LINE = re.compile(
 )
 
 
+def when(p: SourcePacket) -> str:
+    """The turn's time as a header shows it (parsed: to the minute), else as it was given."""
+    return p.session_time[:16].replace("T", " ") if p.session_time else p.session_time_raw
+
+
 @dataclass(frozen=True)
 class Claim:
     text: str
@@ -87,7 +92,7 @@ def timeline(mem: MemCompile, user: str, offset: int = 0, limit: int = 200, abou
         if sessions and sessions[-1].number == p.session:
             sessions[-1] = Session(p.session, sessions[-1].time, (*sessions[-1].turns, turn))
         else:
-            sessions.append(Session(p.session, p.session_time or p.session_time_raw, (turn,)))
+            sessions.append(Session(p.session, when(p), (turn,)))
     return Timeline(user, len(order), offset, limit, about, tuple(sessions))
 
 

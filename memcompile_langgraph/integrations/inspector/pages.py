@@ -8,7 +8,7 @@ import html
 from collections.abc import Iterable
 from urllib.parse import urlencode
 
-from .explain import Explanation, Row, Timeline
+from .explain import Explanation, Row, Timeline, when
 
 STYLE = """
 body{font:14px/1.45 system-ui,sans-serif;margin:0;color:#1d232b;background:#f6f7f9}
@@ -25,10 +25,10 @@ tr.selected td{background:#e7f6e9}tr.selected td.why{color:#17692a;font-weight:6
 .turn{background:#fff;border:1px solid #d5d9e0;border-radius:4px;padding:.5em .7em;margin:.35em 0}
 .turn .head{font-weight:600}.turn .head .dia{font-family:monospace;margin-right:.5em}
 pre{background:#fff;border:1px solid #d5d9e0;padding:.7em;white-space:pre-wrap;word-break:break-word}
-form.inline{display:inline}input[type=text]{width:32em;padding:.3em}button{padding:.3em .8em}
+input[type=text]{width:32em;padding:.3em}input.budget{width:7em}button{padding:.3em .8em}
 .note{background:#fff7d6;border:1px solid #e8d48b;padding:.5em .8em;border-radius:4px}
 .danger{background:#fdecea;border:1px solid #e6a29c;padding:.6em .9em;border-radius:4px}
-.muted{color:#6b7684}
+.muted{color:#6b7684}td.detail{min-width:15em}
 """
 
 
@@ -127,7 +127,7 @@ def query_form(user: str, query: str = "", max_tokens: int | None = None) -> Htm
         hidden(user=user),
         el("input", type="text", name="q", value=query, placeholder="a question", maxlength=2000, required=True),
         " budget ",
-        el("input", type="number", name="max_tokens", value=max_tokens, min=1, placeholder="tokens", style="width:7em"),
+        el("input", type="number", name="max_tokens", value=max_tokens, min=1, placeholder="tokens", class_="budget"),
         " ",
         el("button", "Compile", type="submit", id="run"),
         method="get",
@@ -175,7 +175,7 @@ def timeline_page(t: Timeline, removed: str = "") -> Html:
                         "div",
                         el("span", p.dia_id, class_="dia"),
                         p.speaker,
-                        el("span", f" · {p.session_time or p.session_time_raw}", class_="muted"),
+                        el("span", f" · {when(p)}", class_="muted"),
                         " ",
                         el("a", "forget…", href=href("/forget", user=t.user, turn=p.dia_id), class_="forget"),
                         class_="head",
@@ -215,7 +215,12 @@ def _row(r: Row) -> Html:
         num(r.pool_rank),
         num(r.frontier_rank),
         el("td", r.why, class_="why"),
-        el("td", r.detail, el("span", f" superseded by {r.superseded_by}", class_="mark") if r.superseded_by else None),
+        el(
+            "td",
+            r.detail,
+            el("span", f" superseded by {r.superseded_by}", class_="mark") if r.superseded_by else None,
+            class_="detail",
+        ),
         class_="selected" if r.selected_rank else None,
         data_dia=p.dia_id,
         data_why=r.why,
@@ -224,6 +229,33 @@ def _row(r: Row) -> Html:
 
 def query_page(e: Explanation) -> Html:
     body = [el("h1", "Query of ", el("span", e.user, class_="user")), query_form(e.user, e.query, e.max_tokens)]
+    body.append(el("h2", "Packets: channel scores and the decision"))
+    body.append(
+        el(
+            "p",
+            f"{len(e.selected)} selected of {len(e.rows)} packets reached. ",
+            "; ".join(f"{k} {v}" for k, v in e.settings.items()),
+            class_="muted",
+        )
+    )
+    head = (
+        "#",
+        "dia_id",
+        "speaker",
+        "claim",
+        "BM25",
+        "dense",
+        "Cell routing",
+        "address s(p,q)",
+        "fused",
+        "pool rank",
+        "frontier rank",
+        "decision",
+        "why",
+    )
+    body.append(el("table", el("tr", [el("th", h) for h in head]), [_row(r) for r in e.rows], id="packets"))
+    body.append(el("h2", f"Context as the agent receives it ({e.tokens} tokens of a {e.max_tokens}-token budget)"))
+    body.append(el("pre", e.context or "(no memory matched)", id="context"))
     i = e.intent
     body.append(el("h2", "Stages"))
     body.append(
@@ -278,33 +310,6 @@ def query_page(e: Explanation) -> Html:
             len(e.candidates),
         )
     )
-    body.append(el("h2", "Packets: channel scores and the decision"))
-    body.append(
-        el(
-            "p",
-            f"{len(e.selected)} selected of {len(e.rows)} packets reached. ",
-            "; ".join(f"{k} {v}" for k, v in e.settings.items()),
-            class_="muted",
-        )
-    )
-    head = (
-        "#",
-        "dia_id",
-        "speaker",
-        "claim",
-        "BM25",
-        "dense",
-        "Cell routing",
-        "address s(p,q)",
-        "fused",
-        "pool rank",
-        "frontier rank",
-        "",
-        "why",
-    )
-    body.append(el("table", el("tr", [el("th", h) for h in head]), [_row(r) for r in e.rows], id="packets"))
-    body.append(el("h2", f"Context as the agent receives it ({e.tokens} tokens of a {e.max_tokens}-token budget)"))
-    body.append(el("pre", e.context or "(no memory matched)", id="context"))
     return Html("".join(body))
 
 
