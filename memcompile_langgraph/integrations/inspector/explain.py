@@ -32,7 +32,7 @@ def when(p: SourcePacket) -> str:
 
 
 @dataclass(frozen=True)
-class Claim:
+class PlacedClaim:
     text: str
     cell_id: str
     cell_title: str
@@ -41,7 +41,7 @@ class Claim:
 @dataclass(frozen=True)
 class Turn:
     packet: SourcePacket
-    claims: tuple[Claim, ...]
+    claims: tuple[PlacedClaim, ...]
     mark: str = ""  # the supersession note of a later turn restating this one's fact with another value
 
 
@@ -62,12 +62,12 @@ class Timeline:
     sessions: tuple[Session, ...]
 
 
-def _claims(index: UserIndex, packet_id: str) -> tuple[Claim, ...]:
+def _claims(index: UserIndex, packet_id: str) -> tuple[PlacedClaim, ...]:
     out = []
     for d in index.by_packet.get(packet_id, []):
         cell_id = index.layout.of_descriptor.get(d.descriptor_id, "")
         cell = index.layout.cells.get(cell_id)
-        out.append(Claim(d.claim, cell_id, cell.title if cell else ""))
+        out.append(PlacedClaim(d.claim, cell_id, cell.title if cell else ""))
     return tuple(out)
 
 
