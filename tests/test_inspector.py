@@ -286,3 +286,21 @@ def test_the_command_refuses_what_it_cannot_serve_in_one_line(tmp_path):
     for args, said in cases:
         run = subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=120)
         assert run.returncode == 2 and said in run.stderr and len(run.stderr.strip().splitlines()) == 1, run.stderr
+
+
+def test_users_and_turns_come_in_pages(make_mem, monkeypatch):
+    from memcompile_langgraph.integrations.inspector import pages
+
+    monkeypatch.setattr(pages, "PAGE", 2)
+    mem = make_mem("store", turns=demo_turns()[:3], user_id="a", dense=False)
+    for user in ("b", "c"):
+        mem.add_turns(demo_turns()[:1], user_id=user)
+    client = TestClient(build_app(mem))
+    first = client.get("/").text
+    assert re.findall(r'class="user">(\w)<', first) == ["a", "b"] and 'href="/?offset=2"' in first
+    assert re.findall(r'class="user">(\w)<', client.get("/?offset=2").text) == ["c"]
+    turns = client.get("/timeline", params={"user": "a"}).text
+    assert re.findall(r'data-dia="([^"]+)"', turns) == ["D1:1", "D1:2"] and "offset=2" in turns
+    assert re.findall(r'data-dia="([^"]+)"', client.get("/timeline", params={"user": "a", "offset": 2}).text) == [
+        "D1:3"
+    ]

@@ -203,3 +203,16 @@ def test_a_token_bound_to_one_user_never_shows_another(browser, shots, store, tm
         wait_for(browser, "#packets")
         seen.append(browser.page_source)
         assert not any("flowerpot" in page for page in seen)
+
+
+def test_the_served_page_bounds_request_heads_and_bodies(store, tmp_path):
+    """Before any route reads them: a head past 16 KiB ends with 431 (or h11's 400, when it arrives in pieces and is
+    refused before it is whole), a body past 64 KiB with 413."""
+    import httpx
+
+    with inspector(tmp_path, store) as url:
+        assert httpx.get(url).status_code == 200
+        assert httpx.get(url, headers={"X-Pad": "x" * 20_000}).status_code == 431
+        assert httpx.get(url, headers={"X-Pad": "x" * 4_000_000}).status_code in (400, 431)
+        assert httpx.post(f"{url}forget", content=b"x" * 1_000_000).status_code == 413
+        assert httpx.get(url).status_code == 200  # and it goes on serving

@@ -43,9 +43,8 @@ from .explain import explain, timeline
 
 COOKIE = "memcompile_inspector"
 MAX_BODY = 64 * 1024  # bytes of a form: a token, a user id and a dia_id fit many times over
-MAX_HEADERS = 16 * 1024  # bytes of a request's head (h11 answers 431 past it, before any header is parsed)
+MAX_HEADERS = 16 * 1024  # bytes of a request's head: its target and headers
 MAX_QUERY = 2000  # characters of a question or a parameter
-PAGE = 200  # users or turns per page
 HEADERS = {
     # no script, no frames, forms to this server only: stored text that slipped through escaping could not run
     "Content-Security-Policy": "default-src 'none'; style-src 'self'; form-action 'self'; frame-ancestors 'none'; "
@@ -84,6 +83,23 @@ class Caller:
         if not self.credential:
             return "no authentication: every user"
         return f"signed in as {self.grant.user_id}" if self.grant.user_id else "signed in: every user"
+
+
+class BoundHead:
+    """431 for a request head over MAX_HEADERS: h11 bounds a head that arrives in pieces, but one read (up to
+    256 KiB) may bring a whole larger head at once."""
+
+    def __init__(self, app: ASGIApp):
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            size = len(scope.get("raw_path", b"")) + len(scope.get("query_string", b""))
+            size += sum(len(k) + len(v) + 4 for k, v in scope["headers"])
+            if size > MAX_HEADERS:
+                await Response("Request header fields too large", 431)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
 
 
 class CheckHostOrigin:
@@ -164,14 +180,15 @@ def build_app(
 
     async def users(request: Request, caller: Caller) -> Response:
         offset = int_param(request, "offset", 0) or 0
-        names = [caller.grant.user_id] if caller.grant.user_id else mem.users()[offset : offset + PAGE]
+        every = [caller.grant.user_id] if caller.grant.user_id else await run_in_threadpool(mem.users)
+        names = every[offset : offset + pages.PAGE]
         counts = await run_in_threadpool(lambda: [(u, mem.engine.records.counts(u)) for u in names])
-        return page("Users", pages.users_page(counts, param(request, "forgot")), caller)
+        return page("Users", pages.users_page(counts, param(request, "forgot"), offset, len(every)), caller)
 
     async def timeline_view(request: Request, caller: Caller) -> Response:
         user = caller.user(param(request, "user"))
         offset = int_param(request, "offset", 0) or 0
-        t = await run_in_threadpool(timeline, mem, user, offset, PAGE, param(request, "about"))
+        t = await run_in_threadpool(timeline, mem, user, offset, pages.PAGE, param(request, "about"))
         gone, count = param(request, "gone"), int_param(request, "count")
         removed = f"Removed {count} turn(s) ({gone})." if gone and count is not None else ""
         return page(f"Timeline of {user}", pages.timeline_page(t, removed), caller)
@@ -232,9 +249,9 @@ def build_app(
         Route("/login", login, methods=["GET", "POST"]),
         Route("/style.css", style),
     ]
-    middleware = [Middleware(RequestBodyLimitMiddleware, max_body_size=MAX_BODY)]
+    middleware = [Middleware(BoundHead), Middleware(RequestBodyLimitMiddleware, max_body_size=MAX_BODY)]
     if security is not None:
-        middleware.insert(0, Middleware(CheckHostOrigin, settings=security))
+        middleware.insert(1, Middleware(CheckHostOrigin, settings=security))
     return Starlette(routes=routes, middleware=middleware)
 
 

@@ -10,6 +10,8 @@ from urllib.parse import urlencode
 
 from .explain import Explanation, Row, Timeline, when
 
+PAGE = 200  # users or turns per page
+
 STYLE = """
 body{font:14px/1.45 system-ui,sans-serif;margin:0;color:#1d232b;background:#f6f7f9}
 header{background:#1d3557;color:#fff;padding:.6em 1.2em;display:flex;gap:1.2em;align-items:center}
@@ -98,7 +100,7 @@ def hidden(**fields: object) -> list[Html]:
     return [el("input", type="hidden", name=k, value=v) for k, v in fields.items()]
 
 
-def users_page(counts: list[tuple[str, dict[str, int]]], forgot: str = "", may_forget_all: bool = True) -> Html:
+def users_page(counts: list[tuple[str, dict[str, int]]], forgot: str = "", offset: int = 0, total: int = 0) -> Html:
     rows = [
         el(
             "tr",
@@ -118,6 +120,12 @@ def users_page(counts: list[tuple[str, dict[str, int]]], forgot: str = "", may_f
     if forgot:
         body.append(el("p", f"Forgot everything stored for user {forgot!r}.", class_="note"))
     body.append(el("table", head, rows, id="users") if rows else el("p", "Nothing is stored yet.", class_="muted"))
+    pages = []
+    if offset > 0:
+        pages.append(el("a", "← earlier", href=href("/", offset=max(0, offset - PAGE))))
+    if offset + len(counts) < total:
+        pages.append(el("a", "later →", href=href("/", offset=offset + len(counts))))
+    body.append(el("p", *pages))
     return Html("".join(body))
 
 
