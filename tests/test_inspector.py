@@ -180,6 +180,10 @@ def test_a_token_bound_to_one_user_sees_and_forgets_only_that_user(demo_store, t
     csrf = csrf_of(bound.get("/forget", params={"user": DEMO, "turn": "D1:1"}).text)
     refused = bound.post("/forget", data={"user": OTHER, "csrf": csrf, "confirm": "yes"})
     assert refused.status_code == 403 and OTHER in mem.users()
+    # signing out needs the form token, and then the cookie is gone
+    assert bound.post("/logout", data={"csrf": "0" * 64}).status_code == 403
+    out = bound.post("/logout", data={"csrf": csrf_of(bound.get("/").text)}, follow_redirects=False)
+    assert out.headers["location"] == "/login" and bound.get("/", follow_redirects=False).status_code == 303
     # the header works as the cookie does; the operator's token sees everyone
     header = TestClient(app, headers={"Authorization": f"Bearer {TOKEN_ALL}"})
     assert "flowerpot" in header.get("/timeline", params={"user": OTHER}).text
@@ -304,3 +308,18 @@ def test_users_and_turns_come_in_pages(make_mem, monkeypatch):
     assert re.findall(r'data-dia="([^"]+)"', client.get("/timeline", params={"user": "a", "offset": 2}).text) == [
         "D1:3"
     ]
+
+
+def test_a_user_with_nothing_stored_and_bad_parameters_get_a_page_that_says_so(make_mem):
+    client = TestClient(build_app(make_mem(dense=False)))
+    start = client.get("/query", params={"user": "nobody"})
+    assert start.status_code == 200 and '<form method="get" action="/query"' in start.text
+    assert "nothing is stored for user_id 'nobody'" in html.unescape(client.get("/query?user=nobody&q=dog").text)
+    for path, status, said in (
+        ("/query?user=&q=x", 400, "user id must not be empty"),
+        ("/timeline?user=x&offset=-1", 400, "offset must be a whole number"),
+        ("/query?user=x&q=a&max_tokens=0", 400, "max_tokens must be a positive integer"),
+        ("/query?user=x&q=" + "a" * 2001, 400, "longer than 2000 characters"),
+    ):
+        page = client.get(path)
+        assert page.status_code == status and said in html.unescape(page.text)

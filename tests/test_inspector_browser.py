@@ -203,6 +203,11 @@ def test_a_token_bound_to_one_user_never_shows_another(browser, shots, store, tm
         wait_for(browser, "#packets")
         seen.append(browser.page_source)
         assert not any("flowerpot" in page for page in seen)
+        browser.find_element(By.ID, "logout").click()
+        wait_for(browser, "#token")
+        browser.get(f"{url}timeline?user={DEMO}")  # the cookie is gone: back to signing in
+        wait_for(browser, "#token")
+        assert browser.current_url == f"{url}login"
 
 
 def test_the_served_page_bounds_request_heads_and_bodies(store, tmp_path):
@@ -213,6 +218,10 @@ def test_the_served_page_bounds_request_heads_and_bodies(store, tmp_path):
     with inspector(tmp_path, store) as url:
         assert httpx.get(url).status_code == 200
         assert httpx.get(url, headers={"X-Pad": "x" * 20_000}).status_code == 431
-        assert httpx.get(url, headers={"X-Pad": "x" * 4_000_000}).status_code in (400, 431)
+        try:
+            status = httpx.get(url, headers={"X-Pad": "x" * 4_000_000}).status_code
+        except httpx.TransportError:  # refused and closed while the client was still sending
+            status = None
+        assert status in (400, 431, None)
         assert httpx.post(f"{url}forget", content=b"x" * 1_000_000).status_code == 413
         assert httpx.get(url).status_code == 200  # and it goes on serving

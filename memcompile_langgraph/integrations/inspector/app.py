@@ -65,6 +65,7 @@ class Refused(Exception):
 class Caller:
     grant: Grant
     credential: str  # the token presented ("" without a tokens file)
+    form_token: str  # what this caller's forms carry (CSRF): tied to the credential and this process
 
     def user(self, user_id: str) -> str:
         """The validated user id, when this caller may see it."""
@@ -118,7 +119,8 @@ class CheckHostOrigin:
 
 
 def page(title: str, body: str, caller: Caller | None = None, status: int = 200) -> HTMLResponse:
-    return HTMLResponse(pages.layout(title, body, caller.label if caller else ""), status, headers=HEADERS)
+    who, signout = (caller.label, caller.form_token if caller.credential else "") if caller else ("", "")
+    return HTMLResponse(pages.layout(title, body, who, signout), status, headers=HEADERS)
 
 
 def see_other(url: str) -> RedirectResponse:
@@ -154,13 +156,14 @@ def build_app(
 
     def caller_of(request: Request) -> Caller | None:
         if tokens is None:
-            return Caller(Grant(None), "")
+            return caller(Grant(None), "")
         presented = request.cookies.get(COOKIE) or request.headers.get("authorization", "").partition(" ")[2].strip()
         grant = tokens.grant(presented) if presented else None
-        return Caller(grant, presented) if grant is not None else None
+        return caller(grant, presented) if grant is not None else None
 
-    def form_token(caller: Caller) -> str:
-        return hmac.new(secret, caller.credential.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()
+    def caller(grant: Grant, credential: str) -> Caller:
+        token = hmac.new(secret, credential.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()
+        return Caller(grant, credential, token)
 
     def endpoint(fn: Callable[[Request, Caller], Any]) -> Callable[[Request], Any]:
         async def handle(request: Request) -> Response:
@@ -197,7 +200,7 @@ def build_app(
         user = caller.user(param(request, "user"))
         query = param(request, "q")
         if not query.strip():
-            return page(f"Query of {user}", pages.el("h1", "Query of ", user) + pages.query_form(user), caller)
+            return page(f"Query of {user}", pages.query_start_page(user), caller)
         budget = validate_max_tokens(int_param(request, "max_tokens"))
         e = await run_in_threadpool(explain, mem, user, query, budget)
         return page(f"Query of {user}", pages.query_page(e), caller)
@@ -210,11 +213,11 @@ def build_app(
             detail = (
                 "Removes every turn, claim, Cell, vector, cached reply and counter of this user. It cannot be undone."
             )
-        return page("Forget?", pages.confirm_page(user, turn, form_token(caller), detail), caller)
+        return page("Forget?", pages.confirm_page(user, turn, caller.form_token, detail), caller)
 
     async def forget(request: Request, caller: Caller) -> Response:
         fields = await form(request)
-        if not hmac.compare_digest(fields.get("csrf", ""), form_token(caller)):
+        if not hmac.compare_digest(fields.get("csrf", ""), caller.form_token):
             raise Refused(403, "Stale form", "this form was not made by this server for you: open it again")
         user, turn = caller.user(fields.get("user", "")), fields.get("turn", "")
         if fields.get("confirm") != "yes":
@@ -237,6 +240,13 @@ def build_app(
         response.set_cookie(COOKIE, presented, httponly=True, samesite="strict", path="/")
         return response
 
+    async def logout(request: Request, caller: Caller) -> Response:
+        if not hmac.compare_digest((await form(request)).get("csrf", ""), caller.form_token):
+            raise Refused(403, "Stale form", "this form was not made by this server for you: open it again")
+        response = see_other("/login")
+        response.delete_cookie(COOKIE, path="/")
+        return response
+
     async def style(request: Request) -> Response:
         return Response(pages.STYLE, media_type="text/css", headers=HEADERS)
 
@@ -247,6 +257,7 @@ def build_app(
         Route("/forget", endpoint(forget_confirm), methods=["GET"]),
         Route("/forget", endpoint(forget), methods=["POST"]),
         Route("/login", login, methods=["GET", "POST"]),
+        Route("/logout", endpoint(logout), methods=["POST"]),
         Route("/style.css", style),
     ]
     middleware = [Middleware(BoundHead), Middleware(RequestBodyLimitMiddleware, max_body_size=MAX_BODY)]

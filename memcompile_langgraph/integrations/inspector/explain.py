@@ -132,6 +132,7 @@ class Explanation:
     context: str
     max_tokens: int | None
     tokens: int
+    note: str = ""  # set when nothing is stored for the user
     settings: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -239,6 +240,7 @@ def explain(mem: MemCompile, user: str, query: str, max_tokens: int | None = Non
         context=out.get("context", ""),
         max_tokens=budget,
         tokens=count_tokens(out.get("context", "")),
+        note=out.get("note", ""),
         settings={
             "K0 (anchors)": k0,
             "K_R (frontier cutoff)": cutoff,

@@ -15,7 +15,7 @@ PAGE = 200  # users or turns per page
 STYLE = """
 body{font:14px/1.45 system-ui,sans-serif;margin:0;color:#1d232b;background:#f6f7f9}
 header{background:#1d3557;color:#fff;padding:.6em 1.2em;display:flex;gap:1.2em;align-items:center}
-header a{color:#fff}header .who{margin-left:auto;font-size:.9em;opacity:.85}
+header a{color:#fff}form.logout{margin:0}header .who{margin-left:auto;font-size:.9em;opacity:.85}
 main{padding:1em 1.4em;max-width:1400px}
 h1{font-size:1.35em;margin:.2em 0 .6em}h2{font-size:1.1em;margin:1.4em 0 .4em}h3{font-size:1em;margin:1em 0 .3em}
 table{border-collapse:collapse;background:#fff;margin:.3em 0 1em}
@@ -75,10 +75,14 @@ def num(value: float | int | None) -> Html:
     return el("td", fmt(value), class_="num muted" if value is None else "num")
 
 
-def layout(title: str, body: object, who: str = "") -> Html:
+def layout(title: str, body: object, who: str = "", signout: str = "") -> Html:
+    """The page around a body; `signout`: the caller's form token, for the sign-out button (signed-in callers)."""
     nav = [el("a", "Users", href="/")]
     if who:
         nav.append(el("span", who, class_="who"))
+    if signout:
+        button = el("button", "Sign out", type="submit", id="logout")
+        nav.append(el("form", hidden(csrf=signout), button, method="post", action="/logout", class_="logout"))
     return Html(
         "<!DOCTYPE html>"
         + el(
@@ -235,8 +239,14 @@ def _row(r: Row) -> Html:
     )
 
 
+def query_start_page(user: str) -> Html:
+    return Html(el("h1", "Query of ", el("span", user, class_="user")) + query_form(user))
+
+
 def query_page(e: Explanation) -> Html:
     body = [el("h1", "Query of ", el("span", e.user, class_="user")), query_form(e.user, e.query, e.max_tokens)]
+    if e.note:
+        body.append(el("p", e.note, class_="note"))
     body.append(el("h2", "Packets: channel scores and the decision"))
     body.append(
         el(
