@@ -185,6 +185,10 @@ def test_a_token_bound_to_one_user_sees_and_forgets_only_that_user(demo_store, t
     out = bound.post("/logout", data={"csrf": csrf_of(bound.get("/").text)}, follow_redirects=False)
     assert out.headers["location"] == "/login" and bound.get("/", follow_redirects=False).status_code == 303
     # the header works as the cookie does; the operator's token sees everyone
+    assert (
+        TestClient(app, headers={"Authorization": f"Basic {TOKEN_ALL}"}).get("/", follow_redirects=False).status_code
+        == 303
+    )
     header = TestClient(app, headers={"Authorization": f"Bearer {TOKEN_ALL}"})
     assert "flowerpot" in header.get("/timeline", params={"user": OTHER}).text
     assert TestClient(app, cookies={COOKIE: TOKEN_ALL}).get("/").text.count('class="user"') == 2

@@ -157,9 +157,9 @@ def build_app(
     def caller_of(request: Request) -> Caller | None:
         if tokens is None:
             return caller(Grant(None), "")
-        presented = request.cookies.get(COOKIE) or request.headers.get("authorization", "").partition(" ")[2].strip()
-        grant = tokens.grant(presented) if presented else None
-        return caller(grant, presented) if grant is not None else None
+        cookie, header = request.cookies.get(COOKIE, ""), request.headers.get("authorization", "")
+        grant = tokens.grant(cookie) if cookie else tokens.bearer(header)
+        return caller(grant, cookie or header.partition(" ")[2].strip()) if grant is not None else None
 
     def caller(grant: Grant, credential: str) -> Caller:
         token = hmac.new(secret, credential.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()
