@@ -12,6 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from starlette.testclient import TestClient
+from support.inspected import DEMO, GOLD, OTHER, QUESTION, filled
 
 from memcompile_langgraph.cli.demo_data import QUESTIONS, demo_turns
 from memcompile_langgraph.integrations.inspector.app import COOKIE, MAX_BODY, build_app
@@ -19,9 +20,6 @@ from memcompile_langgraph.integrations.mcp_server import transport_security
 from memcompile_langgraph.integrations.tokens import Tokens
 from memcompile_langgraph.query_graph import STAGES
 
-DEMO, OTHER = "demo", "ann"
-GOLD = (QUESTIONS[3], "D3:1")  # "Which startup did Priya get a new job at?": Priya's Northwind turn
-SECRET = "Ann keeps her spare key under the blue flowerpot."
 TOKEN_DEMO, TOKEN_ALL = "demo-token-0123456789abcdef", "admin-token-0123456789abcdef"
 
 
@@ -44,10 +42,7 @@ def csrf_of(page: str) -> str:
 @pytest.fixture
 def demo_store(backend, tmp_path, embeddings):
     """The demo conversation for DEMO and one private turn for OTHER, on SQLite and on PostgreSQL."""
-    where = backend.where(tmp_path / "store")
-    mem = where.memory(embeddings=embeddings)
-    mem.add_turns(demo_turns(), user_id=DEMO)
-    mem.add_turns([{"speaker": "Ann", "text": SECRET, "time": "2024-02-01"}], user_id=OTHER)
+    mem = filled(backend.where(tmp_path / "store"), embeddings)
     yield mem
     mem.close()
 
@@ -71,7 +66,7 @@ def test_users_timeline_and_query_show_the_store(demo_store):
         html.escape(claim.claim) in timeline and f"Cell {index.layout.of_descriptor[claim.descriptor_id]}" in timeline
     )
 
-    question, gold = GOLD
+    question, gold = QUESTION, GOLD
     page = client.get("/query", params={"user": DEMO, "q": question}).text
     table = rows(page)
     compiled = mem.compile(question, user_id=DEMO)

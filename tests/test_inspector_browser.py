@@ -13,9 +13,10 @@ import time
 from pathlib import Path
 
 import pytest
+from support.inspected import DEMO, GOLD, OTHER, QUESTION, filled
 from support.paths import ROOT
 
-from memcompile_langgraph.cli.demo_data import QUESTIONS, demo_turns
+from memcompile_langgraph.cli.demo_data import demo_turns
 
 pytestmark = pytest.mark.slow
 
@@ -33,9 +34,6 @@ FLAGS = (
     "--disable-dev-shm-usage",
 )
 CLI = [sys.executable, "-m", "memcompile_langgraph"]
-DEMO, OTHER = "demo", "ann"
-SECRET = "Ann keeps her spare key under the blue flowerpot."
-QUESTION, GOLD = QUESTIONS[3], "D3:1"  # "Which startup did Priya get a new job at?": Priya's Northwind turn
 TOKEN = "demo-token-0123456789abcdef"
 
 
@@ -90,10 +88,7 @@ def shots(tmp_path, backend):
 def store(backend, tmp_path, embeddings):
     """The demo conversation and another user's private turn, with SQLite records and then PostgreSQL ones."""
     where = backend.where(tmp_path / "store")
-    mem = where.memory(embeddings=embeddings)
-    mem.add_turns(demo_turns(), user_id=DEMO)
-    mem.add_turns([{"speaker": "Ann", "text": SECRET, "time": "2024-02-01"}], user_id=OTHER)
-    mem.close()
+    filled(where, embeddings).close()
     return where
 
 
