@@ -19,6 +19,7 @@ COMMAND_MODULES = (
     "eval_cmd",
     "bench_cmd",
     "mcp_cmd",
+    "inspect_cmd",
 )
 
 

@@ -36,16 +36,21 @@ def _names(text: str | None) -> list[str] | None:
 
 
 def http_settings(args: argparse.Namespace) -> dict:
-    """What serving over HTTP needs, checked before the store is opened: the address, the tokens (None with
-    --no-auth, or on loopback without --tokens) and the allowed Host/Origin values."""
+    """What serving over HTTP needs, checked before the store is opened: the address and access_settings()."""
+    host, port = parse_http(args.http)
+    return {"host": host, "port": port, **access_settings(args, host, port)}
+
+
+def access_settings(args: argparse.Namespace, host: str, port: int) -> dict:
+    """Who may reach a served surface (the MCP server, the inspector): the tokens (None with --no-auth, or on
+    loopback without --tokens) and the allowed Host/Origin values; a non-loopback address without tokens is refused."""
     from ..integrations.tokens import BadTokensFile, Tokens
 
-    host, port = parse_http(args.http)
     if args.tokens and args.no_auth:
         raise UsageError("--tokens and --no-auth contradict each other: give one")
     if not args.tokens and not args.no_auth and not is_loopback(host):
         raise UsageError(
-            f"refusing to serve every user's memory on {host}:{port} without authentication: "
+            f"refusing to serve every user's memory on {f'{host}:{port}' if port else host} without authentication: "
             "give --tokens FILE (lines 'TOKEN USER_ID' or 'TOKEN *'), or --no-auth to do it anyway"
         )
     try:
@@ -53,8 +58,6 @@ def http_settings(args: argparse.Namespace) -> dict:
     except BadTokensFile as exc:
         raise UsageError(str(exc)) from None
     return {
-        "host": host,
-        "port": port,
         "tokens": tokens,
         "allowed_hosts": _names(args.allowed_hosts),
         "allowed_origins": _names(args.allowed_origins),
@@ -98,6 +101,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="[HOST:]PORT",
         help="streamable HTTP at http://HOST:PORT/mcp (default host 127.0.0.1) instead of stdio",
     )
+    add_access_args(p)
+    add_llm_args(p)
+    p.set_defaults(func=cmd_mcp)
+
+
+def add_access_args(p: argparse.ArgumentParser) -> None:
+    """--tokens, --no-auth, --allowed-hosts, --allowed-origins: who may reach a served surface (access_settings)."""
     p.add_argument(
         "--tokens",
         default=None,
@@ -123,5 +133,3 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="O1,O2",
         help="Origin header values accepted (e.g. https://app.example.org); default: http(s):// of the allowed hosts",
     )
-    add_llm_args(p)
-    p.set_defaults(func=cmd_mcp)
