@@ -192,13 +192,6 @@ class MemCompileConfig:
     llm_update_max_chars: int = 600
     llm_update_max_value_chars: int = 80
 
-    # engineering: knowledge updates as a class (evidence/subjects.py): two statements of one speaker are about one
-    # subject when their packet vectors are this close (0: off); the newest later statement of the subjects of the
-    # first update_follow_from selected packets is brought in, at most update_follow_max per query
-    update_subject_similarity: float = 0.0
-    update_follow_from: int = 6
-    update_follow_max: int = 1
-
     # --- Engineering limits (not from the paper) ---
     embed_max_chars: int = 4000  # packet document trimmed before embedding
     extract_max_chars: int = 8000  # turn text trimmed before extraction (the packet keeps all of it)

@@ -20,7 +20,6 @@ from .evidence.mmr import offline_anchors
 from .evidence.pool import closed_pool
 from .evidence.render import mark_notes, render_context, superseded
 from .evidence.scheduler import ScheduleInput
-from .evidence.subjects import follow_updates
 from .model import DenseHit, Intent
 from .runtime.context import MemoryContext, run_context
 from .runtime.trace import stage_graph
@@ -160,7 +159,7 @@ def frontier_node(state: QueryState, runtime: Runtime[MemoryContext]) -> dict[st
         order = list(anchors)
     # E_q holds at most K0 + K_Delta packets (anchors past K0 took the frontier's slots: evidence/mmr.py)
     cap = min(cfg.frontier_append_cap, max(0, cfg.k0 + cfg.frontier_append_cap - len(anchors)))
-    selected = follow_updates(inp.index, admit(anchors, order, cfg.frontier_rank_cutoff, cap), cfg)
+    selected = admit(anchors, order, cfg.frontier_rank_cutoff, cap)
     return {
         "frontier_order": order,
         "selected": selected,

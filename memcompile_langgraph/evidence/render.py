@@ -10,7 +10,6 @@ from ..index.user import UserIndex
 from ..model import SourcePacket
 from ..text.terms import bounded, count_tokens, header_field, one_line
 from .budget import Block, fit_blocks
-from .subjects import subject_supersessions
 from .updates import Supersession, superseded_note, supersessions
 
 VIEWS = ("bundle", "raw", "claim")
@@ -67,9 +66,7 @@ def superseded(index: UserIndex, packet_ids: list[str], query: str, decide: Any 
     # the assistant's statements (examples, suggestions) are not facts of the user's that a later one updates
     said = [index.packets[p] for p in packet_ids if index.packets[p].speaker != index.cfg.assistant_speaker]
     idf = lambda t: index.bm25.idf(t) / rarest  # noqa: E731
-    if decide:
-        return decide(said, claims, query, idf, index.user_id)
-    return {**subject_supersessions(index, said, index.cfg), **supersessions(said, claims, query, idf)}
+    return decide(said, claims, query, idf, index.user_id) if decide else supersessions(said, claims, query, idf)
 
 
 def mark_notes(index: UserIndex, found: dict[str, Supersession]) -> dict[str, str]:
