@@ -1,0 +1,359 @@
+"""A generated set of knowledge updates, in BEAM's native layout (eval/beam.py reads it): chats between a user and an
+assistant where the user states a fact (an attribute of an entity) in one session and a new value for it in a later
+one, in other words each time, among filler turns and distractors (the same entity's other attributes, the same
+attribute of other entities). Each update gets a knowledge_update question whose gold is the later statement.
+
+It exists to measure update handling where no rule can have been fitted: the templates were written once, before
+any mechanism was measured on them, and are not to be tuned to. `python -m memcompile_langgraph.eval.updates_set OUT`
+writes the set; `memcompile eval beam OUT` scores it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+from dataclasses import dataclass
+from datetime import date, timedelta
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Subject:
+    names: tuple[str, ...]  # ways to name the entity
+    old: tuple[str, ...]  # first statements: {e} entity, {v} value
+    new: tuple[str, ...]  # later statements of another value
+    ask: tuple[str, ...]  # questions about the current value
+    values: tuple[str, ...]
+    other: tuple[str, ...] = ()  # the same entity's other facts (distractors)
+
+
+SUBJECTS = (
+    Subject(
+        ("the staging database", "our staging DB", "the staging Postgres instance"),
+        (
+            "{E} is about {v} in size right now.",
+            "I checked and {e} takes up {v} of disk.",
+            "Storage-wise, {e} sits at {v}.",
+        ),
+        (
+            "Quick update: {e} has grown to {v}.",
+            "{E} is at {v} now after the import.",
+            "Looks like {e} is {v} these days.",
+            "After last week's migration {e} ended up using {v}.",
+        ),
+        ("How big is the staging database now?", "What's the current size of our staging DB?"),
+        ("12 GB", "18 GB", "31 GB", "47 GB", "64 GB"),
+        ("{E} runs two read replicas.", "Backups of {e} go to a separate bucket."),
+    ),
+    Subject(
+        ("my team", "the mobile team I lead", "our app squad"),
+        ("{E} has {v} engineers at the moment.", "Right now {e} is {v} people.", "There are {v} developers on {e}."),
+        (
+            "We hired again, so {e} is {v} people now.",
+            "Headcount on {e} went to {v}.",
+            "{E} is down to {v} engineers after the reorg.",
+            "These days {e} counts {v} developers.",
+        ),
+        ("How many engineers are on my team now?", "What is the current headcount of the mobile team I lead?"),
+        ("four", "five", "six", "seven", "nine"),
+        ("{E} does standups at 9:30.", "{E} ships a release every two weeks."),
+    ),
+    Subject(
+        ("the API gateway", "our gateway service", "the edge proxy"),
+        (
+            "{E} times out requests after {v}.",
+            "The timeout on {e} is set to {v}.",
+            "We configured {e} with a {v} timeout.",
+        ),
+        (
+            "I bumped the timeout on {e} to {v}.",
+            "{E} now waits {v} before giving up on a request.",
+            "Changed {e}'s timeout: it's {v} from today.",
+            "For the record, {e} uses a {v} timeout these days.",
+        ),
+        ("What timeout does the API gateway use now?", "How long does our gateway service wait before timing out?"),
+        ("15 seconds", "30 seconds", "45 seconds", "60 seconds", "90 seconds"),
+        ("{E} terminates TLS for every service.", "Logs from {e} are kept for a week."),
+    ),
+    Subject(
+        ("my rent", "the monthly rent on my flat", "what I pay for the apartment"),
+        ("{E} is {v} a month.", "I pay {v} for {e} every month.", "Currently {e} comes to {v}."),
+        (
+            "The landlord raised {e} to {v}.",
+            "From next month {e} will be {v}.",
+            "{E} went up, it's {v} now.",
+            "I renegotiated and {e} is {v} from now on.",
+        ),
+        ("How much is my rent now?", "What do I currently pay for the apartment each month?"),
+        ("$1,450", "$1,600", "$1,725", "$1,880", "$2,050"),
+        ("{E} includes heating.", "I pay {e} by bank transfer."),
+    ),
+    Subject(
+        ("the product launch", "our launch date", "the public release"),
+        ("{E} is planned for {v}.", "We're aiming for {v} for {e}.", "{E} is scheduled on {v}."),
+        (
+            "{E} slipped to {v}.",
+            "We moved {e} to {v}.",
+            "New plan: {e} happens on {v}.",
+            "Marketing confirmed {e} for {v} instead.",
+        ),
+        ("When is the product launch now?", "What date is our public release set for?"),
+        ("May 12", "May 26", "June 9", "June 23", "July 7"),
+        ("{E} needs sign-off from legal.", "The press kit for {e} is almost done."),
+    ),
+    Subject(
+        ("my running distance", "how far I run each week", "my weekly mileage"),
+        ("{E} is {v} at the moment.", "I'm doing {v} a week for {e}.", "Right now {e} is around {v}."),
+        (
+            "I've built up and {e} is {v} now.",
+            "{E} dropped to {v} because of my knee.",
+            "These days {e} is {v}.",
+            "Hit a new level: {e} reached {v}.",
+        ),
+        ("How far am I running each week now?", "What is my current weekly mileage?"),
+        ("15 km", "22 km", "30 km", "38 km", "45 km"),
+        ("I run {e} mostly before work.", "My shoes for {e} are almost worn out."),
+    ),
+    Subject(
+        ("the test suite", "our CI test run", "the full set of tests"),
+        ("{E} takes {v} to finish.", "A run of {e} lasts about {v}.", "{E} needs {v} on the build server."),
+        (
+            "After parallelising, {e} finishes in {v}.",
+            "{E} is slower again, {v} per run.",
+            "We got {e} down to {v}.",
+            "Latest numbers: {e} completes in {v}.",
+        ),
+        ("How long does the test suite take now?", "What is the current duration of our CI test run?"),
+        ("6 minutes", "9 minutes", "14 minutes", "21 minutes", "28 minutes"),
+        ("{E} has about 900 cases.", "Flaky cases in {e} are tagged for review."),
+    ),
+    Subject(
+        ("my manager", "the person I report to", "my boss"),
+        ("{E} is {v}.", "I report to {v}, who is {e}.", "Currently {e} is {v}."),
+        (
+            "There was a reshuffle and {e} is {v} now.",
+            "I've been moved under {v}.",
+            "{V} took over as {e}.",
+            "Starting this month {e} is {v}.",
+        ),
+        ("Who is my manager now?", "Who do I currently report to?"),
+        ("Dana Whitfield", "Marco Ruiz", "Priya Natarajan", "Tom Becker", "Aiko Sato"),
+        ("I have a one-on-one with {e} on Thursdays.",),
+    ),
+    Subject(
+        ("the cache hit rate", "our Redis hit ratio", "how often the cache serves a request"),
+        ("{E} is {v}.", "Monitoring shows {e} around {v}.", "We measured {e} at {v}."),
+        (
+            "After the key change {e} is {v}.",
+            "{E} climbed to {v}.",
+            "{E} fell to {v} with the new traffic.",
+            "Dashboard says {e} sits at {v} these days.",
+        ),
+        ("What is the cache hit rate now?", "How high is our Redis hit ratio currently?"),
+        ("62%", "71%", "78%", "85%", "93%"),
+        ("{E} is reported every hour.",),
+    ),
+    Subject(
+        ("my gym", "where I work out", "the fitness club I go to"),
+        ("{E} is {v}.", "I train at {v}.", "For workouts I go to {v}."),
+        (
+            "I switched to {v}.",
+            "{E} is {v} now since I moved.",
+            "These days I train at {v} instead.",
+            "I cancelled and joined {v}.",
+        ),
+        ("Which gym do I go to now?", "Where do I currently work out?"),
+        ("Iron Works", "Peak Fitness", "the YMCA on Elm Street", "CrossFit Harbor", "Urban Climb"),
+        ("{E} opens at six.",),
+    ),
+    Subject(
+        ("the Node version we deploy", "our runtime version", "the Node.js release on the servers"),
+        ("{E} is {v}.", "Production runs {v} as {e}.", "We're on {v} for {e}."),
+        (
+            "We upgraded, {e} is {v} now.",
+            "Ops rolled {e} forward to {v}.",
+            "Production is on {v} since Tuesday.",
+            "{E} moved to {v}.",
+        ),
+        ("Which Node version do we deploy now?", "What Node.js release runs on the servers currently?"),
+        ("Node 18", "Node 20", "Node 22", "Node 24"),
+        ("{E} is pinned in the Dockerfile.",),
+    ),
+    Subject(
+        ("my commute", "the trip to the office", "how long it takes me to get to work"),
+        ("{E} is about {v}.", "Getting in takes me {v}.", "{E} lasts {v} door to door."),
+        (
+            "With the new bus line {e} is {v}.",
+            "Since we moved, {e} takes {v}.",
+            "{E} is more like {v} now.",
+            "Roadworks made {e} {v}.",
+        ),
+        ("How long is my commute now?", "How long does it currently take me to get to work?"),
+        ("20 minutes", "35 minutes", "45 minutes", "55 minutes", "70 minutes"),
+        ("I listen to podcasts on {e}.",),
+    ),
+    Subject(
+        ("the project budget", "what we can spend on the redesign", "our budget for the rebuild"),
+        ("{E} is {v}.", "Finance approved {v} as {e}.", "We have {v} for {e}."),
+        (
+            "Finance cut {e} to {v}.",
+            "{E} was raised to {v}.",
+            "Revised figure: {e} is {v}.",
+            "We've now got {v} in total for {e}.",
+        ),
+        ("What is the project budget now?", "How much can we currently spend on the redesign?"),
+        ("$40,000", "$55,000", "$70,000", "$85,000", "$120,000"),
+        ("{E} is tracked in the shared sheet.",),
+    ),
+    Subject(
+        ("my daughter's school", "where Mia goes to school", "Mia's school"),
+        ("{E} is {v}.", "Mia attends {v}.", "She goes to {v}."),
+        (
+            "Mia changed schools, she's at {v} now.",
+            "{E} is {v} since September.",
+            "We enrolled Mia at {v}.",
+            "Mia started at {v} this term.",
+        ),
+        ("Which school does my daughter go to now?", "Where does Mia go to school currently?"),
+        ("Lincoln Elementary", "Oak Hill Academy", "Riverside Primary", "St. Anne's", "Maple Grove School"),
+        ("{E} starts at 8:15.",),
+    ),
+    Subject(
+        ("the error rate on checkout", "checkout failures", "how often payments fail"),
+        ("{E} is {v}.", "We see {e} at {v}.", "{E} sits around {v}."),
+        (
+            "The fix brought {e} down to {v}.",
+            "{E} spiked to {v} yesterday and stayed there.",
+            "{E} is {v} after the provider switch.",
+            "Current figure for {e}: {v}.",
+        ),
+        ("What is the error rate on checkout now?", "How often do payments fail these days?"),
+        ("0.4%", "0.9%", "1.6%", "2.3%", "3.1%"),
+        ("{E} is alerted on in PagerDuty.",),
+    ),
+    Subject(
+        ("my car", "what I drive", "the car I have"),
+        ("{E} is a {v}.", "I drive a {v}.", "Right now I have a {v}."),
+        (
+            "I traded in and got a {v}.",
+            "{E} is a {v} now.",
+            "Sold the old one, I drive a {v} these days.",
+            "Picked up a {v} last weekend.",
+        ),
+        ("What car do I drive now?", "What car do I currently have?"),
+        ("Honda Civic", "Toyota RAV4", "Subaru Outback", "Tesla Model 3", "Mazda CX-5"),
+        ("{E} needs new tyres soon.",),
+    ),
+)
+
+FILLER_USER = (
+    "Can you help me write a unit test for the date parser?",
+    "What's a good way to structure a weekly planning meeting?",
+    "How should I name feature branches in git?",
+    "Could you explain the difference between a mutex and a semaphore?",
+    "Any tips for keeping a reading habit going?",
+    "How do I make a pie chart in matplotlib with percentages?",
+    "What's a quick healthy lunch I can prep on Sundays?",
+    "Can you review this SQL query for performance problems?",
+    "How do I politely decline a meeting that has no agenda?",
+    "What should go into a good README?",
+    "How do I set up a Python virtual environment on Windows?",
+    "Can you suggest a stretching routine after runs?",
+)
+FILLER_ASSISTANT = (
+    "Sure. Start with the simplest case, then add the edge cases one at a time, and keep each test focused on one "
+    "behaviour so a failure tells you exactly what broke.",
+    "A good structure is a short review of last week, the priorities for this one, and a few minutes for blockers. "
+    "Keep it to half an hour and write the decisions down.",
+    "A common convention is a type prefix and a short description, like feature/login-form or fix/null-dates. "
+    "Consistency matters more than the exact scheme.",
+    "A mutex lets one thread into a section at a time and is owned by the thread that locked it; a semaphore "
+    "counts permits and any thread may release one.",
+    "Tie it to a routine you already have, keep a book with you, and set a small daily target such as ten pages.",
+    "Use plt.pie with autopct='%1.1f%%' and set the axis to equal so the chart is round.",
+    "Grain bowls work well: cook rice or quinoa, roast vegetables, add a protein and keep the dressing separate.",
+    "Check that the join columns are indexed, avoid functions on indexed columns in the WHERE clause and look at "
+    "the query plan before and after.",
+    "Thank them, say you can't attend, and offer to read the notes or send your input ahead of time.",
+    "What it does, how to install it, a short example, how to run the tests and where to ask questions.",
+    "Run python -m venv .venv, then .venv\\Scripts\\activate, and install your packages with pip.",
+    "Calf, hamstring and hip flexor stretches, about thirty seconds each, and a few minutes of easy walking first.",
+)
+
+
+def _chat(rng: random.Random, subjects: list[Subject], sessions: int, start: date) -> tuple[list, list]:
+    """(chat.json batches, knowledge_update questions) for one chat."""
+    plan: dict[int, list[tuple[str, int]]] = {b: [] for b in range(sessions)}  # batch -> (text, subject index)
+    facts = []
+    for i, s in enumerate(subjects):
+        first = rng.randrange(0, sessions - 2)
+        later = rng.randrange(first + 1, sessions)
+        old_v, new_v = rng.sample(s.values, 2)
+        names = list(s.names)
+        rng.shuffle(names)  # the update names the entity in other words than the first statement, where it can
+        old_t, new_t = rng.choice(s.old), rng.choice(s.new)
+        plan[first].append((_fill(old_t, names[0], old_v), i))
+        plan[later].append((_fill(new_t, names[-1], new_v), i))
+        for text in s.other:
+            plan[rng.randrange(sessions)].append((_fill(text, rng.choice(names), ""), -1))
+        facts.append((i, new_v))
+    batches: list[dict] = []
+    ids: dict[int, list[int]] = {}
+    msg = 0
+    for b in range(sessions):
+        items = list(plan[b])
+        items += [(rng.choice(FILLER_USER), -1) for _ in range(6)]
+        rng.shuffle(items)
+        turns = []
+        anchor = (start + timedelta(days=9 * b)).strftime("%B-%d-%Y")
+        for text, subject in items:
+            user = {"role": "user", "id": msg, "content": text}
+            if subject >= 0:
+                ids.setdefault(subject, []).append(msg)
+            reply = {"role": "assistant", "id": msg + 1, "content": rng.choice(FILLER_ASSISTANT)}
+            turns.append([user, reply])
+            msg += 2
+        batches.append({"batch_number": b + 1, "time_anchor": anchor, "turns": turns})
+    questions = []
+    for i, new_v in facts:
+        old_id, new_id = ids[i]
+        questions.append(
+            {
+                "question": rng.choice(subjects[i].ask),
+                "answer": new_v,
+                "source_chat_ids": {"original_info": [old_id], "updated_info": [new_id]},
+            }
+        )
+    return batches, questions
+
+
+def _fill(template: str, entity: str, value: str) -> str:
+    text = template.format(e=entity, E=entity[0].upper() + entity[1:], v=value, V=value)
+    return text[0].upper() + text[1:]
+
+
+def write(folder: Path, chats: int = 10, per_chat: int = 8, sessions: int = 10, seed: int = 0) -> Path:
+    """Writes `chats` chat folders under `folder`, each with `per_chat` updated subjects; returns the folder."""
+    rng = random.Random(seed)
+    for c in range(1, chats + 1):
+        subjects = rng.sample(SUBJECTS, min(per_chat, len(SUBJECTS)))
+        batches, questions = _chat(rng, subjects, sessions, date(2024, 3, 1) + timedelta(days=40 * c))
+        out = folder / str(c)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "chat.json").write_text(json.dumps(batches, indent=1))
+        (out / "probing_questions.json").write_text(json.dumps({"knowledge_update": questions}, indent=1))
+    return folder
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--chats", type=int, default=10)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    print(write(args.out, args.chats, seed=args.seed))
+
+
+if __name__ == "__main__":
+    main()
