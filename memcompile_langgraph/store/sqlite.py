@@ -14,7 +14,7 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
-from .layout import check_store_path
+from .layout import check_store_path, private_file, private_folder, tighten
 from .locks import FileLock, StripeLocks, UserLocks
 from .protocols import StoreError
 from .rows import EDITABLE
@@ -55,7 +55,8 @@ class SqliteRecords(SqlRecords):
         if self.dir is not None:
             target = str(self.dir / FILE)
             _check_layout(self.dir, create)
-            (self.dir / "locks").mkdir(exist_ok=True)
+            private_folder(self.dir / "locks")
+            private_file(self.dir / FILE)
         self.where = target if self.dir is not None else "the store"
         try:
             self.conn = sqlite3.connect(target, timeout=60, check_same_thread=False, isolation_level=None)
@@ -72,6 +73,8 @@ class SqliteRecords(SqlRecords):
                 self.conn.execute("PRAGMA busy_timeout=60000")
                 if self.dir is not None:
                     self.conn.execute("PRAGMA journal_mode=WAL")
+                    for kept in ("-wal", "-shm"):  # made with the database's mode; an earlier release's: tightened
+                        tighten(f"{target}{kept}")
                 self.conn.execute("PRAGMA synchronous=NORMAL")
                 self.conn.execute("PRAGMA secure_delete=ON")  # forgotten text is overwritten, not left in free pages
                 self._migrate()
@@ -195,6 +198,7 @@ def _check_layout(root: Path, create: bool) -> None:
     if missing and not create:
         raise StoreError(f"no store at {root}")
     try:
-        root.mkdir(parents=True, exist_ok=True)
+        if not root.exists():
+            private_folder(root)
     except OSError as exc:
         raise StoreError(f"cannot create the store directory {root}: {exc.strerror}") from None
