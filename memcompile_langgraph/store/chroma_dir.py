@@ -10,7 +10,6 @@ exclusive file lock and first bumps a generation token; a process whose token is
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import logging
 import os
 import shutil
@@ -23,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .layout import PRIVATE_FILE, private_folder, tighten
+from .locks import FileLock
 
 if TYPE_CHECKING:  # chromadb is imported by whoever makes the client
     from chromadb.api import ClientAPI
@@ -41,14 +41,14 @@ class LocalChroma:
         private_folder(lock_dir)
         private_folder(chroma_dir)  # what Chroma makes in it under the umask is out of others' reach from the start
         self.chroma_dir = chroma_dir
-        self._lock_path = lock_dir / "chroma.lock"
+        self._lock = FileLock(lock_dir / "chroma.lock")
         self._gen_path = lock_dir / "chroma.generation"
         self._make = make_client
         self._mutex = threading.RLock()  # a reopen must never run under another thread's operation
         self._depth = 0
         self.epoch = 0
         self._seen: tuple[int, set[str]] = (-1, set())  # the folder's mtime and entries when last made private
-        with self._file_lock(fcntl.LOCK_EX):  # a new directory gets Chroma's schema written once
+        with self._lock.hold():  # a new directory gets Chroma's schema written once
             self.generation = self._read_generation()
             self.client = make_client()
             self._keep_private()
@@ -75,7 +75,7 @@ class LocalChroma:
             return True
 
     def quarantine(self) -> str:
-        with self._mutex, self._file_lock(fcntl.LOCK_EX):
+        with self._mutex, self._lock.hold():
             with contextlib.suppress(Exception):  # a damaged client may fail to close cleanly
                 self.client.close()  # type: ignore[attr-defined]  # typed ClientAPI, which lacks its Client's close()
             aside = self.chroma_dir.with_name(f"{self.chroma_dir.name}.damaged-{uuid.uuid4().hex[:8]}")
@@ -122,15 +122,6 @@ class LocalChroma:
                     for inner in os.scandir(entry.path):
                         tighten(inner.path)
         self._seen = (mtime, {e.name for e in os.scandir(self.chroma_dir)})
-
-    @contextlib.contextmanager
-    def _file_lock(self, mode: int) -> Iterator[None]:
-        with open(os.open(self._lock_path, os.O_RDWR | os.O_CREAT, PRIVATE_FILE), "a+") as fh:
-            fcntl.flock(fh, mode)
-            try:
-                yield
-            finally:
-                fcntl.flock(fh, fcntl.LOCK_UN)
 
     def _refresh(self) -> None:
         if self._read_generation() != self.generation:
@@ -180,7 +171,7 @@ class LocalChroma:
                 return
             self._depth += 1
             try:
-                with self._file_lock(fcntl.LOCK_EX if write else fcntl.LOCK_SH):
+                with self._lock.hold(exclusive=write):
                     self._refresh()
                     if write:
                         self._bump_generation()  # before the write: a crash mid-write still marks others stale

@@ -248,18 +248,19 @@ class SqlRecords(ABC):
 
     def store_id(self) -> str:
         """A random id fixed at creation (or at a re-key): names this store's derived state."""
-        row = self._one("SELECT value FROM meta WHERE key='store_id'")
-        if row is not None:
-            stored: str = row[0]  # a read: writers check it at every unit of work
-            return stored
-        return self._made_meta("store_id", uuid.uuid4().hex)
+        return self._made_meta("store_id", uuid.uuid4().hex)  # a read: writers check it at every unit of work
 
     def secret(self) -> str:
         """A random secret fixed at creation, readable only by those who can read the records (signs snapshot files)."""
         return self._made_meta("secret", uuid.uuid4().hex + uuid.uuid4().hex)
 
     def _made_meta(self, key: str, new: str) -> str:
-        """The meta key's value, set to `new` where it is not set yet."""
+        """The meta key's value, set to `new` where it is not set yet: a plain read when it is (readers never take
+        the write lock, which waits behind every writer and fails on a read-only volume)."""
+        row = self._one("SELECT value FROM meta WHERE key=?", (key,))
+        if row is not None:
+            found: str = row[0]
+            return found
         with self.transaction() as tx:
             tx.put_meta(key, new, replace=False)
             made: str = tx.row("SELECT value FROM meta WHERE key=?", (key,))[0]

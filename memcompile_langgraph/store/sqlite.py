@@ -59,7 +59,7 @@ class SqliteRecords(SqlRecords):
             private_file(self.dir / FILE)
         self.where = target if self.dir is not None else "the store"
         try:
-            self.conn = sqlite3.connect(target, timeout=60, check_same_thread=False, isolation_level=None)
+            self.conn, self.read_only = _connect(target)
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open {target}: {exc}") from None
         self._mutex = threading.RLock()
@@ -71,14 +71,16 @@ class SqliteRecords(SqlRecords):
         with self._mutex, setup:
             try:
                 self.conn.execute("PRAGMA busy_timeout=60000")
-                if self.dir is not None:
+                if self.dir is not None and not self.read_only:
                     self.conn.execute("PRAGMA journal_mode=WAL")
                     for kept in ("-wal", "-shm"):  # made with the database's mode; an earlier release's: tightened
                         tighten(f"{target}{kept}")
                 self.conn.execute("PRAGMA synchronous=NORMAL")
                 self.conn.execute("PRAGMA secure_delete=ON")  # forgotten text is overwritten, not left in free pages
                 self._migrate()
-                self._bind_home()
+                if not self.read_only:  # a read-only copy keeps the store id it was copied with: it writes nothing
+                    self._bind_home()
+                    self.store_id(), self.secret()  # made by a writer, so that readers only ever read them
             except sqlite3.DatabaseError as exc:
                 self.conn.close()
                 raise StoreError(f"{target} is not a readable MemCompile records file ({exc})") from None
@@ -88,6 +90,8 @@ class SqliteRecords(SqlRecords):
             found = self._found_schema(tx, {r[0] for r in tx.all("SELECT name FROM sqlite_master WHERE type='table'")})
         if found == SCHEMA_VERSION:
             return
+        if self.read_only:
+            raise StoreError(f"{self.where} is read-only and of an older schema: open it once where it can be written")
         with self.transaction() as tx:  # executescript would commit the open transaction: statement by statement
             self._upgrade(tx, found)
         if found is not None and found < 4 and self.dir is not None:
@@ -113,6 +117,8 @@ class SqliteRecords(SqlRecords):
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[Tx]:
+        if self.read_only:
+            raise StoreError(f"{self.where} is on a read-only volume (or folder): it can be read, not written")
         with self._mutex:
             self.conn.execute("BEGIN IMMEDIATE")
             try:
@@ -174,6 +180,24 @@ class SqliteRecords(SqlRecords):
         if self.dir is not None:
             with self._mutex:
                 self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+
+def _connect(target: str) -> tuple[sqlite3.Connection, bool]:
+    """A connection to the records file, and whether it is read-only. A file whose WAL its last writer checkpointed
+    away cannot be opened as it is where SQLite cannot make the WAL's shared-memory file (a read-only volume or
+    folder): there nothing can change it either, so it is read as immutable."""
+    conn = sqlite3.connect(target, timeout=60, check_same_thread=False, isolation_level=None)
+    if target == ":memory:":
+        return conn, False
+    try:
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # SQLite opens the file at its first statement
+    except sqlite3.OperationalError:
+        conn.close()
+        if os.access(os.path.dirname(target), os.W_OK) or os.path.exists(f"{target}-wal"):
+            raise
+        uri = f"{Path(target).resolve().as_uri()}?immutable=1"
+        return sqlite3.connect(uri, uri=True, timeout=60, check_same_thread=False, isolation_level=None), True
+    return conn, not os.access(target, os.W_OK)
 
 
 def writer_stripe(key: bytes, user_id: str) -> int:
