@@ -175,6 +175,9 @@ class SqliteRecords(SqlRecords):
     def _reclaim(self) -> None:
         self.purge_log()
 
+    def _fence(self, tx: Tx, user_id: str) -> None:
+        """Nothing: a file lock ends only with its process (or its holder's release), never under a live writer."""
+
     def purge_log(self) -> None:
         """Copy the WAL into the database and truncate it, so deleted rows leave no old page images behind."""
         if self.dir is not None:
