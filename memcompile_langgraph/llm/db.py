@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 from pathlib import Path
@@ -27,6 +28,8 @@ class LLMDatabase:
 
     def __init__(self, path: str | Path | None):
         target = str(Path(path) / FILENAME) if path is not None else ":memory:"
+        if path is not None and not os.path.exists(target):  # cached replies quote turns: 0600 whatever the umask,
+            os.close(os.open(target, os.O_RDWR | os.O_CREAT, 0o600))  # and SQLite gives its WAL the same mode
         self.conn = sqlite3.connect(target, timeout=60, check_same_thread=False, isolation_level=None)
         self.lock = threading.RLock()
         with self.lock:

@@ -32,7 +32,7 @@ from ..config import MemCompileConfig
 from ..index.codec import decode_index, decode_tail, encode_index, encode_tail
 from ..index.gc_pause import gc_paused
 from ..index.user import UserIndex
-from ..store.layout import user_key
+from ..store.layout import private_folder, user_key
 from ..store.protocols import Head
 
 D = TypeVar("D")  # what a decoder gives back
@@ -81,7 +81,8 @@ class SnapshotFiles:
         signer = hmac.new(self._key, head_bytes + b"\n", hashlib.sha256)
         signer.update(payload)  # the payload is hundreds of MB at 100k turns: never joined into another copy
         mac = signer.hexdigest().encode()
-        private_folder(self.folder, self._private_levels)
+        for level in [self.folder.parent, self.folder][-self._private_levels :]:
+            private_folder(level)
         tmp = target.with_name(f"{target.name}.{os.getpid()}.tmp")
         try:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -210,14 +211,6 @@ def _unlink(file: Path) -> bool:
     except OSError as exc:
         log.warning("could not remove %s (%s): it holds derived data the records no longer back", file, exc)
         return False
-
-
-def private_folder(folder: Path, levels: int = 1) -> None:
-    """`folder` (and with levels=2 its parent) made 0700 whatever the umask."""
-    for level in [folder.parent, folder][-levels:]:
-        level.mkdir(mode=0o700, parents=True, exist_ok=True)
-        if level.stat().st_mode & 0o077:
-            os.chmod(level, 0o700)  # made by an earlier release, or by mkdir under a umask that kept more bits
 
 
 def _abandoned(tmp: Path) -> bool:

@@ -254,8 +254,9 @@ class ChromaVectors:
                 metadatas = _asked(got["metadatas"])
                 dia_ids += [cast(str, m["dia_id"]) for m in metadatas]  # as upsert wrote it
                 sources += [_source(m) for m in metadatas]
-            self._drop(user_id)
+            self._drop(user_id, scrub=False)
             self.upsert(user_id, kept, vectors, dia_ids, sources)
+            self.chroma.scrub()  # the rebuilt index included: its unused capacity may hold the deleted vectors
 
     @_guarded
     def drop(self, user_id: str) -> None:
@@ -276,7 +277,7 @@ class ChromaVectors:
         self._epoch = self.chroma.epoch
         return aside
 
-    def _drop(self, user_id: str) -> None:
+    def _drop(self, user_id: str, scrub: bool = True) -> None:
         self._collections.pop(user_id, None)
         self._loaded.discard(user_id)
         try:
@@ -284,7 +285,8 @@ class ChromaVectors:
         except (NotFoundError, ValueError):  # absent collection: nothing to forget
             return
         self.chroma.dropped()
-        self.chroma.scrub()
+        if scrub:
+            self.chroma.scrub()
 
 
 def _source(metadata: Metadata | None) -> str | None:

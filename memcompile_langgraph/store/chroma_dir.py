@@ -10,16 +10,19 @@ exclusive file lock and first bumps a generation token; a process whose token is
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import logging
 import os
 import shutil
 import sqlite3
+import struct
 import threading
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from .layout import PRIVATE_FILE, private_folder, tighten
+from .locks import FileLock
 
 if TYPE_CHECKING:  # chromadb is imported by whoever makes the client
     from chromadb.api import ClientAPI
@@ -35,17 +38,20 @@ class LocalChroma:
     scrubs = True
 
     def __init__(self, chroma_dir: Path, lock_dir: Path, make_client: Callable[[], ClientAPI]):
-        lock_dir.mkdir(parents=True, exist_ok=True)
+        private_folder(lock_dir)
+        private_folder(chroma_dir)  # what Chroma makes in it under the umask is out of others' reach from the start
         self.chroma_dir = chroma_dir
-        self._lock_path = lock_dir / "chroma.lock"
+        self._lock = FileLock(lock_dir / "chroma.lock")
         self._gen_path = lock_dir / "chroma.generation"
         self._make = make_client
         self._mutex = threading.RLock()  # a reopen must never run under another thread's operation
         self._depth = 0
         self.epoch = 0
-        with self._file_lock(fcntl.LOCK_EX):  # a new directory gets Chroma's schema written once
+        self._seen: tuple[int, set[str]] = (-1, set())  # the folder's mtime and entries when last made private
+        with self._lock.hold():  # a new directory gets Chroma's schema written once
             self.generation = self._read_generation()
             self.client = make_client()
+            self._keep_private()
 
     @classmethod
     def shared(cls, chroma_dir: Path, lock_dir: Path, make_client: Callable[[Path], ClientAPI]) -> LocalChroma:
@@ -69,13 +75,16 @@ class LocalChroma:
             return True
 
     def quarantine(self) -> str:
-        with self._mutex, self._file_lock(fcntl.LOCK_EX):
+        with self._mutex, self._lock.hold():
             with contextlib.suppress(Exception):  # a damaged client may fail to close cleanly
                 self.client.close()  # type: ignore[attr-defined]  # typed ClientAPI, which lacks its Client's close()
             aside = self.chroma_dir.with_name(f"{self.chroma_dir.name}.damaged-{uuid.uuid4().hex[:8]}")
             os.replace(self.chroma_dir, aside)
             forget_chroma_system(self.chroma_dir)
+            private_folder(self.chroma_dir)
+            self._seen = (-1, set())
             self.client = self._make()
+            self._keep_private()
             self._bump_generation()  # every other process reopens on the new directory
             self.epoch += 1
             return str(aside)
@@ -89,7 +98,8 @@ class LocalChroma:
     def _bump_generation(self) -> None:
         token = uuid.uuid4().hex
         tmp = self._gen_path.with_name(f"{self._gen_path.name}.{os.getpid()}.tmp")
-        tmp.write_text(token)
+        with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE), "w") as fh:
+            fh.write(token)
         os.replace(tmp, self._gen_path)  # readers see the old or the new token, never half of one
         self.generation = token
 
@@ -97,25 +107,38 @@ class LocalChroma:
         """A collection was deleted: handles cached by every ChromaVectors of this process are re-fetched."""
         self.epoch += 1
 
-    @contextlib.contextmanager
-    def _file_lock(self, mode: int) -> Iterator[None]:
-        with open(self._lock_path, "a+") as fh:
-            fcntl.flock(fh, mode)
-            try:
-                yield
-            finally:
-                fcntl.flock(fh, fcntl.LOCK_UN)
+    def _keep_private(self) -> None:
+        """What Chroma made under the umask since the last look made private: its database, and each new index
+        folder with its files (a new entry changes the folder's mtime, so a write that made none costs one stat).
+        Call under the directory's exclusive lock."""
+        mtime = os.stat(self.chroma_dir).st_mtime_ns
+        if mtime == self._seen[0]:
+            return
+        known = self._seen[1]
+        for entry in os.scandir(self.chroma_dir):
+            if entry.name not in known:
+                tighten(entry.path)
+                if entry.is_dir(follow_symlinks=False):
+                    for inner in os.scandir(entry.path):
+                        tighten(inner.path)
+        self._seen = (mtime, {e.name for e in os.scandir(self.chroma_dir)})
 
     def _refresh(self) -> None:
         if self._read_generation() != self.generation:
-            self.client.close()  # type: ignore[attr-defined]  # typed ClientAPI, which lacks its Client's close()
-            self.client = self._make()
+            self._reopen()
             self.generation = self._read_generation()
-            self.epoch += 1
+
+    def _reopen(self) -> None:
+        """A new client: it reloads every index from its files (and replays Chroma's write log)."""
+        self.client.close()  # type: ignore[attr-defined]  # typed ClientAPI, which lacks its Client's close()
+        self.client = self._make()
+        self.epoch += 1
 
     def scrub(self) -> None:
-        """Remove what Chroma leaves on disk of dropped collections: their index directories and the freed pages
-        of its SQLite file, which still hold the vectors. Call inside `access(write=True)`."""
+        """Remove what Chroma leaves on disk of removed vectors: the index directories of dropped collections, the
+        freed pages of its SQLite file, and in the live indexes, the slots of deleted vectors and the unused
+        capacity (saved from uninitialized memory, which may hold any vector freed before, this process's heap
+        reused). Call inside `access(write=True)`."""
         try:
             conn = sqlite3.connect(self.chroma_dir / "chroma.sqlite3", timeout=30)
             try:
@@ -128,6 +151,16 @@ class LocalChroma:
                 conn.close()
         except sqlite3.Error as exc:  # e.g. another Chroma schema: the vectors are deleted, only not scrubbed
             log.warning("could not scrub the Chroma directory (%s); deleted vectors may remain on disk", exc)
+            return
+        wiped = False
+        for d in self.chroma_dir.iterdir():
+            if d.name in live and (d / "header.bin").is_file():
+                try:
+                    wiped = wipe_unused(d) or wiped
+                except (OSError, ValueError) as exc:
+                    log.warning("could not scrub the Chroma index %s (%s); deleted vectors may remain on disk", d, exc)
+        if wiped:  # the loaded indexes still hold those bytes in memory, where a later save could write them again
+            self._reopen()
 
     @contextlib.contextmanager
     def access(self, write: bool) -> Iterator[ClientAPI]:
@@ -138,13 +171,65 @@ class LocalChroma:
                 return
             self._depth += 1
             try:
-                with self._file_lock(fcntl.LOCK_EX if write else fcntl.LOCK_SH):
+                with self._lock.hold(exclusive=write):
                     self._refresh()
                     if write:
                         self._bump_generation()  # before the write: a crash mid-write still marks others stale
                     yield self.client
+                    if write:
+                        self._keep_private()
             finally:
                 self._depth -= 1
+
+
+# the start of an HNSW index's header.bin (hnswlib as Chroma ships it): format version, then the level-0 offset,
+# capacity, element count, bytes per element, label offset and vector offset of its data_level0.bin
+_HNSW_HEADER = struct.Struct("<iQQQQQQ")
+_HNSW_FORMAT = 1
+_DELETED = 0x01  # in the third byte of an element's level-0 link count
+_WIPE_STEP = 1 << 20
+
+
+def wipe_unused(index_dir: Path) -> bool:
+    """Zeroes what an HNSW index's files hold beyond its vectors: the vector of every element marked deleted, and
+    everything past the element count (capacity saved as malloc left it). Written in place: Chroma keeps the files
+    open. Returns whether any byte was not zero already."""
+    header = (index_dir / "header.bin").read_bytes()
+    if len(header) < _HNSW_HEADER.size:
+        raise ValueError("header.bin is too short")
+    version, level0, _capacity, count, size, label, data = _HNSW_HEADER.unpack_from(header)
+    if version != _HNSW_FORMAT or not 0 <= level0 < data <= label < size:
+        raise ValueError(f"header.bin of an unknown HNSW format ({version})")
+    wiped = False
+    with open(index_dir / "data_level0.bin", "r+b") as fh:
+        fd = fh.fileno()
+        used = min(count, os.fstat(fd).st_size // size)
+        step = max(1, _WIPE_STEP // size)
+        for first in range(0, used, step):
+            block = os.pread(fd, min(step, used - first) * size, first * size)
+            for at in range(0, len(block), size):
+                if block[at + level0 + 2] & _DELETED and not _zeros(block[at + data : at + label]):
+                    os.pwrite(fd, bytes(label - data), first * size + at + data)
+                    wiped = True
+        wiped = _zero_from(fd, count * size) or wiped
+    with open(index_dir / "length.bin", "r+b") as fh:  # one float per element: its capacity is malloc's too
+        wiped = _zero_from(fh.fileno(), count * 4) or wiped
+    return wiped
+
+
+def _zero_from(fd: int, start: int) -> bool:
+    """Zeroes the file from `start` to its end; returns whether any byte there was not zero."""
+    end, dirty = os.fstat(fd).st_size, False
+    for at in range(start, end, _WIPE_STEP):
+        n = min(_WIPE_STEP, end - at)
+        if not _zeros(os.pread(fd, n, at)):
+            os.pwrite(fd, bytes(n), at)
+            dirty = True
+    return dirty
+
+
+def _zeros(block: bytes) -> bool:
+    return block.count(0) == len(block)
 
 
 def _is_uuid(name: str) -> bool:

@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import os
+import stat
 from pathlib import Path
+
+# the store's files hold every turn in clear (records) or its vectors: only their owner reads them, whatever the umask
+PRIVATE_FILE, PRIVATE_FOLDER = 0o600, 0o700
 
 # name inside the store -> whether it must be a folder
 ENTRIES = {
@@ -38,3 +44,34 @@ def check_store_path(path: str | Path) -> Path:
 def user_key(user_id: str) -> str:
     """A name derived from the user id that is safe in any file or collection name."""
     return hashlib.sha256(user_id.encode("utf-8", "surrogatepass")).hexdigest()[:40]
+
+
+def private_folder(folder: Path) -> Path:
+    """`folder` made 0700 (an existing one tightened to it), and so are the parents it makes (the store folder)."""
+    missing = [p for p in (folder, *folder.parents) if not p.exists()]
+    for level in reversed(missing):
+        level.mkdir(mode=PRIVATE_FOLDER, exist_ok=True)  # a mode only takes bits away from the umask's
+    tighten(folder)  # also under a umask that kept fewer bits: exactly 0700
+    return folder
+
+
+def private_file(path: Path) -> Path:
+    """`path` made as an empty 0600 file where missing (an existing one tightened to 0600), so that whoever creates it
+    next, SQLite or Chroma, opens it as it is; SQLite also gives its WAL and shared-memory files the mode of its
+    database file."""
+    try:
+        os.close(os.open(path, os.O_RDWR | os.O_CREAT, PRIVATE_FILE))
+    except OSError:  # a read-only volume: an existing file is read as it is, a missing one is reported by its opener
+        return path
+    tighten(path)
+    return path
+
+
+def tighten(path: str | Path) -> None:
+    """A file or folder of the store (made by an earlier release, or by another library under the umask) made
+    private; one that cannot be changed (a read-only volume, another owner's) is left as it is."""
+    with contextlib.suppress(OSError):
+        mode = os.stat(path, follow_symlinks=False).st_mode
+        wanted = PRIVATE_FOLDER if stat.S_ISDIR(mode) else PRIVATE_FILE
+        if stat.S_IMODE(mode) != wanted and not stat.S_ISLNK(mode):
+            os.chmod(path, wanted)

@@ -42,8 +42,7 @@ class FileLock:
     def hold(self, exclusive: bool = True, blocking: bool = True) -> Iterator[bool]:
         """Yields whether the lock is held (False only when blocking=False and another process has it)."""
         mode = fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH
-        # 0600 whatever the umask: nobody else needs to open a lock of this store
-        with open(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600), "a+") as fh:
+        with open(self._open(), "rb") as fh:
             try:
                 fcntl.flock(fh, mode if blocking else mode | fcntl.LOCK_NB)
             except BlockingIOError:
@@ -53,6 +52,16 @@ class FileLock:
                 yield True
             finally:
                 fcntl.flock(fh, fcntl.LOCK_UN)
+
+    def _open(self) -> int:
+        try:  # 0600 whatever the umask: nobody else needs to open a lock of this store
+            return os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError:
+            if not self.path.exists():
+                raise
+            # a read-only volume (or folder): flock takes a descriptor opened for reading; its readers still exclude
+            # each other's setup, and nothing there can write
+            return os.open(self.path, os.O_RDONLY)
 
 
 class StripeLocks:

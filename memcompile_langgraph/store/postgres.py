@@ -93,6 +93,7 @@ class PostgresRecords(SqlRecords):
         self.conninfo, self.schema = split_url(url)
         self.where = f"{describe(url)} (schema {self.schema})"
         self._writers = UserLocks()
+        self._held: dict[str, tuple[int, int]] = {}  # user -> (epoch, lock session pid) of the writer lock held here
         self._closed = threading.Event()
         try:
             with psycopg.connect(self.conninfo, connect_timeout=15) as conn:
@@ -199,6 +200,28 @@ class PostgresRecords(SqlRecords):
     def _reclaim(self) -> None:
         """Nothing: autovacuum reclaims the space of deleted rows."""
 
+    def _fence(self, tx: Tx, user_id: str) -> None:
+        """The writer lock is a session's: the session can end (a server restart, a failover, idle_session_timeout,
+        pg_terminate_backend) while its writer goes on. So each write transaction of a user whose lock this process
+        took proves, in the transaction, that the lock's session still holds it and that no one took it since (the
+        epoch row stays locked to the commit, so a new taker's epoch waits for it); else nothing of it is written."""
+        held = self._held.get(user_id)
+        if held is None:
+            return
+        epoch, pid = held
+        row = tx.one("SELECT epoch FROM writer_epochs WHERE user_id=? FOR UPDATE", (user_id,))
+        holds = tx.row(
+            "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted AND pid = ? "
+            "AND objsubid = 1 AND classid::text::bigint = (k >> 32) & 4294967295 "
+            "AND objid::text::bigint = k & 4294967295) FROM (SELECT hashtextextended(?, 0) AS k) AS lock",
+            (pid, f"{self.schema}/{user_id}"),
+        )[0]
+        if row is None or row[0] != epoch or not holds:
+            raise WriterLockLost(
+                f"the writer lock of user {user_id!r} on PostgreSQL at {self.where} was lost (its session ended) "
+                "before this write: nothing of it was stored; run the write again"
+            )
+
     def write_lock(self, user_id: str, blocking: bool = True) -> AbstractContextManager[bool]:
         """Serializes writers of one user across threads, processes and machines. Yields whether it is held:
         with blocking=False it gives up at once when another writer has it."""
@@ -212,18 +235,30 @@ class PostgresRecords(SqlRecords):
         except psycopg.OperationalError as exc:
             raise StoreError(f"PostgreSQL at {self.where}: {_first_line(exc)}") from None
         with conn:  # closing the connection releases the lock whatever happens below
+            tx = Tx(conn, "pyformat")
             if blocking:
                 conn.execute("SELECT pg_advisory_lock(hashtextextended(%s, 0))", (key,))
-            elif not Tx(conn, "pyformat").row("SELECT pg_try_advisory_lock(hashtextextended(?, 0))", (key,))[0]:
+            elif not tx.row("SELECT pg_try_advisory_lock(hashtextextended(?, 0))", (key,))[0]:
                 yield False
                 return
             try:
+                # this taking's epoch, and the session that holds the lock: every write transaction checks both
+                self._held[user_id] = tx.row(
+                    f"INSERT INTO {self.schema}.writer_epochs (user_id, epoch) VALUES (?, 1) ON CONFLICT (user_id) "
+                    "DO UPDATE SET epoch = writer_epochs.epoch + 1 RETURNING epoch, pg_backend_pid()",
+                    (user_id,),
+                )
                 yield True
             finally:
+                self._held.pop(user_id, None)
                 # released now, not when the server gets round to ending the session after the close: the next
                 # writer, even a non-blocking one, must find it free
                 with contextlib.suppress(psycopg.Error):
                     conn.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", (key,))
+
+
+class WriterLockLost(StoreError):
+    """A writer's lock ended (its PostgreSQL session did) before one of its writes: that write was not stored."""
 
 
 def _first_line(exc: BaseException) -> str:

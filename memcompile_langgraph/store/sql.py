@@ -27,9 +27,9 @@ if TYPE_CHECKING:
     import psycopg
 
 log = logging.getLogger(__name__)
-# 1: no epochs, no created_at (stores of 2026-11 and before); 2: no (user_id, seq) indexes; 3: no digest chain.
-# Migrated on open.
-SCHEMA_VERSION = 4
+# 1: no epochs, no created_at (stores of 2026-11 and before); 2: no (user_id, seq) indexes; 3: no digest chain;
+# 4: a packet's (user_id, seq) not unique, no writer epochs. Migrated on open.
+SCHEMA_VERSION = 5
 MAX_MEMBERS = 900  # values one membership test takes (SQLite before 3.32 binds at most 999 in a statement)
 
 # {big}: a 64-bit integer, {real}: a double, in the database's spelling
@@ -50,11 +50,13 @@ CREATE TABLE IF NOT EXISTS descriptors (
     n_tokens {big} NOT NULL, negated INTEGER NOT NULL, cell_id TEXT NOT NULL,
     PRIMARY KEY (user_id, descriptor_id));
 CREATE INDEX IF NOT EXISTS descriptors_packet ON descriptors (user_id, packet_id);
-CREATE INDEX IF NOT EXISTS packets_seq ON packets (user_id, seq);
+CREATE UNIQUE INDEX IF NOT EXISTS packets_seq ON packets (user_id, seq);
 CREATE INDEX IF NOT EXISTS descriptors_seq ON descriptors (user_id, seq);
 CREATE TABLE IF NOT EXISTS counters (user_id TEXT NOT NULL, name TEXT NOT NULL, value {big} NOT NULL,
     PRIMARY KEY (user_id, name));
+CREATE TABLE IF NOT EXISTS writer_epochs (user_id TEXT PRIMARY KEY, epoch {big} NOT NULL);
 """
+# writer_epochs: one per writer-lock taking of a user, where a lock can be lost while its writer lives on (PostgreSQL)
 
 
 # a quoted literal or identifier, where a `?` is text, not a placeholder
@@ -183,6 +185,11 @@ class SqlRecords(ABC):
     def close(self) -> None: ...
 
     @abstractmethod
+    def _fence(self, tx: Tx, user_id: str) -> None:
+        """Inside a write transaction of the user: fails it when this process's writer of the user lost its writer
+        lock."""
+
+    @abstractmethod
     def _reclaim(self) -> None:
         """After rows were deleted: whatever the database needs so that they leave nothing readable behind."""
 
@@ -212,6 +219,8 @@ class SqlRecords(ABC):
         for table in ("users", "packets") if found is not None else ():
             if "digest" not in self._columns(tx, table):
                 tx.run(f"ALTER TABLE {table} ADD COLUMN digest TEXT NOT NULL DEFAULT ''")
+        if found is not None and found < 5:
+            self._unique_seqs(tx)
         for statement in [*TABLES.format(big=self.INTEGER, real=self.REAL).split(";"), *self._triggers()]:
             if statement.strip():
                 tx.run(statement)
@@ -219,6 +228,28 @@ class SqlRecords(ABC):
         for (user,) in tx.all("SELECT user_id FROM users"):  # once: stores without the chain
             rechain(tx, user, -1)
         tx.put_meta("schema_version", str(SCHEMA_VERSION))
+
+    def _unique_seqs(self, tx: Tx) -> None:
+        """Before (user_id, seq) is unique: packets that two writers gave one seq (a writer that went on after losing
+        its lock) move behind the user's last, in the order they were committed, and the chain is recomputed."""
+        tx.run("DROP INDEX IF EXISTS packets_seq")
+        users = [r[0] for r in tx.all("SELECT DISTINCT user_id FROM packets GROUP BY user_id, seq HAVING COUNT(*) > 1")]
+        for user in users:
+            rows = tx.all(
+                "SELECT packet_id, seq FROM packets WHERE user_id=? ORDER BY seq, created_at, packet_id", (user,)
+            )
+            top, seen, moved = max(r[1] for r in rows), set(), []
+            for pid, seq in rows:
+                if seq in seen:
+                    top += 1
+                    moved.append((top, user, pid))
+                seen.add(seq)
+            tx.many("UPDATE packets SET seq=? WHERE user_id=? AND packet_id=?", moved)
+            log.warning(
+                "%s: %d packets of one user shared a seq with another; moved behind the last", self.where, len(moved)
+            )
+            rechain(tx, user, -1)
+            self._bump(tx, user, epoch=True)
 
     def _rehome(self, tx: Tx, home: str, copied: str) -> None:
         """Binds the store id to `home`, where the records live: records found elsewhere than where they were made
@@ -248,18 +279,19 @@ class SqlRecords(ABC):
 
     def store_id(self) -> str:
         """A random id fixed at creation (or at a re-key): names this store's derived state."""
-        row = self._one("SELECT value FROM meta WHERE key='store_id'")
-        if row is not None:
-            stored: str = row[0]  # a read: writers check it at every unit of work
-            return stored
-        return self._made_meta("store_id", uuid.uuid4().hex)
+        return self._made_meta("store_id", uuid.uuid4().hex)  # a read: writers check it at every unit of work
 
     def secret(self) -> str:
         """A random secret fixed at creation, readable only by those who can read the records (signs snapshot files)."""
         return self._made_meta("secret", uuid.uuid4().hex + uuid.uuid4().hex)
 
     def _made_meta(self, key: str, new: str) -> str:
-        """The meta key's value, set to `new` where it is not set yet."""
+        """The meta key's value, set to `new` where it is not set yet: a plain read when it is (readers never take
+        the write lock, which waits behind every writer and fails on a read-only volume)."""
+        row = self._one("SELECT value FROM meta WHERE key=?", (key,))
+        if row is not None:
+            found: str = row[0]
+            return found
         with self.transaction() as tx:
             tx.put_meta(key, new, replace=False)
             made: str = tx.row("SELECT value FROM meta WHERE key=?", (key,))[0]
@@ -273,6 +305,7 @@ class SqlRecords(ABC):
     def set_embedding(self, user_id: str, identity: str, bump: bool = False) -> int:
         """Records the model of the user's vectors; with bump, also a new user version and epoch (returned)."""
         with self.transaction() as tx:
+            self._fence(tx, user_id)
             tx.put_meta(embedding_key(user_id), identity)
             if bump:
                 self._bump(tx, user_id, epoch=True)
@@ -342,12 +375,23 @@ class SqlRecords(ABC):
         """Packets, their descriptors and the Cell memberships in one transaction; returns the new version."""
         now = time.time()
         with self.transaction() as tx:
+            self._fence(tx, user_id)
             if tx.run(
                 "INSERT INTO users (user_id, version, epoch) VALUES (?, 0, 0) ON CONFLICT (user_id) DO NOTHING",
                 (user_id,),
             ):
                 self._bump(tx, user_id, epoch=True)  # a user made again after forget starts a new epoch
             prev = tx.row(f"SELECT digest FROM users WHERE user_id=?{self.ROW_LOCK}", (user_id,))[0]
+            if packets:  # one range read; the unique (user_id, seq) index stops whatever gets past it
+                seqs = {p.seq for p in packets}
+                taken = tx.all(
+                    "SELECT seq FROM packets WHERE user_id=? AND seq BETWEEN ? AND ?", (user_id, min(seqs), max(seqs))
+                )
+                if seqs & {r[0] for r in taken}:
+                    raise StoreError(
+                        f"user {user_id!r} was written by another writer since this one read it (a packet seq of "
+                        "this batch is taken): nothing of this batch was stored"
+                    )
             prows, drows, digests = chained_rows(prev, user_id, packets, placed, now)
             tx.many(f"INSERT INTO packets ({PACKET_COLS}, created_at, digest) VALUES ({','.join('?' * 15)})", prows)
             tx.many(f"INSERT INTO descriptors (user_id, {DESC_COLS}) VALUES ({','.join('?' * 16)})", drows)
@@ -386,6 +430,7 @@ class SqlRecords(ABC):
 
     def delete_packets(self, user_id: str, packet_ids: list[str]) -> int:
         with self.transaction() as tx:
+            self._fence(tx, user_id)
             first = None
             for start in range(0, len(packet_ids), MAX_MEMBERS):
                 member, values = self._member("packet_id", packet_ids[start : start + MAX_MEMBERS])
@@ -401,7 +446,8 @@ class SqlRecords(ABC):
 
     def forget(self, user_id: str) -> None:
         with self.transaction() as tx:
-            for table in ("descriptors", "packets", "counters", "users"):
+            self._fence(tx, user_id)
+            for table in ("descriptors", "packets", "counters", "users", "writer_epochs"):
                 tx.run(f"DELETE FROM {table} WHERE user_id=?", (user_id,))
             tx.run("DELETE FROM meta WHERE key=?", (embedding_key(user_id),))
         self._reclaim()

@@ -14,7 +14,7 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
-from .layout import check_store_path
+from .layout import check_store_path, private_file, private_folder, tighten
 from .locks import FileLock, StripeLocks, UserLocks
 from .protocols import StoreError
 from .rows import EDITABLE
@@ -55,10 +55,11 @@ class SqliteRecords(SqlRecords):
         if self.dir is not None:
             target = str(self.dir / FILE)
             _check_layout(self.dir, create)
-            (self.dir / "locks").mkdir(exist_ok=True)
+            private_folder(self.dir / "locks")
+            private_file(self.dir / FILE)
         self.where = target if self.dir is not None else "the store"
         try:
-            self.conn = sqlite3.connect(target, timeout=60, check_same_thread=False, isolation_level=None)
+            self.conn, self.read_only = _connect(target)
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open {target}: {exc}") from None
         self._mutex = threading.RLock()
@@ -70,12 +71,16 @@ class SqliteRecords(SqlRecords):
         with self._mutex, setup:
             try:
                 self.conn.execute("PRAGMA busy_timeout=60000")
-                if self.dir is not None:
+                if self.dir is not None and not self.read_only:
                     self.conn.execute("PRAGMA journal_mode=WAL")
+                    for kept in ("-wal", "-shm"):  # made with the database's mode; an earlier release's: tightened
+                        tighten(f"{target}{kept}")
                 self.conn.execute("PRAGMA synchronous=NORMAL")
                 self.conn.execute("PRAGMA secure_delete=ON")  # forgotten text is overwritten, not left in free pages
                 self._migrate()
-                self._bind_home()
+                if not self.read_only:  # a read-only copy keeps the store id it was copied with: it writes nothing
+                    self._bind_home()
+                    self.store_id(), self.secret()  # made by a writer, so that readers only ever read them
             except sqlite3.DatabaseError as exc:
                 self.conn.close()
                 raise StoreError(f"{target} is not a readable MemCompile records file ({exc})") from None
@@ -85,6 +90,8 @@ class SqliteRecords(SqlRecords):
             found = self._found_schema(tx, {r[0] for r in tx.all("SELECT name FROM sqlite_master WHERE type='table'")})
         if found == SCHEMA_VERSION:
             return
+        if self.read_only:
+            raise StoreError(f"{self.where} is read-only and of an older schema: open it once where it can be written")
         with self.transaction() as tx:  # executescript would commit the open transaction: statement by statement
             self._upgrade(tx, found)
         if found is not None and found < 4 and self.dir is not None:
@@ -110,6 +117,8 @@ class SqliteRecords(SqlRecords):
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[Tx]:
+        if self.read_only:
+            raise StoreError(f"{self.where} is on a read-only volume (or folder): it can be read, not written")
         with self._mutex:
             self.conn.execute("BEGIN IMMEDIATE")
             try:
@@ -166,11 +175,32 @@ class SqliteRecords(SqlRecords):
     def _reclaim(self) -> None:
         self.purge_log()
 
+    def _fence(self, tx: Tx, user_id: str) -> None:
+        """Nothing: a file lock ends only with its process (or its holder's release), never under a live writer."""
+
     def purge_log(self) -> None:
         """Copy the WAL into the database and truncate it, so deleted rows leave no old page images behind."""
         if self.dir is not None:
             with self._mutex:
                 self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+
+def _connect(target: str) -> tuple[sqlite3.Connection, bool]:
+    """A connection to the records file, and whether it is read-only. A file whose WAL its last writer checkpointed
+    away cannot be opened as it is where SQLite cannot make the WAL's shared-memory file (a read-only volume or
+    folder): there nothing can change it either, so it is read as immutable."""
+    conn = sqlite3.connect(target, timeout=60, check_same_thread=False, isolation_level=None)
+    if target == ":memory:":
+        return conn, False
+    try:
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # SQLite opens the file at its first statement
+    except sqlite3.OperationalError:
+        conn.close()
+        if os.access(os.path.dirname(target), os.W_OK) or os.path.exists(f"{target}-wal"):
+            raise
+        uri = f"{Path(target).resolve().as_uri()}?immutable=1"
+        return sqlite3.connect(uri, uri=True, timeout=60, check_same_thread=False, isolation_level=None), True
+    return conn, not os.access(target, os.W_OK)
 
 
 def writer_stripe(key: bytes, user_id: str) -> int:
@@ -195,6 +225,7 @@ def _check_layout(root: Path, create: bool) -> None:
     if missing and not create:
         raise StoreError(f"no store at {root}")
     try:
-        root.mkdir(parents=True, exist_ok=True)
+        if not root.exists():
+            private_folder(root)
     except OSError as exc:
         raise StoreError(f"cannot create the store directory {root}: {exc.strerror}") from None

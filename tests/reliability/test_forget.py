@@ -46,6 +46,11 @@ def _llm_tables(store) -> dict[str, list[tuple]]:
         conn.close()
 
 
+def write_bytes(path, data: bytes):
+    path.write_bytes(data)
+    return path
+
+
 def _byte_hits(store, *needles: str | bytes) -> list[str]:
     raw = [n.encode() if isinstance(n, str) else n for n in needles]
     root = store.path
@@ -56,8 +61,18 @@ def _byte_hits(store, *needles: str | bytes) -> list[str]:
 
 def _vector_bytes(mem, user: str, ids: set[str]) -> list[bytes]:
     """The start of each stored float32 vector, as Chroma writes it into its log and index files."""
+    return [v[:64] for v in _whole_vectors(mem, user, ids)]
+
+
+def _whole_vectors(mem, user: str, ids: set[str]) -> list[bytes]:
+    """Each stored float32 vector (1,536 bytes) as Chroma writes it."""
     got_ids, vectors = mem.engine.vectors.vectors(user)
-    return [np.asarray(v, dtype=np.float32).tobytes()[:64] for i, v in zip(got_ids, vectors) if i in ids]
+    return [np.asarray(v, dtype=np.float32).tobytes() for i, v in zip(got_ids, vectors) if i in ids]
+
+
+def _pieces(vectors: list[bytes]) -> list[bytes]:
+    """Every 64-byte piece of the vectors: a part of one, saved where a whole one does not fit, is found too."""
+    return [v[at : at + 64] for v in vectors for at in range(0, len(v), 64)]
 
 
 @pytest.fixture
@@ -159,6 +174,83 @@ def test_forget_interrupted_between_records_and_vectors_is_finished(two_users, e
     mem.engine.records.forget("gone2")
     store.memory(embeddings=embeddings).compile("kayak", user_id="gone2")  # or the next open of the user does
     assert vector_view(store, "gone2")["vector_ids"] == set()
+
+
+# The heap as a long-lived process may have it: freed memory full of the user's vectors (their copies from reads, a
+# dropped or rebuilt index). With one malloc arena, Chroma's threads allocate from the blocks freed here right before
+# each vector write: the HNSW buffers of an index Chroma makes then (capacity 100: 167,600 bytes of vectors, 400 of lengths) come from them.
+WITH_HEAP_FULL_OF_VECTORS = """
+import ctypes, sys
+from pathlib import Path
+from memcompile_langgraph import MemCompile
+from memcompile_langgraph.embeddings.minilm import default_embeddings
+from memcompile_langgraph.store.chroma import ChromaVectors
+
+libc = ctypes.CDLL(None)
+libc.malloc.restype, libc.malloc.argtypes, libc.free.argtypes = ctypes.c_void_p, [ctypes.c_size_t], [ctypes.c_void_p]
+pattern = Path(sys.argv[3]).read_bytes()
+
+
+def fill_freed_heap():
+    for size in (167_600, 400):
+        libc.free(libc.malloc(size))  # a freed mapped block raises malloc's mapping threshold: the next come from the heap
+        blocks = []
+        for _ in range(16):
+            block = libc.malloc(size)
+            ctypes.memmove(block, (pattern * (size // len(pattern) + 1))[:size], size)
+            blocks.append(block)
+            libc.malloc(64)  # kept: the freed block stays in the arena's bins, not merged into its top and trimmed
+        for block in blocks:
+            libc.free(block)
+
+
+def filled_first(write):
+    def run(*args, **kwargs):
+        fill_freed_heap()  # right before Chroma writes, so that nothing else takes the blocks first
+        return write(*args, **kwargs)
+
+    return run
+
+
+ChromaVectors.upsert = filled_first(ChromaVectors.upsert)
+mem = MemCompile(sys.argv[1], records_url=sys.argv[2], embeddings=default_embeddings())
+if sys.argv[4] == "forget":
+    mem.add_turns([{"speaker": "Lee", "text": "A user after the forgotten one.", "dia_id": "L:1"}], user_id="late")
+    mem.forget("gone")  # the late user's index may hold the forgotten vectors in its unused capacity
+else:
+    mem.delete_turns("gone", sys.argv[4].split(","))  # the rebuilt index's capacity comes from the freed blocks
+mem.close()
+"""
+
+
+def test_forget_and_delete_leave_no_vector_byte_whatever_the_heap_held(two_users, embeddings, tmp_path):
+    """No 64-byte piece of a removed vector in any file of the store, however the process's heap was filled."""
+    store, mem = two_users
+    index = mem.index("gone")
+    victims = ["D1:2", "D2:3"]
+    victim_pids = {index.by_dia[d] for d in victims}
+    vectors = _whole_vectors(mem, "gone", packet_ids(store, "gone"))
+    removed = _whole_vectors(mem, "gone", victim_pids)
+    texts = [index.packets[p].text for p in victim_pids]
+    mem.close()
+    pattern = write_bytes(tmp_path / "pattern.bin", b"".join(vectors))  # beside the store, not in it
+
+    def run(what: str) -> None:
+        env = {**cli_env(), "MALLOC_ARENA_MAX": "1"}  # one arena: the script's frees reach Chroma's threads
+        args = [str(store.path), store.url or "", str(pattern), what]
+        done = subprocess.run(
+            [sys.executable, "-c", WITH_HEAP_FULL_OF_VECTORS, *args], env=env, capture_output=True, timeout=300
+        )
+        assert done.returncode == 0, done.stderr.decode()[-2000:]
+
+    run(",".join(victims))
+    assert len(removed) == 2 and _byte_hits(store, *_pieces(removed), *texts) == []
+    run("forget")
+    assert _byte_hits(store, *_pieces(vectors), MARK) == []
+    again = store.memory(embeddings=embeddings)
+    assert again.stats("gone")["packets"] == 0 and again.stats("late")["vectors"] == 1
+    assert again.stats("kept")["vectors"] == 24
+    again.close()
 
 
 @pytest.mark.slow  # a subprocess or a whole store build per case
