@@ -27,9 +27,9 @@ if TYPE_CHECKING:
     import psycopg
 
 log = logging.getLogger(__name__)
-# 1: no epochs, no created_at (stores of 2026-11 and before); 2: no (user_id, seq) indexes; 3: no digest chain.
-# Migrated on open.
-SCHEMA_VERSION = 4
+# 1: no epochs, no created_at (stores of 2026-11 and before); 2: no (user_id, seq) indexes; 3: no digest chain;
+# 4: no insert trigger on descriptors, none on packets that carry a digest. Migrated on open.
+SCHEMA_VERSION = 5
 MAX_MEMBERS = 900  # values one membership test takes (SQLite before 3.32 binds at most 999 in a statement)
 
 # {big}: a 64-bit integer, {real}: a double, in the database's spelling
@@ -216,8 +216,8 @@ class SqlRecords(ABC):
             if statement.strip():
                 tx.run(statement)
         self._start_generation(tx, int(tx.row("SELECT COALESCE(MAX(version), 0) FROM users")[0]))
-        for (user,) in tx.all("SELECT user_id FROM users"):  # once: stores without the chain
-            rechain(tx, user, -1)
+        for (user,) in tx.all("SELECT user_id FROM users") if found is not None and found < 4 else ():
+            rechain(tx, user, -1)  # once: stores without the chain
         tx.put_meta("schema_version", str(SCHEMA_VERSION))
 
     def _rehome(self, tx: Tx, home: str, copied: str) -> None:
@@ -347,12 +347,14 @@ class SqlRecords(ABC):
                 (user_id,),
             ):
                 self._bump(tx, user_id, epoch=True)  # a user made again after forget starts a new epoch
-            prev = tx.row(f"SELECT digest FROM users WHERE user_id=?{self.ROW_LOCK}", (user_id,))[0]
+            prev, epoch = tx.row(f"SELECT digest, epoch FROM users WHERE user_id=?{self.ROW_LOCK}", (user_id,))
             prows, drows, digests = chained_rows(prev, user_id, packets, placed, now)
             tx.many(f"INSERT INTO packets ({PACKET_COLS}, created_at, digest) VALUES ({','.join('?' * 15)})", prows)
             tx.many(f"INSERT INTO descriptors (user_id, {DESC_COLS}) VALUES ({','.join('?' * 16)})", drows)
-            if digests:
-                tx.run("UPDATE users SET digest=? WHERE user_id=?", (digests[-1], user_id))
+            # the insert triggers gave a new epoch, as to rows inserted by hand: an append keeps the one it extends
+            tx.run(
+                "UPDATE users SET digest=?, epoch=? WHERE user_id=?", (digests[-1] if digests else prev, epoch, user_id)
+            )
             self._count(tx, user_id, counts or {})
             return self._bump(tx, user_id, epoch=False)
 
