@@ -72,6 +72,7 @@ class MemCompile(Upkeep, Surfaces):
             dense=dense,
             cache_size=cache_size,
         )
+        self.finish_forgets()
 
     @property
     def embeddings(self) -> Embeddings | None:

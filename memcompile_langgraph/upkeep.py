@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Iterator
 from datetime import datetime, timezone
 from typing import Any
@@ -9,9 +10,11 @@ from typing import Any
 from .ingest.turn_input import turn_record
 from .runtime import maintenance
 from .runtime.engine import Engine
-from .store.protocols import StoredTurn
+from .store.protocols import StoredTurn, StoreError
 from .text.terms import normalize_ids
 from .users import validate_user_id
+
+log = logging.getLogger(__name__)
 
 
 class Upkeep:
@@ -59,6 +62,14 @@ class Upkeep:
         """Remove every record, vector, snapshot file, cached LLM reply and ledger row of the user (idempotent:
         re-run after a crash)."""
         maintenance.forget(self.engine, validate_user_id(user_id))
+
+    def finish_forgets(self) -> list[str]:
+        """Finishes the forgets that a crash or a kill interrupted (run when the memory opens); returns their users."""
+        try:
+            return maintenance.finish_forgets(self.engine)
+        except StoreError as exc:  # e.g. a read-only copy of the store: its next writable open finishes them
+            log.warning("could not finish an interrupted forget here (%s); it is finished by the next open", exc)
+            return []
 
     def delete_turns(self, user_id: str, dia_ids: Iterable[str]) -> int:
         """Remove single turns with their descriptors and Cell memberships; returns how many were removed."""

@@ -14,11 +14,29 @@ from .engine import Engine
 def forget(engine: Engine, user_id: str) -> None:
     with engine.records.write_lock(user_id):
         engine.check_store()
-        engine.records.forget(user_id)
-        engine.vectors.drop(user_id)
-        if engine.llm_store is not None:
-            engine.llm_store.delete_user(user_id, whole_user=True)
-        engine.cache.invalidate(user_id)
+        engine.records.forget(user_id)  # recorded as pending in the same transaction
+        _forget_derived(engine, user_id)
+
+
+def finish_forgets(engine: Engine) -> list[str]:
+    """Finishes the forgets a crash or a kill interrupted after their records went (each by the first process that
+    gets the user's writer lock; a writer that holds it is finishing it); returns the users finished."""
+    done = []
+    for user_id in engine.records.pending_forgets():
+        with engine.records.write_lock(user_id, blocking=False) as held:
+            if held and user_id in engine.records.pending_forgets():
+                _forget_derived(engine, user_id)
+                done.append(user_id)
+    return done
+
+
+def _forget_derived(engine: Engine, user_id: str) -> None:
+    """What is derived from a forgotten user's records, in any order a crash can repeat: the pending mark goes last."""
+    engine.vectors.drop(user_id)  # scrubs the vector files also when a crash left no collection to drop
+    if engine.llm_store is not None:
+        engine.llm_store.delete_user(user_id, whole_user=True)
+    engine.cache.invalidate(user_id)
+    engine.records.forget_done(user_id)
 
 
 def delete_turns(engine: Engine, user_id: str, dia_ids: list[str]) -> int:

@@ -281,9 +281,10 @@ class ChromaVectors:
         self._loaded.discard(user_id)
         try:
             self.client.delete_collection(self.name(user_id))
-        except (NotFoundError, ValueError):  # absent collection: nothing to forget
-            return
-        self.chroma.dropped()
+        except (NotFoundError, ValueError):  # absent: dropped by a forget that a crash stopped before its scrub
+            pass
+        else:
+            self.chroma.dropped()
         self.chroma.scrub()
 
 

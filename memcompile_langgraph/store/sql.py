@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from ..model import Descriptor, SourcePacket
 from .protocols import NO_RECORDS, Head, LoadedRecords, StoredTurn, StoreError
-from .rows import DESC_COLS, PACKET_COLS, chain, chained_rows, descriptors_from_rows, embedding_key
+from .rows import DESC_COLS, PACKET_COLS, chain, chained_rows, descriptors_from_rows, embedding_key, forgetting_key
 
 if TYPE_CHECKING:
     import psycopg
@@ -406,4 +406,14 @@ class SqlRecords(ABC):
             for table in ("descriptors", "packets", "counters", "users"):
                 tx.run(f"DELETE FROM {table} WHERE user_id=?", (user_id,))
             tx.run("DELETE FROM meta WHERE key=?", (embedding_key(user_id),))
+            tx.put_meta(forgetting_key(user_id), "1")  # until forget_done: the derived state goes after this commit
         self._reclaim()
+
+    def pending_forgets(self) -> list[str]:
+        prefix = forgetting_key("")
+        rows = self._all(f"SELECT key FROM meta WHERE key LIKE ? ORDER BY key{self.BYTE_ORDER}", (prefix + "%",))
+        return [key[len(prefix) :] for (key,) in rows if key.startswith(prefix)]
+
+    def forget_done(self, user_id: str) -> None:
+        with self.transaction() as tx:
+            tx.run("DELETE FROM meta WHERE key=?", (forgetting_key(user_id),))
