@@ -63,13 +63,14 @@ class Upkeep:
         re-run after a crash)."""
         maintenance.forget(self.engine, validate_user_id(user_id))
 
-    def finish_forgets(self) -> list[str]:
-        """Finishes the forgets that a crash or a kill interrupted (run when the memory opens); returns their users."""
+    def finish_removals(self) -> None:
+        """Finishes the forgets that a crash or a kill interrupted, and sweeps what a moved store left under its
+        earlier id (run when the memory opens)."""
         try:
-            return maintenance.finish_forgets(self.engine)
+            maintenance.finish_forgets(self.engine)
+            maintenance.sweep_moved(self.engine)
         except StoreError as exc:  # e.g. a read-only copy of the store: its next writable open finishes them
-            log.warning("could not finish an interrupted forget here (%s); it is finished by the next open", exc)
-            return []
+            log.warning("could not finish removals here (%s); the next open of the store does", exc)
 
     def delete_turns(self, user_id: str, dia_ids: Iterable[str]) -> int:
         """Remove single turns with their descriptors and Cell memberships; returns how many were removed."""

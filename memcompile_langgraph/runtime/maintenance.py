@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..store.open import namespace_of
 from ..store.protocols import VectorStoreError
 from ..store.rows import REEMBEDDING
 from .consistency import DONE, reconcile, reembed
@@ -28,6 +29,24 @@ def finish_forgets(engine: Engine) -> list[str]:
                 _forget_derived(engine, user_id)
                 done.append(user_id)
     return done
+
+
+def sweep_moved(engine: Engine) -> int:
+    """Removes what was derived under the store ids the records had before they were moved here, once the records
+    those ids were bound to are gone (a move, not a copy): collections on a Chroma server and snapshot files; and
+    this machine's snapshot folders of other stores moved away. Returns how many folders, files and collections."""
+    removed = 0
+    files = engine.cache.files
+    if files is not None:
+        removed += files.sweep_moved(engine.records.holds)
+    for moved in engine.records.moved():
+        if files is not None and engine.path is not None:
+            removed += files.clear()  # the store directory's own folder: every file in it came with the move
+        if moved.held is False:
+            removed += engine.vectors.drop_namespace(namespace_of(moved.store_id))
+        if moved.held is not None:  # a copy's original keeps its own; a moved store's leftovers are gone now
+            engine.records.moved_swept(moved.store_id)
+    return removed
 
 
 def _forget_derived(engine: Engine, user_id: str) -> None:

@@ -262,6 +262,22 @@ class ChromaVectors:
         with self.chroma.access(write=True):
             self._drop(user_id)
 
+    @_guarded
+    def drop_namespace(self, namespace: str) -> int:
+        """Drops every collection of another store's namespace on a server (what a moved store left there); returns
+        how many. A local directory's collections are not named per store: nothing to do there."""
+        if not self._url or namespace == self.prefix:
+            return 0
+        with self.chroma.access(write=True):
+            names = [c if isinstance(c, str) else c.name for c in self.client.list_collections()]
+            gone = [n for n in names if n.startswith(f"{namespace}_")]
+            for name in gone:
+                try:
+                    self.client.delete_collection(name)
+                except (NotFoundError, ValueError):  # another worker dropped it first
+                    pass
+        return len(gone)
+
     def damaged(self) -> bool:
         """Whether the local Chroma directory's database fails its integrity check (a server is not checked)."""
         return self.chroma.damaged()

@@ -154,7 +154,26 @@ class PostgresRecords(SqlRecords):
             except psycopg.errors.InsufficientPrivilege:
                 cluster = "?"
             db = tx.row("SELECT oid FROM pg_database WHERE datname = current_database()")[0]
-            self._rehome(tx, f"{cluster}:{db}:{self.schema}", "a clone or a restore elsewhere")
+            self._home = f"{cluster}:{db}:{self.schema}"
+            self._rehome(tx, self._home, "a clone or a restore elsewhere")
+
+    def _place(self) -> str:
+        return self._home
+
+    def holds(self, store_id: str, home: str, place: str | None = None) -> bool | None:
+        cluster, db, schema = home.split(":", 2)
+        here_cluster, here_db, _ = self._home.split(":", 2)
+        if cluster != here_cluster or cluster == "?":
+            return None  # another server's records are not ours to look at
+        with self._read() as tx:
+            if db != here_db:  # another database of this server: only whether it still exists is ours to know
+                return None if tx.one("SELECT 1 FROM pg_database WHERE oid = ?", (int(db),)) else False
+            if not _SCHEMA_NAME.fullmatch(schema) or not tx.one(
+                "SELECT 1 FROM information_schema.tables WHERE table_schema = ? AND table_name = 'meta'", (schema,)
+            ):
+                return False
+            row = tx.one(f"SELECT value FROM {schema}.meta WHERE key='store_id'")
+        return row is not None and row[0] == store_id
 
     def close(self) -> None:
         if not self._closed.is_set():

@@ -8,6 +8,7 @@ extended."""
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import sqlite3
@@ -20,7 +21,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from ..model import Descriptor, SourcePacket
-from .protocols import NO_RECORDS, Head, LoadedRecords, StoredTurn, StoreError
+from .protocols import NO_RECORDS, Head, LoadedRecords, Moved, StoredTurn, StoreError
 from .rows import DESC_COLS, PACKET_COLS, chain, chained_rows, descriptors_from_rows, embedding_key, forgetting_key
 
 if TYPE_CHECKING:
@@ -223,18 +224,58 @@ class SqlRecords(ABC):
     def _rehome(self, tx: Tx, home: str, copied: str) -> None:
         """Binds the store id to `home`, where the records live: records found elsewhere than where they were made
         (`copied` says how that comes about) get a new store id, before anything derived is named after it, so they
-        never share the original's Chroma collections or snapshot files."""
+        never share the original's Chroma collections or snapshot files. The id they came with is kept in
+        `moved_from` with where it lived, until what was derived under it is swept (`moved`)."""
         row = tx.one("SELECT value FROM meta WHERE key='home'")
         if row is not None and row[0] == home:
             return
-        if row is not None and tx.run("DELETE FROM meta WHERE key='store_id'"):
+        old = tx.one("SELECT value FROM meta WHERE key='store_id'")
+        if row is not None and old is not None and tx.run("DELETE FROM meta WHERE key='store_id'"):
             log.warning(
                 "%s holds a copy of another store's records (%s): it gets a new store id; its vectors on a Chroma "
                 "server are rebuilt from the records",
                 self.where,
                 copied,
             )
+            place = tx.one("SELECT value FROM meta WHERE key='place'")
+            earlier = [*self._moved(tx), {"store_id": old[0], "home": row[0], "place": place[0] if place else None}]
+            tx.put_meta("moved_from", json.dumps(earlier))
         tx.put_meta("home", home)
+        tx.put_meta("place", self._place())
+
+    @staticmethod
+    def _moved(tx: Tx) -> list[dict[str, Any]]:
+        row = tx.one("SELECT value FROM meta WHERE key='moved_from'")
+        return list(json.loads(row[0])) if row else []
+
+    @abstractmethod
+    def _place(self) -> str:
+        """Where these records are, as another store can look for them (a path; server, database and schema)."""
+
+    @abstractmethod
+    def holds(self, store_id: str, home: str, place: str | None = None) -> bool | None:
+        """Whether the records bound to `home` (`place`: where they were) still exist with that store id (None:
+        cannot tell from here)."""
+
+    def home(self) -> str:
+        """Where these records live, as store ids are bound to it (SqlRecords._rehome)."""
+        row = self._one("SELECT value FROM meta WHERE key='home'")
+        return row[0] if row else ""
+
+    def moved(self) -> list[Moved]:
+        """The store ids these records had before they were moved or copied here, each with whether the records it
+        was bound to still exist (False: what was derived under it belongs to nobody; None: cannot tell here)."""
+        with self._read() as tx:
+            earlier = self._moved(tx)
+        return [Moved(e["store_id"], self.holds(e["store_id"], e["home"], e["place"])) for e in earlier]
+
+    def moved_swept(self, store_id: str) -> None:
+        with self.transaction() as tx:
+            left = [e for e in self._moved(tx) if e["store_id"] != store_id]
+            if left:
+                tx.put_meta("moved_from", json.dumps(left))
+            else:
+                tx.run("DELETE FROM meta WHERE key='moved_from'")
 
     # the contract
 

@@ -106,6 +106,24 @@ class SqliteRecords(SqlRecords):
         with self.transaction() as tx:
             self._rehome(tx, home, "its file moved or was copied")
 
+    def _place(self) -> str:
+        return str((self.dir / FILE).resolve()) if self.dir is not None else ":memory:"
+
+    def holds(self, store_id: str, home: str, place: str | None = None) -> bool | None:
+        if place is None:
+            return None  # moved before places were recorded
+        if place == self._place():
+            return False  # this file took the place of the one that was there (a restore into place)
+        try:
+            conn = sqlite3.connect(f"file:{place}?mode=ro", uri=True)
+            try:
+                row = conn.execute("SELECT value FROM meta WHERE key='store_id'").fetchone()
+            finally:
+                conn.close()
+        except sqlite3.Error:
+            return None if os.path.exists(place) else False
+        return row is not None and row[0] == store_id
+
     def close(self) -> None:
         with self._mutex:
             self.conn.close()
