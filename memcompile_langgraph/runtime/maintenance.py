@@ -51,7 +51,7 @@ def sweep_moved(engine: Engine) -> int:
 
 def _forget_derived(engine: Engine, user_id: str) -> None:
     """What is derived from a forgotten user's records, in any order a crash can repeat: the pending mark goes last."""
-    engine.vectors.drop(user_id)  # scrubs the vector files also when a crash left no collection to drop
+    engine.vectors.drop(user_id, scrub=True)  # also when a crash left no collection to drop, only its files
     if engine.llm_store is not None:
         engine.llm_store.delete_user(user_id, whole_user=True)
     engine.cache.invalidate(user_id)

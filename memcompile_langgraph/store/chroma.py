@@ -94,7 +94,10 @@ class ChromaVectors:
     def _connect(self) -> DirectChroma | LocalChroma | UnavailableChroma:
         try:
             return open_chroma(self._path, self._url)
-        except (ChromaError, sqlite3.Error, OSError) as exc:
+        except BaseException as exc:
+            # Chroma's Rust core panics on some damaged files: PanicException, a BaseException of pyo3's
+            if not isinstance(exc, (ChromaError, sqlite3.Error, OSError)) and type(exc).__name__ != "PanicException":
+                raise
             if self._path is None or self._url:
                 raise VectorStoreError(
                     f"vector store {self.where} cannot be opened: {str(exc).splitlines()[0][:200]}"
@@ -258,8 +261,12 @@ class ChromaVectors:
             self.upsert(user_id, kept, vectors, dia_ids, sources)
 
     @_guarded
-    def drop(self, user_id: str) -> None:
+    def drop(self, user_id: str, scrub: bool = False) -> None:
+        """Drops the user's collection; scrub: also scrub the files when there is none left to drop (a forget that a
+        crash stopped between the two)."""
         with self.chroma.access(write=True):
+            if self.collection(user_id, create=False) is None and scrub:
+                self.chroma.scrub()
             self._drop(user_id)
 
     @_guarded
@@ -297,10 +304,9 @@ class ChromaVectors:
         self._loaded.discard(user_id)
         try:
             self.client.delete_collection(self.name(user_id))
-        except (NotFoundError, ValueError):  # absent: dropped by a forget that a crash stopped before its scrub
-            pass
-        else:
-            self.chroma.dropped()
+        except (NotFoundError, ValueError):  # absent collection: nothing to forget
+            return
+        self.chroma.dropped()
         self.chroma.scrub()
 
 
