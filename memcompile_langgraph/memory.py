@@ -73,6 +73,7 @@ class MemCompile(Upkeep, Surfaces):
             dense=dense,
             cache_size=cache_size,
         )
+        self.finish_removals()
 
     @property
     def embeddings(self) -> Embeddings | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Iterator
 from datetime import datetime, timezone
 from typing import Any
@@ -9,9 +10,11 @@ from typing import Any
 from .ingest.turn_input import turn_record
 from .runtime import maintenance, telemetry
 from .runtime.engine import Engine
-from .store.protocols import StoredTurn
+from .store.protocols import StoredTurn, StoreError
 from .text.terms import normalize_ids
 from .users import validate_user_id
+
+log = logging.getLogger(__name__)
 
 
 class Upkeep:
@@ -61,6 +64,15 @@ class Upkeep:
         user_id = validate_user_id(user_id)
         with telemetry.delete_memory_store(user_id):
             maintenance.forget(self.engine, user_id)
+
+    def finish_removals(self) -> None:
+        """Finishes the forgets that a crash or a kill interrupted, and sweeps what a moved store left under its
+        earlier id (run when the memory opens)."""
+        try:
+            maintenance.finish_forgets(self.engine)
+            maintenance.sweep_moved(self.engine)
+        except StoreError as exc:  # e.g. a read-only copy of the store: its next writable open finishes them
+            log.warning("could not finish removals here (%s); the next open of the store does", exc)
 
     def delete_turns(self, user_id: str, dia_ids: Iterable[str]) -> int:
         """Remove single turns with their descriptors and Cell memberships; returns how many were removed."""

@@ -702,3 +702,132 @@ def test_a_running_worker_sweeps_users_forgotten_elsewhere_that_it_never_touches
     assert not traces("v") and "v" not in b.engine.cache._published
     for mem in (a, b):
         mem.close()
+
+
+# --- rows put back by hand, a schema renamed ----------------------------------------------------------------------
+
+
+def test_rows_restored_by_hand_with_their_digests_are_served_by_every_worker(backend, tmp_path):
+    """A backup's rows carry their digests: inserting them back must still tell every cached index and snapshot
+    file that the records changed (on main only rows without a digest did, and descriptors never)."""
+    from support.record_backends import Where
+
+    where = Where(backend.path or tmp_path / "vectors", backend.url)
+    mem = where.memory(dense=False)
+    mem.add_turns([turn(t, n) for n, t in enumerate(KAYAK, 1)], "u")
+    saved = {
+        t: where.rows(f"SELECT * FROM {t} WHERE user_id = 'u' AND dia_id = 'D1:2'") for t in ("packets", "descriptors")
+    }
+    assert saved["packets"] and saved["descriptors"]
+    backend.sql("DELETE FROM descriptors WHERE dia_id = 'D1:2'", "DELETE FROM packets WHERE dia_id = 'D1:2'")
+    assert served(mem, "u") == {"D1:1", "D1:3"}
+    other = where.memory(dense=False)  # a second worker, its index and snapshot file current without D1:2
+    assert served(other, "u") == {"D1:1", "D1:3"}
+    mem.close()
+
+    def literal(value) -> str:
+        return (
+            "NULL"
+            if value is None
+            else repr(value)
+            if isinstance(value, (int, float))
+            else "'" + str(value).replace("'", "''") + "'"
+        )
+
+    backend.sql(
+        *(
+            f"INSERT INTO {t} VALUES ({', '.join(map(literal, row))})"
+            for t in ("packets", "descriptors")
+            for row in saved[t]
+        )
+    )
+    assert served(other, "u") == {"D1:1", "D1:2", "D1:3"}
+    assert "kayak" in other.compile("What did we buy?", user_id="u").text.lower()
+    reopened = where.memory(dense=False)  # from the snapshot file the first worker left
+    assert served(reopened, "u") == {"D1:1", "D1:2", "D1:3"}
+    reopened.add_turns([turn("Biscuit learned to swim.", 4)], "u")
+    assert served(reopened, "u") == served(other, "u") == {"D1:1", "D1:2", "D1:3", "D1:4"}
+    other.close()
+    reopened.close()
+
+
+def test_a_store_whose_schema_is_renamed_keeps_writing(postgres_url, tmp_path, monkeypatch):
+    schema = f"s_{uuid.uuid4().hex[:10]}"
+    url = f"{postgres_url}?schema={schema}" if "?" not in postgres_url else f"{postgres_url}&schema={schema}"
+    monkeypatch.setenv("MEMCOMPILE_CACHE_DIR", str(tmp_path / "cache"))
+    mem = MemCompile(None, records_url=url, dense=False)
+    mem.add_turns([turn(KAYAK[0], 1)], "u")
+    mem.close()
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute(f"ALTER SCHEMA {schema} RENAME TO {schema}_moved")
+    moved = MemCompile(None, records_url=url.replace(schema, f"{schema}_moved"), dense=False)
+    moved.add_turns([turn(KAYAK[1], 2)], "u")  # on main: UndefinedTable from the trigger functions
+    moved.delete_turns("u", ["D1:1"])
+    assert held(moved, "u") == served(moved, "u") == {"D1:2"}
+    moved.close()
+
+
+# --- what a moved store leaves behind -----------------------------------------------------------------------------
+
+
+def _collections(chroma_url: str, store_id: str) -> list[str]:
+    import chromadb
+
+    host, port = chroma_url.rsplit("/", 1)[-1].rsplit(":", 1)
+    client = chromadb.HttpClient(host=host, port=int(port))
+    names = [c if isinstance(c, str) else c.name for c in client.list_collections()]
+    return [n for n in names if n.startswith(f"mc{store_id[:12]}_")]  # the store's namespace on the server
+
+
+def test_a_moved_schema_leaves_no_snapshot_folder_or_collections_under_its_old_id(
+    tmp_path, monkeypatch, postgres_url, chroma_url, embeddings
+):
+    schema = f"s_{uuid.uuid4().hex[:10]}"
+    url = f"{postgres_url}?schema={schema}"
+    monkeypatch.setenv("MEMCOMPILE_CACHE_DIR", str(tmp_path / "cache"))
+    first = MemCompile(None, records_url=url, chroma_url=chroma_url, embeddings=embeddings)
+    first.add_turns([turn(t, n) for n, t in enumerate(KAYAK, 1)], "u")
+    old_id = first.engine.records.store_id()
+    first.close()  # its snapshot file and its collection, under the old id
+    old_folder = tmp_path / "cache" / "snapshots" / old_id
+    assert list(old_folder.glob("*.snapshot")) and _collections(chroma_url, old_id)
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute(f"ALTER SCHEMA {schema} RENAME TO {schema}_moved")
+    moved = MemCompile(
+        None, records_url=url.replace(schema, f"{schema}_moved"), chroma_url=chroma_url, embeddings=embeddings
+    )
+    assert moved.engine.records.store_id() != old_id
+    assert not old_folder.exists() and _collections(chroma_url, old_id) == []
+    assert "kayak" in moved.compile("What did we buy?", "u").text.lower()
+    assert moved.engine.records.moved() == []
+    moved.close()
+
+
+def test_a_sqlite_file_restored_into_place_leaves_nothing_under_its_old_id(tmp_path, chroma_url, embeddings):
+    store = tmp_path / "store"
+    mem = MemCompile(store, embeddings=embeddings, chroma_url=chroma_url)
+    mem.add_turns([turn(t, n) for n, t in enumerate(KAYAK, 1)], "u")
+    old_id = mem.engine.records.store_id()
+    mem.close()
+    records = store / sqlite_records.FILE
+    shutil.copy2(records, tmp_path / "backup.sqlite3")
+    records.rename(tmp_path / "damaged.sqlite3")  # kept: its inode is not given to the restored file
+    shutil.copy2(tmp_path / "backup.sqlite3", records)  # a new file (inode) in the same place
+    assert _collections(chroma_url, old_id) and list((store / "snapshots").glob("*.snapshot"))
+    again = MemCompile(store, embeddings=embeddings, chroma_url=chroma_url)
+    new_id = again.engine.records.store_id()
+    assert new_id != old_id and _collections(chroma_url, old_id) == []
+    assert served(again, "u") == {"D1:1", "D1:2", "D1:3"} and len(again.engine.vectors.ids("u")) == 3
+    again.close()
+
+
+def test_a_copied_sqlite_store_keeps_the_originals_collections(tmp_path, chroma_url, embeddings):
+    mem = MemCompile(tmp_path / "store", embeddings=embeddings, chroma_url=chroma_url)
+    mem.add_turns([turn(t, n) for n, t in enumerate(KAYAK, 1)], "u")
+    old_id = mem.engine.records.store_id()
+    mem.close()
+    shutil.copytree(tmp_path / "store", tmp_path / "copy")
+    copy = MemCompile(tmp_path / "copy", embeddings=embeddings, chroma_url=chroma_url)
+    assert copy.engine.records.store_id() != old_id and copy.engine.records.moved() == []
+    assert len(_collections(chroma_url, old_id)) == 1  # the original's, untouched
+    copy.close()

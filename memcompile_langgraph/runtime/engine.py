@@ -276,8 +276,9 @@ def build_engine(
         # snapshot files are signed with a key derived from the store's id and a secret kept with the records
         key = hashlib.sha256(f"{records.store_id()}:{records.secret()}".encode()).digest()
         levels = 1 if path is not None else 2  # a machine's cache of stores: the folder naming them is private too
+        home = records.home() if path is None else None
         files = SnapshotFiles(
-            snapshot_folder(path, records), key, config, engine.embedding_id, records.digest_at, levels
+            snapshot_folder(path, records), key, config, engine.embedding_id, records.digest_at, levels, home
         )
     engine.store_id = records.store_id()
     engine.cache = IndexCache(engine, files, cache_size)

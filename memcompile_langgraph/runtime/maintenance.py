@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..store.open import namespace_of
 from ..store.protocols import VectorStoreError
 from ..store.rows import REEMBEDDING
 from .consistency import DONE, reconcile, reembed
@@ -14,11 +15,47 @@ from .engine import Engine
 def forget(engine: Engine, user_id: str) -> None:
     with engine.records.write_lock(user_id):
         engine.check_store()
-        engine.records.forget(user_id)
-        engine.vectors.drop(user_id)
-        if engine.llm_store is not None:
-            engine.llm_store.delete_user(user_id, whole_user=True)
-        engine.cache.invalidate(user_id)
+        engine.records.forget(user_id)  # recorded as pending in the same transaction
+        _forget_derived(engine, user_id)
+
+
+def finish_forgets(engine: Engine) -> list[str]:
+    """Finishes the forgets a crash or a kill interrupted after their records went (each by the first process that
+    gets the user's writer lock; a writer that holds it is finishing it); returns the users finished."""
+    done = []
+    for user_id in engine.records.pending_forgets():
+        with engine.records.write_lock(user_id, blocking=False) as held:
+            if held and user_id in engine.records.pending_forgets():
+                _forget_derived(engine, user_id)
+                done.append(user_id)
+    return done
+
+
+def sweep_moved(engine: Engine) -> int:
+    """Removes what was derived under the store ids the records had before they were moved here, once the records
+    those ids were bound to are gone (a move, not a copy): collections on a Chroma server and snapshot files; and
+    this machine's snapshot folders of other stores moved away. Returns how many folders, files and collections."""
+    removed = 0
+    files = engine.cache.files
+    if files is not None:
+        removed += files.sweep_moved(engine.records.holds)
+    for moved in engine.records.moved():
+        if files is not None and engine.path is not None:
+            removed += files.clear()  # the store directory's own folder: every file in it came with the move
+        if moved.held is False:
+            removed += engine.vectors.drop_namespace(namespace_of(moved.store_id))
+        if moved.held is not None:  # a copy's original keeps its own; a moved store's leftovers are gone now
+            engine.records.moved_swept(moved.store_id)
+    return removed
+
+
+def _forget_derived(engine: Engine, user_id: str) -> None:
+    """What is derived from a forgotten user's records, in any order a crash can repeat: the pending mark goes last."""
+    engine.vectors.drop(user_id, scrub=True)  # also when a crash left no collection to drop, only its files
+    if engine.llm_store is not None:
+        engine.llm_store.delete_user(user_id, whole_user=True)
+    engine.cache.invalidate(user_id)
+    engine.records.forget_done(user_id)
 
 
 def delete_turns(engine: Engine, user_id: str, dia_ids: list[str]) -> int:

@@ -20,6 +20,7 @@ import hmac
 import json
 import logging
 import os
+import shutil
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
@@ -39,6 +40,7 @@ D = TypeVar("D")  # what a decoder gives back
 log = logging.getLogger(__name__)
 FORMAT = 5  # bump when the header or the payload (index/codec.py: VERSION) changes
 TAIL = ".tail"  # the vectors-only file beside a snapshot
+HOME = "home"  # in a machine's cache folder of a store: where its records live
 STALE_TMP = 3600  # seconds after which a temporary file of a live process is taken as abandoned too
 DigestAt = Callable[[str, int], "str | None"]  # RecordsStore.digest_at
 
@@ -52,8 +54,10 @@ class SnapshotFiles:
         embedding_id: str | None,
         digest_at: DigestAt,
         private_levels: int = 1,
+        home: str | None = None,
     ):
         self.folder = folder
+        self._home = home  # a machine's cache of stores: where this store's records live, for sweep_moved
         self._private_levels = private_levels  # 2 for a machine's cache of stores: their ids stay private too
         self._key = key
         self._digest_at = digest_at
@@ -94,6 +98,13 @@ class SnapshotFiles:
         except BaseException:
             tmp.unlink(missing_ok=True)  # a full disk: what was written of it is freed at once
             raise
+        if self._home is not None and not (self.folder / HOME).exists():
+            try:
+                fd = os.open(self.folder / HOME, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+                with open(fd, "w") as fh:
+                    fh.write(self._home)
+            except OSError as exc:  # only the sweep of a later move needs it
+                log.warning("could not write %s (%s)", self.folder / HOME, exc)
 
     def write(self, index: UserIndex) -> None:
         self._write(self.path(index.user_id), index, encode_index(index))
@@ -187,6 +198,25 @@ class SnapshotFiles:
             if _abandoned(tmp):
                 removed += _unlink(tmp)
         return removed
+
+    def sweep_moved(self, holds: Callable[[str, str], bool | None]) -> int:
+        """Removes this machine's folders of other stores whose records are gone from where they lived (a store moved
+        to another database or schema leaves its old folder, every user's turns in it, under its old id): `holds(id,
+        home)` is False for them. Folders of stores whose records still exist, or cannot be told, stay."""
+        removed = 0
+        for other in self.folder.parent.iterdir() if self._home is not None and self.folder.parent.is_dir() else ():
+            try:
+                home = (other / HOME).read_text()
+            except OSError:
+                continue  # not a store's folder, or made before folders named their home: left as it is
+            if other != self.folder and holds(other.name, home) is False:
+                shutil.rmtree(other, ignore_errors=True)
+                removed += 1
+        return removed
+
+    def clear(self) -> int:
+        """Removes every snapshot file of the folder (they were made under another store id); how many."""
+        return sum(_unlink(file) for file in self.folder.glob("*.snapshot")) if self.folder.is_dir() else 0
 
     def remove(self, user_id: str) -> None:
         """Removes the user's files of every build (what they hold is gone from the records)."""

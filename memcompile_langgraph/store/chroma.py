@@ -94,7 +94,10 @@ class ChromaVectors:
     def _connect(self) -> DirectChroma | LocalChroma | UnavailableChroma:
         try:
             return open_chroma(self._path, self._url)
-        except (ChromaError, sqlite3.Error, OSError) as exc:
+        except BaseException as exc:
+            # Chroma's Rust core panics on some damaged files: PanicException, a BaseException of pyo3's
+            if not isinstance(exc, (ChromaError, sqlite3.Error, OSError)) and type(exc).__name__ != "PanicException":
+                raise
             if self._path is None or self._url:
                 raise VectorStoreError(
                     f"vector store {self.where} cannot be opened: {str(exc).splitlines()[0][:200]}"
@@ -259,9 +262,29 @@ class ChromaVectors:
             self.chroma.scrub()  # the rebuilt index included: its unused capacity may hold the deleted vectors
 
     @_guarded
-    def drop(self, user_id: str) -> None:
+    def drop(self, user_id: str, scrub: bool = False) -> None:
+        """Drops the user's collection; scrub: also scrub the files when there is none left to drop (a forget that a
+        crash stopped between the two)."""
         with self.chroma.access(write=True):
+            if self.collection(user_id, create=False) is None and scrub:
+                self.chroma.scrub()
             self._drop(user_id)
+
+    @_guarded
+    def drop_namespace(self, namespace: str) -> int:
+        """Drops every collection of another store's namespace on a server (what a moved store left there); returns
+        how many. A local directory's collections are not named per store: nothing to do there."""
+        if not self._url or namespace == self.prefix:
+            return 0
+        with self.chroma.access(write=True):
+            names = [c if isinstance(c, str) else c.name for c in self.client.list_collections()]
+            gone = [n for n in names if n.startswith(f"{namespace}_")]
+            for name in gone:
+                try:
+                    self.client.delete_collection(name)
+                except (NotFoundError, ValueError):  # another worker dropped it first
+                    pass
+        return len(gone)
 
     def damaged(self) -> bool:
         """Whether the local Chroma directory's database fails its integrity check (a server is not checked)."""

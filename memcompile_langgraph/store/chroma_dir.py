@@ -273,7 +273,7 @@ class UnavailableChroma:
     epoch = 0
     scrubs = False
 
-    def __init__(self, chroma_dir: Path, error: Exception):
+    def __init__(self, chroma_dir: Path, error: BaseException):
         self.chroma_dir = chroma_dir
         self.error = error
 

@@ -39,7 +39,7 @@ def open_records(path: str | Path | None, records_url: str | None = None, create
 
 def open_vectors(path: str | Path | None, records: RecordsStore, chroma_url: str | None = None) -> LazyVectors:
     """The store's vectors; on a shared Chroma server, collections are named per store so two stores never meet."""
-    namespace = f"mc{records.store_id()[:12]}" if chroma_url else None
+    namespace = namespace_of(records.store_id()) if chroma_url else None
 
     def connect() -> VectorsStore:
         from .chroma import ChromaVectors
@@ -47,6 +47,11 @@ def open_vectors(path: str | Path | None, records: RecordsStore, chroma_url: str
         return ChromaVectors(path, url=chroma_url, namespace=namespace)
 
     return LazyVectors(connect)
+
+
+def namespace_of(store_id: str) -> str:
+    """The prefix of a store's collection names on a shared Chroma server."""
+    return f"mc{store_id[:12]}"
 
 
 class LazyVectors:

@@ -35,27 +35,30 @@ _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 
 def _triggers(schema: str) -> list[str]:
     """As the SQLite store's TRIGGERS (store/sqlite.py); inserts and deletes per statement (a forget deletes every
-    row of a user in one), edits per row (a column list rules out transition tables)."""
-    epoch = f"UPDATE {schema}.users SET epoch = -1 - floor(random() * 4e18)::bigint WHERE user_id IN"
+    row of a user in one), edits per row (a column list rules out transition tables). The functions name the schema
+    of the table that fired them, not the one they were made in: a store whose schema is renamed keeps working."""
+    epoch = "UPDATE %I.users SET epoch = -1 - floor(random() * 4e18)::bigint WHERE user_id IN"
     out = [
         f"""CREATE OR REPLACE FUNCTION {schema}.rows_changed() RETURNS trigger LANGUAGE plpgsql AS $$
         BEGIN
-            IF TG_OP = 'INSERT' THEN {epoch} (SELECT user_id FROM changed WHERE digest = '');
-            ELSE {epoch} (SELECT user_id FROM changed);
-            END IF;
+            EXECUTE format('{epoch} (SELECT user_id FROM changed)', TG_TABLE_SCHEMA);
             RETURN NULL;
         END $$""",
         f"""CREATE OR REPLACE FUNCTION {schema}.row_edited() RETURNS trigger LANGUAGE plpgsql AS $$
-        BEGIN {epoch} (OLD.user_id, NEW.user_id); RETURN NULL; END $$""",
-        f"DROP TRIGGER IF EXISTS packets_inserted ON {schema}.packets",
-        f"CREATE TRIGGER packets_inserted AFTER INSERT ON {schema}.packets REFERENCING NEW TABLE AS changed "
-        f"FOR EACH STATEMENT EXECUTE FUNCTION {schema}.rows_changed()",
+        BEGIN
+            EXECUTE format('{epoch} ($1, $2)', TG_TABLE_SCHEMA) USING OLD.user_id, NEW.user_id;
+            RETURN NULL;
+        END $$""",
     ]
     for table, cols in EDITABLE.items():
+        for event, rows in (("DELETE", "OLD"), ("INSERT", "NEW")):
+            name = f"{table}_{event.lower()}d"
+            out += [
+                f"DROP TRIGGER IF EXISTS {name} ON {schema}.{table}",
+                f"CREATE TRIGGER {name} AFTER {event} ON {schema}.{table} REFERENCING {rows} TABLE AS changed "
+                f"FOR EACH STATEMENT EXECUTE FUNCTION {schema}.rows_changed()",
+            ]
         out += [
-            f"DROP TRIGGER IF EXISTS {table}_deleted ON {schema}.{table}",
-            f"CREATE TRIGGER {table}_deleted AFTER DELETE ON {schema}.{table} REFERENCING OLD TABLE AS changed "
-            f"FOR EACH STATEMENT EXECUTE FUNCTION {schema}.rows_changed()",
             f"DROP TRIGGER IF EXISTS {table}_edited ON {schema}.{table}",
             f"CREATE TRIGGER {table}_edited AFTER UPDATE OF {cols} ON {schema}.{table} "
             f"FOR EACH ROW EXECUTE FUNCTION {schema}.row_edited()",
@@ -152,7 +155,26 @@ class PostgresRecords(SqlRecords):
             except psycopg.errors.InsufficientPrivilege:
                 cluster = "?"
             db = tx.row("SELECT oid FROM pg_database WHERE datname = current_database()")[0]
-            self._rehome(tx, f"{cluster}:{db}:{self.schema}", "a clone or a restore elsewhere")
+            self._home = f"{cluster}:{db}:{self.schema}"
+            self._rehome(tx, self._home, "a clone or a restore elsewhere")
+
+    def _place(self) -> str:
+        return self._home
+
+    def holds(self, store_id: str, home: str, place: str | None = None) -> bool | None:
+        cluster, db, schema = home.split(":", 2)
+        here_cluster, here_db, _ = self._home.split(":", 2)
+        if cluster != here_cluster or cluster == "?":
+            return None  # another server's records are not ours to look at
+        with self._read() as tx:
+            if db != here_db:  # another database of this server: only whether it still exists is ours to know
+                return None if tx.one("SELECT 1 FROM pg_database WHERE oid = ?", (int(db),)) else False
+            if not _SCHEMA_NAME.fullmatch(schema) or not tx.one(
+                "SELECT 1 FROM information_schema.tables WHERE table_schema = ? AND table_name = 'meta'", (schema,)
+            ):
+                return False
+            row = tx.one(f"SELECT value FROM {schema}.meta WHERE key='store_id'")
+        return row is not None and row[0] == store_id
 
     def close(self) -> None:
         if not self._closed.is_set():

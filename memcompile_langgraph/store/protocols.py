@@ -33,6 +33,13 @@ class Head(NamedTuple):
 NO_RECORDS = Head(0, 0, "")
 
 
+class Moved(NamedTuple):
+    """A store id the records had before they were moved or copied where they are: see RecordsStore."""
+
+    store_id: str
+    held: bool | None  # whether the records it was bound to still exist there (None: cannot tell from here)
+
+
 @dataclass(frozen=True, slots=True)
 class LoadedRecords:
     """One consistent read of a user's records (no writer's commit falls between its parts)."""
@@ -71,8 +78,14 @@ class RecordsStore(Protocol):
 
     `store_id()` names the store's derived state (snapshot folder, Chroma collections). It is bound to where the
     records live (the SQLite file, or the PostgreSQL cluster, database and schema): a copy or clone opened elsewhere
-    gets a new store id on open, so it never shares the original's collections or files.
-    Writers of one user hold `write_lock(user)` (across threads and processes)."""
+    gets a new store id on open, so it never shares the original's collections or files. `moved()` lists the ids the
+    records had before, and whether the records each was bound to still exist: where they do not (a store moved, not
+    copied), what was derived under that id is nobody's and is swept, then `moved_swept(id)`.
+    Writers of one user hold `write_lock(user)` (across threads and processes).
+
+    `forget(user)` removes the user's records in one transaction and records the forget as pending, in the same
+    transaction, until `forget_done(user)`: the user's vectors, files and LLM cache go after that commit, and a forget
+    interrupted between the two (a crash, a kill) is listed by `pending_forgets()` for the next open to finish."""
 
     def store_id(self) -> str: ...
     def secret(self) -> str: ...
@@ -90,6 +103,12 @@ class RecordsStore(Protocol):
     ) -> int: ...
     def delete_packets(self, user_id: str, packet_ids: list[str]) -> int: ...
     def forget(self, user_id: str) -> None: ...
+    def pending_forgets(self) -> list[str]: ...
+    def moved(self) -> list[Moved]: ...
+    def holds(self, store_id: str, home: str, place: str | None = None) -> bool | None: ...
+    def home(self) -> str: ...
+    def moved_swept(self, store_id: str) -> None: ...
+    def forget_done(self, user_id: str) -> None: ...
     def turns(
         self, user_id: str, dia_ids: list[str] | None = None, limit: int | None = None, offset: int = 0
     ) -> list[StoredTurn]: ...
@@ -127,7 +146,8 @@ class VectorsStore(Protocol):
         self, user_id: str, ids: list[str] | None = None, sources: bool = False
     ) -> tuple[list[Any], ...]: ...  # (ids, vectors[, sources])
     def delete(self, user_id: str, ids: list[str]) -> None: ...
-    def drop(self, user_id: str) -> None: ...
+    def drop(self, user_id: str, scrub: bool = False) -> None: ...
+    def drop_namespace(self, namespace: str) -> int: ...  # a moved store's collections on a server
     def damaged(self) -> bool: ...  # repair: whether the store itself fails its integrity check
     def quarantine(self) -> str | None: ...  # repair: a damaged store moved aside (where to), an empty one begun
     def loaded(self, user_id: str) -> bool: ...  # whether a write of the user's vectors is as quick as the next one

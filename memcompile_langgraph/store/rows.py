@@ -33,6 +33,11 @@ def embedding_key(user_id: str) -> str:
     return f"embedding:{user_key(user_id)}"
 
 
+def forgetting_key(user_id: str) -> str:
+    """The meta key that marks a forget of the user whose derived state (vectors, files, LLM cache) is not gone yet."""
+    return f"forgetting:{user_id}"
+
+
 def chain(prev: str, packets: list[tuple[Any, ...]], descriptors: list[tuple[Any, ...]]) -> list[str]:
     """The digests of `packets` (rows in PACKET_COLS order, by seq) chained after `prev`: each over the previous
     digest, the packet and its descriptors with their Cells (rows in user_id + DESC_COLS order), in canonical

@@ -8,6 +8,7 @@ extended."""
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import sqlite3
@@ -20,15 +21,16 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from ..model import Descriptor, SourcePacket
-from .protocols import NO_RECORDS, Head, LoadedRecords, StoredTurn, StoreError
-from .rows import DESC_COLS, PACKET_COLS, chain, chained_rows, descriptors_from_rows, embedding_key
+from .protocols import NO_RECORDS, Head, LoadedRecords, Moved, StoredTurn, StoreError
+from .rows import DESC_COLS, PACKET_COLS, chain, chained_rows, descriptors_from_rows, embedding_key, forgetting_key
 
 if TYPE_CHECKING:
     import psycopg
 
 log = logging.getLogger(__name__)
 # 1: no epochs, no created_at (stores of 2026-11 and before); 2: no (user_id, seq) indexes; 3: no digest chain;
-# 4: a packet's (user_id, seq) not unique, no writer epochs. Migrated on open.
+# 4: a packet's (user_id, seq) not unique, no writer epochs, no insert trigger on descriptors, none on packets that
+# carry a digest. Migrated on open.
 SCHEMA_VERSION = 5
 MAX_MEMBERS = 900  # values one membership test takes (SQLite before 3.32 binds at most 999 in a statement)
 
@@ -225,8 +227,8 @@ class SqlRecords(ABC):
             if statement.strip():
                 tx.run(statement)
         self._start_generation(tx, int(tx.row("SELECT COALESCE(MAX(version), 0) FROM users")[0]))
-        for (user,) in tx.all("SELECT user_id FROM users"):  # once: stores without the chain
-            rechain(tx, user, -1)
+        for (user,) in tx.all("SELECT user_id FROM users") if found is not None and found < 4 else ():
+            rechain(tx, user, -1)  # once: stores without the chain
         tx.put_meta("schema_version", str(SCHEMA_VERSION))
 
     def _unique_seqs(self, tx: Tx) -> None:
@@ -254,18 +256,58 @@ class SqlRecords(ABC):
     def _rehome(self, tx: Tx, home: str, copied: str) -> None:
         """Binds the store id to `home`, where the records live: records found elsewhere than where they were made
         (`copied` says how that comes about) get a new store id, before anything derived is named after it, so they
-        never share the original's Chroma collections or snapshot files."""
+        never share the original's Chroma collections or snapshot files. The id they came with is kept in
+        `moved_from` with where it lived, until what was derived under it is swept (`moved`)."""
         row = tx.one("SELECT value FROM meta WHERE key='home'")
         if row is not None and row[0] == home:
             return
-        if row is not None and tx.run("DELETE FROM meta WHERE key='store_id'"):
+        old = tx.one("SELECT value FROM meta WHERE key='store_id'")
+        if row is not None and old is not None and tx.run("DELETE FROM meta WHERE key='store_id'"):
             log.warning(
                 "%s holds a copy of another store's records (%s): it gets a new store id; its vectors on a Chroma "
                 "server are rebuilt from the records",
                 self.where,
                 copied,
             )
+            place = tx.one("SELECT value FROM meta WHERE key='place'")
+            earlier = [*self._moved(tx), {"store_id": old[0], "home": row[0], "place": place[0] if place else None}]
+            tx.put_meta("moved_from", json.dumps(earlier))
         tx.put_meta("home", home)
+        tx.put_meta("place", self._place())
+
+    @staticmethod
+    def _moved(tx: Tx) -> list[dict[str, Any]]:
+        row = tx.one("SELECT value FROM meta WHERE key='moved_from'")
+        return list(json.loads(row[0])) if row else []
+
+    @abstractmethod
+    def _place(self) -> str:
+        """Where these records are, as another store can look for them (a path; server, database and schema)."""
+
+    @abstractmethod
+    def holds(self, store_id: str, home: str, place: str | None = None) -> bool | None:
+        """Whether the records bound to `home` (`place`: where they were) still exist with that store id (None:
+        cannot tell from here)."""
+
+    def home(self) -> str:
+        """Where these records live, as store ids are bound to it (SqlRecords._rehome)."""
+        row = self._one("SELECT value FROM meta WHERE key='home'")
+        return row[0] if row else ""
+
+    def moved(self) -> list[Moved]:
+        """The store ids these records had before they were moved or copied here, each with whether the records it
+        was bound to still exist (False: what was derived under it belongs to nobody; None: cannot tell here)."""
+        with self._read() as tx:
+            earlier = self._moved(tx)
+        return [Moved(e["store_id"], self.holds(e["store_id"], e["home"], e["place"])) for e in earlier]
+
+    def moved_swept(self, store_id: str) -> None:
+        with self.transaction() as tx:
+            left = [e for e in self._moved(tx) if e["store_id"] != store_id]
+            if left:
+                tx.put_meta("moved_from", json.dumps(left))
+            else:
+                tx.run("DELETE FROM meta WHERE key='moved_from'")
 
     # the contract
 
@@ -381,7 +423,7 @@ class SqlRecords(ABC):
                 (user_id,),
             ):
                 self._bump(tx, user_id, epoch=True)  # a user made again after forget starts a new epoch
-            prev = tx.row(f"SELECT digest FROM users WHERE user_id=?{self.ROW_LOCK}", (user_id,))[0]
+            prev, epoch = tx.row(f"SELECT digest, epoch FROM users WHERE user_id=?{self.ROW_LOCK}", (user_id,))
             if packets:  # one range read; the unique (user_id, seq) index stops whatever gets past it
                 seqs = {p.seq for p in packets}
                 taken = tx.all(
@@ -395,8 +437,10 @@ class SqlRecords(ABC):
             prows, drows, digests = chained_rows(prev, user_id, packets, placed, now)
             tx.many(f"INSERT INTO packets ({PACKET_COLS}, created_at, digest) VALUES ({','.join('?' * 15)})", prows)
             tx.many(f"INSERT INTO descriptors (user_id, {DESC_COLS}) VALUES ({','.join('?' * 16)})", drows)
-            if digests:
-                tx.run("UPDATE users SET digest=? WHERE user_id=?", (digests[-1], user_id))
+            # the insert triggers gave a new epoch, as to rows inserted by hand: an append keeps the one it extends
+            tx.run(
+                "UPDATE users SET digest=?, epoch=? WHERE user_id=?", (digests[-1] if digests else prev, epoch, user_id)
+            )
             self._count(tx, user_id, counts or {})
             return self._bump(tx, user_id, epoch=False)
 
@@ -450,4 +494,14 @@ class SqlRecords(ABC):
             for table in ("descriptors", "packets", "counters", "users", "writer_epochs"):
                 tx.run(f"DELETE FROM {table} WHERE user_id=?", (user_id,))
             tx.run("DELETE FROM meta WHERE key=?", (embedding_key(user_id),))
+            tx.put_meta(forgetting_key(user_id), "1")  # until forget_done: the derived state goes after this commit
         self._reclaim()
+
+    def pending_forgets(self) -> list[str]:
+        prefix = forgetting_key("")
+        rows = self._all(f"SELECT key FROM meta WHERE key LIKE ? ORDER BY key{self.BYTE_ORDER}", (prefix + "%",))
+        return [key[len(prefix) :] for (key,) in rows if key.startswith(prefix)]
+
+    def forget_done(self, user_id: str) -> None:
+        with self.transaction() as tx:
+            tx.run("DELETE FROM meta WHERE key=?", (forgetting_key(user_id),))

@@ -23,23 +23,25 @@ from .sql import SCHEMA_VERSION, SqlRecords, Tx
 FILE = "memcompile.sqlite3"
 WRITER_STRIPES = 256  # cross-process writer lock files: users share them by a keyed hash (locks/writers-N.lock)
 
-# A row changed by hand (or by anything but this code) gives its user a new epoch, negative and random so it never
-# equals one drawn from the generation: no cached index or snapshot file of before the change is extended. This
-# code's own writes do not fire them (inserted rows carry their digest; only digests are updated), or fire them
+# A row inserted, changed or deleted by hand (or by anything but this code) gives its user a new epoch, negative and
+# random so it never equals one drawn from the generation: no cached index or snapshot file of before the change is
+# extended. Rows restored from a backup carry their digests, so every insert fires: this code's own commit puts the
+# epoch it read back in the same transaction (SqlRecords.commit); its other writes only update digests, or fire them
 # right before giving a new epoch anyway (delete_packets, forget).
 _NEW_EPOCH = "UPDATE users SET epoch = -1 - abs(random() / 2) WHERE user_id IN ({who})"
 TRIGGERS = [
+    "DROP TRIGGER IF EXISTS packets_inserted",  # schema 4's fired only for rows without a digest
     *(
         f"CREATE TRIGGER IF NOT EXISTS {t}_edited AFTER UPDATE OF {cols} ON {t} "
         f"BEGIN {_NEW_EPOCH.format(who='OLD.user_id, NEW.user_id')}; END"
         for t, cols in EDITABLE.items()
     ),
     *(
-        f"CREATE TRIGGER IF NOT EXISTS {t}_deleted AFTER DELETE ON {t} BEGIN {_NEW_EPOCH.format(who='OLD.user_id')}; END"
+        f"CREATE TRIGGER IF NOT EXISTS {t}_{event.lower()}d AFTER {event} ON {t} "
+        f"BEGIN {_NEW_EPOCH.format(who=f'{row}.user_id')}; END"
         for t in EDITABLE
+        for event, row in (("DELETE", "OLD"), ("INSERT", "NEW"))
     ),
-    "CREATE TRIGGER IF NOT EXISTS packets_inserted AFTER INSERT ON packets WHEN NEW.digest = '' "
-    f"BEGIN {_NEW_EPOCH.format(who='NEW.user_id')}; END",
 ]
 
 
@@ -110,6 +112,24 @@ class SqliteRecords(SqlRecords):
             return  # the usual case: nothing written (a read-only open stays read-only)
         with self.transaction() as tx:
             self._rehome(tx, home, "its file moved or was copied")
+
+    def _place(self) -> str:
+        return str((self.dir / FILE).resolve()) if self.dir is not None else ":memory:"
+
+    def holds(self, store_id: str, home: str, place: str | None = None) -> bool | None:
+        if place is None:
+            return None  # moved before places were recorded
+        if place == self._place():
+            return False  # this file took the place of the one that was there (a restore into place)
+        try:
+            conn = sqlite3.connect(f"file:{place}?mode=ro", uri=True)
+            try:
+                row = conn.execute("SELECT value FROM meta WHERE key='store_id'").fetchone()
+            finally:
+                conn.close()
+        except sqlite3.Error:
+            return None if os.path.exists(place) else False
+        return row is not None and row[0] == store_id
 
     def close(self) -> None:
         with self._mutex:

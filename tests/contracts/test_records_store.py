@@ -229,6 +229,18 @@ def test_forget_leaves_nothing_of_the_user(store):
     store.forget("never-there")
 
 
+def test_a_forget_is_pending_until_its_derived_state_is_gone(store):
+    fill(store, "u", range(2))
+    fill(store, "v", range(2))
+    assert store.pending_forgets() == []
+    store.forget("u")
+    store.forget("u_")  # a name LIKE would match as a pattern
+    assert store.pending_forgets() == ["u", "u_"] and store.users() == ["v"]
+    store.forget_done("u")
+    store.forget_done("never-there")
+    assert store.pending_forgets() == ["u_"]
+
+
 def test_a_failed_commit_stores_nothing(store):
     fill(store, "u", range(2))
     head = store.head("u")
