@@ -26,14 +26,12 @@ WARNINGS = (
 
 def add_store_args(p: argparse.ArgumentParser, create: bool = False, user: bool = True) -> None:
     """--store, --user (unless the user comes with each request), --chroma-url and --records-url; only commands that
-    write (ingest, mcp) create a missing store."""
+    write (ingest, mcp) create a missing store. A flag not given is read from its MEMCOMPILE_* variable (settings.py)."""
+    from ..settings import CHROMA_URL, RECORDS_URL, STORE, env_help
+
     server = "; not needed with --records-url and --chroma-url"
-    if create:
-        p.add_argument("--store", default=None, help=f"store directory (created when missing{server})")
-    else:
-        p.add_argument(
-            "--store", default=None, help=f"an existing store directory (made by `memcompile ingest`{server})"
-        )
+    made = "created when missing" if create else "an existing store, made by `memcompile ingest`"
+    p.add_argument("--store", default=None, help=f"store directory ({made}{server}; default: ${STORE.env})")
     if user and create:
         p.add_argument(
             "--user",
@@ -45,14 +43,27 @@ def add_store_args(p: argparse.ArgumentParser, create: bool = False, user: bool 
     elif user:
         p.add_argument("--user", "--user-id", dest="user", default="default", help="whose memory (default: 'default')")
     p.add_argument(
-        "--chroma-url", default=None, help="the Chroma server holding the vectors, e.g. http://127.0.0.1:8000"
+        "--chroma-url",
+        default=None,
+        help=f"the Chroma server holding the vectors, e.g. http://127.0.0.1:8000 ({env_help(CHROMA_URL)})",
     )
     p.add_argument(
         "--records-url",
         default=None,
-        help="keep records in PostgreSQL, e.g. postgresql://user@host/db?schema=name "
-        "(default: $MEMCOMPILE_RECORDS_URL, else SQLite in --store)",
+        help=f"keep records in PostgreSQL, e.g. postgresql://user@host/db?schema=name ({env_help(RECORDS_URL)})",
     )
+
+
+def command_settings(args: argparse.Namespace, store: str | None = None) -> Any:
+    """The command's --store, --records-url and --chroma-url, each else its MEMCOMPILE_* variable (settings.py);
+    UsageError when that leaves no place for the records."""
+    from ..settings import store_settings
+    from . import UsageError
+
+    settings = store_settings(store if store is not None else args.store, args.records_url, args.chroma_url)
+    if settings.path is None and not settings.servers_only:
+        raise UsageError("give --store DIR (or both --records-url and --chroma-url: no local directory then)")
+    return settings
 
 
 def positive_int(value: str) -> int:
@@ -101,32 +112,27 @@ def import_memory(dense: bool = False) -> tuple[type, Any]:
 def open_memory(args: argparse.Namespace, store: str | None = None, create: bool = False, dense: bool = True):
     """The store of the command; only commands that write (ingest) may create it."""
     from ..store.layout import check_store_path
-    from ..store.open import open_records, records_url_from
+    from ..store.open import open_records
     from ..store.protocols import StoreError
     from . import UsageError
 
-    path = store if store is not None else args.store
-    records_url, chroma_url = records_url_from(args.records_url), args.chroma_url
-    if path is None and not (records_url and chroma_url):
-        raise UsageError("give --store DIR (or both --records-url and --chroma-url: no local directory then)")
-    if path is not None:
-        path = check_store_path(path)
-        if not create and not (records_url and chroma_url):
-            require_store(str(path))
-    if records_url and not create:
+    settings = command_settings(args, store)
+    if settings.path is not None and not create and not settings.servers_only:
+        require_store(str(check_store_path(settings.path)))
+    if settings.records_url and not create:
         try:
-            open_records(None, records_url, create=False).close()
+            open_records(None, settings.records_url, create=False).close()
         except StoreError as exc:
             raise UsageError(f"{exc} (create one with `memcompile ingest FILE --records-url URL`)") from None
     memory, embeddings = import_memory(dense)
     return memory(
-        path,
+        settings.path or "",  # resolved: "" is none, never the environment again
         embeddings=embeddings,
         llm=build_llm(args),
         answer_llm=build_answer_llm(args),
         config=profile_config(args),
-        chroma_url=chroma_url,
-        records_url=records_url,
+        chroma_url=settings.chroma_url or "",
+        records_url=settings.records_url or "",
         dense=embeddings is not None,  # None: no model was found (and said so), so no second search
     )
 
