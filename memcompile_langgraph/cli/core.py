@@ -163,38 +163,93 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_ingest(args: argparse.Namespace) -> int:
-    from ..ingest.loaders import load_file
-    from ..users import validate_user_id
+SKIPS_SHOWN = 20  # lines naming a skipped line or turn; the rest are counted in the summary
 
-    if args.user is not None:
-        validate_user_id(args.user)  # before the store directory is created
-    conversations = load_file(args.file)
+
+def cmd_ingest(args: argparse.Namespace) -> int:
+    from collections import Counter
+
+    from ..ingest.loaders import load_file
+
+    conversations = chosen_conversations(load_file(args.file), args)  # the whole file checked: nothing stored yet
+    report_skips(conversations, args.file)
     mem = open_memory(args, create=True)
     started = time.perf_counter()
-    report = {}
+    report: dict[str, Counter] = {}
     for conv in conversations:
         user = args.user if args.user is not None else conv.user_id or "default"
-        counts = mem.add_turns(conv.turns, user_id=user, progress=not args.quiet)
+        counts = Counter(mem.add_turns(conv.turns, user_id=user, progress=not args.quiet))
         if conv.bad_lines:
-            counts["skipped_bad_json_line"] = conv.bad_lines
+            counts["skipped_bad_json_line"] += conv.bad_lines
             mem.count(user, {"skipped_bad_json_line": conv.bad_lines})
-        report[user] = counts
+        report[user] = report.get(user, Counter()) + counts  # a sample id given twice: both counted
     seconds = time.perf_counter() - started
     for user, counts in report.items():
-        skipped = {k: v for k, v in counts.items() if k.startswith("skipped")}
-        line = f"{user}: stored {counts['stored']} turns, {counts['descriptors']} descriptors"
-        if counts.get("already_stored"):
-            line += f", {counts['already_stored']} already stored"
-        if skipped:
-            line += ", skipped " + ", ".join(f"{k[8:]}={v}" for k, v in sorted(skipped.items()))
-        warnings = {k: v for k, v in counts.items() if k in WARNINGS and v}
-        if warnings:
-            line += ", warnings " + ", ".join(f"{k}={v}" for k, v in sorted(warnings.items()))
-        print(line)
+        print(f"{user}: {summary(counts)}")
+    if len(report) > 1:
+        print(f"{len(report)} users: {summary(sum(report.values(), Counter()))}")
     print(f"done in {seconds:.1f}s", file=sys.stderr)
     mem.close()
     return 0
+
+
+def summary(counts: Any) -> str:
+    skipped = {k: v for k, v in counts.items() if k.startswith("skipped") and v}
+    line = f"stored {counts['stored']} turns, {counts['descriptors']} descriptors"
+    if counts.get("already_stored"):
+        line += f", {counts['already_stored']} already stored"
+    if skipped:
+        line += ", skipped " + ", ".join(f"{k[8:]}={v}" for k, v in sorted(skipped.items()))
+    warnings = {k: v for k, v in counts.items() if k in WARNINGS and v}
+    if warnings:
+        line += ", warnings " + ", ".join(f"{k}={v}" for k, v in sorted(warnings.items()))
+    return line
+
+
+def chosen_conversations(conversations: list[Any], args: argparse.Namespace) -> list[Any]:
+    """The conversations to store: every one, or the --sample; UsageError, before anything is stored, for a --user
+    that would merge several conversations into one memory, and for a sample id that is no valid user id."""
+    from ..users import InvalidUserId, validate_user_id
+    from . import UsageError
+
+    samples = [c.user_id for c in conversations if c.user_id is not None]
+    if args.sample is not None:
+        conversations = [c for c in conversations if c.user_id == args.sample]
+        if not conversations:
+            held = ", ".join(samples[:20]) or "no LoCoMo samples"
+            raise UsageError(f"{args.file} has no sample {args.sample!r}; it holds: {held} (--sample)")
+    elif args.user is not None and len(conversations) > 1:
+        raise UsageError(
+            f"{args.file} holds {len(conversations)} conversations ({', '.join(samples[:3])}, ...): give --sample ID "
+            f"to store one of them as user {args.user!r}, or leave out --user to store each as its sample_id"
+        )
+    for i, conv in enumerate(conversations):
+        try:
+            validate_user_id(args.user if args.user is not None else conv.user_id or "default")
+        except InvalidUserId as exc:
+            which = "--user" if args.user is not None else f"sample {i + 1} (sample_id {conv.user_id!r})"
+            raise UsageError(f"{args.file}: {which}: {exc}; nothing stored") from None
+    return conversations
+
+
+def report_skips(conversations: list[Any], file: str) -> None:
+    """One line on stderr per line or turn that will not be stored, with where it is, up to SKIPS_SHOWN."""
+    from ..ingest.turn_input import BadTurn, check_turn
+
+    shown = 0
+    for conv in conversations:
+        skips = [(place, "bad_json_line") for place in conv.bad_places]
+        for i, turn in enumerate(conv.turns):
+            try:
+                check_turn(turn)
+            except BadTurn as exc:
+                skips.append((conv.place(i), str(exc)))
+        for place, reason in skips:
+            if shown == SKIPS_SHOWN:
+                print(f"memcompile: {file}: more skipped (counted below)", file=sys.stderr)
+                return
+            print(f"memcompile: {file}: {place} skipped: {reason}", file=sys.stderr)
+            shown += 1
 
 
 def require_user(mem: Any, user: str, store: str | None) -> None:
@@ -248,6 +303,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         '"time", "session", "dia_id", ...}',
     )
     add_store_args(p, create=True)
+    p.add_argument(
+        "--sample",
+        default=None,
+        metavar="ID",
+        help="store only the LoCoMo conversation of this sample_id (as --user when given)",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     add_llm_args(p)
     add_profile_arg(p)
