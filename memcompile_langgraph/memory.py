@@ -23,7 +23,7 @@ from .model import CompiledContext
 from .query_graph import query_graph
 from .runtime.context import MemoryContext
 from .runtime.engine import build_engine
-from .settings import chroma_unreachable, store_settings
+from .settings import chroma_unreachable, store_settings, vectors_per_process
 from .store.layout import check_store_path
 from .surfaces import Surfaces
 from .text.terms import clean_query
@@ -71,6 +71,8 @@ class MemCompile(Upkeep, Surfaces):
                 self.settings.chroma_url,
                 why,
             )
+        if note := vectors_per_process(self.settings):
+            log.warning("%s", note)
         self.llm, self.answer_llm = llm, answer_llm if answer_llm is not None else llm
         self.engine = build_engine(
             self.path,

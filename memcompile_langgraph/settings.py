@@ -67,6 +67,16 @@ def chroma_unreachable(url: str, timeout: float = 1.0) -> str | None:
         return str(getattr(exc, "reason", None) or exc)
 
 
+def vectors_per_process(settings: StoreSettings) -> str | None:
+    """The line that says so when records are shared (PostgreSQL) but the vectors are not (no Chroma server)."""
+    if not settings.records_url or settings.chroma_url:
+        return None
+    return (
+        "records in PostgreSQL but no Chroma server: each process keeps the vectors in its own Chroma and embeds "
+        f"again what other workers wrote (set ${CHROMA_URL.env} or chroma_url when several workers share the records)"
+    )
+
+
 def env_help(setting: Setting) -> str:
     return f"default: ${setting.env}, else {setting.default}"
 
@@ -74,6 +84,7 @@ def env_help(setting: Setting) -> str:
 __all__ = [
     "CHROMA_URL",
     "chroma_unreachable",
+    "vectors_per_process",
     "RECORDS_URL",
     "SETTINGS",
     "STORE",

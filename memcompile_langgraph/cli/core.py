@@ -56,7 +56,7 @@ def add_store_args(p: argparse.ArgumentParser, create: bool = False, user: bool 
 
 def command_settings(args: argparse.Namespace, store: str | None = None) -> Any:
     """The command's --store, --records-url and --chroma-url, each else its MEMCOMPILE_* variable (settings.py);
-    UsageError when that leaves no place for the records."""
+    UsageError when that leaves no place for the store."""
     from ..settings import store_settings
     from . import UsageError
 

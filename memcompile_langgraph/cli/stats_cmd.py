@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import sys
 
 from .core import add_store_args
 
@@ -50,6 +51,7 @@ def user_line(user: str, s: dict) -> str:
 def cmd_stats(args: argparse.Namespace) -> int:
     from ..embeddings.int8 import find_model_dir, model_identity
     from ..llm.store import LLMStore
+    from ..settings import vectors_per_process
     from ..store.open import open_records
     from ..store.stats import user_stats, vector_count
     from ..users import validate_user_id
@@ -79,6 +81,8 @@ def cmd_stats(args: argparse.Namespace) -> int:
             llm_store.close()
     finally:
         records.close()
+    if note := vectors_per_process(settings):  # the vectors counted are this machine's only
+        print(f"memcompile: note: {note}", file=sys.stderr)
     if args.json:
         print(json.dumps(out if not args.user else out[args.user], indent=2))
         return 0
