@@ -141,3 +141,16 @@ def test_an_unreachable_chroma_server_is_one_warning_where_a_query_still_answers
     assert proc.returncode == 0 and "Miso" in proc.stdout, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and gone in lines[0] and "unreachable" in lines[0], proc.stderr
+
+
+def test_an_ingest_to_an_unreachable_chroma_server_is_one_line_and_stores_nothing(tmp_path, capsys):
+    from support.servers import free_port
+
+    turns = tmp_path / "turns.jsonl"
+    turns.write_text("".join(json.dumps(t) + "\n" for t in TURNS))
+    gone = f"http://127.0.0.1:{free_port()}"
+    argv = ["ingest", str(turns), "--store", str(tmp_path / "s"), "--records-url", "", "--chroma-url", gone]
+    assert main([*argv, "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and gone in err[0] and "nothing stored" in err[0], err
+    assert not (tmp_path / "s").exists()

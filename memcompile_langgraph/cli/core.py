@@ -170,9 +170,14 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     from collections import Counter
 
     from ..ingest.loaders import load_file
+    from ..settings import chroma_unreachable
+    from . import UsageError
 
     conversations = chosen_conversations(load_file(args.file), args)  # the whole file checked: nothing stored yet
     report_skips(conversations, args.file)
+    chroma_url = command_settings(args).chroma_url
+    if chroma_url and (why := chroma_unreachable(chroma_url)):  # a write cannot degrade: refused before it starts
+        raise UsageError(f"Chroma server {chroma_url} unreachable ({why}): nothing stored")
     mem = open_memory(args, create=True)
     started = time.perf_counter()
     report: dict[str, Counter] = {}
