@@ -183,3 +183,12 @@ def test_export_is_readable_by_its_owner_only_also_over_an_older_file(tmp_path):
     assert main(["export", "--store", str(store), "--records-url", "", "--user", "ann", "-o", str(target)]) == 0
     assert os.stat(target).st_mode & 0o777 == 0o600
     assert json.loads(target.read_text().splitlines()[-1]) == {"memcompile_export_end": 2}
+
+
+def test_a_skipped_locomo_turn_is_named_by_its_sample_and_dia_id(tmp_path, capsys):
+    sample = _sample("conv-1", 3)
+    sample["conversation"]["session_1"][1]["speaker"] = None
+    path = _locomo(tmp_path, sample)
+    assert main(["ingest", str(path), "--store", str(tmp_path / "s"), "--records-url", "", "--quiet"]) == 0
+    skips = [line for line in capsys.readouterr().err.splitlines() if "skipped" in line]
+    assert skips == [f"memcompile: {path}: conv-1 turn 2 (D1:2) skipped: missing_speaker"]

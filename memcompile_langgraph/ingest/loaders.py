@@ -33,7 +33,10 @@ class Conversation:
         """Where turns[i] is in the file, for a line saying why it was skipped."""
         if self.places is not None:
             return self.places[i]
-        return f"{self.user_id} turn {i + 1}" if self.user_id is not None else f"turn {i + 1}"
+        turn = self.turns[i]
+        dia_id = turn.get("dia_id") if isinstance(turn, dict) else None
+        where = f"turn {i + 1}" + (f" ({dia_id})" if isinstance(dia_id, str) and dia_id else "")
+        return f"{self.user_id} {where}" if self.user_id is not None else where
 
 
 def locomo_turns(conversation: dict[str, Any]) -> list[dict[str, Any]]:
