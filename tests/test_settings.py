@@ -3,6 +3,7 @@ honour MEMCOMPILE_STORE, MEMCOMPILE_RECORDS_URL and MEMCOMPILE_CHROMA_URL the sa
 given wins over the environment. Checked where the data lands: the real SQLite file, PostgreSQL schema, Chroma
 server."""
 
+import asyncio
 import json
 import os
 import subprocess
@@ -21,7 +22,7 @@ TURNS = [
     {"speaker": "Ann", "text": "I adopted a grey cat named Miso.", "session": 1},
     {"speaker": "Bo", "text": "Miso sounds lovely.", "session": 1},
 ]
-SURFACES = ("api", "cli", "served")
+SURFACES = ("api", "cli", "mcp", "served")
 pytestmark = pytest.mark.slow  # real servers, the model
 
 
@@ -33,6 +34,9 @@ def _store_through(surface: str, tmp_path: Path, cli_flags: list[str], api_kwarg
         turns.write_text("".join(json.dumps(t) + "\n" for t in TURNS))
         assert main(["ingest", str(turns), "--user", "u", "--quiet", *cli_flags]) == 0
         return
+    if surface == "mcp":
+        asyncio.run(_remember_over_mcp(tmp_path, cli_flags))
+        return
     if surface == "served":
         served_memory.cache_clear()
         mem = served_memory()
@@ -43,6 +47,23 @@ def _store_through(surface: str, tmp_path: Path, cli_flags: list[str], api_kwarg
     finally:
         mem.close()
         served_memory.cache_clear()
+
+
+async def _remember_over_mcp(tmp_path: Path, cli_flags: list[str]) -> None:
+    """`memcompile mcp` over stdio, in a process of its own that inherits the test's environment."""
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "memcompile_langgraph", "mcp", *cli_flags],
+        env=dict(os.environ),
+        cwd=str(tmp_path),
+    )
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        result = await session.call_tool("remember", {"turns": TURNS, "user_id": "u"})
+        assert not result.isError, result.content
 
 
 def _users(path: Path | None = None, url: str = "") -> list[str]:
@@ -98,7 +119,7 @@ def test_memcompile_chroma_url_is_read_by_every_surface(surface, tmp_path, monke
     assert not (tmp_path / "s" / "chroma").exists()  # no local vectors
 
 
-@pytest.mark.parametrize("surface", ("api", "cli"))
+@pytest.mark.parametrize("surface", ("api", "cli", "mcp"))
 def test_a_flag_or_argument_given_wins_over_the_environment(surface, tmp_path, monkeypatch, model_dir):
     monkeypatch.setenv("MEMCOMPILE_STORE", str(tmp_path / "wrong"))
     monkeypatch.setenv("MEMCOMPILE_RECORDS_URL", "postgresql://nobody@127.0.0.1:1/none?schema=wrong")
