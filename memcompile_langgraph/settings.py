@@ -6,31 +6,27 @@ whatever the environment says" (records_url="" keeps the records in SQLite). doc
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 
 @dataclass(frozen=True)
 class Setting:
-    name: str  # the argument of MemCompile
     env: str
     flag: str
     default: str  # what none given means, for the docs and --help
 
 
-STORE = Setting(
-    "path", "MEMCOMPILE_STORE", "--store", "the CLI asks for one; served graphs ./.memcompile; API in memory"
-)
-RECORDS_URL = Setting("records_url", "MEMCOMPILE_RECORDS_URL", "--records-url", "SQLite in the store directory")
-CHROMA_URL = Setting("chroma_url", "MEMCOMPILE_CHROMA_URL", "--chroma-url", "Chroma in the store directory")
+STORE = Setting("MEMCOMPILE_STORE", "--store", "the CLI asks for one; served graphs ./.memcompile; API in memory")
+RECORDS_URL = Setting("MEMCOMPILE_RECORDS_URL", "--records-url", "SQLite in the store directory")
+CHROMA_URL = Setting("MEMCOMPILE_CHROMA_URL", "--chroma-url", "Chroma in the store directory")
 SETTINGS = (STORE, RECORDS_URL, CHROMA_URL)
 
 
-def resolved(setting: Setting, given: str | Path | None, environ: Mapping[str, str] | None = None) -> str | None:
+def resolved(setting: Setting, given: str | Path | None) -> str | None:
     """The value given, else the environment's; None when neither names one (or the one given is empty)."""
     if given is None:
-        given = (os.environ if environ is None else environ).get(setting.env)
+        given = os.environ.get(setting.env)
     return str(given) if given not in (None, "") else None
 
 

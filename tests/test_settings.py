@@ -175,3 +175,14 @@ def test_an_ingest_to_an_unreachable_chroma_server_is_one_line_and_stores_nothin
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and gone in err[0] and "nothing stored" in err[0], err
     assert not (tmp_path / "s").exists()
+
+
+def test_the_settings_page_lists_every_variable_with_its_flag():
+    from support.paths import ROOT
+
+    from memcompile_langgraph.settings import SETTINGS
+
+    rows = [line for line in (ROOT / "docs" / "configuration.md").read_text().splitlines() if line.startswith("| `")]
+    for setting in SETTINGS:
+        row = next((r for r in rows if r.startswith(f"| `{setting.env}`")), None)
+        assert row is not None and f"`{setting.flag}`" in row, setting.env
