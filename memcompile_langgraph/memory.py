@@ -5,6 +5,7 @@ back and maintaining them: upkeep.py; the LangChain / LangGraph surfaces: surfac
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -23,15 +24,20 @@ from .query_graph import query_graph
 from .runtime import telemetry
 from .runtime.context import MemoryContext
 from .runtime.engine import build_engine
+from .settings import chroma_unreachable, store_settings, vectors_per_process
 from .store.layout import check_store_path
 from .surfaces import Surfaces
 from .text.terms import clean_query
 from .upkeep import Upkeep
 from .users import validate_user_id
 
+log = logging.getLogger(__name__)
+
 
 class MemCompile(Upkeep, Surfaces):
-    """Long-term memory for one store (a directory, or memory when path is None); users are separate namespaces."""
+    """Long-term memory for one store; users are separate namespaces. path, records_url and chroma_url not given are
+    read from $MEMCOMPILE_STORE, $MEMCOMPILE_RECORDS_URL and $MEMCOMPILE_CHROMA_URL (settings.py); with none, the
+    store is kept in memory. An empty string means none, whatever the environment says."""
 
     query_graph = query_graph
 
@@ -58,7 +64,16 @@ class MemCompile(Upkeep, Surfaces):
         cache_size: int = 64,
     ):
         self.config = with_fusion_model(config or DEFAULT_CONFIG)  # a fitted model's weights, once
-        self.path = check_store_path(path) if path is not None else None
+        self.settings = store_settings(path, records_url, chroma_url)
+        self.path = check_store_path(self.settings.path) if self.settings.path is not None else None
+        if self.settings.chroma_url and (why := chroma_unreachable(self.settings.chroma_url)):
+            log.warning(
+                "Chroma server %s unreachable (%s): queries answer from snapshot files only, writes fail",
+                self.settings.chroma_url,
+                why,
+            )
+        if note := vectors_per_process(self.settings):
+            log.warning("%s", note)
         self.llm, self.answer_llm = llm, answer_llm if answer_llm is not None else llm
         self.engine = build_engine(
             self.path,
@@ -66,8 +81,8 @@ class MemCompile(Upkeep, Surfaces):
             embeddings=embeddings,
             llm=llm,
             answer_llm=self.answer_llm,
-            chroma_url=chroma_url,
-            records_url=records_url,
+            chroma_url=self.settings.chroma_url,
+            records_url=self.settings.records_url or "",  # resolved: "" is SQLite, never the environment again
             extractor=extractor,
             scheduler=scheduler,
             dense=dense,

@@ -58,7 +58,6 @@ class QueryState(TypedDict, total=False):
     pool: list[PacketScore]  # U_q
     anchors: list[str]  # A_0
     dense: list[DenseHit]  # D_q
-    query_vectors: list[list[float]]  # e(q+), then e(q) when offline fusion uses the bare question too
     fused: dict[str, float]  # offline fusion score of pool and D_q packets
     frontier_order: list[str]  # sigma_q
     selected: list[str]  # E_q
@@ -70,6 +69,10 @@ class QueryState(TypedDict, total=False):
 
 class QueryWork(QueryState, total=False):
     """The query graph's own channels: QueryState plus what passes between stages only (not input or output)."""
+
+    # e(q+), then e(q) when offline fusion uses the bare question too: 384 floats each, no use to a caller (a
+    # served query's output would carry them)
+    query_vectors: list[list[float]]
 
     # the cosine arrays of query_vectors, computed once by the dense stage; never checkpointed (O(packets) floats)
     similarities: Annotated[QuerySimilarities, UntrackedValue(QuerySimilarities)]

@@ -42,7 +42,8 @@ def test_an_exported_conversation_imports_as_the_same_memory(locomo_samples, bac
         main(["export", "--store", str(tmp_path / "source"), "--records-url", "", "--user", USER, "-o", str(dump)]) == 0
     )
     assert stat.S_IMODE(os.stat(dump).st_mode) == 0o600  # as private as the store it came from
-    lines = [json.loads(line) for line in dump.read_text().splitlines()]
+    head, *lines, end = [json.loads(line) for line in dump.read_text().splitlines()]
+    assert head == {"memcompile_export": 1, "user": USER} and end == {"memcompile_export_end": stored}
     assert len(lines) == stored and all(line["stored_at"] for line in lines)
 
     target = backend.where(tmp_path / "target")

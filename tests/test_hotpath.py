@@ -135,9 +135,10 @@ def test_each_query_vector_meets_the_matrix_once_and_scores_stay_identical(demo,
 
 def test_callers_and_checkpoints_never_see_the_similarity_arrays(demo):
     out = demo.query_graph.invoke({"query": QUESTIONS[0]}, context=demo.context("u"))
-    assert out["packets"] and out["query_vectors"] and "similarities" not in out
+    # nor the query vectors: 384 floats each that a served query's output carried to every caller
+    assert out["packets"] and "query_vectors" not in out and "similarities" not in out
     for schema in (demo.query_graph.get_input_jsonschema(), demo.query_graph.get_output_jsonschema()):
-        assert "similarities" not in schema["properties"] and "query_vectors" in schema["properties"]
+        assert "similarities" not in schema["properties"] and "query_vectors" not in schema["properties"]
     # a served graph (langgraph dev) checkpoints every step: the arrays stay out, the run still fuses with them
     served = demo.query_graph.copy(update={"checkpointer": InMemorySaver()})
     config = {"configurable": {"thread_id": "t"}}

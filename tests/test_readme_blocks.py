@@ -7,8 +7,9 @@ A block that needs something names it on the line before its fence, `<!-- docs-t
 - openai: a loopback OpenAI-compatible server (tests/support/openai_server.py) through OPENAI_BASE_URL / OPENAI_API_KEY;
 - chroma-server, langgraph-dev: the real server on a free port; the README's port (8000, 2024) is replaced by it,
   and a line of the block that starts the server itself is run as that server, until the block's other lines end;
-- locomo: `locomo10.json` in the working directory (stand-in: the first conversation of the LoCoMo dev split, cut
-  to its first sessions and the questions about them, so every block runs in seconds);
+- locomo: `locomo10.json` in the working directory (stand-in: the first two conversations of the LoCoMo dev split,
+  each cut to its first sessions and the questions about them, so every block runs in seconds; two, so that a
+  recipe that mixes conversations up fails here as it would on the real file);
 - postgres: a database of its own on the test run's PostgreSQL; the page's `postgresql://...` URL is replaced by it;
 - install: installs the package into the running environment (CI's own install step, .ci/run, runs it verbatim).
 A need without a stand-in here is reported as skipped with the reason, never as passed.
@@ -44,6 +45,7 @@ SKIPPED = {  # needs with no stand-in: reported as skipped with this reason
     "install": "installs the package into the environment running the tests; CI's install step runs it verbatim",
 }
 STAND_IN_SESSIONS = 4  # of the LoCoMo stand-in: 76 turns of conv-26
+STAND_IN_SAMPLES = 2  # conversations of the locomo stand-in
 STAND_INS = {"openai", "locomo", "postgres", *SERVERS}
 PG_URL = re.compile(r"postgresql://[^\s\"'?]*")  # the README's example server, replaced by the stand-in's
 EXPORT = re.compile(r"^export (\w+)=\"?([^\"]*)\"?$")
@@ -159,7 +161,8 @@ def stand_ins(block: Block, workdir: Path, env: dict[str, str], request) -> Iter
         if "locomo" in block.needs and not (workdir / "locomo10.json").exists():
             if not LOCOMO.is_file():
                 pytest.skip(f"needs locomo: the LoCoMo dev split is not at {LOCOMO}")
-            (workdir / "locomo10.json").write_text(json.dumps([first_sessions(json.loads(LOCOMO.read_text())[0])]))
+            samples = json.loads(LOCOMO.read_text())[:STAND_IN_SAMPLES]
+            (workdir / "locomo10.json").write_text(json.dumps([first_sessions(sample) for sample in samples]))
         if "postgres" in block.needs:
             from support.pg_server import new_database
 

@@ -64,6 +64,7 @@ def test_served_graphs_run_offline_against_the_store(studio):
     }
     out = studio.post("/runs/wait", json=run).raise_for_status().json()
     assert [p["dia_id"] for p in out["packets"]] == ["D1:1"] and "Biscuit" in out["context"]
+    assert "query_vectors" not in out  # 384 floats per vector, of no use to the caller
     run = {
         "assistant_id": ids["memcompile_chat"],
         "input": {"messages": [{"role": "user", "content": "What is my beagle called?"}]},

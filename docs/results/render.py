@@ -83,7 +83,30 @@ def bench_section(entry: dict[str, Any], report: dict[str, Any]) -> str:
         f"{last['other_user_query_ms_p50_alone']} ms alone and {last['other_user_query_ms_p50_during_cold_load']} ms "
         "while that user loaded cold."
     )
-    return f"## {entry['title']}\n\n{provenance(entry)}\n{table(header, rows)}\n\n{notes}\n"
+    loaded = load_note(report)
+    return f"## {entry['title']}\n\n{loaded}{provenance(entry)}\n{table(header, rows)}\n\n{notes}\n"
+
+
+def load_note(report: dict[str, Any]) -> str:
+    """A warning above a bench measured while the machine's load exceeded its cores (from the loads the bench
+    records per phase): its times are not the quiet machine's, which docs/performance.md gives."""
+    loads = [
+        value
+        for size in report["sizes"]
+        for phase in size.get("load", {}).values()
+        for key, value in phase.items()
+        if key.startswith("load_")
+    ]
+    cores = report.get("machine", {}).get("cores") or 1
+    if not loads or max(loads) <= cores:
+        return ""
+    return (
+        f"**Measured under load**: a 1-minute load of {min(loads):.1f} to {max(loads):.1f} on {cores} cores, so "
+        "every time in this section is several times a quiet machine's. The quiet machine's figures (20,000 turns: "
+        "ingest, add, query, first query after opening) are in "
+        "[performance](performance.md#figures-on-a-2-core-machine); compare this section's ratios to its peer "
+        "instead.\n\n"
+    )
 
 
 SECTIONS = {"eval": eval_section, "bench": bench_section}

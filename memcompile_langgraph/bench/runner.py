@@ -325,10 +325,14 @@ OTHER_USER = "bench-other"
 OTHER_USER_TURNS = 200
 
 
+# the embedded baseline: SQLite and the store's own Chroma folder, whatever the environment names
+EMBEDDED: StoreUrls = {"records_url": "", "chroma_url": ""}
+
+
 def _open_warm(store: Path | None, config: MemCompileConfig | None, urls: StoreUrls | None = None) -> MemCompile:
     """The store opened as a worker that writes opens it (MemCompile.warm_up). Without urls: the embedded store,
-    whatever $MEMCOMPILE_RECORDS_URL says."""
-    mem = MemCompile(store, config=config, **(urls or {"records_url": ""}))
+    whatever $MEMCOMPILE_RECORDS_URL and $MEMCOMPILE_CHROMA_URL say."""
+    mem = MemCompile(store, config=config, **(urls or EMBEDDED))
     mem.warm_up()
     if mem.embeddings is not None:
         mem.embeddings.embed_query("warm up the model")  # loading the model is not what is timed
@@ -434,8 +438,7 @@ def run_bench(opts: BenchOptions, log: Callable[[str], None] = lambda _: None) -
     _check_store(embedded)
     started = time.perf_counter()
     try:
-        # records_url="": the embedded baseline stays SQLite even when $MEMCOMPILE_RECORDS_URL is set
-        points = run_memcompile(opts, turns, history, embedded, log, {"records_url": ""})
+        points = run_memcompile(opts, turns, history, embedded, log, EMBEDDED)
         if served:  # same sizes, same turns, same queries, in the same run: only the stores differ
             local = None if opts.records_url and opts.chroma_url else store / "served"
             served_points = run_memcompile(opts, turns, history, local, lambda m: log(f"served: {m}"), opts.served())

@@ -136,6 +136,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         raise UsageError("give --turns N or --sizes N1,N2,...")
     if args.queries < 1:
         raise UsageError("--queries must be positive")
+    from ..settings import CHROMA_URL, resolved
     from ..store.open import records_url_from
 
     opts = BenchOptions(
@@ -145,7 +146,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         peer=not args.no_peer,
         seed=args.seed,
         records_url=records_url_from(args.records_url),
-        chroma_url=args.chroma_url,
+        chroma_url=resolved(CHROMA_URL, args.chroma_url),
         config=profile_config(args),
     )
     log = (lambda msg: None) if args.quiet else (lambda msg: print(msg, file=sys.stderr, flush=True))

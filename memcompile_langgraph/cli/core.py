@@ -26,14 +26,12 @@ WARNINGS = (
 
 def add_store_args(p: argparse.ArgumentParser, create: bool = False, user: bool = True) -> None:
     """--store, --user (unless the user comes with each request), --chroma-url and --records-url; only commands that
-    write (ingest, mcp) create a missing store."""
+    write (ingest, mcp) create a missing store. A flag not given is read from its MEMCOMPILE_* variable (settings.py)."""
+    from ..settings import CHROMA_URL, RECORDS_URL, STORE, env_help
+
     server = "; not needed with --records-url and --chroma-url"
-    if create:
-        p.add_argument("--store", default=None, help=f"store directory (created when missing{server})")
-    else:
-        p.add_argument(
-            "--store", default=None, help=f"an existing store directory (made by `memcompile ingest`{server})"
-        )
+    made = "created when missing" if create else "an existing store, made by `memcompile ingest`"
+    p.add_argument("--store", default=None, help=f"store directory ({made}{server}; default: ${STORE.env})")
     if user and create:
         p.add_argument(
             "--user",
@@ -45,14 +43,27 @@ def add_store_args(p: argparse.ArgumentParser, create: bool = False, user: bool 
     elif user:
         p.add_argument("--user", "--user-id", dest="user", default="default", help="whose memory (default: 'default')")
     p.add_argument(
-        "--chroma-url", default=None, help="the Chroma server holding the vectors, e.g. http://127.0.0.1:8000"
+        "--chroma-url",
+        default=None,
+        help=f"the Chroma server holding the vectors, e.g. http://127.0.0.1:8000 ({env_help(CHROMA_URL)})",
     )
     p.add_argument(
         "--records-url",
         default=None,
-        help="keep records in PostgreSQL, e.g. postgresql://user@host/db?schema=name "
-        "(default: $MEMCOMPILE_RECORDS_URL, else SQLite in --store)",
+        help=f"keep records in PostgreSQL, e.g. postgresql://user@host/db?schema=name ({env_help(RECORDS_URL)})",
     )
+
+
+def command_settings(args: argparse.Namespace, store: str | None = None) -> Any:
+    """The command's --store, --records-url and --chroma-url, each else its MEMCOMPILE_* variable (settings.py);
+    UsageError when that leaves no place for the store."""
+    from ..settings import store_settings
+    from . import UsageError
+
+    settings = store_settings(store if store is not None else args.store, args.records_url, args.chroma_url)
+    if settings.path is None and not settings.servers_only:
+        raise UsageError("give --store DIR (or both --records-url and --chroma-url: no local directory then)")
+    return settings
 
 
 def positive_int(value: str) -> int:
@@ -101,32 +112,27 @@ def import_memory(dense: bool = False) -> tuple[type, Any]:
 def open_memory(args: argparse.Namespace, store: str | None = None, create: bool = False, dense: bool = True):
     """The store of the command; only commands that write (ingest) may create it."""
     from ..store.layout import check_store_path
-    from ..store.open import open_records, records_url_from
+    from ..store.open import open_records
     from ..store.protocols import StoreError
     from . import UsageError
 
-    path = store if store is not None else args.store
-    records_url, chroma_url = records_url_from(args.records_url), args.chroma_url
-    if path is None and not (records_url and chroma_url):
-        raise UsageError("give --store DIR (or both --records-url and --chroma-url: no local directory then)")
-    if path is not None:
-        path = check_store_path(path)
-        if not create and not (records_url and chroma_url):
-            require_store(str(path))
-    if records_url and not create:
+    settings = command_settings(args, store)
+    if settings.path is not None and not create and not settings.servers_only:
+        require_store(str(check_store_path(settings.path)))
+    if settings.records_url and not create:
         try:
-            open_records(None, records_url, create=False).close()
+            open_records(None, settings.records_url, create=False).close()
         except StoreError as exc:
             raise UsageError(f"{exc} (create one with `memcompile ingest FILE --records-url URL`)") from None
     memory, embeddings = import_memory(dense)
     return memory(
-        path,
+        settings.path or "",  # resolved: "" is none, never the environment again
         embeddings=embeddings,
         llm=build_llm(args),
         answer_llm=build_answer_llm(args),
         config=profile_config(args),
-        chroma_url=chroma_url,
-        records_url=records_url,
+        chroma_url=settings.chroma_url or "",
+        records_url=settings.records_url or "",
         dense=embeddings is not None,  # None: no model was found (and said so), so no second search
     )
 
@@ -157,38 +163,98 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_ingest(args: argparse.Namespace) -> int:
-    from ..ingest.loaders import load_file
-    from ..users import validate_user_id
+SKIPS_SHOWN = 20  # lines naming a skipped line or turn; the rest are counted in the summary
 
-    if args.user is not None:
-        validate_user_id(args.user)  # before the store directory is created
-    conversations = load_file(args.file)
+
+def cmd_ingest(args: argparse.Namespace) -> int:
+    from collections import Counter
+
+    from ..ingest.loaders import load_file
+    from ..settings import chroma_unreachable
+    from . import UsageError
+
+    conversations = chosen_conversations(load_file(args.file), args)  # the whole file checked: nothing stored yet
+    report_skips(conversations, args.file)
+    chroma_url = command_settings(args).chroma_url
+    if chroma_url and (why := chroma_unreachable(chroma_url)):  # a write cannot degrade: refused before it starts
+        raise UsageError(f"Chroma server {chroma_url} unreachable ({why}): nothing stored")
     mem = open_memory(args, create=True)
     started = time.perf_counter()
-    report = {}
+    report: dict[str, Counter] = {}
     for conv in conversations:
         user = args.user if args.user is not None else conv.user_id or "default"
-        counts = mem.add_turns(conv.turns, user_id=user, progress=not args.quiet)
+        counts = Counter(mem.add_turns(conv.turns, user_id=user, progress=not args.quiet))
         if conv.bad_lines:
-            counts["skipped_bad_json_line"] = conv.bad_lines
+            counts["skipped_bad_json_line"] += conv.bad_lines
             mem.count(user, {"skipped_bad_json_line": conv.bad_lines})
-        report[user] = counts
+        report[user] = report.get(user, Counter()) + counts  # a sample id given twice: both counted
     seconds = time.perf_counter() - started
     for user, counts in report.items():
-        skipped = {k: v for k, v in counts.items() if k.startswith("skipped")}
-        line = f"{user}: stored {counts['stored']} turns, {counts['descriptors']} descriptors"
-        if counts.get("already_stored"):
-            line += f", {counts['already_stored']} already stored"
-        if skipped:
-            line += ", skipped " + ", ".join(f"{k[8:]}={v}" for k, v in sorted(skipped.items()))
-        warnings = {k: v for k, v in counts.items() if k in WARNINGS and v}
-        if warnings:
-            line += ", warnings " + ", ".join(f"{k}={v}" for k, v in sorted(warnings.items()))
-        print(line)
+        print(f"{user}: {summary(counts)}")
+    if len(report) > 1:
+        print(f"{len(report)} users: {summary(sum(report.values(), Counter()))}")
     print(f"done in {seconds:.1f}s", file=sys.stderr)
     mem.close()
     return 0
+
+
+def summary(counts: Any) -> str:
+    skipped = {k: v for k, v in counts.items() if k.startswith("skipped") and v}
+    line = f"stored {counts['stored']} turns, {counts['descriptors']} descriptors"
+    if counts.get("already_stored"):
+        line += f", {counts['already_stored']} already stored"
+    if skipped:
+        line += ", skipped " + ", ".join(f"{k[8:]}={v}" for k, v in sorted(skipped.items()))
+    warnings = {k: v for k, v in counts.items() if k in WARNINGS and v}
+    if warnings:
+        line += ", warnings " + ", ".join(f"{k}={v}" for k, v in sorted(warnings.items()))
+    return line
+
+
+def chosen_conversations(conversations: list[Any], args: argparse.Namespace) -> list[Any]:
+    """The conversations to store: every one, or the --sample; UsageError, before anything is stored, for a --user
+    that would merge several conversations into one memory, and for a sample id that is no valid user id."""
+    from ..users import InvalidUserId, validate_user_id
+    from . import UsageError
+
+    samples = [c.user_id for c in conversations if c.user_id is not None]
+    if args.sample is not None:
+        conversations = [c for c in conversations if c.user_id == args.sample]
+        if not conversations:
+            held = ", ".join(samples[:20]) or "no LoCoMo samples"
+            raise UsageError(f"{args.file} has no sample {args.sample!r}; it holds: {held} (--sample)")
+    elif args.user is not None and len(conversations) > 1:
+        raise UsageError(
+            f"{args.file} holds {len(conversations)} conversations ({', '.join(samples[:3])}, ...): give --sample ID "
+            f"to store one of them as user {args.user!r}, or leave out --user to store each as its sample_id"
+        )
+    for i, conv in enumerate(conversations):
+        try:
+            validate_user_id(args.user if args.user is not None else conv.user_id or "default")
+        except InvalidUserId as exc:
+            which = "--user" if args.user is not None else f"sample {i + 1} (sample_id {conv.user_id!r})"
+            raise UsageError(f"{args.file}: {which}: {exc}; nothing stored") from None
+    return conversations
+
+
+def report_skips(conversations: list[Any], file: str) -> None:
+    """One line on stderr per line or turn that will not be stored, with where it is, up to SKIPS_SHOWN."""
+    from ..ingest.turn_input import BadTurn, check_turn
+
+    shown = 0
+    for conv in conversations:
+        skips = [(place, "bad_json_line") for place in conv.bad_places]
+        for i, turn in enumerate(conv.turns):
+            try:
+                check_turn(turn)
+            except BadTurn as exc:
+                skips.append((conv.place(i), str(exc)))
+        for place, reason in skips:
+            if shown == SKIPS_SHOWN:
+                print(f"memcompile: {file}: more skipped (counted below)", file=sys.stderr)
+                return
+            print(f"memcompile: {file}: {place} skipped: {reason}", file=sys.stderr)
+            shown += 1
 
 
 def require_user(mem: Any, user: str, store: str | None) -> None:
@@ -242,6 +308,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         '"time", "session", "dia_id", ...}',
     )
     add_store_args(p, create=True)
+    p.add_argument(
+        "--sample",
+        default=None,
+        metavar="ID",
+        help="store only the LoCoMo conversation of this sample_id (as --user when given)",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     add_llm_args(p)
     add_profile_arg(p)

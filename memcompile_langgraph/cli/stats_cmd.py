@@ -5,6 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import sys
+
+from .core import add_store_args
 
 # what each counter of `stats` means, by name pattern (first match)
 COUNTER_MEANINGS = (
@@ -48,36 +51,38 @@ def user_line(user: str, s: dict) -> str:
 def cmd_stats(args: argparse.Namespace) -> int:
     from ..embeddings.int8 import find_model_dir, model_identity
     from ..llm.store import LLMStore
-    from ..store.open import open_records, records_url_from
+    from ..settings import vectors_per_process
+    from ..store.open import open_records
     from ..store.stats import user_stats, vector_count
     from ..users import validate_user_id
-    from . import UsageError
-    from .core import require_store
+    from .core import command_settings, require_store, require_user
 
     if args.user is not None:
         validate_user_id(args.user)
-    records_url = records_url_from(args.records_url)
-    served = bool(records_url and args.chroma_url)
-    if args.store is None and not served:
-        raise UsageError("give --store DIR (or both --records-url and --chroma-url: no local directory then)")
-    if args.store is not None and not served:
-        require_store(args.store)
-    records = open_records(args.store, records_url, create=False)
+    settings = command_settings(args)
+    store = settings.path
+    if store is not None and not settings.servers_only:
+        require_store(store)
+    records = open_records(store, settings.records_url or "", create=False)
     try:
-        llm_store = LLMStore.open(args.store, create=False) if args.store is not None else None
+        if args.user:
+            require_user(records, args.user, store)  # as `query` says it: zeros would read as an empty memory
+        llm_store = LLMStore.open(store, create=False) if store is not None else None
         # whose vectors are current: the identity of the model a query would embed with, without loading it
         model_dir = find_model_dir()
         identity = model_identity(model_dir)[0] if model_dir is not None else None
         users = [args.user] if args.user else records.users()
 
         def count(user: str) -> int:
-            return vector_count(args.store, args.chroma_url, records, user)
+            return vector_count(store, settings.chroma_url, records, user)
 
         out = {u: user_stats(records, count, llm_store, u, identity) for u in users}
         if llm_store is not None:
             llm_store.close()
     finally:
         records.close()
+    if note := vectors_per_process(settings):  # the vectors counted are this machine's only
+        print(f"memcompile: note: {note}", file=sys.stderr)
     if args.json:
         print(json.dumps(out if not args.user else out[args.user], indent=2))
         return 0
@@ -103,22 +108,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Counts per user. Counters say what ingest skipped, cleaned or fell back on; "
         "fallback_claims counts turns with no extractable claim, stored whole as their one claim.",
     )
-    p.add_argument(
-        "--store",
-        default=None,
-        help="an existing store directory (made by `memcompile ingest`; not "
-        "needed with --records-url and --chroma-url)",
-    )
+    add_store_args(p, user=False)
     p.add_argument("--user", "--user-id", dest="user", default=None, help="one user (default: every user of the store)")
-    p.add_argument(
-        "--records-url",
-        default=None,
-        help="records in PostgreSQL, e.g. postgresql://user@host/db?schema=name (default: "
-        "$MEMCOMPILE_RECORDS_URL, else SQLite in --store)",
-    )
-    p.add_argument(
-        "--chroma-url", default=None, help="the Chroma server holding the store's vectors, if it was ingested with one"
-    )
     p.add_argument(
         "--json", action="store_true", help="the full record as JSON (also LLM usage and the vectors' model)"
     )

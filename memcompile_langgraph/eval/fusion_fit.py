@@ -40,6 +40,10 @@ def _scored(d: Dialogue) -> list[Question]:
     return [q for q in d.questions if q.gold]
 
 
+# the channels an example is made of; query_vectors is one of the graph's own, not in its output
+EXAMPLE_KEYS = ["intent", "candidates", "fused", "query_vectors"]
+
+
 def collect_examples(run: EvalRun) -> dict[str, list[Example]]:
     """Dialogue -> one example per question with gold: the packets the configured setting's closed pool and dense
     channel offered it (what a fused score can reorder), with their signals."""
@@ -51,7 +55,9 @@ def collect_examples(run: EvalRun) -> dict[str, list[Example]]:
             index = mem.index(d.user_id)
             found = []
             for q in _scored(d):
-                state = mem.query_graph.invoke({"query": q.question}, context=mem.context(d.user_id))
+                state = mem.query_graph.invoke(
+                    {"query": q.question}, context=mem.context(d.user_id), output_keys=EXAMPLE_KEYS
+                )
                 address = normalize(state.get("candidates", []), index.layout.of_descriptor)
                 candidates = list(state.get("fused", {}))
                 vectors = state.get("query_vectors", [])

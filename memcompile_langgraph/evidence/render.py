@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import replace
 from typing import Any
 
@@ -26,9 +27,20 @@ def shown_field(value: object) -> str:
 def header(p: SourcePacket) -> str:
     """[dia_id] speaker | time | session N; every stored field escaped and cut to HEADER_FIELD_CHARS, empty ones left
     out. The time is the parsed one: a raw time that did not parse is free text and stays out of the header."""
-    when = p.session_time[:16].replace("T", " ") if p.session_time else ""
-    fields = [shown_field(p.speaker), header_field(when), f"session {p.session}"]
+    fields = [shown_field(p.speaker), header_field(shown_time(p)), f"session {p.session}"]
     return f"[{shown_field(p.dia_id)}] " + " | ".join(f for f in fields if f)
+
+
+_CLOCK = re.compile(r"\d:\d\d|\d\s*[aApP]\.?[mM]\b|T\d")  # a time of day in a raw time: "1:56 pm", "9am", "T09"
+
+
+def shown_time(p: SourcePacket) -> str:
+    """The parsed session time to the minute; a date given without a time of day ("4 March 2024", parsed as
+    midnight) is shown as the date alone."""
+    if not p.session_time:
+        return ""
+    when = p.session_time[:16].replace("T", " ")
+    return when[:10] if when.endswith(" 00:00") and not _CLOCK.search(p.session_time_raw or "") else when
 
 
 def body_line(text: str, limit: int) -> str:

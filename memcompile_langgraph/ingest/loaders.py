@@ -10,6 +10,10 @@ from pathlib import Path
 from typing import Any
 
 _SESSION = re.compile(r"^session_(\d+)$")
+# the first and last lines of a `memcompile export` file: a file without its last line was cut short (a full disk,
+# a copy interrupted) and is refused whole
+EXPORT_HEAD = "memcompile_export"
+EXPORT_END = "memcompile_export_end"
 
 
 class UnusableInput(ValueError):
@@ -22,6 +26,17 @@ class Conversation:
     turns: list[Any] = field(default_factory=list)
     qa: list[dict[str, Any]] = field(default_factory=list)
     bad_lines: int = 0
+    bad_places: list[str] = field(default_factory=list)  # where the unreadable lines were ("line 7")
+    places: list[str] | None = None  # where each turn is in the file ("line 3"); None: its index in `turns`
+
+    def place(self, i: int) -> str:
+        """Where turns[i] is in the file, for a line saying why it was skipped."""
+        if self.places is not None:
+            return self.places[i]
+        turn = self.turns[i]
+        dia_id = turn.get("dia_id") if isinstance(turn, dict) else None
+        where = f"turn {i + 1}" + (f" ({dia_id})" if isinstance(dia_id, str) and dia_id else "")
+        return f"{self.user_id} {where}" if self.user_id is not None else where
 
 
 def locomo_turns(conversation: dict[str, Any]) -> list[dict[str, Any]]:
@@ -67,17 +82,36 @@ def _from_json(data: Any, path: Path) -> list[Conversation]:
 
 
 def _from_jsonl(text: str, path: Path) -> list[Conversation]:
-    conv = Conversation(None)
-    for line in text.splitlines():
+    places: list[str] = []
+    conv = Conversation(None, places=places)
+    for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         try:
             conv.turns.append(json.loads(line))
+            places.append(f"line {n}")
         except (json.JSONDecodeError, RecursionError):  # a line nested past the parser's depth costs that line
             conv.bad_lines += 1
+            conv.bad_places.append(f"line {n}")
     if not conv.turns:
         raise UnusableInput(f"{path}: not valid JSON or JSONL")
-    return [conv]
+    return [_exported(conv, path)]
+
+
+def _marks(turn: Any, key: str) -> bool:
+    return isinstance(turn, dict) and key in turn
+
+
+def _exported(conv: Conversation, path: Path) -> Conversation:
+    """A `memcompile export` file without its marks; refused whole unless it ends with its end mark, counting
+    every turn, and every line between the marks reads."""
+    if not conv.turns or not _marks(conv.turns[0], EXPORT_HEAD):
+        return conv
+    end = conv.turns[-1]
+    turns = conv.turns[1:-1]
+    if len(conv.turns) < 2 or not _marks(end, EXPORT_END) or end[EXPORT_END] != len(turns) or conv.bad_lines:
+        raise UnusableInput(f"{path}: an export cut short (no end mark after its last turn): nothing stored")
+    return Conversation(None, turns, places=(conv.places or [])[1:-1])
 
 
 def _skip_value(text: str, start: int) -> int:

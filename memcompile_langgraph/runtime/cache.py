@@ -112,7 +112,7 @@ class IndexCache:
                     del self._load_locks[user_id]
 
     def _repair(self, index: UserIndex, read: dict[str, str | None] | None = None) -> None:
-        outcome = reconcile(self.engine, index, writer=False, read=read)
+        outcome = reconcile(self.engine, index, writer=self.engine.vectors_per_process, read=read)
         self._retry.discard(index.user_id)
         if outcome == BUSY:
             self._retry.add(index.user_id)

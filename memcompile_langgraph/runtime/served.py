@@ -1,10 +1,9 @@
-"""The memory a LangGraph server process serves ($MEMCOMPILE_STORE, default ./.memcompile; $MEMCOMPILE_RECORDS_URL
-and $MEMCOMPILE_CHROMA_URL for PostgreSQL records and a Chroma server): one per process, shared by every graph
-and run it serves."""
+"""The memory a LangGraph server process serves, configured by the environment as every surface is (settings.py:
+$MEMCOMPILE_STORE, default ./.memcompile unless records and vectors are both on servers; $MEMCOMPILE_RECORDS_URL,
+$MEMCOMPILE_CHROMA_URL): one per process, shared by every graph and run it serves."""
 
 from __future__ import annotations
 
-import os
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
@@ -18,12 +17,10 @@ DEFAULT_STORE = "./.memcompile"
 @lru_cache(maxsize=1)
 def served_memory() -> MemCompile:
     from ..memory import MemCompile
+    from ..settings import store_settings
 
-    chroma_url = os.environ.get("MEMCOMPILE_CHROMA_URL") or None
-    servers_only = bool(chroma_url and os.environ.get("MEMCOMPILE_RECORDS_URL"))  # then no local directory at all
-    memory = MemCompile(
-        os.environ.get("MEMCOMPILE_STORE") or (None if servers_only else DEFAULT_STORE), chroma_url=chroma_url
-    )
+    settings = store_settings()  # the environment's, as every surface reads it
+    memory = MemCompile(settings.path or ("" if settings.servers_only else DEFAULT_STORE))
     memory.warm_up()  # a server writes: its first add after a restart should not open the vector store
     return memory
 

@@ -3,22 +3,20 @@ in Chroma (the directory's own, or a server), opened at their first use."""
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from ..extras import missing_extra
+from ..settings import RECORDS_URL, resolved
 from .protocols import RecordsStore, VectorsStore
-
-RECORDS_URL_ENV = "MEMCOMPILE_RECORDS_URL"
 
 
 def records_url_from(records_url: str | None) -> str | None:
-    """The URL given, else MEMCOMPILE_RECORDS_URL (read here, so the facade, the CLI and the graphs agree);
-    an empty string means SQLite in the store directory whatever the environment says."""
-    return (os.environ.get(RECORDS_URL_ENV) if records_url is None else records_url) or None
+    """The URL given, else $MEMCOMPILE_RECORDS_URL (settings.py); an empty string means SQLite in the store
+    directory whatever the environment says."""
+    return resolved(RECORDS_URL, records_url)
 
 
 def open_records(path: str | Path | None, records_url: str | None = None, create: bool = True) -> RecordsStore:
