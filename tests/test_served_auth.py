@@ -12,13 +12,14 @@ from memcompile_langgraph import MemCompile
 pytestmark = pytest.mark.slow
 
 TOM, ANN = "tom-token-0123456789abcdef", "ann-token-0123456789abcdef"
+SMITH = "smith-token-0123456789abcdef"  # the user "tom.smith": another person, not a namespace below tom
 BEAGLE = {"speaker": "Tom", "text": "I adopted a beagle named Biscuit.", "time": "4 March 2024"}
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("served-auth")
-    (tmp / "tokens").write_text(f"{TOM} tom\n{ANN} ann\n")
+    (tmp / "tokens").write_text(f"{TOM} tom\n{ANN} ann\n{SMITH} tom.smith\n")
     with langgraph_dev(tmp, "langgraph.auth.json", {"MEMCOMPILE_AUTH_TOKENS": str(tmp / "tokens")}) as base:
         yield base, tmp / "store"
 
@@ -108,6 +109,20 @@ def test_a_served_recall_for_an_unknown_user_says_nothing_is_stored(served):
     assert out["context"] == "" and out["note"] == "nothing is stored for user_id 'nobody'"
     served.add_turns([BEAGLE], user_id="tom")
     assert "note" not in query_graph.invoke({"query": "What is the beagle called?"}, context={"user_id": "tom"})
+
+
+def test_tom_never_reaches_the_memory_of_the_user_tom_smith(server):
+    base, _ = server
+    with client(base, SMITH) as smith, client(base, TOM) as tom:
+        run(smith, "memcompile_ingest", {"turns": [{**BEAGLE, "text": "My PIN is 4711."}]}).raise_for_status()
+        own = smith.post("/store/items/search", json={"namespace_prefix": ["tom%2Esmith"]}).raise_for_status().json()
+        assert [i["value"]["text"] for i in own["items"]] == ["My PIN is 4711."]  # his own memory, reachable
+        for namespace in (["tom", "smith"], ["tom%2Esmith"]):
+            got = tom.get("/store/items", params={"namespace": ".".join(namespace), "key": "D1:1"})
+            assert got.status_code == 403
+        listed = tom.post("/store/items/search", json={"namespace_prefix": ["tom"]}).raise_for_status().json()
+        assert "4711" not in str(listed)
+        assert "4711" not in run(tom, "memcompile_query", {"query": "What is my PIN?"}).text
 
 
 STUDIO = {"x-auth-scheme": "langsmith"}  # what LangGraph Studio sends; under `langgraph dev` nothing checks it
