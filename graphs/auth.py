@@ -3,7 +3,7 @@
 Bearer tokens from the file named by $MEMCOMPILE_AUTH_TOKENS, one `TOKEN USER_ID` a line (the format of
 `memcompile mcp --tokens`; `TOKEN *` lines are refused here: a served graph acts for one user). The authenticated
 user id is the memory user of every run (the graphs read it from the run's config; a run naming another user_id
-fails), threads are visible to their owner only, and the store's namespaces are the caller's own: ("tom",) for tom.
+fails), threads are visible to their owner only, and the store's namespace is the caller's own: ("tom",) for tom.
 Replace `authenticate` with your identity provider's check; keep the rest.
 """
 
@@ -11,6 +11,7 @@ import os
 
 from langgraph_sdk import Auth
 
+from memcompile_langgraph.integrations.base_store import one_label_namespace
 from memcompile_langgraph.integrations.tokens import Tokens
 
 auth = Auth()
@@ -41,9 +42,11 @@ async def own_threads(ctx: Auth.types.AuthContext, value: dict) -> Auth.types.Fi
 
 @auth.on.store
 async def own_namespaces(ctx: Auth.types.AuthContext, value: dict) -> None:
-    """The store (MemCompileStore: namespace ("tom",) is tom's memory) is reachable under the caller's own name only."""
+    """The store (graphs/store.py: namespace ("tom",) is tom's memory) is reachable under the caller's own namespace
+    only, exactly: a namespace below it would be another memory."""
+    own = one_label_namespace(ctx.user.identity)
     namespace = tuple(value.get("namespace") or ())
     if not namespace:
-        value["namespace"] = (ctx.user.identity,)
-    elif namespace[0] != ctx.user.identity:
+        value["namespace"] = own
+    elif namespace != own:
         raise Auth.exceptions.HTTPException(status_code=403, detail="another user's namespace")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import unicodedata
 
 MAX_USER_ID = 256
@@ -33,16 +34,31 @@ def nothing_stored_note(user_id: str) -> str:
     return f"nothing is stored for user_id {user_id!r}"
 
 
+STUDIO_USER_ENV = "MEMCOMPILE_STUDIO_USER"
+
+
 def auth_identity(configurable: object) -> str | None:
     """The end user a LangGraph server authenticated for this run (custom auth, `langgraph_sdk.Auth`), from the run's
-    configurable["langgraph_auth_user"]; None without custom auth. Studio's own user is the developer at the server,
-    not an end user, so it names none (the run's user_id then decides)."""
+    configurable["langgraph_auth_user"]; None without any auth (a local server: the run's user_id decides).
+
+    A Studio user is signed in by LangSmith (or, under `langgraph dev`, by nothing but an `x-auth-scheme: langsmith`
+    header), not by the deployment's own auth: it names no end user, and may not pick one either. It acts as the user
+    $MEMCOMPILE_STUDIO_USER names where the operator set one, else the run is refused."""
     user = configurable.get("langgraph_auth_user") if isinstance(configurable, dict) else None
     if user is None:
         return None
     get = user.get if isinstance(user, dict) else lambda key, default=None: getattr(user, key, default)
     kind = get("kind", None) or type(user).__name__
-    if kind == "StudioUser" or get("is_authenticated", True) is False:
+    if kind == "StudioUser":
+        chosen = os.environ.get(STUDIO_USER_ENV)
+        if not chosen:
+            raise InvalidUserId(
+                "this run comes from a LangGraph Studio sign-in, which names no user of this memory: call with the "
+                f"deployment's own credentials, or set {STUDIO_USER_ENV}=USER_ID on the server to let Studio act as "
+                "that one user"
+            )
+        return chosen
+    if get("is_authenticated", True) is False:
         return None
     identity = get("identity", None)
     return identity if isinstance(identity, str) and identity else None

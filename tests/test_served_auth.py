@@ -1,6 +1,8 @@
 """Served graphs with LangGraph custom auth (issue 26): a real `langgraph dev` with the example handler graphs/auth.py
 (graphs/langgraph.auth.json). The memory user of every run is the authenticated one, never a client field."""
 
+from pathlib import Path
+
 import httpx
 import pytest
 from support.servers import langgraph_dev
@@ -10,13 +12,14 @@ from memcompile_langgraph import MemCompile
 pytestmark = pytest.mark.slow
 
 TOM, ANN = "tom-token-0123456789abcdef", "ann-token-0123456789abcdef"
+SMITH = "smith-token-0123456789abcdef"  # the user "tom.smith": another person, not a namespace below tom
 BEAGLE = {"speaker": "Tom", "text": "I adopted a beagle named Biscuit.", "time": "4 March 2024"}
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("served-auth")
-    (tmp / "tokens").write_text(f"{TOM} tom\n{ANN} ann\n")
+    (tmp / "tokens").write_text(f"{TOM} tom\n{ANN} ann\n{SMITH} tom.smith\n")
     with langgraph_dev(tmp, "langgraph.auth.json", {"MEMCOMPILE_AUTH_TOKENS": str(tmp / "tokens")}) as base:
         yield base, tmp / "store"
 
@@ -81,7 +84,7 @@ def test_served_runs_normalize_the_user_id_as_the_api_does(served):
     assert served.turns("Zo\u00e9") == [] and served.users() == []
 
 
-def test_served_runs_take_the_user_from_the_servers_auth_and_never_default(served):
+def test_served_runs_take_the_user_from_the_servers_auth_and_never_default(served, monkeypatch):
     from memcompile_langgraph.ingest_graph import ingest_graph
     from memcompile_langgraph.users import InvalidUserId, MissingUserId
 
@@ -92,7 +95,10 @@ def test_served_runs_take_the_user_from_the_servers_auth_and_never_default(serve
     with pytest.raises(MissingUserId, match="needs a user_id"):
         ingest_graph.invoke({"turns": [BEAGLE]}, context={})
     studio = {"configurable": {"langgraph_auth_user": {"kind": "StudioUser", "identity": "dev"}}}
-    ingest_graph.invoke({"turns": [BEAGLE]}, studio, context={"user_id": "ann"})  # Studio's developer picks the user
+    with pytest.raises(InvalidUserId, match="names no user of this memory"):  # nor may it pick one
+        ingest_graph.invoke({"turns": [BEAGLE]}, studio, context={"user_id": "ann"})
+    monkeypatch.setenv("MEMCOMPILE_STUDIO_USER", "ann")  # the operator lets Studio act as ann
+    ingest_graph.invoke({"turns": [BEAGLE]}, studio, context={})
     assert served.users() == ["ann", "tom"] and len(served.turns("tom")) == 1
 
 
@@ -103,3 +109,67 @@ def test_a_served_recall_for_an_unknown_user_says_nothing_is_stored(served):
     assert out["context"] == "" and out["note"] == "nothing is stored for user_id 'nobody'"
     served.add_turns([BEAGLE], user_id="tom")
     assert "note" not in query_graph.invoke({"query": "What is the beagle called?"}, context={"user_id": "tom"})
+
+
+def test_tom_never_reaches_the_memory_of_the_user_tom_smith(server):
+    base, _ = server
+    with client(base, SMITH) as smith, client(base, TOM) as tom:
+        run(smith, "memcompile_ingest", {"turns": [{**BEAGLE, "text": "My PIN is 4711."}]}).raise_for_status()
+        own = smith.post("/store/items/search", json={"namespace_prefix": ["tom%2Esmith"]}).raise_for_status().json()
+        assert [i["value"]["text"] for i in own["items"]] == ["My PIN is 4711."]  # his own memory, reachable
+        for namespace in (["tom", "smith"], ["tom%2Esmith"]):
+            got = tom.get("/store/items", params={"namespace": ".".join(namespace), "key": "D1:1"})
+            assert got.status_code == 403
+        listed = tom.post("/store/items/search", json={"namespace_prefix": ["tom"]}).raise_for_status().json()
+        assert "4711" not in str(listed)
+        assert "4711" not in run(tom, "memcompile_query", {"query": "What is my PIN?"}).text
+
+
+STUDIO = {"x-auth-scheme": "langsmith"}  # what LangGraph Studio sends; under `langgraph dev` nothing checks it
+
+
+def test_the_studio_header_reaches_no_users_memory_with_the_shipped_config(server):
+    base, store = server
+    with httpx.Client(base_url=base, headers=STUDIO, timeout=300) as studio:
+        assert run(studio, "memcompile_query", {"query": "beagle"}, user_id="tom").status_code == 401
+        assert run(studio, "memcompile_ingest", {"turns": [BEAGLE]}, user_id="tom").status_code == 401
+        assert studio.get("/store/items", params={"namespace": "tom", "key": "D1:1"}).status_code == 401
+
+
+def test_a_studio_user_names_no_memory_user_unless_the_operator_chose_one(tmp_path):
+    """A config that leaves Studio's sign-in on (as LangGraph's own default does): a Studio run may not pick the
+    user; it acts as MEMCOMPILE_STUDIO_USER where the operator set one."""
+    import json
+
+    config = json.loads((Path(__file__).parents[1] / "graphs" / "langgraph.auth.json").read_text())
+    del config["auth"]["disable_studio_auth"]
+    (tmp_path / "studio.json").write_text(json.dumps(config))
+    (tmp_path / "tokens").write_text(f"{TOM} tom\n")
+    env = {"MEMCOMPILE_AUTH_TOKENS": str(tmp_path / "tokens")}
+    with langgraph_dev(tmp_path, "./studio.json", env) as base:
+        with client(base, TOM) as tom:
+            run(tom, "memcompile_ingest", {"turns": [BEAGLE]}).raise_for_status()
+        with httpx.Client(base_url=base, headers=STUDIO, timeout=300) as studio:
+            for graph, payload in (
+                ("memcompile_query", {"query": "beagle"}),
+                ("memcompile_ingest", {"turns": [BEAGLE]}),
+            ):
+                answer = run(studio, graph, payload, user_id="tom")
+                assert "names no user of this memory" in answer.text and "Biscuit" not in answer.text
+    mem = MemCompile(tmp_path / "store", dense=False)
+    try:
+        assert [t.packet.text for t in mem.turns("tom")] == [BEAGLE["text"]]  # the Studio write stored nothing
+    finally:
+        mem.close()
+    sub = tmp_path / "chosen"
+    sub.mkdir()
+    (sub / "studio.json").write_text(json.dumps(config))
+    with langgraph_dev(sub, "./studio.json", {**env, "MEMCOMPILE_STUDIO_USER": "studio-demo"}) as base:
+        with httpx.Client(base_url=base, headers=STUDIO, timeout=300) as studio:
+            assert "may not name another" in run(studio, "memcompile_query", {"query": "beagle"}, user_id="tom").text
+            assert run(studio, "memcompile_ingest", {"turns": [BEAGLE]}).raise_for_status().json()["packets"]
+    mem = MemCompile(sub / "store", dense=False)
+    try:
+        assert [t.packet.text for t in mem.turns("studio-demo")] == [BEAGLE["text"]] and mem.users() == ["studio-demo"]
+    finally:
+        mem.close()

@@ -1,8 +1,12 @@
 """MemCompileStore: MemCompile behind LangGraph's long-term memory API (`BaseStore`).
 
-Namespace -> user: the labels joined with "." (LangGraph forbids "." inside a label, so the join is one-to-one):
-("memories", "tom") is the user "memories.tom", ("tom",) the user "tom". The user id is validated like everywhere
-else. Change it with namespace_to_user / user_to_namespace (the inverse, used to list namespaces; None hides a user).
+Namespace -> user, one-to-one both ways: the labels, each with "%" and "." escaped ("%25", "%2E"), joined with ".":
+("memories", "tom") is the user "memories.tom", ("tom",) the user "tom", and the user "tom.smith" (made by another
+surface) is the namespace ("tom", "smith"), never one below ("tom",)'s memory: a prefix matches whole labels. The user
+id is validated like everywhere else. A server where each caller owns one memory uses `one_label` (the user is the
+namespace's only label, escaped: ("tom",) is "tom", ("tom%2Esmith",) is "tom.smith"; deeper namespaces are refused),
+so that no namespace lies below another user's. Change it with namespace_to_user / user_to_namespace (the inverse,
+used to list namespaces; None hides a user).
 
 Item <-> turn: an item is one stored turn and its key is the turn's dia_id (store_values.py says which field
 becomes the text and what `get` returns; the empty key, which a dia_id cannot be, is kept under an escaped one). Where store semantics and MemCompile's differ:
@@ -53,15 +57,43 @@ log = logging.getLogger(__name__)
 
 SEPARATOR = "."  # cannot occur inside a LangGraph namespace label
 PAGE = 256  # turns read at a time when listing
+_ESCAPES = (("%", "%25"), (".", "%2E"))  # "%" first: an escape's own "%" is not escaped again
+
+
+def escape_label(label: str) -> str:
+    for raw, escaped in _ESCAPES:
+        label = label.replace(raw, escaped)
+    return label
+
+
+def unescape_label(label: str) -> str:
+    for raw, escaped in reversed(_ESCAPES):
+        label = label.replace(escaped, raw)
+    return label
 
 
 def join_namespace(namespace: tuple[str, ...]) -> str:
-    return SEPARATOR.join(namespace)
+    return SEPARATOR.join(escape_label(label) for label in namespace)
 
 
 def split_user(user_id: str) -> tuple[str, ...] | None:
-    labels = tuple(user_id.split(SEPARATOR))
-    return labels if all(labels) else None  # "a..b" has no namespace of non-empty labels
+    """The namespace of a user id; None for an id no namespace maps to (an empty label, an escape of another kind,
+    a label with "." that LangGraph would refuse)."""
+    labels = tuple(unescape_label(part) for part in user_id.split(SEPARATOR))
+    usable = all(labels) and not any(SEPARATOR in label or "\x00" in label for label in labels)
+    return labels if usable and join_namespace(labels) == user_id else None
+
+
+def one_label_user(namespace: tuple[str, ...]) -> str:
+    """The user of a namespace of one label (its escapes undone); deeper namespaces are refused."""
+    if len(namespace) != 1:
+        raise ValueError(f"namespace {namespace!r}: this store holds one memory per namespace of one label, the user's")
+    return unescape_label(namespace[0])
+
+
+def one_label_namespace(user_id: str) -> tuple[str, ...] | None:
+    label = escape_label(user_id)
+    return (label,) if "\x00" not in label and unescape_label(label) == user_id else None
 
 
 def _time(seconds: float) -> datetime:

@@ -88,7 +88,8 @@ def langgraph_dev(tmp: Path, config: str, env: dict[str, str] | None = None) -> 
     under the repository must not restart the server mid-test."""
     port = free_port()
     (tmp / "graphs").symlink_to(ROOT / "graphs", target_is_directory=True)
-    cmd = ["langgraph", "dev", "--config", f"graphs/{config}", "--port", str(port), "--host", "127.0.0.1"]
+    config = config if "/" in config else f"graphs/{config}"  # a path: a config the test wrote into tmp
+    cmd = ["langgraph", "dev", "--config", config, "--port", str(port), "--host", "127.0.0.1"]
     cmd += ["--no-browser", "--no-reload"]
     env = {**LANGGRAPH_OFFLINE, "MEMCOMPILE_STORE": str(tmp / "store"), **(env or {})}
     base = f"http://127.0.0.1:{port}"
