@@ -12,7 +12,7 @@ from ...address.routing import Routing
 from ...evidence.budget import CUT_MARKER
 from ...evidence.frontier import frontier_window
 from ...evidence.normalize import normalize
-from ...evidence.render import update_marks
+from ...evidence.render import shown_time, update_marks
 from ...evidence.updates import topic_terms
 from ...index.user import UserIndex
 from ...memory import MemCompile
@@ -27,8 +27,8 @@ _CUT_LINE = re.compile(
 
 
 def when(p: SourcePacket) -> str:
-    """The turn's time as a header shows it (parsed: to the minute), else as it was given."""
-    return p.session_time[:16].replace("T", " ") if p.session_time else p.session_time_raw
+    """The turn's time as a header shows it (parsed), else as it was given."""
+    return shown_time(p) or p.session_time_raw
 
 
 @dataclass(frozen=True)
