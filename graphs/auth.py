@@ -4,6 +4,8 @@ Bearer tokens from the file named by $MEMCOMPILE_AUTH_TOKENS, one `TOKEN USER_ID
 `memcompile mcp --tokens`; `TOKEN *` lines are refused here: a served graph acts for one user). The authenticated
 user id is the memory user of every run (the graphs read it from the run's config; a run naming another user_id
 fails), threads are visible to their owner only, and the store's namespaces are the caller's own: ("tom",) for tom.
+A LangGraph Studio session reaches no memory (graphs/langgraph.auth.json turns Studio's own auth off, so Studio
+needs a token too; an operator who leaves it on may set MEMCOMPILE_TRUST_STUDIO=1 to let Studio pick any user).
 Replace `authenticate` with your identity provider's check; keep the rest.
 """
 
@@ -12,6 +14,7 @@ import os
 from langgraph_sdk import Auth
 
 from memcompile_langgraph.integrations.tokens import Tokens
+from memcompile_langgraph.users import TRUST_STUDIO_ENV, is_studio_user, studio_trusted
 
 auth = Auth()
 _tokens_file = os.environ.get("MEMCOMPILE_AUTH_TOKENS")
@@ -28,9 +31,21 @@ async def authenticate(authorization: str | None) -> str:
     return grant.user_id
 
 
+def studio_session(ctx: Auth.types.AuthContext) -> bool:
+    """A Studio session (langgraph-api lets one in without calling authenticate when Studio auth is on) reaches
+    nothing, unless the operator trusts Studio: then it reaches everything, as without auth."""
+    if not is_studio_user(ctx.user):
+        return False
+    if not studio_trusted():
+        raise Auth.exceptions.HTTPException(status_code=403, detail=f"a Studio session needs {TRUST_STUDIO_ENV}=1")
+    return True
+
+
 @auth.on.threads
-async def own_threads(ctx: Auth.types.AuthContext, value: dict) -> Auth.types.FilterType:
+async def own_threads(ctx: Auth.types.AuthContext, value: dict) -> Auth.types.FilterType | None:
     """Threads (and their runs) carry their owner; each caller sees only its own (recalled memory lives in them)."""
+    if studio_session(ctx):
+        return None
     metadata = value.get("metadata") if isinstance(value, dict) else None
     if isinstance(metadata, dict):
         metadata["owner"] = ctx.user.identity
@@ -42,6 +57,8 @@ async def own_threads(ctx: Auth.types.AuthContext, value: dict) -> Auth.types.Fi
 @auth.on.store
 async def own_namespaces(ctx: Auth.types.AuthContext, value: dict) -> None:
     """The store (MemCompileStore: namespace ("tom",) is tom's memory) is reachable under the caller's own name only."""
+    if studio_session(ctx):
+        return
     namespace = tuple(value.get("namespace") or ())
     if not namespace:
         value["namespace"] = (ctx.user.identity,)

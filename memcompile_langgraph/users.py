@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import unicodedata
 
 MAX_USER_ID = 256
@@ -33,18 +34,41 @@ def nothing_stored_note(user_id: str) -> str:
     return f"nothing is stored for user_id {user_id!r}"
 
 
+TRUST_STUDIO_ENV = "MEMCOMPILE_TRUST_STUDIO"
+
+
+def studio_trusted() -> bool:
+    """Whether the operator lets a LangGraph Studio session pick any user ($MEMCOMPILE_TRUST_STUDIO=1; off by
+    default: under `langgraph dev` a Studio session is one header, checked by nothing)."""
+    value = os.environ.get(TRUST_STUDIO_ENV, "").strip().lower()
+    if value not in ("", "0", "1", "false", "true"):
+        raise ValueError(f"{TRUST_STUDIO_ENV} must be 1 or 0, got {value!r}")
+    return value in ("1", "true")
+
+
+def _field(user: object, key: str) -> object:
+    """A field of a server's user: a dict once the run was queued, the server's user object in process."""
+    return user.get(key) if isinstance(user, dict) else getattr(user, key, None)
+
+
+def is_studio_user(user: object) -> bool:
+    return (_field(user, "kind") or type(user).__name__) == "StudioUser"
+
+
 def auth_identity(configurable: object) -> str | None:
     """The end user a LangGraph server authenticated for this run (custom auth, `langgraph_sdk.Auth`), from the run's
-    configurable["langgraph_auth_user"]; None without custom auth. Studio's own user is the developer at the server,
-    not an end user, so it names none (the run's user_id then decides)."""
+    configurable["langgraph_auth_user"]; None without custom auth (the run's user_id then decides). A Studio session
+    is no end user: it reaches no memory unless the operator trusts Studio (studio_trusted), then it picks the user."""
     user = configurable.get("langgraph_auth_user") if isinstance(configurable, dict) else None
     if user is None:
         return None
-    get = user.get if isinstance(user, dict) else lambda key, default=None: getattr(user, key, default)
-    kind = get("kind", None) or type(user).__name__
-    if kind == "StudioUser" or get("is_authenticated", True) is False:
+    if is_studio_user(user):
+        if studio_trusted():
+            return None
+        raise InvalidUserId(f"a LangGraph Studio session reaches no memory (an operator may set {TRUST_STUDIO_ENV}=1)")
+    if _field(user, "is_authenticated") is False:
         return None
-    identity = get("identity", None)
+    identity = _field(user, "identity")
     return identity if isinstance(identity, str) and identity else None
 
 
