@@ -127,6 +127,11 @@ def answer(question: str, claims: Sequence[Claim], embeddings: Any = None) -> An
     return Answer(f"{c.text.rstrip()}{when}", (c.dia_id,))
 
 
+def block_dia_ids(context: str) -> set[str]:
+    """The dia_ids of every rendered block ("[dia_id] speaker | time | session n") in the text."""
+    return {head["dia"] for line in context.splitlines() if (head := _HEADER.match(line))}
+
+
 def parse_claims(context: str) -> list[Claim]:
     """(dia_id, date, claim) for every claim line of rendered blocks ("[dia_id] speaker | time | session n")."""
     out = []

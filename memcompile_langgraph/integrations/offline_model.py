@@ -14,6 +14,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 
 from .extractive import Claim, answer, parse_claims
+from .memory_nodes import QUOTED_KEY
 
 DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
 NOTED = "Noted, I will remember that."
@@ -39,13 +40,12 @@ class OfflineMemoryReader(BaseChatModel):
     ) -> ChatResult:
         human = next((m for m in reversed(messages) if isinstance(m, HumanMessage)), None)
         question = human.text if human is not None else ""
-        return ChatResult(generations=[ChatGeneration(message=AIMessage(content=self.reply(question, messages)))])
-
-    def reply(self, question: str, messages: list[BaseMessage]) -> str:
-        if "?" not in question:
-            return NOTED
-        found = answer(question, memory_claims(messages), self.embeddings)
-        return found.render() if found is not None else UNKNOWN
+        found = answer(question, memory_claims(messages), self.embeddings) if "?" in question else None
+        if found is None:
+            reply = AIMessage(content=UNKNOWN if "?" in question else NOTED)
+        else:  # the whole reply is a quote: remember stores it as a pointer to its sources (memory_nodes)
+            reply = AIMessage(content=found.render(), response_metadata={QUOTED_KEY: list(found.dia_ids)})
+        return ChatResult(generations=[ChatGeneration(message=reply)])
 
 
 def default_chat_model(embeddings: Any = None) -> BaseChatModel:

@@ -85,11 +85,12 @@ def langgraph_dev(tmp: Path, config: str, env: dict[str, str] | None = None) -> 
     """`langgraph dev` serving graphs/<config> offline on a free loopback port, its memory in tmp/store; yields its
     base URL. The server resolves the config's paths and writes its .langgraph_api/ state in its working directory:
     tmp, which sees the repository's graphs/, so nothing is left in the repository. --no-reload: files changing
-    under the repository must not restart the server mid-test."""
+    under the repository must not restart the server mid-test. A config written into tmp (an operator's own) is
+    served in place of graphs/<config>."""
     port = free_port()
     (tmp / "graphs").symlink_to(ROOT / "graphs", target_is_directory=True)
-    config = config if "/" in config else f"graphs/{config}"  # a path: a config the test wrote into tmp
-    cmd = ["langgraph", "dev", "--config", config, "--port", str(port), "--host", "127.0.0.1"]
+    path = config if (tmp / config).is_file() else f"graphs/{config}"
+    cmd = ["langgraph", "dev", "--config", path, "--port", str(port), "--host", "127.0.0.1"]
     cmd += ["--no-browser", "--no-reload"]
     env = {**LANGGRAPH_OFFLINE, "MEMCOMPILE_STORE": str(tmp / "store"), **(env or {})}
     base = f"http://127.0.0.1:{port}"
