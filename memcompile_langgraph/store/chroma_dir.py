@@ -21,6 +21,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from .layout import PRIVATE_FILE, private_folder, tighten
 from .locks import FileLock
 
@@ -235,12 +237,12 @@ def wipe_unused(index_dir: Path) -> None:
     with open(index_dir / "data_level0.bin", "r+b") as fh:
         fd = fh.fileno()
         used = min(count, os.fstat(fd).st_size // size)
-        step = max(1, _WIPE_STEP // size)
-        for first in range(0, used, step):
-            block = os.pread(fd, min(step, used - first) * size, first * size)
-            for at in range(0, len(block), size):
-                if block[at + level0 + 2] & _DELETED and not _zeros(block[at + data : at + label]):
-                    os.pwrite(fd, bytes(label - data), first * size + at + data)
+        if used:
+            elements = np.memmap(fh, dtype=np.uint8, mode="r", shape=(used, size))  # pages read, not copied
+            deleted = np.flatnonzero(elements[:, level0 + 2] & _DELETED)
+            for i in deleted[elements[deleted, data:label].any(axis=1)].tolist():
+                os.pwrite(fd, bytes(label - data), i * size + data)
+            del elements
         _zero_from(fd, count * size)
     with open(index_dir / "length.bin", "r+b") as fh:  # one float per element: its capacity is malloc's too
         _zero_from(fh.fileno(), count * 4)
