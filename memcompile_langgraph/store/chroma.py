@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import functools
+import logging
+import math
+import os
 import sqlite3
 import uuid
 from collections.abc import Callable, Iterator, Sequence
@@ -11,6 +14,7 @@ from typing import TYPE_CHECKING, Concatenate, Literal, ParamSpec, TypedDict, Ty
 from urllib.parse import urlparse
 
 import chromadb
+import httpx
 from chromadb.config import Settings
 from chromadb.errors import ChromaError, NotFoundError
 
@@ -33,6 +37,9 @@ _R = TypeVar("_R")
 _T = TypeVar("_T")
 
 SOURCE = "source"  # metadata key of what a vector was built from: a digest of the packet document it embedded
+TIMEOUT_ENV = "MEMCOMPILE_CHROMA_TIMEOUT"
+DEFAULT_TIMEOUT = 30.0  # seconds any one call to a Chroma server may go without an answer
+log = logging.getLogger(__name__)
 
 
 def _guarded(method: Callable[Concatenate[ChromaVectors, _P], _R]) -> Callable[Concatenate[ChromaVectors, _P], _R]:
@@ -42,8 +49,10 @@ def _guarded(method: Callable[Concatenate[ChromaVectors, _P], _R]) -> Callable[C
     def run(self: ChromaVectors, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
         try:
             return method(self, *args, **kwargs)
-        except (ChromaError, sqlite3.Error, OSError, ConnectionError) as exc:
-            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+        except Exception as exc:
+            if not _failed_store(exc):
+                raise
+            first = _reason(exc)
             raise VectorStoreError(
                 f"vector store {self.where} failed ({first}); the records are intact: "
                 f"`memcompile repair` rebuilds the vectors from them"
@@ -60,12 +69,33 @@ class _Settings(TypedDict):
 _SETTINGS: _Settings = {"anonymized_telemetry": False, "allow_reset": False}
 
 
+def server_timeout() -> float:
+    """Seconds one call to a Chroma server may go unanswered: $MEMCOMPILE_CHROMA_TIMEOUT, else 30."""
+    raw = os.environ.get(TIMEOUT_ENV, "").strip()
+    try:
+        timeout = float(raw) if raw else DEFAULT_TIMEOUT
+    except ValueError:
+        timeout = math.nan
+    if not 0 < timeout < math.inf:
+        raise VectorStoreError(f"{TIMEOUT_ENV}={raw!r}: give the seconds a Chroma server call may take, e.g. 30")
+    return timeout
+
+
 def make_client(path: str | Path | None, url: str | None = None) -> ClientAPI:
     if url:
         u = urlparse(url if "://" in url else f"http://{url}")
-        return chromadb.HttpClient(
-            host=u.hostname or "127.0.0.1", port=u.port or 8000, ssl=u.scheme == "https", settings=Settings(**_SETTINGS)
-        )
+        host, port, ssl = u.hostname or "127.0.0.1", u.port or 8000, u.scheme == "https"
+        timeout = server_timeout()
+        # chromadb's HTTP client waits forever for every answer (1.5 sets no timeout and has no setting for one),
+        # its constructor included: ask the server first, bounded, then bound the client's own session
+        httpx.get(f"{'https' if ssl else 'http'}://{host}:{port}/api/v2/heartbeat", timeout=timeout)
+        client = chromadb.HttpClient(host=host, port=port, ssl=ssl, settings=Settings(**_SETTINGS))
+        session = getattr(getattr(client, "_server", None), "_session", None)
+        if isinstance(session, httpx.Client):
+            session.timeout = httpx.Timeout(timeout)
+        else:
+            log.warning("cannot give this chromadb's HTTP client a timeout: calls to %s may wait forever", url)
+        return client
     if path is not None:
         return chromadb.PersistentClient(path=str(Path(path) / "chroma"), settings=Settings(**_SETTINGS))
     return chromadb.EphemeralClient(settings=Settings(**_SETTINGS))
@@ -95,13 +125,17 @@ class ChromaVectors:
         try:
             return open_chroma(self._path, self._url)
         except BaseException as exc:
-            # Chroma's Rust core panics on some damaged files: PanicException, a BaseException of pyo3's
-            if not isinstance(exc, (ChromaError, sqlite3.Error, OSError)) and type(exc).__name__ != "PanicException":
+            # chromadb's client says ValueError for a server it could not reach or that failed as it opened; its
+            # Rust core panics on some damaged files (pyo3's PanicException, a BaseException)
+            failed = isinstance(exc, Exception) and (_failed_store(exc) or (self._url and isinstance(exc, ValueError)))
+            if not failed and type(exc).__name__ != "PanicException":
                 raise
-            if self._path is None or self._url:
+            if self._url:
                 raise VectorStoreError(
-                    f"vector store {self.where} cannot be opened: {str(exc).splitlines()[0][:200]}"
+                    f"vector store {self.where} cannot be opened (Chroma server: {_reason(exc)})"
                 ) from exc
+            if self._path is None:
+                raise VectorStoreError(f"vector store {self.where} cannot be opened: {_reason(exc)}") from exc
             return UnavailableChroma(Path(self._path) / "chroma", exc)  # the records stay usable; repair moves it aside
 
     @property
@@ -168,6 +202,7 @@ class ChromaVectors:
                 # tells which by the first, its types name only a list of one kind or the other
                 rows = cast("list[Embedding] | list[PyEmbedding]", embeddings[i : i + step])
                 col.upsert(ids=ids[i : i + step], embeddings=rows, metadatas=metadatas[i : i + step])
+            self.chroma.wiped(str(col.id))
             self._loaded.add(user_id)
 
     @_guarded
@@ -177,11 +212,15 @@ class ChromaVectors:
         """(packet id, cosine) of the k nearest, best first; with sources, (packet id, cosine, source digest)."""
         with self.chroma.access(write=False):
             col = self.collection(user_id, create=False)
-            n = col.count() if col is not None else 0
-            if col is None or n == 0:
+            if col is None:
+                return []
+            n = col.count()
+            self.chroma.wiped(str(col.id))
+            if n == 0:
                 return []
             include: Include = ["distances", "metadatas"] if sources else ["distances"]
             res = col.query(query_embeddings=[embedding], n_results=min(k, n), include=include)
+            self.chroma.wiped(str(col.id))  # the query loads the index
             self._loaded.add(user_id)
         hits = [(pid, 1.0 - float(dist)) for pid, dist in zip(res["ids"][0], _asked(res["distances"])[0])]
         if sources:
@@ -232,6 +271,7 @@ class ChromaVectors:
         else:
             for off in range(0, col.count(), step):
                 yield col.get(limit=step, offset=off, include=include)
+        self.chroma.wiped(str(col.id))
         self._loaded.add(user_id)
 
     @_guarded
@@ -245,6 +285,7 @@ class ChromaVectors:
             if col is None:
                 return
             col.delete(ids=list(ids))
+            self.chroma.wiped(str(col.id))
             if not self.chroma.scrubs:
                 return
             kept: list[str] = []
@@ -310,6 +351,27 @@ class ChromaVectors:
         self.chroma.dropped()
         if scrub:
             self.chroma.scrub()
+
+
+def _failed_store(exc: Exception) -> bool:
+    """Whether an exception is the vector store's failure (a Chroma error, a file's, or the server's: chromadb raises
+    a bare Exception for an HTTP error answer it has no type for, httpx's errors for no answer at all)."""
+    return isinstance(exc, (ChromaError, sqlite3.Error, OSError, ConnectionError, httpx.HTTPError)) or (
+        type(exc) is Exception
+    )
+
+
+def _reason(exc: BaseException) -> str:
+    """Why a call failed, in a few words of one line (from the HTTP error chromadb's own errors arose from)."""
+    cause: BaseException | None = exc
+    while cause is not None and not isinstance(cause, httpx.HTTPError):
+        cause = cause.__cause__ or cause.__context__
+    exc = cause or exc
+    if isinstance(exc, httpx.TimeoutException):
+        return f"no answer within {server_timeout():g} s ({type(exc).__name__})"
+    if isinstance(exc, httpx.HTTPStatusError):
+        return f"it answered {exc.response.status_code} {exc.response.reason_phrase}"
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
 
 
 def _source(metadata: Metadata | None) -> str | None:

@@ -21,6 +21,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from .layout import PRIVATE_FILE, private_folder, tighten
 from .locks import FileLock
 
@@ -47,7 +49,11 @@ class LocalChroma:
         self._mutex = threading.RLock()  # a reopen must never run under another thread's operation
         self._depth = 0
         self.epoch = 0
-        self._seen: tuple[int, set[str]] = (-1, set())  # the folder's mtime and entries when last made private
+        self._seen: tuple[int, set[str]] = (-1, set())
+        self._segments: dict[str, Path] = {}  # collection id -> its index folder
+        self._stamps: dict[
+            Path, tuple[int, int]
+        ] = {}  # index folder -> data_level0.bin (mtime, size) when wiped  # the folder's mtime and entries when last made private
         with self._lock.hold():  # a new directory gets Chroma's schema written once
             self.generation = self._read_generation()
             self.client = make_client()
@@ -106,6 +112,7 @@ class LocalChroma:
     def dropped(self) -> None:
         """A collection was deleted: handles cached by every ChromaVectors of this process are re-fetched."""
         self.epoch += 1
+        self._segments.clear()
 
     def _keep_private(self) -> None:
         """What Chroma made under the umask since the last look made private: its database, and each new index
@@ -125,14 +132,10 @@ class LocalChroma:
 
     def _refresh(self) -> None:
         if self._read_generation() != self.generation:
-            self._reopen()
+            self.client.close()  # type: ignore[attr-defined]  # typed ClientAPI, which lacks its Client's close()
+            self.client = self._make()
             self.generation = self._read_generation()
-
-    def _reopen(self) -> None:
-        """A new client: it reloads every index from its files (and replays Chroma's write log)."""
-        self.client.close()  # type: ignore[attr-defined]  # typed ClientAPI, which lacks its Client's close()
-        self.client = self._make()
-        self.epoch += 1
+            self.epoch += 1
 
     def scrub(self) -> None:
         """Remove what Chroma leaves on disk of removed vectors: the index directories of dropped collections, the
@@ -152,15 +155,46 @@ class LocalChroma:
         except sqlite3.Error as exc:  # e.g. another Chroma schema: the vectors are deleted, only not scrubbed
             log.warning("could not scrub the Chroma directory (%s); deleted vectors may remain on disk", exc)
             return
-        wiped = False
         for d in self.chroma_dir.iterdir():
             if d.name in live and (d / "header.bin").is_file():
+                self._wipe(d)
+
+    def wiped(self, collection_id: str) -> None:
+        """After an operation on a collection: Chroma writes a whole index file anew from memory as malloc gave it
+        when it makes the index, and also when it loads one it has not saved an element of yet (the first
+        thousand are kept in its log), a read included. So a changed index file gets its unused capacity and
+        deleted slots zeroed (one stat when unchanged). Call inside `access`: under a read, no writer saves meanwhile,
+        and only bytes beyond the saved elements are zeroed."""
+        folder = self._segments.get(collection_id)
+        if folder is None:
+            try:
+                conn = sqlite3.connect(self.chroma_dir / "chroma.sqlite3", timeout=30)
                 try:
-                    wiped = wipe_unused(d) or wiped
-                except (OSError, ValueError) as exc:
-                    log.warning("could not scrub the Chroma index %s (%s); deleted vectors may remain on disk", d, exc)
-        if wiped:  # the loaded indexes still hold those bytes in memory, where a later save could write them again
-            self._reopen()
+                    row = conn.execute(
+                        "SELECT id FROM segments WHERE collection=? AND scope='VECTOR'", (collection_id,)
+                    ).fetchone()
+                finally:
+                    conn.close()
+            except sqlite3.Error as exc:
+                log.warning("could not find the Chroma index of collection %s (%s)", collection_id, exc)
+                return
+            if row is None:
+                return
+            folder = self._segments[collection_id] = self.chroma_dir / row[0]
+        try:
+            st = os.stat(folder / "data_level0.bin")
+        except FileNotFoundError:
+            return
+        if self._stamps.get(folder) != (st.st_mtime_ns, st.st_size):
+            self._wipe(folder)
+
+    def _wipe(self, folder: Path) -> None:
+        try:
+            wipe_unused(folder)
+            st = os.stat(folder / "data_level0.bin")
+            self._stamps[folder] = (st.st_mtime_ns, st.st_size)
+        except (OSError, ValueError) as exc:
+            log.warning("could not scrub the Chroma index %s (%s); deleted vectors may remain on disk", folder, exc)
 
     @contextlib.contextmanager
     def access(self, write: bool) -> Iterator[ClientAPI]:
@@ -190,42 +224,37 @@ _DELETED = 0x01  # in the third byte of an element's level-0 link count
 _WIPE_STEP = 1 << 20
 
 
-def wipe_unused(index_dir: Path) -> bool:
+def wipe_unused(index_dir: Path) -> None:
     """Zeroes what an HNSW index's files hold beyond its vectors: the vector of every element marked deleted, and
     everything past the element count (capacity saved as malloc left it). Written in place: Chroma keeps the files
-    open. Returns whether any byte was not zero already."""
+    open."""
     header = (index_dir / "header.bin").read_bytes()
     if len(header) < _HNSW_HEADER.size:
         raise ValueError("header.bin is too short")
     version, level0, _capacity, count, size, label, data = _HNSW_HEADER.unpack_from(header)
     if version != _HNSW_FORMAT or not 0 <= level0 < data <= label < size:
         raise ValueError(f"header.bin of an unknown HNSW format ({version})")
-    wiped = False
     with open(index_dir / "data_level0.bin", "r+b") as fh:
         fd = fh.fileno()
         used = min(count, os.fstat(fd).st_size // size)
-        step = max(1, _WIPE_STEP // size)
-        for first in range(0, used, step):
-            block = os.pread(fd, min(step, used - first) * size, first * size)
-            for at in range(0, len(block), size):
-                if block[at + level0 + 2] & _DELETED and not _zeros(block[at + data : at + label]):
-                    os.pwrite(fd, bytes(label - data), first * size + at + data)
-                    wiped = True
-        wiped = _zero_from(fd, count * size) or wiped
+        if used:
+            elements = np.memmap(fh, dtype=np.uint8, mode="r", shape=(used, size))  # pages read, not copied
+            deleted = np.flatnonzero(elements[:, level0 + 2] & _DELETED)
+            for i in deleted[elements[deleted, data:label].any(axis=1)].tolist():
+                os.pwrite(fd, bytes(label - data), i * size + data)
+            del elements
+        _zero_from(fd, count * size)
     with open(index_dir / "length.bin", "r+b") as fh:  # one float per element: its capacity is malloc's too
-        wiped = _zero_from(fh.fileno(), count * 4) or wiped
-    return wiped
+        _zero_from(fh.fileno(), count * 4)
 
 
-def _zero_from(fd: int, start: int) -> bool:
-    """Zeroes the file from `start` to its end; returns whether any byte there was not zero."""
-    end, dirty = os.fstat(fd).st_size, False
+def _zero_from(fd: int, start: int) -> None:
+    """Zeroes the file from `start` to its end (writing only where a byte is not zero)."""
+    end = os.fstat(fd).st_size
     for at in range(start, end, _WIPE_STEP):
         n = min(_WIPE_STEP, end - at)
         if not _zeros(os.pread(fd, n, at)):
             os.pwrite(fd, bytes(n), at)
-            dirty = True
-    return dirty
 
 
 def _zeros(block: bytes) -> bool:
@@ -247,6 +276,9 @@ class DirectChroma:
     scrubs = False  # a server's disk is out of reach; memory goes with the process
 
     def scrub(self) -> None:
+        pass
+
+    def wiped(self, collection_id: str) -> None:
         pass
 
     def damaged(self) -> bool:
@@ -295,6 +327,9 @@ class UnavailableChroma:
         pass
 
     def scrub(self) -> None:
+        pass
+
+    def wiped(self, collection_id: str) -> None:
         pass
 
 

@@ -82,7 +82,8 @@ class SqliteRecords(SqlRecords):
                 self._migrate()
                 if not self.read_only:  # a read-only copy keeps the store id it was copied with: it writes nothing
                     self._bind_home()
-                    self.store_id(), self.secret()  # made by a writer, so that readers only ever read them
+                    self.store_id()  # both made by a writer at open, so that readers only ever read them
+                    self.secret()
             except sqlite3.DatabaseError as exc:
                 self.conn.close()
                 raise StoreError(f"{target} is not a readable MemCompile records file ({exc})") from None

@@ -178,7 +178,8 @@ def test_forget_interrupted_between_records_and_vectors_is_finished(two_users, e
 
 # The heap as a long-lived process may have it: freed memory full of the user's vectors (their copies from reads, a
 # dropped or rebuilt index). With one malloc arena, Chroma's threads allocate from the blocks freed here right before
-# each vector write: the HNSW buffers of an index Chroma makes then (capacity 100: 167,600 bytes of vectors, 400 of lengths) come from them.
+# each vector write or read: the HNSW buffers of an index Chroma makes or loads then (capacity 100: 167,600 bytes
+# of vectors, 400 of lengths) come from them.
 WITH_HEAP_FULL_OF_VECTORS = """
 import ctypes, sys
 from pathlib import Path
@@ -212,9 +213,14 @@ def filled_first(write):
     return run
 
 
-ChromaVectors.upsert = filled_first(ChromaVectors.upsert)
+for name in ("upsert", "query", "ids", "vectors"):
+    setattr(ChromaVectors, name, filled_first(getattr(ChromaVectors, name)))
 mem = MemCompile(sys.argv[1], records_url=sys.argv[2], embeddings=default_embeddings())
-if sys.argv[4] == "forget":
+if sys.argv[4] == "read":  # a process that loads the indexes anew (Chroma writes an unsaved one's files again)
+    for user in ("kept", "late"):
+        mem.engine.vectors.query(user, [0.05] * 384, 3)
+        mem.engine.vectors.ids(user)
+elif sys.argv[4] == "forget":
     mem.add_turns([{"speaker": "Lee", "text": "A user after the forgotten one.", "dia_id": "L:1"}], user_id="late")
     mem.forget("gone")  # the late user's index may hold the forgotten vectors in its unused capacity
 else:
@@ -246,6 +252,8 @@ def test_forget_and_delete_leave_no_vector_byte_whatever_the_heap_held(two_users
     run(",".join(victims))
     assert len(removed) == 2 and _byte_hits(store, *_pieces(removed), *texts) == []
     run("forget")
+    assert _byte_hits(store, *_pieces(vectors), MARK) == []
+    run("read")
     assert _byte_hits(store, *_pieces(vectors), MARK) == []
     again = store.memory(embeddings=embeddings)
     assert again.stats("gone")["packets"] == 0 and again.stats("late")["vectors"] == 1
