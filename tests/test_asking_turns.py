@@ -47,7 +47,7 @@ def test_the_stating_turn_comes_before_the_earlier_question_and_the_reply_reads(
     assert texts[0] == "My dog is called Rex."
     assert texts.index("What is the name of my dog?") > 0
     reply = next(item for item in found if item.value["text"] == replies[-1])
-    claims = [line[2:] for line in reply.value["compiled"].splitlines() if line.startswith("- ")]
+    claims = [line[2:] for line in reply.value["memcompile"]["compiled"].splitlines() if line.startswith("- ")]
     assert claims and all("Rex" in c for c in claims)  # the date aside stays with the sentence it belongs to
     assert all(not faults(c, ("Assistant", "User")) for c in claims)
 
