@@ -105,6 +105,8 @@ def namespace_user(namespace: tuple[str, ...]) -> str:
 
 def user_namespace(user_id: str) -> tuple[str, ...] | None:
     """The namespace of a user id (namespace_user's inverse); None when the id is no namespace's."""
+    if unicodedata.normalize("NFC", user_id) != user_id:
+        return None  # validated user ids are NFC
     labels = []
     for part in user_id.split(SEPARATOR):
         text = _unescape(part, IN_USER_ID)
