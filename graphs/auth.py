@@ -11,6 +11,7 @@ import os
 
 from langgraph_sdk import Auth
 
+from memcompile_langgraph.integrations.base_store import user_namespace
 from memcompile_langgraph.integrations.tokens import Tokens
 
 auth = Auth()
@@ -42,8 +43,11 @@ async def own_threads(ctx: Auth.types.AuthContext, value: dict) -> Auth.types.Fi
 @auth.on.store
 async def own_namespaces(ctx: Auth.types.AuthContext, value: dict) -> None:
     """The store (MemCompileStore: namespace ("tom",) is tom's memory) is reachable under the caller's own name only."""
+    own = user_namespace(ctx.user.identity)  # "tom.smith" -> ("tom%2Esmith",)
+    if own is None or len(own) != 1:  # an id such as "a/b" is the namespace ("a", "b"), below the user "a"
+        raise Auth.exceptions.HTTPException(status_code=403, detail="this user id has no store namespace")
     namespace = tuple(value.get("namespace") or ())
     if not namespace:
-        value["namespace"] = (ctx.user.identity,)
-    elif namespace[0] != ctx.user.identity:
+        value["namespace"] = own
+    elif namespace[:1] != own:
         raise Auth.exceptions.HTTPException(status_code=403, detail="another user's namespace")

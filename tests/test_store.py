@@ -63,7 +63,9 @@ def test_put_under_an_existing_key_replaces_the_turn_and_keeps_its_place(filled)
     compiled = found[0].value["memcompile"]["compiled"]
     assert found[0].key == "beagle" and "poodle" in compiled and "a beagle" not in compiled
     filled.put(TOM, "beagle", {**after.value, "tags": ["pets"]})  # same turn, other fields: the packet stays
-    assert filled.get(TOM, "beagle").value["tags"] == ["pets"] and filled.get(TOM, "beagle").created_at == after.created_at
+    assert (
+        filled.get(TOM, "beagle").value["tags"] == ["pets"] and filled.get(TOM, "beagle").created_at == after.created_at
+    )
 
 
 def test_delete_and_put_none_remove_the_turn(filled):
@@ -88,7 +90,9 @@ def test_search_with_a_query_ranks_by_score_in_the_unit_interval(filled):
     assert [i.key for i in filled.search(TOM, query=query, filter={"role": "user"})] == ["nurse"]
     # a prefix spans users: one ranking by score, not namespace by namespace
     spanning = filled.search(("memories",), query="margherita pizza")
-    assert spanning[0].key == "pizza" and [i.score for i in spanning] == sorted((i.score for i in spanning), reverse=True)
+    assert spanning[0].key == "pizza" and [i.score for i in spanning] == sorted(
+        (i.score for i in spanning), reverse=True
+    )
     filled.put(TOM, "note", {"text": "Biscuit the beagle hates baths."}, index=False)
     ranked = filled.search(TOM, query="Biscuit beagle baths")
     assert ranked[-1].key == "note" and ranked[-1].score is None  # `index=False`: never a hit, listed last

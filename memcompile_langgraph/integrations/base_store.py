@@ -261,7 +261,11 @@ class MemCompileStore(BaseStore):
             if entry is not None:
                 remove.append(dia_id)
                 if "session" not in turn:  # the replacement stays in the turn's session
-                    turn = {**turn, "session": entry.stored.packet.session, "session_label": entry.stored.packet.session_label}
+                    turn = {
+                        **turn,
+                        "session": entry.stored.packet.session,
+                        "session_label": entry.stored.packet.session_label,
+                    }
             add.append(turn)
             docs[dia_id] = doc
         records = self.memory.engine.records

@@ -420,8 +420,11 @@ class SqlRecords(ABC):
 
     def items(self, user_id: str, packet_ids: Sequence[str]) -> dict[str, str]:
         """The documents put_items kept beside these packets (packet id -> text; packets without one are absent)."""
-        prefix, found = item_key(user_id, ""), {}
+        prefix, found = item_key(user_id, ""), dict[str, str]()
         for start in range(0, len(packet_ids), MAX_MEMBERS):
             member, values = self._member("key", [prefix + p for p in packet_ids[start : start + MAX_MEMBERS]])
-            found.update((key[len(prefix) :], text) for key, text in self._all(f"SELECT key, value FROM meta WHERE {member}", values))
+            found.update(
+                (key[len(prefix) :], text)
+                for key, text in self._all(f"SELECT key, value FROM meta WHERE {member}", values)
+            )
         return found
