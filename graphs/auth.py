@@ -45,6 +45,8 @@ async def own_namespaces(ctx: Auth.types.AuthContext, value: dict) -> None:
     """The store (graphs/store.py: namespace ("tom",) is tom's memory) is reachable under the caller's own namespace
     only, exactly: a namespace below it would be another memory."""
     own = one_label_namespace(ctx.user.identity)
+    if own is None:
+        raise Auth.exceptions.HTTPException(status_code=403, detail="this user id has no store namespace")
     namespace = tuple(value.get("namespace") or ())
     if not namespace:
         value["namespace"] = own

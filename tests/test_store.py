@@ -9,8 +9,8 @@ from langgraph.store.base import GetOp, InvalidNamespaceError, PutOp, SearchOp
 from support.scripted_model import ScriptedChatModel
 
 from memcompile_langgraph import MemCompile
-from memcompile_langgraph.integrations.base_store import MemCompileStore
-from memcompile_langgraph.users import InvalidUserId
+from memcompile_langgraph.integrations.base_store import MemCompileStore, namespace_user, user_namespace
+from memcompile_langgraph.users import InvalidUserId, validate_user_id
 
 TOM = ("memories", "tom")
 BEAGLE = {"speaker": "Tom", "text": "I adopted a beagle named Biscuit.", "time": "4 March 2024"}
@@ -34,35 +34,38 @@ def filled(store):
     return store
 
 
-def test_value_shapes_become_turns_and_get_returns_them_with_times(filled):
+def test_values_come_back_as_given_and_their_turns_are_indexed(filled):
     beagle = filled.get(TOM, "beagle")
-    assert beagle.key == "beagle" and beagle.namespace == TOM
-    assert {k: beagle.value[k] for k in ("speaker", "text", "time", "dia_id")} == {**BEAGLE, "dia_id": "beagle"}
-    assert beagle.value["session_time"] == "2024-03-04T00:00:00"
+    assert beagle.key == "beagle" and beagle.namespace == TOM and beagle.value == BEAGLE
     assert beagle.created_at == beagle.updated_at and beagle.created_at.tzinfo == timezone.utc
-    nurse = filled.get(TOM, "nurse").value
-    assert (nurse["speaker"], nurse["text"]) == ("User", NURSE["content"]) and nurse["time"]  # put time when none given
-    pizza = filled.get(("memories", "ann"), "pizza").value
-    assert (pizza["speaker"], pizza["text"]) == ("Assistant", "Ann's favourite pizza is margherita.")
+    assert filled.get(TOM, "nurse").value == NURSE and filled.get(("memories", "ann"), "pizza").value == PIZZA
     job = filled.get(("memories", "ann", "work"), "job").value
-    assert job["text"] == '{"kind":"job","title":"architect","years":7}'  # any other JSON: the object is the text
+    assert job == {"kind": "job", "title": "architect", "years": 7}
+    turn = filled.memory.turns("memories/ann/work")[0].packet  # any other JSON: one line per field is the text
+    assert (turn.speaker, turn.text) == ("User", "kind: job\ntitle: architect\nyears: 7")
+    pizza = filled.memory.turns("memories/ann")[0].packet
+    assert (pizza.speaker, pizza.text) == ("Assistant", "Ann's favourite pizza is margherita.")
     # namespaces are separate users: the same key elsewhere is another item
     assert filled.get(("memories", "ann"), "beagle") is None and filled.get(("memories",), "beagle") is None
-    assert filled.memory.users() == ["memories.ann", "memories.ann.work", "memories.tom"]
+    assert filled.memory.users() == ["memories/ann", "memories/ann/work", "memories/tom"]
 
 
-def test_put_under_an_existing_key_replaces_the_turn(filled):
+def test_put_under_an_existing_key_replaces_the_turn_and_keeps_its_place(filled):
     before = filled.get(TOM, "beagle")
     filled.put(TOM, "beagle", BEAGLE)  # the same turn again: kept as it is
     assert filled.get(TOM, "beagle") == before
     filled.put(TOM, "beagle", {**BEAGLE, "text": "I adopted a poodle named Biscuit."})
     after = filled.get(TOM, "beagle")
     assert after.value["text"] == "I adopted a poodle named Biscuit." and after.created_at > before.created_at
-    assert after.value["session"] == before.value["session"]  # the replacement stays in its session
-    assert filled.memory.stats("memories.tom")["packets"] == 2
+    assert filled.memory.stats("memories/tom")["packets"] == 2
+    assert [i.key for i in filled.search(TOM)] == ["beagle", "nurse"]  # an update keeps its place
     found = filled.search(TOM, query="Which dog did Tom adopt?")
-    compiled = found[0].value["compiled"]
+    compiled = found[0].value["memcompile"]["compiled"]
     assert found[0].key == "beagle" and "poodle" in compiled and "a beagle" not in compiled
+    filled.put(TOM, "beagle", {**after.value, "tags": ["pets"]})  # same turn, other fields: the packet stays
+    assert (
+        filled.get(TOM, "beagle").value["tags"] == ["pets"] and filled.get(TOM, "beagle").created_at == after.created_at
+    )
 
 
 def test_delete_and_put_none_remove_the_turn(filled):
@@ -74,21 +77,25 @@ def test_delete_and_put_none_remove_the_turn(filled):
     assert TOM not in filled.list_namespaces()
 
 
-def test_search_with_a_query_is_the_compiled_selection_in_schedule_order(filled):
+def test_search_with_a_query_ranks_by_score_in_the_unit_interval(filled):
     query = "What is the name of Tom's beagle and where does he work?"
     items = filled.search(TOM, query=query)
-    ctx = filled.memory.compile(query, "memories.tom")
-    assert [i.key for i in items] == ctx.dia_ids and [i.value["rank"] for i in items] == list(range(1, len(items) + 1))
-    assert [i.score for i in items] == [p["score"] for p in ctx.packets]
+    assert [i.score for i in items] == sorted((i.score for i in items), reverse=True)
+    assert all(0.0 <= i.score <= 1.0 for i in items)
     top = items[0]
-    assert top.key == "beagle" and top.value["source"] in ("anchor", "frontier") and top.value["packet_id"]
-    assert top.value["compiled"].startswith("[beagle] Tom | 2024-03-04") and "Biscuit" in top.value["compiled"]
-    assert top.created_at == filled.get(TOM, "beagle").created_at
-    assert [i.key for i in filled.search(TOM, query=query, offset=1, limit=1)] == ctx.dia_ids[1:2]
-    assert [i.key for i in filled.search(TOM, query=query, filter={"speaker": "User"})] == ["nurse"]
-    # a prefix spans users: each one's selection in namespace order
-    spanning = filled.search(("memories",), query="pizza margherita architect")
-    assert spanning[0].namespace == ("memories", "ann")
+    assert top.key == "beagle" and top.value["memcompile"]["source"] in ("anchor", "frontier")
+    assert top.value["memcompile"]["compiled"].startswith("[beagle] Tom | 2024-03-04")
+    assert {k: v for k, v in top.value.items() if k != "memcompile"} == BEAGLE
+    assert [i.key for i in filled.search(TOM, query=query, offset=1, limit=1)] == [items[1].key]
+    assert [i.key for i in filled.search(TOM, query=query, filter={"role": "user"})] == ["nurse"]
+    # a prefix spans users: one ranking by score, not namespace by namespace
+    spanning = filled.search(("memories",), query="margherita pizza")
+    assert spanning[0].key == "pizza" and [i.score for i in spanning] == sorted(
+        (i.score for i in spanning), reverse=True
+    )
+    filled.put(TOM, "note", {"text": "Biscuit the beagle hates baths."}, index=False)
+    ranked = filled.search(TOM, query="Biscuit beagle baths")
+    assert ranked[-1].key == "note" and ranked[-1].score is None  # `index=False`: never a hit, listed last
 
 
 def test_search_without_a_query_lists_items_with_filter_limit_offset(filled):
@@ -101,8 +108,9 @@ def test_search_without_a_query_lists_items_with_filter_limit_offset(filled):
     assert all(i.score is None for i in filled.search(("memories",)))
     assert [i.key for i in filled.search(("memories",), limit=2, offset=1)] == ["job", "beagle"]
     assert [i.key for i in filled.search(("memories",), filter={"speaker": "Tom"})] == ["beagle"]
-    ranged = filled.search(("memories",), filter={"speaker": {"$ne": "Tom"}, "session": {"$gte": 1}})
-    assert [i.key for i in ranged] == ["pizza", "job", "nurse"]
+    assert [i.key for i in filled.search(("memories",), filter={"kind": "job", "years": {"$gt": 5}})] == ["job"]
+    assert [i.key for i in filled.search(("memories",), filter={"years": {"$lte": 5}})] == []
+    assert [i.key for i in filled.search(("memories",), filter={"role": {"$ne": "user"}})] == ["pizza", "job", "beagle"]
     assert [i.key for i in filled.search(("memories", "ann"))] == ["pizza", "job"]
     assert filled.search(("memories", "bob")) == [] and filled.search(("other",)) == []
     with pytest.raises(ValueError, match="unsupported filter operator"):
@@ -122,9 +130,9 @@ def test_list_namespaces_honors_prefix_suffix_max_depth(filled):
     assert filled.list_namespaces(limit=2, offset=1) == all_[1:3]
 
 
-async def test_async_methods_and_batches_run_in_order(store):
+async def test_async_methods_and_batches_read_before_their_puts(store):
     await store.aput(TOM, "beagle", BEAGLE)
-    assert (await store.aget(TOM, "beagle")).value["text"] == BEAGLE["text"]
+    assert (await store.aget(TOM, "beagle")).value == BEAGLE
     assert [i.key for i in await store.asearch(TOM, query="What is the beagle called?")] == ["beagle"]
     assert await store.alist_namespaces() == [TOM]
     results = await store.abatch(
@@ -136,8 +144,8 @@ async def test_async_methods_and_batches_run_in_order(store):
             SearchOp(TOM, limit=5),
         ]
     )
-    assert results[0] is None and results[1].value["text"] == NURSE["content"] and results[3] is None
-    assert [i.key for i in results[4]] == ["beagle"]
+    assert results[0] is None and results[1] is None and results[3] is None  # as InMemoryStore: reads come first
+    assert [i.key for i in results[4]] == ["beagle"] and await store.aget(TOM, "nurse") is None
     await store.adelete(TOM, "beagle")
     assert await store.aget(TOM, "beagle") is None
 
@@ -170,7 +178,9 @@ def test_bad_input_is_one_clear_error_and_loses_nothing(filled):
         ((), "k", BEAGLE, InvalidNamespaceError),
         (("x" * 300,), "k", BEAGLE, InvalidUserId),
         (("tom\u202e",), "k", BEAGLE, InvalidUserId),
-        (TOM, "beagle", {"speaker": "Tom", "text": "   "}, ValueError),
+        (("50%",), "k", BEAGLE, InvalidNamespaceError),
+        (("e\u0301",), "k", BEAGLE, InvalidNamespaceError),
+        (TOM, "beagle", {"text": "x", "at": float("nan")}, ValueError),
         (TOM, " spaced ", BEAGLE, ValueError),
     ]:
         with pytest.raises(error):
@@ -220,7 +230,7 @@ def test_any_namespace_is_a_user_or_refused_without_harm(store, namespace):
         assert namespace not in store.list_namespaces()
     else:
         assert store.get(namespace, "k").value["text"] == "A turn." and namespace in store.list_namespaces()
-        assert store.memory.users().count(".".join(namespace)) == 1
+        assert store.memory.users().count(namespace_user(namespace)) == 1
         store.delete(namespace, "k")
     assert store.get(TOM, "anchor") == anchor
 
@@ -236,3 +246,50 @@ def test_the_empty_key_is_a_key_as_in_the_in_memory_store(store):
         assert sorted(i.key for i in s.search(TOM)) == ["", "\u2205x"]
         s.delete(TOM, "")
         assert s.get(TOM, "") is None and s.get(TOM, "\u2205x") is not None
+
+
+LABEL = st.text(alphabet=st.sampled_from("ab./%25EF\u2205\u00e9e\u0301\u4e2d "), max_size=5) | st.text(max_size=4)
+NAMESPACE = st.lists(LABEL, min_size=1, max_size=3).map(tuple)
+
+
+def _user_or_none(namespace):
+    try:
+        return validate_user_id(namespace_user(namespace))
+    except (InvalidNamespaceError, InvalidUserId):
+        return None
+
+
+@settings(max_examples=400, deadline=None)
+@given(a=NAMESPACE, b=NAMESPACE)
+def test_distinct_namespaces_are_distinct_users_and_the_mapping_inverts(a, b):
+    ua, ub = _user_or_none(a), _user_or_none(b)
+    if ua is not None:
+        assert user_namespace(ua) == a  # round trip, also after the user id's NFC
+        if ub is not None:
+            assert (ua == ub) == (a == b)
+            # a prefix holds a namespace exactly when its labels lead it: whole labels only
+            under = user_namespace(ub)[: len(a)] == a
+            assert under == (b[: len(a)] == a)
+
+
+@settings(max_examples=200, deadline=None)
+@given(user=st.text(min_size=1, max_size=12))
+def test_every_user_id_is_one_namespace_or_hidden(user):
+    namespace = user_namespace(user)
+    if namespace is not None:
+        assert namespace_user(namespace) == user
+
+
+def test_a_user_reaches_no_other_users_memory_and_dotted_ids_reach_their_own(store):
+    mem = store.memory
+    mem.add_turns([{"speaker": "Tom", "text": "My PIN is 4321.", "time": "2024-03-04"}], user_id="tom.smith")
+    mem.add_turns([{"speaker": "Tom", "text": "I like tea.", "time": "2024-03-04"}], user_id="tom")
+    store.put(("tom", "smith"), "D1:1", {"text": "Written by tom."})  # a namespace below tom's: its own user
+    assert [t.packet.text for t in mem.turns("tom.smith")] == ["My PIN is 4321."]
+    assert all("4321" not in str(i.value) for i in store.search(("tom",), limit=100))
+    assert all("4321" not in str(i.value) for i in store.search(("tom",), query="What is the PIN?", limit=100))
+    store.delete(("tom", "smith"), "D1:1")
+    assert len(mem.turns("tom.smith")) == 1
+    # the user "tom.smith" reaches his own memory under ("tom%2Esmith",)
+    assert store.get(("tom%2Esmith",), "D1:1").value["text"] == "My PIN is 4321."
+    assert ("tom%2Esmith",) in store.list_namespaces() and ("tom", "smith") not in store.list_namespaces()

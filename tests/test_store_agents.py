@@ -45,7 +45,7 @@ async def test_a_graph_writes_through_get_store_and_reads_through_runtime_store(
 
     async def read(state: State, runtime: Runtime[Ctx]) -> dict:
         items = await runtime.store.asearch(("memories", runtime.context["user_id"]), query=state["question"])
-        return {"found": [(i.key, i.value["compiled"]) for i in items]}
+        return {"found": [(i.key, i.value["memcompile"]["compiled"]) for i in items if "memcompile" in i.value]}
 
     graph = StateGraph(State, context_schema=Ctx)
     graph.add_node("write", write)
@@ -58,7 +58,7 @@ async def test_a_graph_writes_through_get_store_and_reads_through_runtime_store(
     tom = {"user_id": "tom"}
     out = await app.ainvoke({"text": "My sister Maya lives in Lisbon.", "question": question}, context=tom)
     assert out["found"][0][0] == "t1" and "Lisbon" in out["found"][0][1]
-    assert store.memory.turns("memories.tom")[0].packet.text == "My sister Maya lives in Lisbon."
+    assert store.memory.turns("memories/tom")[0].packet.text == "My sister Maya lives in Lisbon."
     other = await app.ainvoke({"text": "I have no sister.", "question": question}, context={"user_id": "ann"})
     assert [k for k, _ in other["found"]] == ["t1"] and "Lisbon" not in other["found"][0][1]  # users stay apart
 
@@ -86,13 +86,13 @@ async def test_langmem_tools_manage_and_search_memories_in_a_react_agent(store):
     config = {"configurable": {"langgraph_user_id": "tom"}}
     out = await agent.ainvoke({"messages": [("user", "Remember: my beagle is called Biscuit.")]}, config)
     memory_id = _last_tool_result(out["messages"]).split()[-1]
-    assert out["messages"][-1].content == "Noted." and store.get(("memories", "tom"), memory_id).value["text"] == (
+    assert out["messages"][-1].content == "Noted." and store.get(("memories", "tom"), memory_id).value["content"] == (
         "Tom's beagle is called Biscuit."
     )
     out = await agent.ainvoke({"messages": [("user", "What is my beagle called?")]}, config)
     found = json.loads(_last_tool_result(out["messages"]))
-    assert found[0]["key"] == memory_id and found[0]["value"]["rank"] == 1
-    assert "Biscuit" in found[0]["value"]["compiled"]
+    assert found[0]["key"] == memory_id and found[0]["value"]["memcompile"]["rank"] == 1
+    assert "Biscuit" in found[0]["value"]["memcompile"]["compiled"] and 0 < found[0]["score"] <= 1
     assert "Biscuit" in out["messages"][-1].content
 
     # update and delete by id, as the tool's model would (outside a graph: the store given to the tools)
@@ -100,8 +100,8 @@ async def test_langmem_tools_manage_and_search_memories_in_a_react_agent(store):
     search = create_search_memory_tool(namespace, store=store)
     update = {"content": "Tom's beagle is called Pretzel now.", "action": "update", "id": memory_id}
     await manage.ainvoke(update, config)
-    assert (await store.aget(("memories", "tom"), memory_id)).value["text"] == "Tom's beagle is called Pretzel now."
-    assert len(store.memory.turns("memories.tom")) == 1
+    assert (await store.aget(("memories", "tom"), memory_id)).value["content"] == "Tom's beagle is called Pretzel now."
+    assert len(store.memory.turns("memories/tom")) == 1
     await manage.ainvoke({"action": "delete", "id": memory_id}, config)
     assert await store.asearch(("memories", "tom"), query="What is Tom's beagle called?") == []
     assert search.invoke({"query": "beagle"}, config) == "[]"

@@ -1,33 +1,33 @@
-"""MemCompileStore: MemCompile behind LangGraph's long-term memory API (`BaseStore`).
+"""MemCompileStore: MemCompile behind LangGraph's long-term memory API (`BaseStore`), a drop-in for InMemoryStore.
 
-Namespace -> user, one-to-one both ways: the labels, each with "%" and "." escaped ("%25", "%2E"), joined with ".":
-("memories", "tom") is the user "memories.tom", ("tom",) the user "tom", and the user "tom.smith" (made by another
-surface) is the namespace ("tom", "smith"), never one below ("tom",)'s memory: a prefix matches whole labels. The user
-id is validated like everywhere else. A server where each caller owns one memory uses `one_label` (the user is the
-namespace's only label, escaped: ("tom",) is "tom", ("tom%2Esmith",) is "tom.smith"; deeper namespaces are refused),
-so that no namespace lies below another user's. Change it with namespace_to_user / user_to_namespace (the inverse,
-used to list namespaces; None hides a user).
+Namespace <-> user (namespace_user / user_namespace, one-to-one): the labels joined with "/", each written in the
+user id with "%" as "%25" and "/" as "%2F"; a label writes a "." of the user id as "%2E" (LangGraph forbids "."
+in labels) and a "%" as "%25". ("tom",) is the user "tom", ("memories", "tom") the user "memories/tom",
+("tom%2Esmith",) the user "tom.smith". No two namespaces share a user, a prefix matches whole labels, and a user id
+that is no namespace's ("50%") is hidden from the store. A server where each caller owns one memory maps with
+one_label_user / one_label_namespace: the user is the namespace's only label (("tom%2Esmith",) is "tom.smith"),
+deeper namespaces are refused, so no namespace lies below another user's. Change it with namespace_to_user /
+user_to_namespace.
 
-Item <-> turn: an item is one stored turn and its key is the turn's dia_id (store_values.py says which field
-becomes the text and what `get` returns; the empty key, which a dia_id cannot be, is kept under an escaped one). Where store semantics and MemCompile's differ:
-- put under an existing key with a different turn replaces it: packets are immutable, so it is delete + add (the turn
-  gets a new created time, its claims and Cells are rebuilt); the same turn again changes nothing.
-- created_at == updated_at (the commit time of the turn); a value's fields other than the turn's are not kept.
-- search with a query returns the compiled selection (not a similarity ranking) in schedule order: per matching
-  user, at most K0 + K_delta packets, then filter, offset and limit over them. Each value carries the turn plus
-  provenance: rank, source (anchor / frontier), packet_id, and `compiled` (the rendered block: header and claims);
-  SearchItem.score is the packet's score. The compiler calls an LLM only when the MemCompile was built with one.
-- search without a query lists turns in dialogue order (filter, offset, limit); several users under a prefix come
-  in namespace order.
-- ops in one batch run in order; consecutive puts are stored with one add_turns per user. No TTL, no `index` fields
-  (every turn is indexed the MemCompile way).
+Item <-> turn (store_values.py): the value is kept as given beside one turn MemCompile indexes; the key is the
+turn's dia_id. Where store semantics and MemCompile's differ (docs/integrations.md lists every difference):
+- a put that changes the turn's text, speaker, time or session replaces its packet (packets are immutable: delete +
+  add, claims and Cells rebuilt); the item keeps its place in listings. created_at == updated_at (the packet's).
+- search with a query: the compiled selection (per user under the prefix) by score, higher first, scores in
+  [0, 1]; then every other matching item in listing order with score 0.0 (an `index=False` item: None). A hit's
+  value carries "memcompile": rank, source, packet_id and the compiled block.
+- listings: per namespace (in namespace order) the items in the order of their first put.
+- a batch's reads see the store before its puts, as in InMemoryStore. No TTL.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import math
+import unicodedata
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from itertools import islice
 from typing import Any
@@ -35,6 +35,7 @@ from typing import Any
 from langgraph.store.base import (
     BaseStore,
     GetOp,
+    InvalidNamespaceError,
     Item,
     ListNamespacesOp,
     Op,
@@ -49,51 +50,87 @@ from ..ingest.turn_input import coerce_turn
 from ..memory import MemCompile
 from ..model import SourcePacket
 from ..store.protocols import StoredTurn
+from ..text.terms import clean_text
 from ..users import validate_user_id
 from .retriever import packet_documents
-from .store_values import dia_id_key, key_dia_id, matches_filter, turn_value, value_turn
+from .store_values import (
+    ItemDocument,
+    dia_id_key,
+    item_document,
+    key_dia_id,
+    matches_filter,
+    read_document,
+    turn_value,
+    value_turn,
+)
 
 log = logging.getLogger(__name__)
 
-SEPARATOR = "."  # cannot occur inside a LangGraph namespace label
-PAGE = 256  # turns read at a time when listing
-_ESCAPES = (("%", "%25"), (".", "%2E"))  # "%" first: an escape's own "%" is not escaped again
+SEPARATOR = "/"
+IN_USER_ID = {"%25": "%", "%2F": "/"}  # escapes inside one label's part of a user id
+IN_LABEL = {"%25": "%", "%2E": "."}  # escapes inside a namespace label
 
 
-def escape_label(label: str) -> str:
-    for raw, escaped in _ESCAPES:
-        label = label.replace(raw, escaped)
-    return label
+def _unescape(text: str, escapes: dict[str, str]) -> str | None:
+    """The text with its escapes replaced; None when it is not in canonical form (a "%" that starts no escape, or a
+    raw character that must be escaped), so that no two spellings name one text."""
+    out, i = [], 0
+    while i < len(text):
+        if text[i] == "%":
+            if text[i : i + 3] not in escapes:
+                return None
+            out.append(escapes[text[i : i + 3]])
+            i += 3
+        elif text[i] in escapes.values():
+            return None
+        else:
+            out.append(text[i])
+            i += 1
+    return "".join(out)
 
 
-def unescape_label(label: str) -> str:
-    for raw, escaped in reversed(_ESCAPES):
-        label = label.replace(escaped, raw)
-    return label
+def _escape(text: str, escapes: dict[str, str]) -> str:
+    return "".join(next((code for code, ch in escapes.items() if ch == c), c) for c in text)
 
 
-def join_namespace(namespace: tuple[str, ...]) -> str:
-    return SEPARATOR.join(escape_label(label) for label in namespace)
+def namespace_user(namespace: tuple[str, ...]) -> str:
+    """The user id of a namespace (one-to-one); InvalidNamespaceError for a label not written canonically."""
+    parts = []
+    for label in namespace:
+        text = _unescape(label, IN_LABEL) if isinstance(label, str) else None
+        if text is None or unicodedata.normalize("NFC", label) != label:
+            raise InvalidNamespaceError(
+                f"namespace label {label!r}: write '%' as '%25' and '.' as '%2E' (Unicode NFC text)"
+            )
+        parts.append(_escape(text, IN_USER_ID))
+    return SEPARATOR.join(parts)
 
 
-def split_user(user_id: str) -> tuple[str, ...] | None:
-    """The namespace of a user id; None for an id no namespace maps to (an empty label, an escape of another kind,
-    a label with "." that LangGraph would refuse)."""
-    labels = tuple(unescape_label(part) for part in user_id.split(SEPARATOR))
-    usable = all(labels) and not any(SEPARATOR in label or "\x00" in label for label in labels)
-    return labels if usable and join_namespace(labels) == user_id else None
+def user_namespace(user_id: str) -> tuple[str, ...] | None:
+    """The namespace of a user id (namespace_user's inverse); None when the id is no namespace's."""
+    if unicodedata.normalize("NFC", user_id) != user_id:
+        return None  # validated user ids are NFC
+    labels = []
+    for part in user_id.split(SEPARATOR):
+        text = _unescape(part, IN_USER_ID)
+        if text is None:
+            return None
+        labels.append(_escape(text, IN_LABEL))
+    return tuple(labels)
 
 
 def one_label_user(namespace: tuple[str, ...]) -> str:
-    """The user of a namespace of one label (its escapes undone); deeper namespaces are refused."""
-    if len(namespace) != 1:
-        raise ValueError(f"namespace {namespace!r}: this store holds one memory per namespace of one label, the user's")
-    return unescape_label(namespace[0])
+    """The user of a namespace of one label (a "." of the user id written "%2E" in it); deeper namespaces and labels
+    not written canonically are refused. For a store where each caller owns one memory: no namespace lies below
+    another user's."""
+    text = _unescape(namespace[0], IN_LABEL) if len(namespace) == 1 else None
+    if text is None:
+        raise InvalidNamespaceError(f"namespace {namespace!r}: this store holds one memory per label, the user's")
+    return text
 
 
 def one_label_namespace(user_id: str) -> tuple[str, ...] | None:
-    label = escape_label(user_id)
-    return (label,) if "\x00" not in label and unescape_label(label) == user_id else None
+    return (_escape(user_id, IN_LABEL),) if unicodedata.normalize("NFC", user_id) == user_id else None
 
 
 def _time(seconds: float) -> datetime:
@@ -104,6 +141,35 @@ def _matches_path(labels: tuple[str, ...], path: tuple[str, ...]) -> bool:
     return len(labels) == len(path) and all(p == "*" or p == label for p, label in zip(path, labels))
 
 
+def _unit_score(score: float) -> float:
+    """A packet's score in (0, 1), order kept (the scheduler's scores are unbounded and may be negative)."""
+    return 0.5 * (1.0 + math.tanh(score / 2.0))  # the logistic function, without overflow
+
+
+@dataclass(frozen=True)
+class _Entry:
+    """One item as stored: its turn, and the document of its put (None: a turn another surface wrote)."""
+
+    stored: StoredTurn
+    doc: ItemDocument | None
+
+    @property
+    def key(self) -> str:
+        return dia_id_key(self.stored.packet.dia_id)
+
+    @property
+    def position(self) -> int:
+        return self.doc.position if self.doc is not None else self.stored.packet.seq
+
+    @property
+    def value(self) -> dict[str, Any]:
+        return dict(self.doc.value) if self.doc is not None else turn_value(self.stored.packet)
+
+    @property
+    def indexed(self) -> bool:
+        return self.doc is None or self.doc.indexed
+
+
 class MemCompileStore(BaseStore):
     """A LangGraph store over a MemCompile: one user per namespace, one turn per item."""
 
@@ -111,8 +177,8 @@ class MemCompileStore(BaseStore):
         self,
         memory: MemCompile,
         *,
-        namespace_to_user: Callable[[tuple[str, ...]], str] = join_namespace,
-        user_to_namespace: Callable[[str], tuple[str, ...] | None] = split_user,
+        namespace_to_user: Callable[[tuple[str, ...]], str] = namespace_user,
+        user_to_namespace: Callable[[str], tuple[str, ...] | None] = user_namespace,
         user_speaker: str = "User",
         assistant_speaker: str = "Assistant",
     ):
@@ -122,88 +188,121 @@ class MemCompileStore(BaseStore):
         self.speakers = (user_speaker, assistant_speaker)
 
     def user(self, namespace: tuple[str, ...]) -> str:
-        return validate_user_id(self.namespace_to_user(tuple(namespace)))
+        user = validate_user_id(self.namespace_to_user(tuple(namespace)))
+        if self.namespace_to_user is namespace_user and user_namespace(user) != tuple(namespace):
+            raise InvalidNamespaceError(f"namespace {namespace!r} names no user of its own")  # e.g. NFC merges it
+        return user
 
     # --- batch -------------------------------------------------------------------------------
     def batch(self, ops: Iterable[Op]) -> list[Result]:
+        """Reads see the store as it was before the batch's puts (InMemoryStore's order); puts then run in order."""
         ops = list(ops)
         for op in ops:
             validate_op_namespace(op)
         results: list[Result] = [None] * len(ops)
-        puts: list[PutOp] = []
         for i, op in enumerate(ops):
-            if isinstance(op, PutOp):
-                puts.append(op)
-                continue
-            self._put_all(puts)
-            puts = []
             if isinstance(op, GetOp):
                 results[i] = self._get(op)
             elif isinstance(op, SearchOp):
                 results[i] = self._search(op)
             elif isinstance(op, ListNamespacesOp):
                 results[i] = self._list_namespaces(op)
-            else:
+            elif not isinstance(op, PutOp):
                 raise ValueError(f"unknown store operation: {type(op).__name__}")
-        self._put_all(puts)
+        self._put_all([op for op in ops if isinstance(op, PutOp)])
         return results
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         return await asyncio.to_thread(self.batch, list(ops))
 
-    # --- get / put -----------------------------------------------------------------------------
-    def _item(self, namespace: tuple[str, ...], stored: StoredTurn) -> Item:
-        at = _time(stored.created_at)
-        packet = stored.packet
-        return Item(
-            value=turn_value(packet), key=dia_id_key(packet.dia_id), namespace=namespace, created_at=at, updated_at=at
-        )
+    # --- reading -------------------------------------------------------------------------------
+    def _entries(self, user: str, stored: list[StoredTurn]) -> list[_Entry]:
+        docs = self.memory.engine.records.items(user, [t.packet.packet_id for t in stored])
+        entries = []
+        for t in stored:
+            text = docs.get(t.packet.packet_id)
+            entries.append(_Entry(t, None if text is None else read_document(text)))
+        return entries
+
+    def _all_entries(self, user: str) -> list[_Entry]:
+        """Every item of the user in listing order (the order of first puts)."""
+        return sorted(self._entries(user, self.memory.turns(user)), key=lambda e: e.position)
+
+    def _item(self, namespace: tuple[str, ...], entry: _Entry, **score: Any) -> Any:
+        at = _time(entry.stored.created_at)
+        if score:
+            return SearchItem(namespace, entry.key, entry.value, at, at, **score)
+        return Item(value=entry.value, key=entry.key, namespace=namespace, created_at=at, updated_at=at)
 
     def _get(self, op: GetOp) -> Item | None:
-        found = self.memory.turns(self.user(op.namespace), dia_ids=[key_dia_id(op.key)])
+        user = self.user(op.namespace)
+        found = self._entries(user, self.memory.turns(user, dia_ids=[key_dia_id(op.key)]))
         return self._item(tuple(op.namespace), found[0]) if found else None
 
+    # --- put -----------------------------------------------------------------------------------
     def _put_all(self, puts: list[PutOp]) -> None:
         """Every value is checked before anything changes; then per user: replaced turns removed, new ones added."""
-        if not puts:
-            return
-        latest: dict[tuple[str, str], Any] = {}  # a key put twice in one batch: the last value wins
+        latest: dict[tuple[str, str], PutOp] = {}  # a key put twice in one batch: the last value wins
         for op in puts:
             if op.ttl is not None:
                 raise NotImplementedError("MemCompileStore keeps turns until they are deleted: ttl is not supported")
-            user = self.user(op.namespace)
-            dia_id = key_dia_id(op.key)
-            latest[(user, dia_id)] = None if op.value is None else value_turn(op.value, dia_id, *self.speakers)
-        by_user: dict[str, dict[str, Any]] = {}
-        for (user, key), turn in latest.items():
-            by_user.setdefault(user, {})[key] = turn
-        for user, turns in by_user.items():
-            self._put_user(user, turns)
+            if op.value is not None:
+                value_turn(op.value, key_dia_id(op.key), *self.speakers, index=op.index or None)
+                item_document(op.value, 0, True)
+            latest[(self.user(op.namespace), key_dia_id(op.key))] = op
+        by_user: dict[str, dict[str, PutOp]] = {}
+        for (user, dia_id), op in latest.items():
+            by_user.setdefault(user, {})[dia_id] = op
+        for user, ops in by_user.items():
+            self._put_user(user, ops)
 
-    def _put_user(self, user: str, turns: dict[str, dict[str, Any] | None]) -> None:
-        stored = {t.packet.dia_id: t.packet for t in self.memory.turns(user, dia_ids=list(turns))}
-        remove, add = [], []
-        for key, turn in turns.items():
-            old = stored.get(key)
-            if old is not None and turn is not None and _same_turn(old, turn):
-                continue  # putting the stored turn again keeps it (and its created time)
-            if old is not None:
-                remove.append(key)
-                if turn is not None and "session" not in turn:  # the replacement stays in the turn's session
-                    turn = {**turn, "session": old.session, "session_label": old.session_label}
-            if turn is not None:
-                add.append(turn)
+    def _put_user(self, user: str, ops: dict[str, PutOp]) -> None:
+        old = {e.stored.packet.dia_id: e for e in self._entries(user, self.memory.turns(user, dia_ids=list(ops)))}
+        remove: list[str] = []
+        add: list[dict[str, Any]] = []
+        docs: dict[str, ItemDocument] = {}  # dia_id -> document; position -1: the new packet's seq
+        rewrite: dict[str, str] = {}  # packet_id -> document text, for a kept packet whose value changed
+        for dia_id, op in ops.items():
+            entry = old.get(dia_id)
+            if op.value is None:
+                if entry is not None:
+                    remove.append(dia_id)
+                continue
+            time = entry.stored.packet.session_time_raw if entry is not None else None  # a re-put keeps its time
+            turn = value_turn(op.value, dia_id, *self.speakers, index=op.index or None, time=time)
+            doc = item_document(op.value, entry.position if entry is not None else -1, op.index is not False)
+            if entry is not None and _same_turn(entry.stored.packet, turn):
+                if entry.doc != doc:
+                    rewrite[entry.stored.packet.packet_id] = doc.dumps()
+                continue  # the stored packet stays (and its created time)
+            if entry is not None:
+                remove.append(dia_id)
+                if "session" not in turn:  # the replacement stays in the turn's session
+                    turn = {
+                        **turn,
+                        "session": entry.stored.packet.session,
+                        "session_label": entry.stored.packet.session_label,
+                    }
+            add.append(turn)
+            docs[dia_id] = doc
+        records = self.memory.engine.records
+        if rewrite:
+            records.put_items(user, rewrite)
         if remove:
-            replaced = sum(turns[k] is not None for k in remove)
-            if replaced:
-                log.info(
-                    "user %r: %d put(s) replace stored turns (packets are immutable: delete + add)", user, replaced
-                )
             self.memory.delete_turns(user, remove)
         if add:
             counts = self.memory.add_turns(add, user_id=user)
             if counts["stored"] != len(add):
                 raise ValueError(f"user {user!r}: {len(add)} turns put, {counts['stored']} stored ({counts})")
+            stored = self.memory.turns(user, dia_ids=list(docs))
+            records.put_items(
+                user,
+                {
+                    t.packet.packet_id: _placed(docs[t.packet.dia_id], t.packet.seq).dumps()
+                    for t in stored
+                    if t.packet.dia_id in docs
+                },
+            )
 
     # --- search --------------------------------------------------------------------------------
     def _users_under(self, prefix: tuple[str, ...]) -> list[tuple[tuple[str, ...], str]]:
@@ -220,37 +319,37 @@ class MemCompileStore(BaseStore):
     def _search(self, op: SearchOp) -> list[SearchItem]:
         if op.limit < 0 or op.offset < 0:
             raise ValueError("limit and offset must not be negative")
-        found = self._compiled(op, op.query) if op.query else self._listed(op)
-        return list(islice((i for i in found if matches_filter(i.value, op.filter)), op.offset, op.offset + op.limit))
+        users = self._users_under(op.namespace_prefix)
+        listed = [(ns, e) for ns, user in users for e in self._all_entries(user) if matches_filter(e.value, op.filter)]
+        if not op.query:
+            found: Iterator[SearchItem] = (self._item(ns, e, score=None) for ns, e in listed)
+        else:
+            found = self._ranked(op.query, users, listed)
+        return list(islice(found, op.offset, op.offset + op.limit))
 
-    def _listed(self, op: SearchOp) -> Iterator[SearchItem]:
-        for namespace, user in self._users_under(op.namespace_prefix):
-            start = 0
-            while page := self.memory.turns(user, limit=PAGE, offset=start):
-                for stored in page:
-                    at = _time(stored.created_at)
-                    yield SearchItem(namespace, dia_id_key(stored.packet.dia_id), turn_value(stored.packet), at, at)
-                start += len(page)
-
-    def _compiled(self, op: SearchOp, query: str) -> Iterator[SearchItem]:
-        for namespace, user in self._users_under(op.namespace_prefix):
+    def _ranked(
+        self, query: str, users: list[tuple[tuple[str, ...], str]], listed: list[tuple[tuple[str, ...], _Entry]]
+    ) -> Iterator[SearchItem]:
+        """The compiled selections of every user by score (higher first), then the other items in listing order."""
+        wanted = {(ns, e.stored.packet.packet_id): e for ns, e in listed if e.indexed}
+        hits = []
+        for namespace, user in users if clean_text(query) else ():
             ctx = self.memory.compile(query, user_id=user)
-            docs = packet_documents(self.memory, user, ctx)
-            stored_turns = self.memory.turns(user, dia_ids=[d.metadata["dia_id"] for d in docs])
-            created = {t.packet.dia_id: t for t in stored_turns}
-            for doc in docs:
-                meta, stored = doc.metadata, created.get(doc.metadata["dia_id"])
-                if stored is None:
-                    continue  # deleted since the compile
-                value = {
-                    **turn_value(stored.packet),
-                    "rank": meta["rank"],
-                    "source": meta["source"],
-                    "packet_id": meta["packet_id"],
-                    "compiled": doc.page_content,
-                }
-                at = _time(stored.created_at)
-                yield SearchItem(namespace, dia_id_key(meta["dia_id"]), value, at, at, score=meta["score"])
+            for doc in packet_documents(self.memory, user, ctx):
+                meta = doc.metadata
+                entry = wanted.pop((namespace, meta["packet_id"]), None)
+                if entry is None:
+                    continue  # filtered out, `index=False`, or deleted since the compile
+                provenance = {k: meta[k] for k in ("rank", "source", "packet_id")} | {"compiled": doc.page_content}
+                hits.append((_unit_score(meta["score"]), namespace, meta["rank"], entry, provenance))
+        hits.sort(key=lambda h: (-h[0], h[1], h[2]))
+        for score, namespace, _, entry, provenance in hits:
+            item = self._item(namespace, entry, score=score)
+            item.value["memcompile"] = provenance
+            yield item
+        for namespace, entry in listed:
+            if (namespace, entry.stored.packet.packet_id) in wanted or not entry.indexed:
+                yield self._item(namespace, entry, score=0.0 if entry.indexed else None)
 
     # --- namespaces ----------------------------------------------------------------------------
     def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
@@ -258,7 +357,7 @@ class MemCompileStore(BaseStore):
         for condition in op.match_conditions or ():
             path = tuple(condition.path)
             if condition.match_type == "prefix":
-                namespaces = [n for n in namespaces if _matches_path(n[: len(path)], path)]
+                namespaces = [n for n in namespaces if len(n) >= len(path) and _matches_path(n[: len(path)], path)]
             elif condition.match_type == "suffix":
                 namespaces = [n for n in namespaces if len(n) >= len(path) and _matches_path(n[-len(path) :], path)]
             else:
@@ -266,6 +365,11 @@ class MemCompileStore(BaseStore):
         if op.max_depth is not None:
             namespaces = sorted({n[: op.max_depth] for n in namespaces})
         return namespaces[op.offset : op.offset + op.limit]
+
+
+def _placed(doc: ItemDocument, seq: int) -> ItemDocument:
+    """A new item's document sorts where its packet was added."""
+    return doc if doc.position >= 0 else ItemDocument(doc.value, seq, doc.indexed)
 
 
 def _same_turn(packet: SourcePacket, turn: dict[str, Any]) -> bool:

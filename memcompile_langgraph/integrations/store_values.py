@@ -1,36 +1,33 @@
 """How LangGraph store values become MemCompile turns and back, and how a store `filter` matches a value.
 
-A value becomes one turn (the key is its dia_id):
-- text: value["text"] when a string; else value["content"] (a message: a string, or content blocks whose text parts
-  are joined); else the whole value as compact JSON (so nothing given is unsearchable).
+A put keeps two things: the value itself, unchanged (a JSON document beside the turn's packet, see item_document),
+and one turn made from it that MemCompile indexes (the key is its dia_id):
+- text: with `index=[paths]` (LangGraph's field paths), the text at those paths; else value["text"] when a string;
+  else value["content"] (a message: a string, or content blocks whose text parts are joined); else one
+  "field: value" line per leaf (so nothing given is unsearchable).
 - speaker: value["speaker"], else value["name"], else the message role ("user"/"human" -> user_speaker,
   "assistant"/"ai" -> assistant_speaker, any other role as written), else user_speaker.
-- time: value["time"] (any format MemCompile parses; kept raw as given), else the time of the put.
+- time: value["time"] (any format MemCompile parses; kept raw as given), else the time of the first put.
 - session, session_label, image_caption, image_query: taken when present.
-Other fields are not stored (packets hold only the turn): `get` returns the stored turn, see turn_value.
+Turns written by other surfaces (add_turns, the chat nodes) have no document: they read back as the turn.
 """
 
 from __future__ import annotations
 
 import json
-import operator
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
+
+from langgraph.store.base import get_text_at_path
 
 from ..ingest.turn_input import BadTurn, coerce_turn, turn_record
 from ..model import SourcePacket
 
 ROLES = {"user": "user", "human": "user", "assistant": "assistant", "ai": "assistant"}
 PASSED_THROUGH = ("session", "session_label", "image_caption", "image_query")
-_COMPARE = {
-    "$eq": operator.eq,
-    "$ne": operator.ne,
-    "$gt": operator.gt,
-    "$gte": operator.ge,
-    "$lt": operator.lt,
-    "$lte": operator.le,
-}
+ORDERED = ("$gt", "$gte", "$lt", "$lte")  # compared as numbers, as InMemoryStore does
 
 
 def _content_text(content: Any) -> str | None:
@@ -43,19 +40,32 @@ def _content_text(content: Any) -> str | None:
     return None
 
 
-def value_text(value: Mapping[str, Any]) -> str:
-    if isinstance(value.get("text"), str):
-        return value["text"]
+def _leaves(value: Any, path: str = "") -> list[str]:
+    if isinstance(value, Mapping):
+        return [line for k, v in value.items() for line in _leaves(v, f"{path}.{k}" if path else str(k))]
+    if isinstance(value, list):
+        return [line for i, v in enumerate(value) for line in _leaves(v, f"{path}[{i}]")]
+    leaf = value if isinstance(value, str) else json.dumps(value)
+    return [f"{path}: {leaf}" if path else leaf]
+
+
+def value_text(value: Mapping[str, Any], index: list[str] | None = None) -> str:
+    if index:
+        texts = [t for p in index for t in get_text_at_path(value, p)]
+        if any(t.strip() for t in texts):
+            return "\n".join(t for t in texts if t.strip())
+    if isinstance(value.get("text"), str) and value["text"].strip():
+        return str(value["text"])
     text = _content_text(value.get("content"))
-    if text is not None:
+    if text is not None and text.strip():
         return text
-    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"), default=str)
+    return "\n".join(_leaves(value)) or "{}"
 
 
 def value_speaker(value: Mapping[str, Any], user_speaker: str, assistant_speaker: str) -> str:
     for field in ("speaker", "name"):
         if isinstance(value.get(field), str) and value[field].strip():
-            return value[field]
+            return str(value[field])
     role = value.get("role", value.get("type"))
     if isinstance(role, str) and role.strip():
         side = ROLES.get(role.strip().lower())
@@ -77,14 +87,22 @@ def dia_id_key(dia_id: str) -> str:
     return dia_id.removeprefix(ESCAPE)
 
 
-def value_turn(value: Any, key: str, user_speaker: str, assistant_speaker: str) -> dict[str, Any]:
-    """The turn a put stores; ValueError (one line) when it cannot be stored, before anything is changed."""
+def value_turn(
+    value: Any,
+    key: str,
+    user_speaker: str,
+    assistant_speaker: str,
+    index: list[str] | None = None,
+    time: str | None = None,
+) -> dict[str, Any]:
+    """The turn a put stores (time: the put's when the value has none); ValueError (one line) when it cannot be
+    stored, before anything is changed."""
     if not isinstance(value, Mapping):
         raise ValueError(f"store value must be a JSON object, got {type(value).__name__}")
     turn: dict[str, Any] = {
         "speaker": value_speaker(value, user_speaker, assistant_speaker),
-        "text": value_text(value),
-        "time": value.get("time") or datetime.now().astimezone().isoformat(timespec="seconds"),
+        "text": value_text(value, index),
+        "time": value.get("time") or time or datetime.now().astimezone().isoformat(timespec="seconds"),
         "dia_id": key,
     }
     turn.update({f: value[f] for f in PASSED_THROUGH if value.get(f) not in (None, "")})
@@ -98,27 +116,81 @@ def value_turn(value: Any, key: str, user_speaker: str, assistant_speaker: str) 
 
 
 def turn_value(p: SourcePacket) -> dict[str, Any]:
-    """What get and search return for a stored turn: the turn as add_turns takes it, with its parsed time."""
+    """What get and search return for a turn without a document: the turn as add_turns takes it, with its parsed
+    time."""
     return {**turn_record(p), "session_time": p.session_time}  # session_time: ISO 8601 when the time parsed
 
 
+@dataclass(frozen=True)
+class ItemDocument:
+    """What a put keeps beside its turn: the value as given, where the item sorts (the dialogue position of its
+    first put: an update keeps its place) and whether a query may find it (`index=False`: never)."""
+
+    value: dict[str, Any]
+    position: int
+    indexed: bool
+
+    def dumps(self) -> str:
+        return json.dumps(
+            {"value": self.value, "position": self.position, "indexed": self.indexed},
+            ensure_ascii=False,
+            separators=(",", ":"),
+            allow_nan=False,
+        )
+
+
+def item_document(value: Mapping[str, Any], position: int, indexed: bool) -> ItemDocument:
+    """The document of a put; ValueError (one line) when the value is not JSON (LangGraph's servers store JSON)."""
+    try:
+        copy = json.loads(json.dumps(value, allow_nan=False))
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"store value must be JSON: {exc}") from None
+    return ItemDocument(copy, position, indexed)
+
+
+def read_document(text: str) -> ItemDocument | None:
+    """A stored document read back; None (the item reads as its turn) when it is not one: stored text is untrusted."""
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(doc, dict):
+        return None
+    value, position, indexed = doc.get("value"), doc.get("position"), doc.get("indexed")
+    if not isinstance(value, dict) or type(position) is not int or not isinstance(indexed, bool):
+        return None
+    return ItemDocument(value, position, indexed)
+
+
+def _operator(actual: Any, op: str, expected: Any) -> bool:
+    if op == "$eq":
+        return bool(actual == expected)
+    if op == "$ne":
+        return bool(actual != expected)
+    if op not in ORDERED:
+        raise ValueError(f"unsupported filter operator {op!r} (use $eq, $ne, {', '.join(ORDERED)})")
+    try:
+        a, b = float(actual), float(expected)
+    except (TypeError, ValueError, OverflowError):
+        return False  # a value that is no number (None, "abc", an object) does not match
+    return {"$gt": a > b, "$gte": a >= b, "$lt": a < b, "$lte": a <= b}[op]
+
+
 def _matches(actual: Any, condition: Any) -> bool:
-    operators = isinstance(condition, Mapping) and condition and all(str(k).startswith("$") for k in condition)
-    if operators:
-        for op, expected in condition.items():
-            if op not in _COMPARE:
-                raise ValueError(f"unsupported filter operator {op!r} (use {', '.join(_COMPARE)})")
-            try:
-                if not _COMPARE[op](actual, expected):
-                    return False
-            except TypeError:  # e.g. None > 3: the item does not match
-                return False
-        return True
     if isinstance(condition, Mapping):
+        if any(str(k).startswith("$") for k in condition):
+            return all(_operator(actual, str(op), expected) for op, expected in condition.items())
         return isinstance(actual, Mapping) and all(_matches(actual.get(k), c) for k, c in condition.items())
-    return actual == condition
+    if isinstance(condition, (list, tuple)):
+        return (
+            isinstance(actual, (list, tuple))
+            and len(actual) == len(condition)
+            and all(_matches(a, c) for a, c in zip(actual, condition))
+        )
+    return bool(actual == condition)
 
 
 def matches_filter(value: Mapping[str, Any], filter: Mapping[str, Any] | None) -> bool:
-    """LangGraph's filter: every key's condition holds (equality, nested objects, $eq $ne $gt $gte $lt $lte)."""
+    """LangGraph's filter as InMemoryStore applies it: every key's condition holds (equality, nested objects, lists
+    element by element, $eq $ne and the numeric $gt $gte $lt $lte)."""
     return not filter or all(_matches(value.get(k), c) for k, c in filter.items())

@@ -22,7 +22,16 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from ..model import Descriptor, SourcePacket
 from .protocols import NO_RECORDS, Head, LoadedRecords, Moved, StoredTurn, StoreError
-from .rows import DESC_COLS, PACKET_COLS, chain, chained_rows, descriptors_from_rows, embedding_key, forgetting_key
+from .rows import (
+    DESC_COLS,
+    PACKET_COLS,
+    chain,
+    chained_rows,
+    descriptors_from_rows,
+    embedding_key,
+    forgetting_key,
+    item_key,
+)
 
 if TYPE_CHECKING:
     import psycopg
@@ -482,6 +491,9 @@ class SqlRecords(ABC):
                 first = low if first is None or (low is not None and low < first) else first
                 for table in ("descriptors", "packets"):
                     tx.run(f"DELETE FROM {table} WHERE user_id=? AND {member}", (user_id, *values))
+                keys = [item_key(user_id, p) for p in packet_ids[start : start + MAX_MEMBERS]]
+                member, values = self._member("key", keys)
+                tx.run(f"DELETE FROM meta WHERE {member}", values)
             if first is not None:
                 rechain(tx, user_id, first)
             version = self._bump(tx, user_id, epoch=True)
@@ -494,6 +506,8 @@ class SqlRecords(ABC):
             for table in ("descriptors", "packets", "counters", "users", "writer_epochs"):
                 tx.run(f"DELETE FROM {table} WHERE user_id=?", (user_id,))
             tx.run("DELETE FROM meta WHERE key=?", (embedding_key(user_id),))
+            prefix = item_key(user_id, "")
+            tx.run("DELETE FROM meta WHERE substr(key, 1, ?) = ?", (len(prefix), prefix))
             tx.put_meta(forgetting_key(user_id), "1")  # until forget_done: the derived state goes after this commit
         self._reclaim()
 
@@ -505,3 +519,21 @@ class SqlRecords(ABC):
     def forget_done(self, user_id: str) -> None:
         with self.transaction() as tx:
             tx.run("DELETE FROM meta WHERE key=?", (forgetting_key(user_id),))
+
+    def put_items(self, user_id: str, items: dict[str, str]) -> None:
+        """Keeps a document beside each given packet (packet id -> text); delete and forget remove it with the
+        packet. MemCompileStore keeps a put's JSON value here, since a packet holds only the turn."""
+        with self.transaction() as tx:
+            for packet_id, text in items.items():
+                tx.put_meta(item_key(user_id, packet_id), text)
+
+    def items(self, user_id: str, packet_ids: Sequence[str]) -> dict[str, str]:
+        """The documents put_items kept beside these packets (packet id -> text; packets without one are absent)."""
+        prefix, found = item_key(user_id, ""), dict[str, str]()
+        for start in range(0, len(packet_ids), MAX_MEMBERS):
+            member, values = self._member("key", [prefix + p for p in packet_ids[start : start + MAX_MEMBERS]])
+            found.update(
+                (key[len(prefix) :], text)
+                for key, text in self._all(f"SELECT key, value FROM meta WHERE {member}", values)
+            )
+        return found
