@@ -40,7 +40,7 @@ def _names(text: str | None) -> list[str] | None:
 def http_settings(args: argparse.Namespace) -> dict:
     """What serving over HTTP needs, checked before the store is opened: the address, the tokens (None with
     --no-auth, or on loopback without --tokens) and the allowed Host/Origin values."""
-    from ..integrations.tokens import BadTokensFile, Tokens
+    from ..integrations.tokens import BadTokensFile, Tokens, check_private
 
     host, port = parse_http(args.http)
     if args.tokens and args.no_auth:
@@ -51,6 +51,8 @@ def http_settings(args: argparse.Namespace) -> dict:
             "give --tokens FILE (lines 'TOKEN USER_ID' or 'TOKEN *'), or --no-auth to do it anyway"
         )
     try:
+        if args.tokens:
+            check_private(args.tokens)
         tokens = Tokens.load(args.tokens) if args.tokens else None
     except BadTokensFile as exc:
         raise UsageError(str(exc)) from None
