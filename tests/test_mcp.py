@@ -68,8 +68,11 @@ async def test_stdio_session(tmp_path):
         env={**os.environ, **ENV},
         cwd=str(tmp_path),
     )
-    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
-        await exercise(session)
+    with open(tmp_path / "stderr", "w") as errlog:
+        async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
+            await exercise(session)
+    # the client closing the session is the normal end: nothing on stderr says otherwise
+    assert "error" not in (tmp_path / "stderr").read_text().lower()
 
 
 @pytest.fixture

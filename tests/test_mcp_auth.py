@@ -51,6 +51,7 @@ async def session_calls(url: str, token: str | None, calls: list[tuple[str, dict
 async def test_tokens_bind_each_caller_to_its_user(tmp_path):
     tokens = tmp_path / "tokens"
     tokens.write_text(f"# who may use which memory\n{TOM} tom\n{ANN} ann\n{ADMIN} *\n")
+    tokens.chmod(0o600)
     server, url, log = serve(tmp_path, "127.0.0.1", "--tokens", str(tokens))
     with server:
         for headers in ({}, {"Authorization": "Bearer wrong-token-0123456789"}, {"Authorization": f"Basic {TOM}"}):
@@ -107,7 +108,8 @@ async def test_allowed_hosts_can_be_given(tmp_path):
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([*CLI, *args], capture_output=True, text=True, env={**ENV, "PATH": "/usr/bin:/bin"})
+    env = {**ENV, "PATH": "/usr/bin:/bin"}  # a server that starts instead of refusing fails by the timeout
+    return subprocess.run([*CLI, *args], capture_output=True, text=True, env=env, timeout=120)
 
 
 @pytest.mark.parametrize(
@@ -118,12 +120,17 @@ def run_cli(*args: str) -> subprocess.CompletedProcess:
         (["--tokens", "short"], "printable ASCII"),
         (["--tokens", "noid"], "expected 'TOKEN USER_ID'"),
         (["--tokens", "short", "--no-auth"], "contradict"),
+        (["--tokens", "open"], "is open to other users (mode 0644): chmod 600"),  # as ssh refuses such a key
+        (["--tokens", "group"], "is open to other users (mode 0640)"),
     ],
 )
 def test_non_loopback_needs_tokens_and_bad_tokens_files_are_one_line(tmp_path, extra, fragment):
-    (tmp_path / "short").write_text("abc tom\n")
-    (tmp_path / "noid").write_text("0123456789abcdef0123\n")
-    args = [a if not a.endswith(("file", "short", "noid")) else str(tmp_path / a) for a in extra]
+    files = {"short": ("abc tom\n", 0o600), "noid": ("0123456789abcdef0123\n", 0o600)}
+    files |= {"open": (f"{TOM} tom\n", 0o644), "group": (f"{TOM} tom\n", 0o640)}
+    for name, (text, mode) in files.items():
+        (tmp_path / name).write_text(text)
+        (tmp_path / name).chmod(mode)
+    args = [a if not a.endswith(("file", *files)) else str(tmp_path / a) for a in extra]
     run = run_cli("mcp", "--store", str(tmp_path / "s"), "--http", f"0.0.0.0:{free_port()}", *args)
     assert run.returncode == 2 and run.stderr.count("\n") == 1 and fragment in run.stderr, run.stderr
     assert not (tmp_path / "s").exists()

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import ipaddress
+import os
 import sys
 
 from . import UsageError
@@ -44,7 +46,7 @@ def http_settings(args: argparse.Namespace) -> dict:
 def access_settings(args: argparse.Namespace, host: str, port: int) -> dict:
     """Who may reach a served surface (the MCP server, the inspector): the tokens (None with --no-auth, or on
     loopback without --tokens) and the allowed Host/Origin values; a non-loopback address without tokens is refused."""
-    from ..integrations.tokens import BadTokensFile, Tokens
+    from ..integrations.tokens import BadTokensFile, Tokens, check_private
 
     if args.tokens and args.no_auth:
         raise UsageError("--tokens and --no-auth contradict each other: give one")
@@ -54,6 +56,8 @@ def access_settings(args: argparse.Namespace, host: str, port: int) -> dict:
             "give --tokens FILE (lines 'TOKEN USER_ID' or 'TOKEN *'), or --no-auth to do it anyway"
         )
     try:
+        if args.tokens:
+            check_private(args.tokens)
         tokens = Tokens.load(args.tokens) if args.tokens else None
     except BadTokensFile as exc:
         raise UsageError(str(exc)) from None
@@ -68,28 +72,37 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     http = http_settings(args) if args.http else None
     if http is None and (args.tokens or args.no_auth or args.allowed_hosts or args.allowed_origins):
         raise UsageError("--tokens, --no-auth, --allowed-hosts and --allowed-origins are for --http (stdio needs none)")
-    try:
-        from ..integrations.mcp_server import build_server  # mcp is imported only by this command
+    try:  # mcp is imported only by this command
+        from ..integrations.http_limits import listen, serve
+        from ..integrations.mcp_server import build_server
     except ImportError as exc:
         raise UsageError(
             f"the MCP server needs the mcp package: pip install 'memcompile-langgraph[mcp]' ({exc})"
         ) from None
 
-    mem = open_memory(args, create=True)
-    try:
-        if http is None:
-            build_server(mem).run("stdio")
+    with contextlib.ExitStack() as stack:
+        # bound before the store is opened and anything is announced: a port in use is one line
+        sock = stack.enter_context(listen(http["host"], http["port"])) if http else None
+        mem = open_memory(args, create=True)
+        stack.callback(mem.close)
+        if http is None or sock is None:
+            serve_stdio(build_server(mem))
         else:
             server = build_server(mem, **http)
             host = f"[{http['host']}]" if ":" in http["host"] else http["host"]
-            security = server.settings.transport_security
-            guard = f"{len(security.allowed_hosts)} allowed Host values" if security else "no Host check"
+            guard = f"{len(server.security.allowed_hosts)} allowed Host values"
             access = "bearer tokens required" if http["tokens"] else "NO authentication (--no-auth or loopback)"
             print(f"memcompile: MCP server at http://{host}:{http['port']}/mcp ({access}; {guard})", file=sys.stderr)
-            server.run("streamable-http")
-    finally:
-        mem.close()
+            serve(server.http_app(), sock)
     return 0
+
+
+def serve_stdio(server) -> None:
+    """mcp 1's stdio transport closes the process's stdout when the client goes (its wrapper of sys.stdout.buffer
+    is collected); nothing is written there afterwards, but the exit's flush would fail on it."""
+    server.run("stdio")
+    if sys.stdout.closed:
+        sys.stdout = open(os.devnull, "w")
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -1,4 +1,4 @@
-"""An MCP server over a MemCompile: tools remember, recall, forget, stats (the `mcp` SDK's FastMCP).
+"""An MCP server over a MemCompile: tools remember, recall, forget, stats (over the `mcp` SDK).
 
 Every tool names its user as `user_id` (the name every other surface uses), validated like everywhere else, with no
 default: a missing user is a tool error, never a shared "default" user. Unknown arguments are refused (a misspelt
@@ -6,6 +6,10 @@ user argument must not be ignored). Over HTTP with a tokens file (auth_tokens.py
 token, checked by the SDK's token verifier, and a token bound to one user may name only that user. A tool that
 fails (bad user id, empty query, bad turns, another user's id) answers with a tool error; the server keeps serving.
 The memory runs in a worker thread, so one slow compile does not stall the session's other requests.
+
+Both majors of the `mcp` SDK serve it: 1.x (`FastMCP`) and 2.x (`MCPServer`, the same server renamed; the HTTP
+settings moved from the constructor to the app). Over HTTP the app runs in http_limits.serve: bounded requests,
+bound before announced, a clean exit on SIGINT/SIGTERM.
 """
 
 from __future__ import annotations
@@ -14,14 +18,11 @@ import asyncio
 import ipaddress
 import logging
 import socket
-from collections.abc import Sequence
 from typing import Annotated, Any
 
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
-from mcp.server.fastmcp import FastMCP
-from mcp.server.fastmcp.exceptions import ToolError
 from mcp.server.transport_security import TransportSecuritySettings
 from pydantic import AnyHttpUrl, BaseModel, Field
 from starlette.requests import Request
@@ -31,6 +32,17 @@ from ..memory import MemCompile
 from ..users import nothing_stored_note, validate_user_id
 from .retriever import nothing_stored, packet_documents, resolve_k
 from .tokens import ANY_USER, Tokens
+
+try:  # mcp 2
+    from mcp.server.mcpserver import MCPServer as SDKServer  # type: ignore[import-not-found, unused-ignore]
+    from mcp.server.mcpserver.exceptions import ToolError  # type: ignore[import-not-found, unused-ignore]
+
+    MCP_MAJOR = 2
+except ImportError:  # mcp 1
+    from mcp.server.fastmcp import FastMCP as SDKServer  # type: ignore[assignment, no-redef, unused-ignore]
+    from mcp.server.fastmcp.exceptions import ToolError  # type: ignore[assignment, no-redef, unused-ignore]
+
+    MCP_MAJOR = 1
 
 INSTRUCTIONS = (
     "Long-term memory of conversations, one memory per user_id. `remember` stores turns; `recall` returns the "
@@ -95,9 +107,22 @@ class TokenFileVerifier:
         return AccessToken(token="", client_id=grant.user_id or ANY_USER, scopes=[])
 
 
-class MemoryServer(FastMCP):
-    async def call_tool(self, name: str, arguments: dict[str, Any]) -> Sequence[Any] | dict[str, Any]:
-        """Refuses arguments a tool does not take (FastMCP would drop them silently)."""
+class MemoryServer(SDKServer):
+    def __init__(self, host: str, port: int, security: TransportSecuritySettings, **settings: Any):
+        if MCP_MAJOR == 1:  # mcp 2 takes the HTTP settings when the app is made
+            settings.update(host=host, port=port, transport_security=security)
+        super().__init__("memcompile", **settings)
+        self.host, self.security = host, security
+
+    def http_app(self) -> Any:
+        """The streamable-HTTP ASGI app: /mcp, and the custom routes."""
+        if MCP_MAJOR == 1:
+            return self.streamable_http_app()
+        return self.streamable_http_app(transport_security=self.security, host=self.host)
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], *context: Any) -> Any:
+        """Refuses arguments a tool does not take (the SDK would drop them silently); mcp 2 also passes the
+        request's context."""
         tool = self._tool_manager.get_tool(name)
         if tool is not None:
             known = tool.parameters.get("properties", {})
@@ -106,7 +131,7 @@ class MemoryServer(FastMCP):
                 raise ToolError(
                     f"{name} does not take {', '.join(map(repr, unknown))}; its arguments are {', '.join(known)}"
                 )
-        return await super().call_tool(name, arguments)
+        return await super().call_tool(name, arguments, *context)
 
 
 def _host_header(host: str) -> str:
@@ -175,19 +200,18 @@ def build_server(
     tokens: Tokens | None = None,
     allowed_hosts: list[str] | None = None,
     allowed_origins: list[str] | None = None,
-) -> FastMCP:
+) -> MemoryServer:
     """The server; `tokens` makes every HTTP request need a bearer token of the file (stdio ignores it)."""
     verifier, auth = None, None
     if tokens is not None:
         verifier = TokenFileVerifier(tokens)
         auth = AuthSettings(issuer_url=AnyHttpUrl(f"http://{_host_header(host)}:{port}"), resource_server_url=None)
     server = MemoryServer(
-        "memcompile",
+        host,
+        port,
+        transport_security(host, port, allowed_hosts, allowed_origins),
         instructions=INSTRUCTIONS,
-        host=host,
-        port=port,
         log_level="WARNING",
-        transport_security=transport_security(host, port, allowed_hosts, allowed_origins),
         token_verifier=verifier,
         auth=auth,
     )

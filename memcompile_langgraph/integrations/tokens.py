@@ -8,6 +8,7 @@ compared, so the time taken says nothing about which one came close.
 from __future__ import annotations
 
 import hmac
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +20,19 @@ MIN_TOKEN = 16  # characters: a short token is guessable over the network
 
 class BadTokensFile(ValueError):
     """The tokens file cannot be used; the message is one line."""
+
+
+def check_private(path: str | Path) -> None:
+    """Refuses a tokens file that other users of the machine may read or write (as ssh refuses such a private key):
+    any of them could act as every user the file names."""
+    try:
+        mode = Path(path).stat().st_mode
+    except OSError as exc:
+        raise BadTokensFile(f"tokens file {path}: cannot read ({exc.strerror or exc})") from None
+    if mode & (stat.S_IRWXG | stat.S_IRWXO):
+        raise BadTokensFile(
+            f"tokens file {path} is open to other users (mode {stat.S_IMODE(mode):04o}): chmod 600 {path}"
+        )
 
 
 @dataclass(frozen=True)
