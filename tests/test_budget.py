@@ -1,6 +1,7 @@
 """Context budget in tokens (evidence/budget.py): tokens spent by rank, the answer-bearing lines of a cut packet
 first, the packets after it left out, one marker, never over the budget, monotone in the budget."""
 
+import json
 import re
 from collections import Counter
 
@@ -157,3 +158,29 @@ def test_locomo_contexts_do_not_change_at_the_default_budget(tmp_path):
             mem.compile("Where does Priya work?", user_id="mini-1", max_tokens=0)
     finally:
         mem.close()
+
+
+def test_the_eval_reports_coverage_along_the_budget_curve(tmp_path, monkeypatch):
+    """Each record renders its selection at every budget of the curve; at the run's own budget that is the run's
+    context. The report's by_max_tokens agrees with the records."""
+    from memcompile_langgraph.cli import main
+    from memcompile_langgraph.eval import question
+
+    monkeypatch.setattr(question, "BUDGET_CURVE", (400, 120, 60))  # the mini file's contexts are ~400 tokens
+    out = tmp_path / "out"
+    assert main(["eval", "locomo", str(LOCOMO_MINI), "--out", str(out), "--max-tokens", "120", "--quiet"]) == 0
+    records = [json.loads(x) for x in next(out.glob("results-A0-*.jsonl")).read_text().splitlines()]
+    for r in records:
+        b = r["budget"]
+        assert set(b["by_max_tokens"]) == {"400", "120", "60"}
+        assert b["by_max_tokens"]["120"] == {"tokens": b["tokens"], "coverage": b["coverage"]}
+        assert b["by_max_tokens"]["60"]["tokens"] <= b["by_max_tokens"]["120"]["tokens"] <= r["tokens"]["bundle"]
+    budget = json.loads((out / "report.json").read_text())["overall"]["budget"]
+    covered = [r["budget"] for r in records if r["budget"]["coverage"] is not None]
+    for b, point in budget["by_max_tokens"].items():
+        mean = sum(c["by_max_tokens"][b]["coverage"] for c in covered) / len(covered)
+        assert point["answer_coverage"] == pytest.approx(mean, abs=1e-6)
+        assert point["coverage_kept"] == pytest.approx(mean / budget["answer_coverage_whole"], abs=1e-5)
+    assert budget["by_max_tokens"]["120"]["answer_coverage"] == budget["answer_coverage"]
+    assert budget["by_max_tokens"]["60"]["coverage_kept"] < budget["by_max_tokens"]["400"]["coverage_kept"]
+    assert "| 120 tokens |" in (out / "report.md").read_text()
