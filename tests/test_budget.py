@@ -17,7 +17,7 @@ from memcompile_langgraph.eval.locomo import load_locomo
 from memcompile_langgraph.evidence.budget import Block, fit_blocks, validate_max_tokens
 from memcompile_langgraph.evidence.render import render_context
 from memcompile_langgraph.integrations.retriever import packet_documents
-from memcompile_langgraph.text.terms import count_tokens
+from memcompile_langgraph.text.terms import count_tokens, term_set
 
 LONG = Block(
     "[D1:1] Assistant | 2024-03-15 | session 1",
@@ -104,6 +104,10 @@ def test_any_context_is_spent_by_rank_within_the_budget_and_monotone(bs, budget,
         assert kept_lines(o) or not bs[i].units  # and some of its text
         if any(kept_lines(lower) for lower in out[i + 1 :]):
             assert o == whole[i]  # never shrinks while a lower-ranked packet keeps more than its header
+        if len(bs[i].lines) > 1:  # a cut packet keeps its answer-bearing lines first (after the selecting claim)
+            kept = [x for j, x in enumerate(bs[i].lines) if x in kept_lines(o) and j != bs[i].lead]
+            if any(term_set(x) & term_set(query) for x in bs[i].lines if x not in kept_lines(o)):
+                assert all(term_set(x) & term_set(query) for x in kept)
     assert sum(bool(MARKER.match(x)) for o in out for x in o.split("\n")) == (1 if out else 0)  # said once
     larger = fit_blocks(bs, query, budget + more, count_tokens)
     for i, o in enumerate(out):
