@@ -65,22 +65,37 @@ def answer_figures(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def _kept(cut: float, whole: float) -> float | None:
+    return round(cut / whole, 6) if whole else None
+
+
 def budget_figures(records: Sequence[dict[str, Any]], view: str) -> dict[str, Any]:
-    """Context tokens (median) and answer coverage (mean) of the whole packets and of the budgeted context."""
+    """Context tokens (median) and answer coverage (mean) of the whole packets and of the budgeted context; the same
+    at each budget of the curve (question.BUDGET_CURVE) over the same selection."""
     rs = [r for r in records if "budget" in r]
     if not rs:
         return {}
     covered = [r["budget"] for r in rs if r["budget"]["coverage"] is not None]
     whole = _mean(b["coverage_whole"] for b in covered)
     cut = _mean(b["coverage"] for b in covered)
+    curve = [r["budget"]["by_max_tokens"] for r in rs if "by_max_tokens" in r["budget"]]  # older records lack it
+    points = {}
+    for b in curve[0] if len(curve) == len(rs) else ():
+        at = _mean(c[b]["coverage"] for c in curve if c[b]["coverage"] is not None)
+        points[b] = {
+            "median_tokens": percentile([c[b]["tokens"] for c in curve], 50),
+            "answer_coverage": at,
+            "coverage_kept": _kept(at, whole),
+        }
     return {
         "max_tokens": rs[0]["budget"]["max_tokens"],
         "median_tokens_whole": percentile([r["tokens"][view] for r in rs], 50),
         "median_tokens": percentile([r["budget"]["tokens"] for r in rs], 50),
         "answer_coverage_whole": whole,
         "answer_coverage": cut,
-        "coverage_kept": round(cut / whole, 6) if whole else None,
+        "coverage_kept": _kept(cut, whole),
         "cut_contexts": sum(r["budget"]["tokens"] < r["tokens"][view] for r in rs),
+        "by_max_tokens": points,
     }
 
 

@@ -180,6 +180,15 @@ def _pool_table(report: dict[str, Any]) -> str:
     return table(["packets", "Gold Recall", "mean size"], rows) + "\n\n" + table(["stage", "ms p50", "ms p95"], latency)
 
 
+def _budget_table(budget: dict[str, Any]) -> str:
+    rows = [["whole packets", num(budget["median_tokens_whole"]), pct(budget["answer_coverage_whole"]), "100.00"]]
+    rows += [
+        [f"{int(b):,} tokens", num(p["median_tokens"]), pct(p["answer_coverage"]), pct(p["coverage_kept"])]
+        for b, p in budget["by_max_tokens"].items()
+    ]
+    return table(["context", "median tokens", "answer coverage", "coverage kept"], rows)
+
+
 def _usage_table(usage: dict[str, Any]) -> str:
     rows = [
         [stage, u["phase"], str(u["calls"]), str(u["cache_hits"]), str(u["prompt_tokens"] + u["completion_tokens"])]
@@ -368,6 +377,8 @@ def render_markdown(report: dict[str, Any], plots: Sequence[str]) -> str:
     ]
     parts += ["## Reader views over the same packets (Table 4), this run", _views_table(report)]
     parts += ["## Pools and latency, this run", _pool_table(report)]
+    if report["overall"].get("budget", {}).get("by_max_tokens"):
+        parts += ["## Context budget over the same packets (%), this run", _budget_table(report["overall"]["budget"])]
     if report.get("usage"):
         parts += ["## LLM tokens per stage (Table 8), this run", _usage_table(report["usage"])]
     parts += [f"![{name}]({name})" for name in plots]

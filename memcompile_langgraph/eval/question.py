@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..evidence.normalize import normalize
-from ..evidence.render import VIEWS, render_context
+from ..evidence.render import VIEWS, render_context, update_marks
 from .baselines import BASELINE_KS
 from .dataset import Question
 from .metrics import answer_coverage, budget_duplication
@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from ..memory import MemCompile
 
 DIAGNOSTIC_K = 10  # Table 3 / Table 5 controlled selection depth
+BUDGET_CURVE = (2000, 1000, 500)  # context budgets (tokens) the same selection is also rendered at
 
 
 def _found(index: UserIndex, gold: set[str], packet_ids: list[str]) -> list[str]:
@@ -84,6 +85,8 @@ def evaluate_question(
     frontier_pool = list(dict.fromkeys([*state.get("anchors", []), *(h.packet_id for h in state.get("dense", []))]))
     whole = render_context(index, selected, view, reps)
     context = state.get("context", "")
+    marks = update_marks(index, selected, q.question, mem.engine.llm_updates)  # the run's (a model's: its cache)
+    curve = {b: render_context(index, selected, view, reps, q.question, b, marks) for b in BUDGET_CURVE}
     record: dict[str, Any] = {
         "qid": q.qid,
         "dialogue": q.dialogue,
@@ -109,6 +112,9 @@ def evaluate_question(
             "tokens": count_tokens(context),
             "coverage_whole": answer_coverage(q.answer, whole),
             "coverage": answer_coverage(q.answer, context),
+            "by_max_tokens": {
+                str(b): {"tokens": count_tokens(c), "coverage": answer_coverage(q.answer, c)} for b, c in curve.items()
+            },
         },
         "ms": round(ms, 3),
         "stage_ms": {stage: info.get("ms", 0.0) for stage, info in state.get("trace", {}).items()},

@@ -1,9 +1,11 @@
-"""A context budget in tokens (engineering, not in the paper): long packets give up their least relevant lines.
+"""A context budget in tokens (engineering, not in the paper): tokens are spent by rank.
 
-Packets stay the unit of provenance: every selected packet keeps its header. When the whole rendering is over
-the budget, the budget is shared water-filling style: a block no larger than its fair share stays whole (short
-turns are never touched), and each longer block keeps the lines (claims or sentences) that best answer the
-query, in their own order, until its share is spent, with one visible marker line saying how many were cut.
+Packets come in schedule order, the best first, and stay the unit of provenance. When the whole rendering is over
+the budget, the first packets stay whole; the first one that does not fit keeps its header and as many of its lines
+(claims, or the sentences of a one-line block) as fit, the answer-bearing ones first: the claim that selected the
+packet, then the lines holding the query's rarest terms, then the rest, shown in the packet's own order. The packets
+after it are left out, header and all. One marker line at the end says what was cut. Every choice is a prefix of a
+fixed order, so a larger budget never keeps less of any packet.
 """
 
 from __future__ import annotations
@@ -13,9 +15,11 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ..text.terms import bounded, term_set
+from ..text.terms import term_set
 
-CUT_MARKER = "- [... {cut} of {total} {unit} cut to fit the token budget]"
+CUT_MARKER = "- [... {} cut to fit the token budget]"
+MIN_FRAGMENT = 12  # tokens: the start of a line that is alone over the room left; a shorter start tells nothing
+FRAGMENT_END = " [... {} more characters]"  # text.bounded's marker
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 
@@ -24,6 +28,7 @@ class Block:
     header: str
     lines: tuple[str, ...]  # rendered lines ("- ..."), in the packet's own order
     notes: tuple[str, ...] = ()  # lines about the packet (a supersession mark), never cut
+    lead: int | None = None  # the line of the claim that selected the packet (bundle view): a cut keeps it first
 
     def text(self) -> str:
         return "\n".join([self.header, *self.lines, *self.notes])
@@ -34,6 +39,18 @@ class Block:
         if len(self.lines) != 1:
             return self.lines
         return tuple(_SENTENCE_END.split(self.lines[0].removeprefix("- ")))
+
+    def shown(self, kept: dict[int, str]) -> list[str]:
+        """The body lines keeping these units (index -> its text, a fragment for a unit cut short), in order; the
+        sentences of a one-line block joined as they were, with " ... " where some were left out."""
+        if len(self.lines) != 1:
+            return [kept[i] for i in sorted(kept)]
+        parts: list[str] = []
+        for i in sorted(kept):
+            if parts:
+                parts.append(" " if i - 1 in kept else " ... ")
+            parts.append(kept[i])
+        return ["- " + "".join(parts)] if parts else []
 
 
 def query_idf(query: str, lines: Sequence[str]) -> dict[str, float]:
@@ -48,59 +65,87 @@ def line_scores(lines: Sequence[str], idf: dict[str, float]) -> list[float]:
     return [sum(idf[t] for t in idf.keys() & term_set(line)) for line in lines]
 
 
-def shares(costs: Sequence[int], budget: int) -> list[int | None]:
-    """Water-filling: None for a block that stays whole, else the tokens it may keep."""
-    out: list[int | None] = [None] * len(costs)
-    left, open_ = budget, sorted(range(len(costs)), key=lambda i: costs[i])
-    while open_:
-        fair = left // len(open_)
-        if costs[open_[0]] > fair:
-            for i in open_:
-                out[i] = max(fair, 0)
-            break
-        i = open_.pop(0)
-        left -= costs[i]
-    return out
+def marker(left: int, cut: int = 0, total: int = 0, unit: str = "lines") -> str:
+    """The one line saying what the budget cut: units of the packet it ends (whole or cut short), packets after it."""
+    said = [f"{cut} of {total} {unit}"] if cut else []
+    said += [f"{left} more packet{'s' if left > 1 else ''}"] if left else []
+    return CUT_MARKER.format(" and ".join(said))
 
 
-def cut_unit(unit: str, tokens: int, count: Callable[[str], int]) -> str:
-    """The start of a unit, about `tokens` long, with the marker of what was left out (bounded's)."""
-    chars = max(0, tokens) * len(unit) // max(count(unit), 1)
-    return bounded(unit, chars) if chars else ""
+MARKER_RESERVE = marker(2, 2, 2, "sentences")  # its cost whatever it reports: a number is one token, as a unit word
 
 
-def cut_block(block: Block, idf: dict[str, float], allowance: int, count: Callable[[str], int]) -> str:
-    """The header, the best-scoring units that fit the allowance, in order, and the cut marker. The best unit is
-    always kept, cut to what is left of the allowance when it alone is over it."""
-    units = list(block.units)
-    scores, total = line_scores(units, idf), len(units)
+def priority(block: Block, idf: dict[str, float]) -> list[int]:
+    """The order a cut keeps units in: the claim that selected the packet, then by relevance to the query, ties (and
+    the units holding no query term) in the packet's own order."""
+    units = block.units
+    scores = line_scores(units, idf)
+    lead = block.lead if len(block.lines) > 1 else None
+    return sorted(range(len(units)), key=lambda i: (i != lead, -scores[i], i))
+
+
+def fragment(unit: str, room: int, count: Callable[[str], int]) -> str:
+    """The longest start of a unit, cut at a space and marked, that costs at most `room` tokens; "" when it would be
+    shorter than MIN_FRAGMENT. A prefix's count never falls as it grows, so the search is a bisection."""
+    lo, hi = 0, len(unit)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if count(unit[:mid] + FRAGMENT_END.format(len(unit) - mid)) <= room:
+            lo = mid
+        else:
+            hi = mid - 1
+    start = unit[:lo] if unit[lo : lo + 1] == " " else unit[:lo].rpartition(" ")[0]  # whole words only
+    if count(start) < MIN_FRAGMENT:
+        return ""
+    return start + FRAGMENT_END.format(len(unit) - len(start))
+
+
+def cut_block(block: Block, idf: dict[str, float], room: int, left: int, count: Callable[[str], int]) -> str | None:
+    """The header, the longest prefix of the block's priority order that fits `room` with the notes and the marker
+    (which also counts the `left` packets after it); None when not one unit, nor a fragment of the first, fits."""
+    units, order = block.units, priority(block, idf)
+    fixed = count(block.header) + sum(map(count, block.notes)) + count(MARKER_RESERVE)
+    kept: dict[int, str] = {}
+    best: dict[int, str] = {}
+    for i in order:  # the largest prefix that fits (a sentence closing a " ... " gap costs less than it holds)
+        kept[i] = units[i]
+        if fixed + count("\n".join(block.shown(kept))) <= room:
+            best = dict(kept)
+    if not best and order:
+        first = order[0]
+        start = fragment(units[first], room - fixed - count("\n".join(block.shown({first: ""}))), count)
+        best = {first: start} if start else {}
+    if not best:
+        return None
+    whole = sum(best[i] == units[i] for i in best)
     unit = "lines" if len(block.lines) > 1 else "sentences"
-    used = sum(map(count, [block.header, *block.notes, CUT_MARKER.format(cut=total, total=total, unit=unit)]))
-    keep: set[int] = set()
-    for i in sorted(range(total), key=lambda i: (-scores[i], i)):
-        cost = count(units[i])
-        if used + cost > allowance:
-            if keep or not (start := cut_unit(units[i], allowance - used, count)):
-                continue
-            units[i], cost = start, count(start)  # the best unit alone is over: its start, not the whole of it
-        keep.add(i)
-        used += cost
-    kept = [units[i] for i in sorted(keep)]
-    lines = kept if len(block.lines) > 1 else ["- " + " ... ".join(kept)] if kept else []
-    if len(keep) < total:
-        lines.append(CUT_MARKER.format(cut=total - len(keep), total=total, unit=unit))
-    return "\n".join([block.header, *lines, *block.notes])
+    return "\n".join(
+        [block.header, *block.shown(best), *block.notes, marker(left, len(units) - whole, len(units), unit)]
+    )
 
 
 def fit_blocks(blocks: Sequence[Block], query: str, max_tokens: int | None, count: Callable[[str], int]) -> list[str]:
-    """The rendered blocks, cut to about max_tokens in total; unchanged when they fit or no budget is given."""
+    """The rendered blocks, spent by rank to at most max_tokens in total (the blocks the budget left out are not in
+    the list); unchanged when they fit or no budget is given."""
     whole = [b.text() for b in blocks]
     if max_tokens is None or sum(count(t) for t in whole) <= max_tokens:
         return whole
-    allow = shares([count(t) for t in whole], max_tokens)
     idf = query_idf(query, [u for b in blocks for u in b.units])
-    cut = [t if a is None else cut_block(b, idf, a, count) for b, t, a in zip(blocks, whole, allow)]
-    return [c if count(c) < count(t) else t for c, t in zip(cut, whole)]  # a cut that saves less than its marker: whole
+    room, out = max_tokens, []
+    for i, (b, text) in enumerate(zip(blocks, whole)):
+        left = len(blocks) - i - 1
+        cost = count(text)
+        if cost + count(MARKER_RESERVE) <= room:
+            out.append(text)
+            room -= cost
+            continue
+        cut = cut_block(b, idf, room, left, count) if b.units else None
+        if cut is not None:
+            out.append(cut)
+        elif out:  # this packet and the ones after it are left out: the last kept one says so
+            out[-1] += "\n" + marker(left + 1)
+        break
+    return out
 
 
 def validate_max_tokens(value: object) -> int | None:

@@ -50,17 +50,18 @@ def body_line(text: str, limit: int) -> str:
 
 def packet_block(index: UserIndex, packet_id: str, view: str = "bundle", representative: str | None = None) -> Block:
     p = index.packets[packet_id]
+    claims = index.by_packet[packet_id]
+    lead = next((i for i, d in enumerate(claims) if d.descriptor_id == representative), None)
     if view == "raw":
-        lines = [p.text]
+        lines, lead = [p.text], None
         if p.image_caption or p.image_query:
             lines.append(f"(shared image: {p.image_caption} {p.image_query})")
     elif view == "claim":
-        claims = index.by_packet[packet_id]
-        rep = next((d for d in claims if d.descriptor_id == representative), claims[0] if claims else None)
-        lines = [rep.claim] if rep else []
+        rep = claims[lead or 0] if claims else None
+        lines, lead = [rep.claim] if rep else [], None
     else:  # Eq. 15: the retained claims only; a packet without any (a factless turn) shows its header alone
-        lines = [d.claim for d in index.by_packet[packet_id]]
-    return Block(header(p), tuple(body_line(line, index.cfg.render_max_chars) for line in lines))
+        lines = [d.claim for d in claims]
+    return Block(header(p), tuple(body_line(line, index.cfg.render_max_chars) for line in lines), lead=lead)
 
 
 def render_block(index: UserIndex, packet_id: str, view: str = "bundle", representative: str | None = None) -> str:
@@ -99,9 +100,9 @@ def render_context(
     max_tokens: int | None = None,
     marks: dict[str, str] | None = None,
 ) -> str:
-    """X_q = Render(p_1, B_p1) || ... || Render(p_L, B_pL), Eq. 16; over max_tokens (text.count_tokens), long
-    packets keep their header and the lines that best answer the query (evidence/budget.py). `marks`: update notes
-    already decided (update_marks), else the offline ones for the query."""
+    """X_q = Render(p_1, B_p1) || ... || Render(p_L, B_pL), Eq. 16; over max_tokens (text.count_tokens), the tokens
+    are spent by rank: the best packets whole, the next one cut to its answer-bearing lines, the rest left out
+    (evidence/budget.py). `marks`: update notes already decided (update_marks), else the offline ones for the query."""
     reps = representatives or {}
     blocks = [packet_block(index, pid, view, reps.get(pid)) for pid in packet_ids]
     if marks is None:

@@ -21,10 +21,11 @@ OPTIONAL_KEYS = ("superseded_by",)  # a knowledge-update mark: the dia_id of the
 
 def packet_documents(mem: MemCompile, user_id: str, ctx: CompiledContext) -> list[Document]:
     """page_content = the packet's block of the compiled context (its claim bundle, Eq. 15, cut to the context
-    budget when it was over); packets deleted since the compile are left out."""
+    budget when it was over); packets deleted since the compile, or that the budget left out, are left out."""
     index = mem.index(user_id)
-    blocks = ctx.text.split("\n\n")  # stored text never holds a blank line (render.one_line): one block per packet
-    if len(blocks) != len(ctx.packets):
+    # stored text never holds a blank line (render.one_line): one block per packet, the budget keeps a prefix of them
+    blocks = ctx.text.split("\n\n") if ctx.text else []
+    if len(blocks) > len(ctx.packets):
         blocks = [render_block(index, p["packet_id"]) if p["packet_id"] in index.packets else "" for p in ctx.packets]
     return [
         Document(
