@@ -322,3 +322,19 @@ def test_a_user_with_nothing_stored_and_bad_parameters_get_a_page_that_says_so(m
     ):
         page = client.get(path)
         assert page.status_code == status and said in html.unescape(page.text)
+
+
+def test_a_tight_budget_says_which_selected_turns_it_cut_or_left_out(make_mem):
+    """The context budget spends tokens by rank: the first turns stay whole, one is cut, the rest are left out; the
+    page says which, as the compiled context does."""
+    from memcompile_langgraph.integrations.inspector.explain import explain
+
+    mem = make_mem("store", turns=demo_turns(), user_id=DEMO)
+    compiled = mem.compile(QUESTION, user_id=DEMO, max_tokens=120)
+    shown = explain(mem, DEMO, QUESTION, max_tokens=120)
+    selected = sorted((r for r in shown.rows if r.selected_rank), key=lambda r: r.selected_rank)
+    kept = [r for r in selected if not r.left_out]
+    assert shown.context == compiled.text and kept and len(kept) < len(selected)
+    assert all(r.left_out for r in selected[len(kept) :]) and "left out of the context" in selected[-1].detail
+    assert not any(r.cut for r in kept[:-1])  # only the last kept one can have lost lines
+    assert kept[0].packet.dia_id == GOLD and GOLD in compiled.text

@@ -20,10 +20,8 @@ from ...model import Intent, SourcePacket
 from ...query_graph import STAGES
 from ...text.terms import clean_query, count_tokens
 
-# the line fit_blocks leaves in a block that lost lines to the token budget
-_CUT_LINE = re.compile(
-    re.escape(CUT_MARKER).replace(r"\{cut\}", r"\d+").replace(r"\{total\}", r"\d+").replace(r"\{unit\}", r"\w+")
-)
+# the line fit_blocks ends the kept blocks with: "3 of 5 lines" the last one lost, "and 7 more packets" left out
+_CUT_LINE = re.compile(re.escape(CUT_MARKER).replace(r"\{\}", r"(\d+ of \d+ \w+)?(?: and )?(?:\d+ more packets?)?"))
 
 
 def when(p: SourcePacket) -> str:
@@ -116,6 +114,7 @@ class Row:
     detail: str = ""
     superseded_by: str = ""
     cut: bool = False  # its block lost lines to the token budget
+    left_out: bool = False  # selected, but the budget was spent before its block
 
 
 @dataclass
@@ -194,8 +193,11 @@ def explain(mem: MemCompile, user: str, query: str, max_tokens: int | None = Non
         r = row(packet["packet_id"])
         r.selected_rank, r.source = packet["rank"], packet["source"]
         r.superseded_by = packet.get("superseded_by", "")
-        if len(blocks) == len(selected):
-            r.cut = any(_CUT_LINE.fullmatch(line) for line in blocks[packet["rank"] - 1].splitlines())
+        if packet["rank"] > len(blocks):
+            r.left_out = True  # the budget was spent on the packets ranked before it
+        else:
+            cut = (_CUT_LINE.fullmatch(line) for line in blocks[packet["rank"] - 1].splitlines())
+            r.cut = any(m is not None and m.group(1) is not None for m in cut)
     window = set(frontier_window(anchors, dense))
     k0, cutoff, cap = cfg.k0, cfg.frontier_rank_cutoff, cfg.frontier_append_cap
     for pid, r in rows.items():
@@ -204,6 +206,8 @@ def explain(mem: MemCompile, user: str, query: str, max_tokens: int | None = Non
             r.detail = f"#{r.selected_rank}, {'an anchor' if r.source == 'anchor' else 'admitted by the frontier'}"
             if r.cut:
                 r.detail += f"; lines cut to fit the {budget}-token budget"
+            elif r.left_out:
+                r.detail += f"; left out of the context: the {budget}-token budget went to the packets ranked before it"
         elif r.pool_rank is None and cfg.fusion:
             r.why = "budget"
             r.detail = f"not in the closed pool: the best {cfg.pool_budget} packets by fused score were kept"
