@@ -179,6 +179,7 @@ def test_a_token_bound_to_one_user_never_shows_another(browser, shots, store, tm
 
     tokens = tmp_path / "tokens"
     tokens.write_text(f"{TOKEN} {DEMO}\n")
+    tokens.chmod(0o600)  # a tokens file others may read is refused, as by ssh
     with inspector(tmp_path, store, "--tokens", str(tokens)) as url:
         browser.get(url)
         wait_for(browser, "#token")

@@ -142,7 +142,8 @@ def test_opening_against_a_silent_or_failing_server_is_one_line_in_the_timeout(t
         path = write_json(tmp_path / "more.json", synthetic_turns("ann", 2, seed=2))
         started = time.monotonic()
         run = memcompile("ingest", path, "--store", store, "--chroma-url", url, "--user", "ann", "--quiet", timeout=120)
-        assert run.code == 2 and len(run.err_lines) == 1 and "vector store" in run.err, run.err
+        # one line: the vector store's failure, or ingest's own check that the server answers before it stores
+        assert run.code == 2 and len(run.err_lines) == 1 and ("vector store" in run.err or "Chroma server" in run.err)
         assert time.monotonic() - started < 60
 
 
