@@ -4,6 +4,7 @@ and the records stay whole: no packet seq twice, the digest chain valid, every c
 
 from __future__ import annotations
 
+import time
 import uuid
 
 import psycopg
@@ -58,8 +59,15 @@ def lock_session(url: str, schema: str, user: str) -> int | None:
 
 
 def terminate(url: str, pid: int) -> None:
+    """Ends the session and waits until it is gone: pg_terminate_backend only signals it, and until the backend
+    exits it still holds its locks (a writer asking then is right to find its lock held)."""
     with psycopg.connect(url.split("?")[0], autocommit=True) as conn:
         conn.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        for _ in range(200):
+            if conn.execute("SELECT 1 FROM pg_stat_activity WHERE pid = %s", (pid,)).fetchone() is None:
+                return
+            time.sleep(0.05)
+    raise AssertionError(f"session {pid} still there 10 s after pg_terminate_backend")
 
 
 def check_whole(store: PostgresRecords, user: str, committed: list[str]) -> None:
