@@ -1,4 +1,4 @@
-"""The inspector's web app (Starlette) and its server (uvicorn, which the `mcp` extra brings).
+"""The inspector's web app (Starlette) and its server (uvicorn, which the `mcp` extra brings, as http_limits runs it).
 
 Access is the MCP server's (docs/security.md): without a tokens file every user is shown (loopback, or --no-auth);
 with one, a request carries a token of the file, in the cookie the sign-in form sets or as `Authorization: Bearer`,
@@ -13,13 +13,11 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
-import socket
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs
 
-import uvicorn
 from mcp.server.transport_security import (
     RequestBodyLimitMiddleware,
     TransportSecurityMiddleware,
@@ -36,6 +34,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from ...evidence.budget import validate_max_tokens
 from ...memory import MemCompile
 from ...users import InvalidUserId, validate_user_id
+from ..http_limits import listen
+from ..http_limits import serve as serve_app
 from ..mcp_server import transport_security
 from ..tokens import Grant, Tokens
 from . import pages
@@ -275,18 +275,10 @@ def serve(
     allowed_origins: list[str] | None = None,
     announce: Callable[[str], None] = print,
 ) -> None:
-    """Bind host:port (0: a free port), announce the page's URL, and serve until interrupted."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.create_server((host, port), family=family)
+    """Bind host:port (0: a free port), announce the page's URL, and serve until interrupted (the MCP server's
+    listener and uvicorn settings: integrations/http_limits.py)."""
+    sock = listen(host, port)
     port = sock.getsockname()[1]
     app = build_app(mem, tokens, transport_security(host, port, allowed_hosts, allowed_origins))
-    config = uvicorn.Config(
-        app,
-        http="h11",
-        h11_max_incomplete_event_size=MAX_HEADERS,
-        lifespan="off",
-        log_level="warning",
-        access_log=False,
-    )
     announce(f"http://{f'[{host}]' if ':' in host else host}:{port}/")
-    uvicorn.Server(config).run(sockets=[sock])
+    serve_app(app, sock, max_header_bytes=MAX_HEADERS, max_body_bytes=MAX_BODY)
