@@ -39,9 +39,10 @@ def sweep_moved(engine: Engine) -> int:
     files = engine.cache.files
     if files is not None:
         removed += files.sweep_moved(engine.records.holds)
-    for moved in engine.records.moved():
-        if files is not None and engine.path is not None:
-            removed += files.clear()  # the store directory's own folder: every file in it came with the move
+    earlier = engine.records.moved()
+    if earlier and files is not None and engine.path is not None:
+        removed += files.clear()  # the store directory's own folder: every file in it came with the move
+    for moved in earlier:
         if moved.held is False:
             removed += engine.vectors.drop_namespace(namespace_of(moved.store_id))
         if moved.held is not None:  # a copy's original keeps its own; a moved store's leftovers are gone now
