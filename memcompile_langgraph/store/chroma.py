@@ -371,7 +371,11 @@ def _reason(exc: BaseException) -> str:
         return f"no answer within {server_timeout():g} s ({type(exc).__name__})"
     if isinstance(exc, httpx.HTTPStatusError):
         return f"it answered {exc.response.status_code} {exc.response.reason_phrase}"
-    return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+    raw = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+    # a dead server shows as a refused connect or, on a pooled connection, a reset or an empty answer: one message
+    if isinstance(exc, (httpx.ConnectError, httpx.ReadError, httpx.WriteError, httpx.RemoteProtocolError)):
+        return f"the server refused or dropped the connection: {raw}"
+    return raw
 
 
 def _source(metadata: Metadata | None) -> str | None:
