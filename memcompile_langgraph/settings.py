@@ -21,6 +21,7 @@ STORE = Setting("MEMCOMPILE_STORE", "--store", "the CLI asks for one; served gra
 RECORDS_URL = Setting("MEMCOMPILE_RECORDS_URL", "--records-url", "SQLite in the store directory")
 CHROMA_URL = Setting("MEMCOMPILE_CHROMA_URL", "--chroma-url", "Chroma in the store directory")
 SETTINGS = (STORE, RECORDS_URL, CHROMA_URL)
+DEPLOYMENT_ENV = "MEMCOMPILE_DEPLOYMENT"  # one name per deployment of a database (its copies take others)
 
 
 def resolved(setting: Setting, given: str | Path | None) -> str | None:
@@ -63,6 +64,11 @@ def chroma_unreachable(url: str, timeout: float = 1.0) -> str | None:
         return str(getattr(exc, "reason", None) or exc)
 
 
+def deployment() -> str | None:
+    """$MEMCOMPILE_DEPLOYMENT: the name this process's deployment of the records goes by (RecordsStore.apart)."""
+    return os.environ.get(DEPLOYMENT_ENV, "").strip() or None
+
+
 def vectors_per_process(settings: StoreSettings) -> str | None:
     """The line that says so when records are shared (PostgreSQL) but the vectors are not (no Chroma server)."""
     if not settings.records_url or settings.chroma_url:
@@ -78,6 +84,7 @@ def env_help(setting: Setting) -> str:
 
 
 __all__ = [
+    "deployment",
     "CHROMA_URL",
     "chroma_unreachable",
     "vectors_per_process",

@@ -3,14 +3,18 @@ in Chroma (the directory's own, or a server), opened at their first use."""
 
 from __future__ import annotations
 
+import hashlib
+import logging
 import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from ..extras import missing_extra
-from ..settings import RECORDS_URL, resolved
+from ..settings import DEPLOYMENT_ENV, RECORDS_URL, deployment, resolved
 from .protocols import RecordsStore, VectorsStore
+
+log = logging.getLogger(__name__)
 
 
 def records_url_from(records_url: str | None) -> str | None:
@@ -36,8 +40,24 @@ def open_records(path: str | Path | None, records_url: str | None = None, create
 
 
 def open_vectors(path: str | Path | None, records: RecordsStore, chroma_url: str | None = None) -> LazyVectors:
-    """The store's vectors; on a shared Chroma server, collections are named per store so two stores never meet."""
-    namespace = namespace_of(records.store_id()) if chroma_url else None
+    """The store's vectors; on a shared Chroma server, collections are named per store so two stores never meet, and
+    per deployment where one store's records are reached under a second one (a physical copy of its database)."""
+    namespace = None
+    if chroma_url:
+        apart = records.apart(deployment())
+        namespace = namespace_of(records.store_id(), apart[0] if apart else None)
+        if apart:
+            log.warning(
+                "%s was first opened as deployment %r, now as %r: its vectors on %s are kept apart from that one's "
+                "(a copy of the database; if it is the same database under a new address, set %s=%s on every "
+                "worker)",
+                records.where,
+                apart[1],
+                apart[0],
+                chroma_url,
+                DEPLOYMENT_ENV,
+                apart[1],
+            )
 
     def connect() -> VectorsStore:
         from .chroma import ChromaVectors
@@ -47,9 +67,11 @@ def open_vectors(path: str | Path | None, records: RecordsStore, chroma_url: str
     return LazyVectors(connect)
 
 
-def namespace_of(store_id: str) -> str:
-    """The prefix of a store's collection names on a shared Chroma server."""
-    return f"mc{store_id[:12]}"
+def namespace_of(store_id: str, apart: str | None = None) -> str:
+    """The prefix of a store's collection names on a shared Chroma server (apart: a later deployment's name)."""
+    if apart is None:
+        return f"mc{store_id[:12]}"
+    return f"mc{store_id[:12]}d{hashlib.sha256(apart.encode()).hexdigest()[:8]}"
 
 
 class LazyVectors:

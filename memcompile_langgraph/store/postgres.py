@@ -94,7 +94,8 @@ class PostgresRecords(SqlRecords):
 
     def __init__(self, url: str, create: bool = True, pool_size: int = 4):
         self.conninfo, self.schema = split_url(url)
-        self.where = f"{describe(url)} (schema {self.schema})"
+        self._address = describe(url)
+        self.where = f"{self._address} (schema {self.schema})"
         self._writers = UserLocks()
         self._held: dict[str, tuple[int, int]] = {}  # user -> (epoch, lock session pid) of the writer lock held here
         self._closed = threading.Event()
@@ -160,6 +161,9 @@ class PostgresRecords(SqlRecords):
 
     def _place(self) -> str:
         return self._home
+
+    def address(self) -> str:
+        return self._address
 
     def holds(self, store_id: str, home: str, place: str | None = None) -> bool | None:
         cluster, db, schema = home.split(":", 2)

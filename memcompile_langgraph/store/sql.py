@@ -272,6 +272,7 @@ class SqlRecords(ABC):
             return
         old = tx.one("SELECT value FROM meta WHERE key='store_id'")
         if row is not None and old is not None and tx.run("DELETE FROM meta WHERE key='store_id'"):
+            tx.run("DELETE FROM meta WHERE key='deployment'")  # a new store: bound where it is opened next
             log.warning(
                 "%s holds a copy of another store's records (%s): it gets a new store id; its vectors on a Chroma "
                 "server are rebuilt from the records",
@@ -331,6 +332,22 @@ class SqlRecords(ABC):
     def store_id(self) -> str:
         """A random id fixed at creation (or at a re-key): names this store's derived state."""
         return self._made_meta("store_id", uuid.uuid4().hex)  # a read: writers check it at every unit of work
+
+    def address(self) -> str | None:
+        """Where this process reaches the records from, when that can differ between a database and a physical copy
+        of it (a server's address; None for a file, whose copy gets its own store id)."""
+        return None
+
+    def apart(self, deployment: str | None = None) -> tuple[str, str] | None:
+        """(this deployment, the first) when this process reaches the records under another deployment name than
+        the first process did: a physical copy (pg_basebackup, a promoted standby) keeps the store id, so its
+        vectors on a shared Chroma server are kept under names of their own. deployment: the operator's name for
+        it, else address(). None: the first deployment (bound here when none is yet)."""
+        name = deployment or self.address()
+        if name is None:
+            return None
+        first = self._made_meta("deployment", name)
+        return None if first == name else (name, first)
 
     def secret(self) -> str:
         """A random secret fixed at creation, readable only by those who can read the records (signs snapshot files)."""

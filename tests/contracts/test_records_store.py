@@ -263,6 +263,27 @@ def test_store_id_and_embedding_persist_across_reopen(backend):
     b.close()
 
 
+_NAMES = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), min_size=1, max_size=20)
+
+
+@given(first=_NAMES, later=_NAMES)
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_the_first_deployment_is_bound_and_any_other_name_is_apart(backend, first, later):
+    """Whatever the names: the first one a store is reached under is bound (kept across reopen), and only
+    another name is apart, with the bound one to say so."""
+    a = backend.open()
+    a.apart(None)  # binds the server's address where there is one (a file has none)
+    bound = a.apart(first)
+    name = first if bound is None else bound[1]
+    assert a.apart(name) is None
+    a.close()
+    b = backend.open(create=False)
+    assert b.apart(name) is None
+    other = later if later != name else later + "x"
+    assert b.apart(other) == (other, name)
+    b.close()
+
+
 def test_opening_a_missing_store_without_create_is_a_one_line_error(backend):
     with pytest.raises(StoreError) as err:
         backend.open(create=False)

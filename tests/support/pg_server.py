@@ -60,17 +60,25 @@ def new_database(server_url: str) -> str:
 
 def start_cluster() -> dict[str, str]:
     """A new cluster in a temporary folder on a free loopback port: {"url": its `postgres` database, "root"}."""
-    root = Path(tempfile.mkdtemp(prefix="memcompile-pg-"))  # under /tmp: the postgres user can reach it
+    return _cluster("memcompile-pg-", ["initdb", "-A", "trust", "-U", USER, "-E", "UTF8", "--no-sync"])
+
+
+def copy_cluster(cluster: dict[str, str]) -> dict[str, str]:
+    """A physical copy of a running cluster (pg_basebackup, as a standby or a staging copy is made), started on a
+    port of its own: same system identifier, databases and oids. {"url", "root"} as start_cluster gives."""
+    return _cluster("memcompile-pg-copy-", ["pg_basebackup", "-d", cluster["url"], "-X", "stream"])
+
+
+def _cluster(prefix: str, make: list[str]) -> dict[str, str]:
+    """A cluster's data folder made by `make` (a command of BINDIR, given -D), then started on a free port."""
+    root = Path(tempfile.mkdtemp(prefix=prefix))  # under /tmp: the postgres user can reach it
     data, log, port = root / "data", root / "server.log", free_port()
     if os.geteuid() == 0:
         owner = pwd.getpwnam("postgres")
         os.chown(root, owner.pw_uid, owner.pw_gid)
     try:
         subprocess.run(
-            _as_owner([str(BINDIR / "initdb"), "-D", str(data), "-A", "trust", "-U", USER, "-E", "UTF8", "--no-sync"]),
-            check=True,
-            capture_output=True,
-            timeout=120,
+            _as_owner([str(BINDIR / make[0]), "-D", str(data), *make[1:]]), check=True, capture_output=True, timeout=120
         )
         opts = f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=300"
         subprocess.run(
