@@ -18,7 +18,7 @@ from .evidence.fusion_model import with_fusion_model
 from .evidence.scheduler import Scheduler
 from .extract.base import Extractor
 from .index.user import UserIndex
-from .ingest.turn_input import place_turns
+from .ingest.turn_input import occurrences
 from .model import CompiledContext
 from .query_graph import query_graph
 from .runtime import telemetry
@@ -116,9 +116,9 @@ class MemCompile(Upkeep, Surfaces):
         """Store turns (dicts or TurnInput); returns counts: stored, skipped_*, already_stored, descriptors."""
         from .runtime.add_turns import ingest_turns  # imports the ingest graph: a process that only queries never does
 
-        user_id, placed = validate_user_id(user_id), place_turns(turns)
-        with telemetry.create_memory(user_id, placed) as span:
-            totals = ingest_turns(self.engine, user_id, placed, progress)
+        user_id, numbered = validate_user_id(user_id), occurrences(turns)
+        with telemetry.create_memory(user_id, numbered) as span:
+            totals = ingest_turns(self.engine, user_id, numbered, progress)
             span.counts("add_turns", totals)
         return totals
 

@@ -9,7 +9,7 @@ from typing_extensions import TypedDict
 
 from .address.dense import QuerySimilarities
 from .address.routing import Routing
-from .extract.base import TurnContext
+from .extract.base import TurnWindow
 from .index.user import UserIndex
 from .model import Candidate, DenseHit, Descriptor, Intent, PacketScore, SourcePacket
 
@@ -26,9 +26,9 @@ def add_counts(left: dict | None, right: dict | None) -> dict:
 
 
 class IngestState(TypedDict, total=False):
-    turns: list[Any]  # dicts {speaker, text, time, session?, dia_id?, image_caption?} or TurnInput, maybe Placed
+    turns: list[Any]  # dicts {speaker, text, time, session?, dia_id?, image_caption?} or TurnInput, maybe Occurrence
     packets: list[SourcePacket]
-    contexts: list[TurnContext]
+    contexts: list[TurnWindow]
     facts: list[list[str]]
     descriptors: list[Descriptor]
     cells: list[str]  # Cell id of each descriptor, same order

@@ -2,7 +2,7 @@ import re
 
 import pytest
 
-from memcompile_langgraph.extract.base import Metadata, TurnContext
+from memcompile_langgraph.extract.base import Metadata, TurnWindow
 from memcompile_langgraph.extract.heuristic import HeuristicExtractor, split_sentences
 from memcompile_langgraph.extract.sentences import has_negation
 from memcompile_langgraph.model import SourcePacket
@@ -32,7 +32,7 @@ def packet(speaker, text, seq=1, caption="", query="", session_time="2023-05-08T
 
 def context(text, speaker="Caroline", previous=None, previous_speaker="Melanie", people=PEOPLE, **kw):
     prev = packet(previous_speaker, previous, seq=0) if previous is not None else None
-    return TurnContext(packet=packet(speaker, text, **kw), previous=prev, known_people=people)
+    return TurnWindow(packet=packet(speaker, text, **kw), previous=prev, known_people=people)
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memcompile_langgraph.config import DEFAULT_CONFIG as CFG
-from memcompile_langgraph.extract.base import TurnContext
+from memcompile_langgraph.extract.base import TurnWindow
 from memcompile_langgraph.llm.calls import InvalidReply
 from memcompile_langgraph.llm.prompts import candidate_line, fact_request, label_request, metadata_request
 from memcompile_langgraph.llm.validation import (
@@ -41,7 +41,7 @@ def packet(text="I adopted a beagle named Biscuit.", speaker="Tom", dia="D1:2", 
     )
 
 
-CTX = TurnContext(
+CTX = TurnWindow(
     packet=packet(), previous=packet("Morning Tom!", "Priya", "D1:1", pid="p1"), known_people=["Priya Shah", "Tom"]
 )
 LABELS = [f"C{i:03d}" for i in range(1, 6)]
@@ -249,7 +249,7 @@ def test_label_request_renders_the_closed_pool_and_binds_content_hashes():
 
 
 def test_extraction_requests_carry_the_preceding_turn_and_image_fields():
-    ctx = TurnContext(packet=packet(caption="a beagle puppy"), previous=CTX.previous, known_people=[])
+    ctx = TurnWindow(packet=packet(caption="a beagle puppy"), previous=CTX.previous, known_people=[])
     user = fact_request(ctx).user
     assert user.index("Preceding turn:") < user.index("Current turn:")
     assert '"Morning Tom!"' in user and 'image caption: "a beagle puppy"' in user and "dia_id: D1:2" in user

@@ -294,7 +294,7 @@ def test_ingest_and_query_take_the_profile(tmp_path, capsys):
 
 @pytest.mark.parametrize("polarity", ["negative", "positive", "unknown"])
 def test_inconsistency_reads_the_claims_negation_marker_not_the_models_polarity(polarity):
-    from memcompile_langgraph.extract.base import TurnContext
+    from memcompile_langgraph.extract.base import TurnWindow
     from memcompile_langgraph.ingest.build import make_descriptors
     from memcompile_langgraph.llm.validation import parse_metadata
 
@@ -311,7 +311,7 @@ def test_inconsistency_reads_the_claims_negation_marker_not_the_models_polarity(
         seq=0,
         content_hash="p",
     )
-    ctx = TurnContext(packet=p, previous=None, known_people=["Tom"])
+    ctx = TurnWindow(packet=p, previous=None, known_people=["Tom"])
     reply = json.dumps({"people": ["Tom"], "keywords": ["Cat"], "time": ["", ""], "event": {"polarity": polarity}})
     facts = ["Tom did not adopt the cat.", "Tom adopted the cat."]
     meta = parse_metadata(reply, ctx, MemCompileConfig())

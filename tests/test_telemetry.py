@@ -179,12 +179,12 @@ def test_the_retriever_is_a_retrieval_span_around_its_search(spans, monkeypatch)
 def test_a_graph_run_without_memcompile_around_it_opens_its_own_operation_span(spans, tmp_path):
     """What a LangGraph server's run of the served query / ingest graph is: the graph's first node opens the
     operation span, every node is its child, the last closes it."""
-    from memcompile_langgraph.ingest.turn_input import place_turns
+    from memcompile_langgraph.ingest.turn_input import occurrences
     from memcompile_langgraph.ingest_graph import ingest_graph
 
     mem = MemCompile(tmp_path / "store", dense=False)
     try:
-        ingest_graph.invoke({"turns": place_turns(TURNS)}, context=mem.context("tom"))
+        ingest_graph.invoke({"turns": occurrences(TURNS)}, context=mem.context("tom"))
         out = query_graph.invoke({"query": QUESTION}, context=mem.context("tom"))
     finally:
         mem.close()

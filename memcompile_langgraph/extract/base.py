@@ -18,7 +18,7 @@ class Metadata:
 
 
 @dataclass(frozen=True, slots=True)
-class TurnContext:
+class TurnWindow:
     """What an extractor may look at for one turn: the turn, the one before it, and the names known so far."""
 
     packet: SourcePacket
@@ -27,8 +27,8 @@ class TurnContext:
 
 
 class Extractor(Protocol):
-    def facts(self, ctx: TurnContext) -> list[str]:
+    def facts(self, ctx: TurnWindow) -> list[str]:
         """Standalone factual claims of the turn, in order (may be empty)."""
 
-    def metadata(self, fact: str, ctx: TurnContext) -> Metadata:
+    def metadata(self, fact: str, ctx: TurnWindow) -> Metadata:
         """People, keywords and times of one claim."""

@@ -26,7 +26,7 @@ from functools import partial
 from ..model import SourcePacket
 from ..text.terms import clean_text
 from ..text.timeparse import normalize_event_time, parse_session_time
-from .base import Metadata, TurnContext
+from .base import Metadata, TurnWindow
 from .keywords import keyword_phrases
 from .names import Names, names_for
 from .reply import lower_function_word, open_question, opening_answer
@@ -63,7 +63,7 @@ class HeuristicExtractor:
     def __init__(self, max_keywords: int = 5):
         self.max_keywords = max_keywords
 
-    def facts(self, ctx: TurnContext) -> list[str]:
+    def facts(self, ctx: TurnWindow) -> list[str]:
         packet, previous = ctx.packet, ctx.previous
         names = names_for(ctx)
         addressee = previous.speaker if previous and previous.speaker != packet.speaker else None
@@ -87,7 +87,7 @@ class HeuristicExtractor:
             claims.append(caption)
         return list(dict.fromkeys(_finish(c) for c in claims if c.strip()))
 
-    def metadata(self, fact: str, ctx: TurnContext) -> Metadata:
+    def metadata(self, fact: str, ctx: TurnWindow) -> Metadata:
         packet, names = ctx.packet, names_for(ctx)
         mentions = names.mentions(fact)
         anchor = packet.session_time or parse_session_time(packet.session_time_raw)

@@ -12,7 +12,7 @@ from ..llm.calls import LLMClient, LLMUnavailable, Request, ask_validated
 from ..llm.concurrent import run_concurrently
 from ..llm.prompts import FACT_SHAPE, METADATA_SHAPE, fact_request, json_correction, metadata_request
 from ..llm.validation import parse_facts, parse_metadata
-from .base import Extractor, Metadata, TurnContext
+from .base import Extractor, Metadata, TurnWindow
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +40,7 @@ class LLMExtractor:
         req: Request,
         parse: Callable[[str], T],
         shape: str,
-        ctx: TurnContext,
+        ctx: TurnWindow,
         fallback: Callable[[], T],
     ) -> tuple[T, str]:
         """(value, "") from the model, else (fallback(), why) with why = "unavailable" or "invalid"."""
@@ -55,11 +55,11 @@ class LLMExtractor:
             return fallback(), "invalid"
         return out.value, ""
 
-    def _facts(self, ctx: TurnContext) -> tuple[list[str], str]:
+    def _facts(self, ctx: TurnWindow) -> tuple[list[str], str]:
         parse = lambda text: parse_facts(text, self.config)  # noqa: E731
         return self._ask("fact", fact_request(ctx), parse, FACT_SHAPE, ctx, lambda: self.fallback.facts(ctx))
 
-    def _metadata(self, item: tuple[str, TurnContext]) -> tuple[Metadata, str]:
+    def _metadata(self, item: tuple[str, TurnWindow]) -> tuple[Metadata, str]:
         fact, ctx = item
         parse = lambda text: parse_metadata(text, ctx, self.config)  # noqa: E731
         return self._ask(
@@ -72,21 +72,21 @@ class LLMExtractor:
         )
 
     # --- Extractor protocol -------------------------------------------------------------------
-    def facts(self, ctx: TurnContext) -> list[str]:
+    def facts(self, ctx: TurnWindow) -> list[str]:
         return self.facts_batch([ctx])[0]
 
-    def metadata(self, fact: str, ctx: TurnContext) -> Metadata:
+    def metadata(self, fact: str, ctx: TurnWindow) -> Metadata:
         return self.metadata_batch([(fact, ctx)])[0]
 
     # --- batches: what build.extract_all / metadata_all call, concurrently -------------------------
-    def facts_batch(self, contexts: Sequence[TurnContext]) -> list[list[str]]:
+    def facts_batch(self, contexts: Sequence[TurnWindow]) -> list[list[str]]:
         results = run_concurrently(
             self._facts, contexts, self.config.llm_concurrency, "facts" if self.progress else None
         )
         self._report("fact", [(c.packet.user_id, why) for c, (_, why) in zip(contexts, results)])
         return [facts for facts, _ in results]
 
-    def metadata_batch(self, items: Sequence[tuple[str, TurnContext]]) -> list[Metadata]:
+    def metadata_batch(self, items: Sequence[tuple[str, TurnWindow]]) -> list[Metadata]:
         results = run_concurrently(
             self._metadata, items, self.config.llm_concurrency, "metadata" if self.progress else None
         )

@@ -6,7 +6,7 @@ import re
 from functools import lru_cache
 
 from ..text.terms import STOPWORDS
-from .base import TurnContext
+from .base import TurnWindow
 
 # Names that are also ordinary words only count as a person when written with a capital.
 WORD_LIKE_NAMES = frozenset(
@@ -81,7 +81,7 @@ def _names(people: tuple[str, ...]) -> Names:
     return Names(people)
 
 
-def names_for(ctx: TurnContext) -> Names:
+def names_for(ctx: TurnWindow) -> Names:
     """The names a turn may mention: its speaker, the preceding speaker and everyone known so far."""
     people = {ctx.packet.speaker, *ctx.known_people, ctx.previous.speaker if ctx.previous else ""}
     return _names(tuple(sorted(people - {""})))  # sorted: one cached index per set of names

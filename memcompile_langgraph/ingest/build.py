@@ -9,13 +9,13 @@ from itertools import chain
 from typing import Any
 
 from ..config import MemCompileConfig
-from ..extract.base import Extractor, Metadata, TurnContext
+from ..extract.base import Extractor, Metadata, TurnWindow
 from ..extract.sentences import has_negation
 from ..index.user import UserIndex
 from ..model import Descriptor, SourcePacket, TurnInput, stable_hash
 from ..text.terms import count_tokens
 from ..text.timeparse import parse_session_time
-from .turn_input import BadTurn, CheckedTurn, check_turn, place_turns
+from .turn_input import BadTurn, CheckedTurn, check_turn, occurrences
 
 MAX_SPEAKER = 200  # characters of a speaker name kept in the store (identity uses the whole name)
 
@@ -79,9 +79,9 @@ def packetize(turns: Iterable[Any], index: UserIndex, user_id: str) -> Packetize
     last = index.last_session
     by_label: dict[str, int] | None = None  # a label's first session: made when a turn names a label
     seq = len(index.packet_order) and index.packets[index.packet_order[-1]].seq + 1
-    for placed in place_turns(turns):  # turns add_turns placed keep their place in the whole call
+    for given in occurrences(turns):  # turns add_turns numbered keep their occurrence in the whole call
         try:
-            checked = check_turn(placed.raw)
+            checked = check_turn(given.raw)
         except BadTurn as exc:
             out.counts[f"skipped_{exc}"] += 1
             continue
@@ -90,8 +90,10 @@ def packetize(turns: Iterable[Any], index: UserIndex, user_id: str) -> Packetize
             turn.speaker, turn.text, turn.time, turn.image_caption, turn.image_query
         )
         dia_id = turn.dia_id
-        if not dia_id:  # identified by its place: a re-sent file is known, two equal replies are two turns
-            content_hash = stable_hash("place", placed.place, content_hash, length=32)
+        if not dia_id:  # identified by its occurrence: a re-sent file is known, two equal replies are two turns
+            content_hash = stable_hash(
+                "place", given.key, content_hash, length=32
+            )  # the word stored ids were made with
         if dia_id and dia_id in seen_dias:
             existing = seen_dias[dia_id]
             same = (
@@ -147,9 +149,7 @@ def packetize(turns: Iterable[Any], index: UserIndex, user_id: str) -> Packetize
     return out
 
 
-def turn_contexts(
-    packets: list[SourcePacket], index: UserIndex, cfg: MemCompileConfig
-) -> tuple[list[TurnContext], int]:
+def turn_contexts(packets: list[SourcePacket], index: UserIndex, cfg: MemCompileConfig) -> tuple[list[TurnWindow], int]:
     """Each packet with its preceding turn and the names known so far; long texts trimmed for extraction."""
     previous = index.packets[index.packet_order[-1]] if index.packet_order else None
     people = list(index.people) + [p.speaker for p in packets if p.speaker not in index.people]
@@ -160,7 +160,7 @@ def turn_contexts(
         if len(p.text) > cfg.extract_max_chars:
             view = replace(p, text=p.text[: cfg.extract_max_chars])
             trimmed += 1
-        out.append(TurnContext(packet=view, previous=previous, known_people=people))
+        out.append(TurnWindow(packet=view, previous=previous, known_people=people))
         previous = view
     return out, trimmed
 
@@ -171,7 +171,7 @@ def fallback_claim(p: SourcePacket) -> str:
     return f"{p.speaker}: {text}" if not text.startswith(p.speaker) else text
 
 
-def make_descriptors(ctx: TurnContext, facts: list[str], metas: list[Metadata], seq_start: int) -> list[Descriptor]:
+def make_descriptors(ctx: TurnWindow, facts: list[str], metas: list[Metadata], seq_start: int) -> list[Descriptor]:
     p = ctx.packet
     out = []
     for i, (fact, meta) in enumerate(zip(facts, metas)):
@@ -197,7 +197,7 @@ def make_descriptors(ctx: TurnContext, facts: list[str], metas: list[Metadata], 
 
 
 def extract_all(
-    contexts: list[TurnContext], extractor: Extractor, cfg: MemCompileConfig
+    contexts: list[TurnWindow], extractor: Extractor, cfg: MemCompileConfig
 ) -> tuple[list[list[str]], Counter[str]]:
     """Facts per turn. A turn with none keeps one descriptor of its own text (factless_claims, the default), or
     none (the paper, App. B.1): its packet is then reached through the dense channel only."""
@@ -217,7 +217,7 @@ def extract_all(
 
 
 def metadata_all(
-    contexts: list[TurnContext], facts: list[list[str]], extractor: Extractor, seq_start: int
+    contexts: list[TurnWindow], facts: list[list[str]], extractor: Extractor, seq_start: int
 ) -> list[Descriptor]:
     out: list[Descriptor] = []
     pairs = [(f, ctx) for ctx, turn_facts in zip(contexts, facts) for f in turn_facts]

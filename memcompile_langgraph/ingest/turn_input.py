@@ -42,31 +42,31 @@ class CheckedTurn:
 
 
 @dataclass(frozen=True, slots=True)
-class Placed:
-    """A turn with its place in the call that handed it over: its session as given, and which of the equal turns
-    of that session it is (the 2nd "Yes" of Tom). A re-sent file gives every turn the same place again; a turn
-    inserted into it moves no other turn's place."""
+class Occurrence:
+    """A turn with its occurrence in the call that handed it over: its session as given, and which of the equal
+    turns of that session it is (the 2nd "Yes" of Tom). A re-sent file gives every turn the same occurrence again;
+    a turn inserted into it moves no other turn's."""
 
     raw: Any
-    place: str
+    key: str
 
 
-def place_turns(turns: Iterable[Any]) -> list[Placed]:
-    """Places counted across the whole call (batches do not restart the count)."""
+def occurrences(turns: Iterable[Any]) -> list[Occurrence]:
+    """Occurrences counted across the whole call (batches do not restart the count)."""
     seen: Counter = Counter()
     out = []
     for raw in turns:
-        if not isinstance(raw, Placed):
+        if not isinstance(raw, Occurrence):
             scope = f"{_get(raw, 'session')}|{_get(raw, 'session_label')}"
             speaker, text = _get(raw, "speaker"), _get(raw, "text")
             seen[scope, speaker, text] += 1
-            raw = Placed(raw, f"{scope}#{seen[scope, speaker, text]}")
+            raw = Occurrence(raw, f"{scope}#{seen[scope, speaker, text]}")
         out.append(raw)
     return out
 
 
 def _get(raw: Any, key: str) -> str:
-    """A field as given; another value stands for its type only (the place needs no more, and it always prints)."""
+    """A field as given; another value stands for its type only (the occurrence needs no more, and it always prints)."""
     value = getattr(raw, key) if isinstance(raw, TurnInput) else raw.get(key) if isinstance(raw, Mapping) else None
     if isinstance(value, str):
         return value
@@ -75,7 +75,7 @@ def _get(raw: Any, key: str) -> str:
     return type(value).__name__
 
 
-def given_text(turn: Placed) -> str:
+def given_text(turn: Occurrence) -> str:
     """The turn's text as handed over (what a trace shows with content capture on)."""
     return _get(turn.raw, "text")
 
@@ -116,7 +116,7 @@ def visible(text: str) -> bool:
 
 def check_turn(raw: Any) -> CheckedTurn:
     """Every field of one turn validated and cleaned; BadTurn with a short reason when it cannot be stored."""
-    if isinstance(raw, Placed):
+    if isinstance(raw, Occurrence):
         raw = raw.raw
     if isinstance(raw, TurnInput):
         raw = {f: getattr(raw, f) for f in TurnInput.__dataclass_fields__}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 
-from ..extract.base import TurnContext
+from ..extract.base import TurnWindow
 from ..model import SourcePacket
 from .calls import Request
 
@@ -200,18 +200,18 @@ def turn_block(p: SourcePacket, heading: str) -> str:
     return "\n".join(lines)
 
 
-def _turns(ctx: TurnContext) -> str:
+def _turns(ctx: TurnWindow) -> str:
     parts = [turn_block(ctx.previous, "Preceding turn:")] if ctx.previous is not None else []
     return "\n\n".join([*parts, turn_block(ctx.packet, "Current turn:")])
 
 
-def fact_request(ctx: TurnContext) -> Request:
+def fact_request(ctx: TurnWindow) -> Request:
     return Request(
         "fact", FACT_SYSTEM, _turns(ctx) + "\n\nReturn the JSON array of standalone facts of the current turn."
     )
 
 
-def metadata_request(fact: str, ctx: TurnContext) -> Request:
+def metadata_request(fact: str, ctx: TurnWindow) -> Request:
     p = ctx.packet
     user = (
         f"Fact: {quoted(fact)}\n\n{_turns(ctx)}\n\nSession time: {quoted(p.session_time_raw or p.session_time or '')}"

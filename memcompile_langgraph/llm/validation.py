@@ -10,7 +10,7 @@ from typing import Any
 
 from ..address.intent import match_people, offline_intent
 from ..config import MemCompileConfig
-from ..extract.base import Metadata, TurnContext
+from ..extract.base import Metadata, TurnWindow
 from ..model import Intent
 from ..text.terms import clean_text, terms
 from ..text.timeparse import normalize_event_time
@@ -127,7 +127,7 @@ def lowercased(keywords: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(k.lower() for k in keywords))
 
 
-def parse_metadata(text: str, ctx: TurnContext, cfg: MemCompileConfig) -> Metadata:
+def parse_metadata(text: str, ctx: TurnWindow, cfg: MemCompileConfig) -> Metadata:
     """App. F metadata object -> Metadata; the interaction time is the packet's own, never the model's."""
     obj = unwrap_object(parse_json(text), ("people", "keywords", "time", "event"))
     p = ctx.packet

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..index.heap import release_free_memory
 from ..ingest.progress import IngestProgress
-from ..ingest.turn_input import Placed
+from ..ingest.turn_input import Occurrence
 from ..ingest_graph import ingest_graph
 from .context import MemoryContext
 from .engine import Engine
@@ -13,7 +13,7 @@ from .unit_of_work import UnitOfWork
 INGEST_BATCH = 256  # turns per ingest-graph run (one records transaction each)
 
 
-def ingest_turns(engine: Engine, user_id: str, turns: list[Placed], progress: bool = False) -> dict[str, int]:
+def ingest_turns(engine: Engine, user_id: str, turns: list[Occurrence], progress: bool = False) -> dict[str, int]:
     totals: dict[str, int] = {"stored": 0, "descriptors": 0}
     bulk = len(turns) >= INGEST_BATCH  # its freed blocks go back to the system batch by batch (not a single turn's)
     bars = IngestProgress(len(turns), progress, engine.embeddings is not None)

@@ -24,7 +24,7 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..ingest.turn_input import Placed, given_text
+from ..ingest.turn_input import Occurrence, given_text
 from .context import MemoryContext, run_context
 
 if TYPE_CHECKING:
@@ -142,7 +142,7 @@ def search_memory(user_id: str, query: str, view: str, max_tokens: int | None) -
     return _with_query(cm, "gen_ai.memory.query.text", query)
 
 
-def create_memory(user_id: str, turns: Sequence[Placed]) -> AbstractContextManager[Recorder]:
+def create_memory(user_id: str, turns: Sequence[Occurrence]) -> AbstractContextManager[Recorder]:
     """add_turns: each turn a new record (stored turns are never changed; one stored already is counted, not
     stored again). gen_ai.memory.record.count: the turns it attempted to create."""
     cm = _memory("create_memory", user_id, **{"gen_ai.memory.record.count": len(turns)})

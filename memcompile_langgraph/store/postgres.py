@@ -190,14 +190,14 @@ class PostgresRecords(SqlRecords):
         """One transaction on a pooled connection: committed on success, rolled back on any exception."""
         try:
             with self.pool.connection() as conn:
-                if repeatable:  # one snapshot for several reads: another worker may commit between them
+                if repeatable:  # one consistent view for several reads: another worker may commit between them
                     conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
                 yield Tx(conn, "pyformat")
         except (psycopg.OperationalError, psycopg_pool.PoolTimeout) as exc:
             raise StoreError(f"PostgreSQL at {self.where}: {_first_line(exc)}") from None
 
-    def _read(self, snapshot: bool = False) -> AbstractContextManager[Tx]:
-        return self.transaction(repeatable=snapshot)
+    def _read(self, consistent: bool = False) -> AbstractContextManager[Tx]:
+        return self.transaction(repeatable=consistent)
 
     def _next_version(self, tx: Tx, user_id: str) -> int:
         """From the store's sequence; the user's row is locked first, so one user's versions only grow."""

@@ -1,6 +1,6 @@
 """The RecordsStore contract (store/protocols.py) once for both SQL databases: every query of the records, written with
 `?` placeholders, over a few primitives each database gives (store/sqlite.py, store/postgres.py): a write transaction,
-reads (in one snapshot where asked), the next version, the membership test, and the dialect's spellings.
+reads (in one consistent view where asked), the next version, the membership test, and the dialect's spellings.
 
 The tables are the same in both; a row changed by anything but this code gives its user a new epoch by a trigger
 (each database's own, see TRIGGERS in store/sqlite.py), so no cached index or snapshot file of before the change is
@@ -166,8 +166,8 @@ class SqlRecords(ABC):
         """A write transaction: committed on success, rolled back on any exception."""
 
     @abstractmethod
-    def _read(self, snapshot: bool = False) -> AbstractContextManager[Tx]:
-        """Reads; with snapshot, several in one consistent snapshot (another process may commit between them)."""
+    def _read(self, consistent: bool = False) -> AbstractContextManager[Tx]:
+        """Reads; with consistent, several in one view of the database (another process may commit between them)."""
 
     @abstractmethod
     def _next_version(self, tx: Tx, user_id: str) -> int:
@@ -409,7 +409,7 @@ class SqlRecords(ABC):
 
     def load(self, user_id: str, after: tuple[int, int] = (-1, -1)) -> LoadedRecords:
         """The user's records; with after=(packet seq, descriptor seq), only the rows beyond them."""
-        with self._read(snapshot=True) as tx:
+        with self._read(consistent=True) as tx:
             row = tx.one("SELECT version, digest FROM users WHERE user_id=?", (user_id,))
             prows = tx.all(
                 f"SELECT {PACKET_COLS} FROM packets WHERE user_id=? AND seq>? ORDER BY seq", (user_id, after[0])
@@ -489,7 +489,7 @@ class SqlRecords(ABC):
         )
 
     def counts(self, user_id: str) -> dict[str, int]:
-        with self._read(snapshot=True) as tx:
+        with self._read(consistent=True) as tx:
             packets, sessions = tx.row(
                 "SELECT COUNT(*), COUNT(DISTINCT session) FROM packets WHERE user_id=?", (user_id,)
             )

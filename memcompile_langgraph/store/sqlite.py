@@ -150,9 +150,9 @@ class SqliteRecords(SqlRecords):
             self.conn.execute("COMMIT")
 
     @contextlib.contextmanager
-    def _read(self, snapshot: bool = False) -> Iterator[Tx]:
+    def _read(self, consistent: bool = False) -> Iterator[Tx]:
         with self._mutex:
-            if not snapshot:
+            if not consistent:
                 yield Tx(self.conn, "qmark")
                 return
             self.conn.execute("BEGIN")
