@@ -136,8 +136,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
     bench = loader(args.file, _csv(args.samples))
     if not bench.questions:
         raise UsageError(f"{args.file}: no question to evaluate (left out: {dict(bench.skipped) or 'none'})")
-    if args.fit_fusion and not args.folds:
-        raise UsageError("--fit-fusion needs --folds K (the model is fitted within the folds)")
+    for flag, wanted in (("--fit-fusion", args.fit_fusion), ("--fit-reader", args.fit_reader)):
+        if wanted and not args.folds:
+            raise UsageError(f"{flag} needs --folds K (the model is fitted within the folds)")
     if args.folds:  # a fold count these dialogues cannot make is refused before any work
         from ..eval.crossval import make_folds
 
@@ -145,6 +146,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
             make_folds([d.user_id for d in bench.dialogues], args.folds)
         except ValueError as exc:
             raise UsageError(str(exc)) from None
+    others = _reader_examples(args)
     opts = eval_options(args)
     if opts.records_url:  # a bad URL or an unreachable server: one line before any work or report file
         from ..store.open import open_records
@@ -164,6 +166,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
             from ..eval.fusion_fit import fit_fusion
 
             run.fitted_fusion = fit_fusion(run, args.fit_fusion)
+        if args.fit_reader:
+            from ..eval.fusion_fit import fit_pool_reader
+
+            run.fitted_reader = fit_pool_reader(run, args.fit_reader, others)
     except LLMUnavailable as exc:
         failure = exc
     finally:  # interrupted or not, the report covers every finished question
@@ -179,6 +185,24 @@ def cmd_eval(args: argparse.Namespace) -> int:
         print(line)
     print(f"report: {opts.out / 'report.json'}, {opts.out / 'report.md'} ({run.wall_seconds:.1f} s)", file=sys.stderr)
     return 0
+
+
+def _reader_examples(args: argparse.Namespace) -> list[Any]:
+    """The other benchmarks' reader examples --reader-with names, checked before any work."""
+    if not args.reader_with:
+        return []
+    if not args.fit_reader:
+        raise UsageError("--reader-with needs --fit-reader")
+    from ..eval.fusion_fit import ReaderExamples
+
+    try:
+        found = [ReaderExamples.load(p) for p in args.reader_with]
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    for path, other in zip(args.reader_with, found):
+        if len(other.folds) != args.folds:
+            raise UsageError(f"{path}: {len(other.folds)} folds, this run has {args.folds}")
+    return found
 
 
 def _cv_section(path: str) -> tuple[str, Path, dict[str, Any]]:
@@ -292,6 +316,21 @@ def register(sub: argparse._SubParsersAction) -> None:
             metavar="OUT.json",
             help="also fit the fusion weights (evidence/fusion_model.py): within the folds for the report (each "
             "fold scored by a model fitted on the others), then on every dialogue, written to OUT.json",
+        )
+        cv.add_argument(
+            "--fit-reader",
+            default=None,
+            metavar="OUT.json",
+            help="also fit a pool reader (evidence/reader.py) the same way: each fold's model beside OUT.json "
+            "(OUT-foldI.json), the fit on every dialogue in OUT.json, its examples in OUT-examples.npz",
+        )
+        cv.add_argument(
+            "--reader-with",
+            action="append",
+            default=[],
+            metavar="EXAMPLES.npz",
+            help="fit the reader on another benchmark's examples too (another --fit-reader run's OUT-examples.npz, "
+            "same fold count): its fold I is held out with this run's fold I",
         )
         add_llm_args(b, answer=True)
         add_profile_arg(b)
