@@ -54,6 +54,8 @@ def eval_options(args: argparse.Namespace) -> Any:
         overrides["fusion"] = False
     if args.max_tokens is not None:
         overrides["context_max_tokens"] = args.max_tokens
+    if args.pool_reader:
+        overrides["pool_reader"] = args.pool_reader
     ablations = list(ABLATIONS)[1:] if args.ablations == "all" else _csv(args.ablations)
     unknown = [a for a in ablations if a not in ABLATIONS]
     if unknown:
@@ -287,6 +289,12 @@ def register(sub: argparse._SubParsersAction) -> None:
             "--no-fusion",
             action="store_true",
             help="the paper's pool (complete U_q, Eq. 10 order) and MMR anchors instead of evidence fusion",
+        )
+        g.add_argument(
+            "--pool-reader",
+            default=None,
+            metavar="FILE",
+            help="re-score the closed pool with this fitted pool reader (evidence/reader.py; --fit-reader writes one)",
         )
         g.add_argument(
             "--ablations",
