@@ -254,6 +254,11 @@ def test_fit_reader_cli_reports_each_folds_held_out_reader_and_joins_another_ben
     )
     joint = json.loads((tmp_path / "out2" / "report.json").read_text())["cross_validation"]["fitted_reader"]
     assert [f["questions"] for f in joint["per_fold"]] == [2 * f["questions"] for f in cv["fitted_reader"]["per_fold"]]
+    # an eval under the fitted reader: the setting is the evaluated config's
+    plain = ["eval", "locomo", LOCOMO_MINI, "--out", str(tmp_path / "out3"), "--quiet", "--pool-reader", str(model)]
+    assert main(plain) == 0
+    report = json.loads((tmp_path / "out3" / "report.json").read_text())
+    assert report["config"]["config"]["pool_reader"] == str(model)
 
 
 def test_reader_with_needs_a_readable_file_of_as_many_folds(tmp_path, capsys):
