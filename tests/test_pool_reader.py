@@ -179,6 +179,7 @@ def test_a_saved_reader_loads_and_a_bad_one_is_one_line(tmp_path):
         (lambda d: d["weights"].pop("fused"), "weights must name exactly"),
         (lambda d: d["scale"].update(fused=0.0), "scale is not positive"),
         (lambda d: d["mean"].update(fused="x"), "not a finite number"),
+        (lambda d: d["mean"].update(fused=10**400), "not a finite number"),
         (lambda d: d["manifest"].update(features=["fused"]), "manifest"),
     ]:
         bad = json.loads(json.dumps(data))
@@ -189,23 +190,36 @@ def test_a_saved_reader_loads_and_a_bad_one_is_one_line(tmp_path):
         assert str(tmp_path / "bad.json") in str(err.value) and "\n" not in str(err.value)
 
 
-@settings(max_examples=40, deadline=None)
-@given(
-    st.dictionaries(
-        st.sampled_from(["format", "version", "mean", "scale", "weights", "manifest"]),
-        st.none() | st.integers() | st.text(max_size=5) | st.dictionaries(st.sampled_from(FEATURES), st.floats()),
-        max_size=6,
-    )
+JSON = st.recursive(
+    st.none() | st.booleans() | st.floats(allow_nan=True) | st.integers() | st.text(max_size=5),
+    lambda kids: st.lists(kids, max_size=3) | st.dictionaries(st.sampled_from(FEATURES), kids, max_size=3),
+    max_leaves=8,
 )
-def test_any_json_loads_as_a_finite_reader_or_fails_with_one_line(tmp_path_factory, data):
-    path = tmp_path_factory.mktemp("r") / "any.json"
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.sampled_from(["format", "version", "mean", "scale", "weights", "manifest"]),
+    st.sampled_from([None, *FEATURES]),
+    JSON,
+)
+def test_a_reader_file_with_any_one_value_changed_loads_finite_or_fails_in_one_line(tmp_path_factory, key, name, value):
+    """A valid file with one field, or one feature's entry of it, replaced by any JSON value."""
+    folder = tmp_path_factory.mktemp("r")
+    data = json.loads(save_reader(folder / "ok.json", fit_reader(_planted(5, n=4), 0.01), {}).read_text())
+    if name is not None and isinstance(data[key], dict):
+        data[key][name] = value
+    else:
+        data[key] = value
+    path = folder / "any.json"
     path.write_text(json.dumps(data))
     try:
         reader = load_reader(path)
     except FusionModelError as exc:
-        assert "\n" not in str(exc)
+        assert "\n" not in str(exc) and str(path) in str(exc)
     else:
         assert all(math.isfinite(v) for v in (*reader.weights, *reader.mean, *reader.scale))
+        assert (reader.scale > 0).all()
 
 
 def test_a_memory_without_its_reader_file_warns_once_and_keeps_the_fused_order(tmp_path, caplog):

@@ -61,11 +61,18 @@ def read_model_file(path: str | Path, fmt: str, version: int, what: str = "fusio
     return data
 
 
+def _finite(v: Any) -> bool:
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        return False
+    try:
+        return math.isfinite(v)
+    except OverflowError:  # an integer beyond any float
+        return False
+
+
 def finite_numbers(path: str | Path, values: Mapping[str, Any], name: str, what: str = "fusion model") -> None:
     """Every value a finite number (the model file's `name`s)."""
-    bad = [
-        k for k, v in values.items() if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v)
-    ]
+    bad = [k for k, v in values.items() if not _finite(v)]
     if bad:
         raise _fail(path, f"{name} {bad[0]} is not a finite number", what)
 
