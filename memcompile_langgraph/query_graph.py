@@ -78,6 +78,7 @@ def normalize_node(state: QueryWork, runtime: Runtime[MemoryContext]) -> dict[st
         state.get("query_vectors", []),
         ctx.engine.config,
         state.get("similarities"),
+        ctx.engine.reader,
     )
     return {"pool": pool, "fused": scores, "_trace": {"packets": len(pool), "address_packets": address}}
 

@@ -54,6 +54,8 @@ def eval_options(args: argparse.Namespace) -> Any:
         overrides["fusion"] = False
     if args.max_tokens is not None:
         overrides["context_max_tokens"] = args.max_tokens
+    if args.pool_reader:
+        overrides["pool_reader"] = args.pool_reader
     ablations = list(ABLATIONS)[1:] if args.ablations == "all" else _csv(args.ablations)
     unknown = [a for a in ablations if a not in ABLATIONS]
     if unknown:
@@ -136,8 +138,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
     bench = loader(args.file, _csv(args.samples))
     if not bench.questions:
         raise UsageError(f"{args.file}: no question to evaluate (left out: {dict(bench.skipped) or 'none'})")
-    if args.fit_fusion and not args.folds:
-        raise UsageError("--fit-fusion needs --folds K (the model is fitted within the folds)")
+    for flag, wanted in (("--fit-fusion", args.fit_fusion), ("--fit-reader", args.fit_reader)):
+        if wanted and not args.folds:
+            raise UsageError(f"{flag} needs --folds K (the model is fitted within the folds)")
     if args.folds:  # a fold count these dialogues cannot make is refused before any work
         from ..eval.crossval import make_folds
 
@@ -145,6 +148,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
             make_folds([d.user_id for d in bench.dialogues], args.folds)
         except ValueError as exc:
             raise UsageError(str(exc)) from None
+    others = _reader_examples(args)
     opts = eval_options(args)
     if opts.records_url:  # a bad URL or an unreachable server: one line before any work or report file
         from ..store.open import open_records
@@ -164,6 +168,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
             from ..eval.fusion_fit import fit_fusion
 
             run.fitted_fusion = fit_fusion(run, args.fit_fusion)
+        if args.fit_reader:
+            from ..eval.fusion_fit import fit_pool_reader
+
+            run.fitted_reader = fit_pool_reader(run, args.fit_reader, others)
     except LLMUnavailable as exc:
         failure = exc
     finally:  # interrupted or not, the report covers every finished question
@@ -179,6 +187,24 @@ def cmd_eval(args: argparse.Namespace) -> int:
         print(line)
     print(f"report: {opts.out / 'report.json'}, {opts.out / 'report.md'} ({run.wall_seconds:.1f} s)", file=sys.stderr)
     return 0
+
+
+def _reader_examples(args: argparse.Namespace) -> list[Any]:
+    """The other benchmarks' reader examples --reader-with names, checked before any work."""
+    if not args.reader_with:
+        return []
+    if not args.fit_reader:
+        raise UsageError("--reader-with needs --fit-reader")
+    from ..eval.fusion_fit import ReaderExamples
+
+    try:
+        found = [ReaderExamples.load(p) for p in args.reader_with]
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    for path, other in zip(args.reader_with, found):
+        if len(other.folds) != args.folds:
+            raise UsageError(f"{path}: {len(other.folds)} folds, this run has {args.folds}")
+    return found
 
 
 def _cv_section(path: str) -> tuple[str, Path, dict[str, Any]]:
@@ -265,6 +291,12 @@ def register(sub: argparse._SubParsersAction) -> None:
             help="the paper's pool (complete U_q, Eq. 10 order) and MMR anchors instead of evidence fusion",
         )
         g.add_argument(
+            "--pool-reader",
+            default=None,
+            metavar="FILE",
+            help="re-score the closed pool with this fitted pool reader (evidence/reader.py; --fit-reader writes one)",
+        )
+        g.add_argument(
             "--ablations",
             default=None,
             metavar="LIST",
@@ -292,6 +324,21 @@ def register(sub: argparse._SubParsersAction) -> None:
             metavar="OUT.json",
             help="also fit the fusion weights (evidence/fusion_model.py): within the folds for the report (each "
             "fold scored by a model fitted on the others), then on every dialogue, written to OUT.json",
+        )
+        cv.add_argument(
+            "--fit-reader",
+            default=None,
+            metavar="OUT.json",
+            help="also fit a pool reader (evidence/reader.py) the same way: each fold's model beside OUT.json "
+            "(OUT-foldI.json), the fit on every dialogue in OUT.json, its examples in OUT-examples.npz",
+        )
+        cv.add_argument(
+            "--reader-with",
+            action="append",
+            default=[],
+            metavar="EXAMPLES.npz",
+            help="fit the reader on another benchmark's examples too (another --fit-reader run's OUT-examples.npz, "
+            "same fold count): its fold I is held out with this run's fold I",
         )
         add_llm_args(b, answer=True)
         add_profile_arg(b)

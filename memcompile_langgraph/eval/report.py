@@ -93,12 +93,14 @@ def build_report(run: EvalRun, source: str) -> dict[str, Any]:
         },
     }
     if opts.folds:
-        fitted = {"fitted-fusion": run.fitted_fusion["records"]} if run.fitted_fusion else None
+        models = {"fusion": run.fitted_fusion, "reader": run.fitted_reader}
+        fitted = {f"fitted-{name}": m["records"] for name, m in models.items() if m}
         cv = cross_validate(
-            run.choice_records(), [d.user_id for d in bench.dialogues], opts.folds, bench.categories, fitted
+            run.choice_records(), [d.user_id for d in bench.dialogues], opts.folds, bench.categories, fitted or None
         )
-        if run.fitted_fusion:
-            cv["fitted_fusion"] = {k: v for k, v in run.fitted_fusion.items() if k != "records"}
+        for name, m in models.items():
+            if m:
+                cv[f"fitted_{name}"] = {k: v for k, v in m.items() if k != "records"}
         report["cross_validation"] = {**cv, "overrides": opts.choices}
     return report
 

@@ -134,6 +134,7 @@ class EvalRun:
         self.variants = self._variants()
         self.wall_seconds = 0.0
         self.fitted_fusion: dict[str, Any] | None = None  # eval/fusion_fit.py's result under --fit-fusion
+        self.fitted_reader: dict[str, Any] | None = None  # and under --fit-reader
 
     # --- settings --------------------------------------------------------------------------------
     def settings(self, config: MemCompileConfig) -> dict[str, Any]:

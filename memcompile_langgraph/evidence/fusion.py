@@ -169,13 +169,17 @@ def fused_scores(
     query_vectors: Sequence[Sequence[float]],
     cfg: MemCompileConfig,
     similarities: QuerySimilarities | None = None,
+    keep: dict[str, np.ndarray] | None = None,
 ) -> np.ndarray:
     """One fused score per packet, aligned with index.packet_order; query_vectors = [e(q+), e(q)] or fewer, whose
-    similarity arrays the dense stage already computed (`similarities`, recomputed only if the matrix changed)."""
+    similarity arrays the dense stage already computed (`similarities`, recomputed only if the matrix changed).
+    `keep`: filled with every signal that applies to the query, weighted or not (what the pool reader reads)."""
     n = len(index.packet_order)
     if n == 0:
         return np.zeros(0)
-    signals = fusion_signals(index, intent, address, query_vectors, cfg, similarities)
+    signals = fusion_signals(index, intent, address, query_vectors, cfg, similarities, every=keep is not None)
+    if keep is not None:
+        keep.update(signals)
     signal = combine(signals, weights_of(cfg), index.session_array())
     if cfg.fusion_feedback:  # from the final ranking (the addressed speaker's)
         expansion = feedback_signal(index, intent, signal, cfg)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,34 +41,51 @@ class FusionModelError(ValueError):
     """A fusion model file that is missing, unreadable or not of this format (the message is one line)."""
 
 
-def _fail(path: str | Path, why: str) -> FusionModelError:
-    return FusionModelError(f"fusion model {path}: {why}")
+def _fail(path: str | Path, why: str, what: str = "fusion model") -> FusionModelError:
+    return FusionModelError(f"{what} {path}: {why}")
+
+
+def read_model_file(path: str | Path, fmt: str, version: int, what: str = "fusion model") -> dict[str, Any]:
+    """A model file's JSON object, its format and version checked (the message of the error is one line)."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise _fail(path, "no such file", what) from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        first = str(exc).splitlines()[0] if str(exc) else ""
+        raise _fail(path, f"unreadable ({type(exc).__name__}: {first})", what) from None
+    if not isinstance(data, dict) or data.get("format") != fmt:
+        raise _fail(path, f"not a {fmt} file", what)
+    if data.get("version") != version:
+        raise _fail(path, f"version {data.get('version')!r}, this code reads version {version}", what)
+    return data
+
+
+def _finite(v: Any) -> bool:
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        return False
+    try:
+        return math.isfinite(v)
+    except OverflowError:  # an integer beyond any float
+        return False
+
+
+def finite_numbers(path: str | Path, values: Mapping[str, Any], name: str, what: str = "fusion model") -> None:
+    """Every value a finite number (the model file's `name`s)."""
+    bad = [k for k, v in values.items() if not _finite(v)]
+    if bad:
+        raise _fail(path, f"{name} {bad[0]} is not a finite number", what)
 
 
 def load_weights(path: str | Path) -> dict[str, float]:
     """The weights of a fusion model file, its schema checked: format, version, exactly the fusion weights, finite."""
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise _fail(path, "no such file") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise _fail(
-            path, f"unreadable ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})"
-        ) from None
-    if not isinstance(data, dict) or data.get("format") != FORMAT:
-        raise _fail(path, f"not a {FORMAT} file")
-    if data.get("version") != VERSION:
-        raise _fail(path, f"version {data.get('version')!r}, this code reads version {VERSION}")
+    data = read_model_file(path, FORMAT, VERSION)
     weights, manifest = data.get("weights"), data.get("manifest")
     if not isinstance(manifest, dict) or manifest.get("features") != list(FUSION_WEIGHTS):
         raise _fail(path, "the manifest does not list this code's features")
     if not isinstance(weights, dict) or set(weights) != set(FUSION_WEIGHTS):
         raise _fail(path, f"weights must name exactly {', '.join(FUSION_WEIGHTS)}")
-    bad = [
-        k for k, v in weights.items() if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v)
-    ]
-    if bad:
-        raise _fail(path, f"weight {bad[0]} is not a finite number")
+    finite_numbers(path, weights, "weight")
     return {k: float(weights[k]) for k in FUSION_WEIGHTS}
 
 
@@ -153,6 +170,34 @@ def example_scores(ex: Example, weights: Mapping[str, float]) -> np.ndarray:
     )
 
 
+def segment_softmax(s: np.ndarray, starts: np.ndarray, segment: np.ndarray) -> np.ndarray:
+    """Softmax of s within each question's run of candidates (`starts` of the runs, `segment` of each entry)."""
+    s = s - np.maximum.reduceat(s, starts)[segment]
+    e = np.exp(s)
+    return e / np.add.reduceat(e, starts)[segment]
+
+
+def listwise_target(golds: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(starts, segment, target) of questions' candidate runs laid end to end: the target distribution gives each
+    question's gold candidates its weight in equal shares, and every question the same weight."""
+    sizes = np.array([len(g) for g in golds])
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+    segment = np.repeat(np.arange(len(golds)), sizes)
+    target = np.concatenate([g / g.sum() for g in golds]) / len(golds)
+    return starts, segment, target
+
+
+def adam(gradient: Callable[[np.ndarray], np.ndarray], w0: np.ndarray, steps: int, rate: float) -> np.ndarray:
+    """Full-batch Adam from w0 (deterministic: no sampling)."""
+    w, m, v = w0.copy(), np.zeros_like(w0), np.zeros_like(w0)
+    for t in range(1, steps + 1):
+        grad = gradient(w)
+        m = 0.9 * m + 0.1 * grad
+        v = 0.999 * v + 0.001 * grad**2
+        w = w - rate * (m / (1 - 0.9**t)) / (np.sqrt(v / (1 - 0.999**t)) + 1e-8)
+    return w
+
+
 def fit_weights(
     examples: Sequence[Example], prior: Mapping[str, float], l2: float = 0.05, steps: int = 400, rate: float = 0.03
 ) -> dict[str, float]:
@@ -167,22 +212,15 @@ def fit_weights(
     foll = np.concatenate([e.following for e in used])
     bonus = np.concatenate([e.bonus for e in used])
     fb = np.concatenate([e.feedback for e in used])
-    sizes = np.array([len(e.gold) for e in used])
-    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-    segment = np.repeat(np.arange(len(used)), sizes)
-    # target distribution: each question's gold candidates share its weight equally; questions weigh equally
-    target = np.concatenate([e.gold / e.gold.sum() for e in used]) / len(used)
+    starts, segment, target = listwise_target([e.gold for e in used])
     per_question = 1.0 / len(used)
-    w, m, v = w0.copy(), np.zeros_like(w0), np.zeros_like(w0)
-    for t in range(1, steps + 1):
+
+    def gradient(w: np.ndarray) -> np.ndarray:
         wb, wp, wn, wo, wf = _unpack(w)
         up, un = prev @ wb, foll @ wb
         s = base @ wb + wp * np.maximum(up, 0.0) + wn * np.maximum(un, 0.0) + bonus @ wo + wf * fb
-        s = s - np.maximum.reduceat(s, starts)[segment]
-        e = np.exp(s)
-        p = e / np.add.reduceat(e, starts)[segment]
-        ds = p * per_question - target  # d(-loglik)/ds
-        grad = np.concatenate(
+        ds = segment_softmax(s, starts, segment) * per_question - target  # d(-loglik)/ds
+        return np.concatenate(
             [
                 ds @ base + wp * (ds * (up > 0)) @ prev + wn * (ds * (un > 0)) @ foll,
                 [ds @ np.maximum(up, 0.0), ds @ np.maximum(un, 0.0)],
@@ -190,9 +228,8 @@ def fit_weights(
                 [ds @ fb],
             ]
         ) + 2 * l2 * (w - w0)
-        m = 0.9 * m + 0.1 * grad
-        v = 0.999 * v + 0.001 * grad**2
-        w = w - rate * (m / (1 - 0.9**t)) / (np.sqrt(v / (1 - 0.999**t)) + 1e-8)
+
+    w = adam(gradient, w0, steps, rate)
     return {k: float(x) for k, x in zip(FUSION_WEIGHTS, w)}
 
 

@@ -15,6 +15,7 @@ from langchain_core.embeddings import Embeddings
 
 from ..address.intent import offline_intent
 from ..config import MemCompileConfig
+from ..evidence.reader import PoolReader, open_reader
 from ..evidence.scheduler import Scheduler
 from ..extract.base import Extractor
 from ..index.user import UserIndex, packet_document
@@ -53,6 +54,7 @@ class Engine:
     llm_store: LLMStore | None = None
     path: Path | None = None  # the store directory (None: in memory, or records in PostgreSQL)
     llm_updates: LLMUpdates | None = None  # when a model decides knowledge-update marks
+    reader: PoolReader | None = None  # the fitted pool reader config.pool_reader names, when it loads
     embedding_id: str | None = field(init=False)
     store_id: str = field(default="", init=False)  # what the derived state was named after when the store opened
     # records other processes share (PostgreSQL) with vectors in this process's own Chroma: nobody else makes the
@@ -273,6 +275,7 @@ def build_engine(
         llm_store,
         path,
         llm_updates,
+        open_reader(config.pool_reader),
     )
     files = None
     if path is not None or records_url_from(records_url):  # in memory: nothing of it goes to disk
