@@ -25,6 +25,7 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import Future
 from contextlib import ExitStack
+from functools import partial
 from types import TracebackType
 from typing import TYPE_CHECKING
 
@@ -33,10 +34,11 @@ from ..model import Descriptor, SourcePacket
 from ..store.protocols import StoreError
 from . import telemetry
 from .consistency import prepare_writer
-from .engine import Bundles, Embedded, Engine
+from .engine import Bundles, Embedded
+from .user_state import Repair, Stamp, UserState
 
 if TYPE_CHECKING:
-    from .cache import IndexCache
+    from .host import Host
 
 log = logging.getLogger(__name__)
 JOB_START_WAIT = 0.05  # seconds a writer waits for its embedding job to start
@@ -81,10 +83,9 @@ class _Placement:
 
 
 class UnitOfWork:
-    def __init__(
-        self, engine: Engine, cache: IndexCache, user_id: str, on_embedded: Callable[[int], None] | None = None
-    ):
-        self.engine, self.cache, self.user_id = engine, cache, user_id
+    def __init__(self, host: Host, user_id: str, on_embedded: Callable[[int], None] | None = None):
+        self.host, self.engine, self.cache, self.user_id = host, host.engine, host.cache, user_id
+        self._state: UserState | None = None  # the user's, once this unit published
         self.index: UserIndex  # the private next version, forked by __enter__
         self.base_version = -1
         self._on_embedded = on_embedded
@@ -99,15 +100,17 @@ class UnitOfWork:
             return self._open()
 
     def _open(self) -> UnitOfWork:
-        self.engine.settle(self.user_id)  # a previous unit's vectors stored behind it: they need the writer lock
+        self.host.settle(self.user_id)  # a previous unit's vectors stored behind it: they need the writer lock
         self._stack.enter_context(self.engine.records.write_lock(self.user_id))
         try:
             self.engine.check_store()
             base = self.cache.snapshot(self.user_id)
             self.index = base.fork()
-            repair = self.user_id in self.cache.repair_pending
+            state = self.cache.state(self.user_id)
+            repair = state is not None and state.repair is Repair.FOR_WRITER
             prepare_writer(self.engine, self.index, repair)
-            self.cache.repair_pending.discard(self.user_id)
+            if state is not None and repair:
+                state.repair = Repair.DONE
             self.base_version = self.index.version
             self._behind = (
                 self.engine.embeddings is not None
@@ -160,7 +163,7 @@ class UnitOfWork:
         self._placement = _Placement() if self._behind else None
         started = threading.Event()
         job = telemetry.carry(self._embed)  # its spans are children of the add_turns span
-        self._pending = self.engine.background().submit(job, items, ahead, started, self._placement)
+        self._pending = self.host.background().submit(job, items, ahead, started, self._placement)
         if ahead is not None:
             # a job needs the interpreter to start: waiting hands it over now (else it may wait out the switch
             # interval, milliseconds of a one-turn add, while this thread places Cells); bounded, as other writers'
@@ -207,10 +210,11 @@ class UnitOfWork:
         try:
             with engine.records.write_lock(self.user_id), engine.clock.stage("store_vectors"):
                 head = engine.records.head(self.user_id)
-                if head.epoch != index.epoch or head.version < index.version:
+                if not Stamp.of(index).extends(head, partial(engine.records.digest_at, self.user_id)):
                     return  # deleted from, forgotten or re-embedded since: the load that follows repairs the vectors
                 engine.store_vectors(self.user_id, items, embedded)
-                self.cache.persist(index)
+                if self._state is not None:
+                    self.cache.persist(self._state, index)
         except Exception as exc:  # noqa: BLE001 - no caller is left to raise to; the next load repairs the vectors
             log.warning("vectors of %d packets of user %r not stored (%s)", len(items), self.user_id, exc)
 
@@ -244,8 +248,8 @@ class UnitOfWork:
                     raise
             if exc_type is None:
                 with self.engine.clock.stage("publish"):
-                    self.cache.publish(self.index)
-                    self.cache.persist(self.index)
+                    state = self.cache.publish(self.index)
+                    self.cache.persist(state, self.index)
         finally:
             self._stack.close()
 
@@ -259,6 +263,6 @@ class UnitOfWork:
             placement.decide(False)
             pending.result()
         with self.engine.clock.stage("publish"):
-            self.cache.publish(self.index)
-        self.engine.leave_behind(self.user_id, pending)  # before the job may run: a settle() meanwhile waits for it
+            self._state = self.cache.publish(self.index)
+        self._state.leave_pending(pending)  # before the job may run: a settle() meanwhile waits for it
         placement.decide(True)
