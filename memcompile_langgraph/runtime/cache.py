@@ -1,11 +1,11 @@
-"""Published index snapshots, one per user, in a bounded LRU map.
+"""The users' states (runtime/user_state.py: a published snapshot each, with its stamp), in a bounded LRU map.
 
-A published snapshot is immutable (readers may be inside it at any time). `snapshot(user)` checks the records'
-head (version, epoch and digest chain: store/protocols.py) with one indexed read and, when the store moved on,
-builds the next snapshot under that user's load lock only: from the cached one plus the newer records when the
-records still hold exactly its packets (same epoch, same digest at its newest packet), else from the persisted
-snapshot file plus the newer records (checked the same way), else from all records. A user the records no longer
-hold leaves nothing behind in this process: its cached snapshot and its files here go, at its next touch or at the
+A published snapshot is immutable (readers may be inside it at any time). `snapshot(user)` reads the records'
+head (version, epoch and digest chain: store/protocols.py) with one indexed read; when its stamp is not the same,
+it builds the next snapshot under that user's load lock only: from the cached one plus the newer records when the
+records extend its stamp (they hold exactly its packets), else from the persisted snapshot file plus the newer
+records (checked the same way), else from all records. A user the records no longer hold leaves nothing behind in
+this process: its state and its files here go, at its next touch or at the
 periodic sweep (a user forgotten on another machine and never asked for here again). Lock order: store/locks.py.
 """
 

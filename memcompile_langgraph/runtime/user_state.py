@@ -105,5 +105,5 @@ class UserState:
         """Waits until vectors a unit left pending are stored (their error is the job's: logged there). Never call it
         holding the user's writer lock: the job takes it."""
         job = self.pending
-        if job is not None:
+        if job is not None and not job.done():
             job.result()
