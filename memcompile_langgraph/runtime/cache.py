@@ -200,8 +200,8 @@ class IndexCache:
         if published is not None and published[1].extends(head, partial(self.engine.records.digest_at, user_id)):
             base, forked = published[0].fork(), True  # published: readers may be inside it
         else:
-            if published is not None and published[0].version >= version:
-                with self._map_lock:  # the records went back (a restore): publish() would keep the "newer" one
+            if published is not None:  # the records do not back it (a restore went back past it): it goes, also
+                with self._map_lock:  # when its version is newer, which publish() would otherwise keep
                     state.published = None
             if self.files is not None and version:
                 template = UserIndex(user_id, self.engine.config)
