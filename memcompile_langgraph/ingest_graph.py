@@ -76,7 +76,7 @@ def index_node(state: IngestWork, runtime: Runtime[MemoryContext]) -> dict[str, 
         return {"counts": counts, "_trace": {"committed": len(packets), "embedding": len(packets)}}
     attempt = state.get("attempt", 0) + 1
     try:
-        with UnitOfWork(ctx.engine, ctx.cache, ctx.user) as unit:
+        with UnitOfWork(ctx.host, ctx.user) as unit:
             if state.get("work_index") is None or state.get("base_version") != unit.base_version:
                 raise WriteConflict(f"user {ctx.user!r} changed while this ingest run extracted")
             unit.adopt(state["work_index"])

@@ -23,7 +23,7 @@ from .model import CompiledContext
 from .query_graph import query_graph
 from .runtime import telemetry
 from .runtime.context import MemoryContext
-from .runtime.engine import build_engine
+from .runtime.host import open_host
 from .settings import chroma_unreachable, store_settings, vectors_per_process
 from .store.layout import check_store_path
 from .surfaces import Surfaces
@@ -75,7 +75,7 @@ class MemCompile(Upkeep, Surfaces):
         if note := vectors_per_process(self.settings):
             log.warning("%s", note)
         self.llm, self.answer_llm = llm, answer_llm if answer_llm is not None else llm
-        self.engine = build_engine(
+        self.host = open_host(
             self.path,
             self.config,
             embeddings=embeddings,
@@ -96,11 +96,11 @@ class MemCompile(Upkeep, Surfaces):
 
     def index(self, user_id: str = "default") -> UserIndex:
         """The user's newest published index snapshot (read-only: never change it)."""
-        return self.engine.cache.snapshot(validate_user_id(user_id))
+        return self.host.cache.snapshot(validate_user_id(user_id))
 
     def context(self, user_id: str = "default") -> MemoryContext:
         """The runtime context to run `query_graph` / `ingest_graph` yourself with (graph.invoke(..., context=...))."""
-        return MemoryContext(user_id=validate_user_id(user_id), engine=self.engine)
+        return MemoryContext(user_id=validate_user_id(user_id), host=self.host)
 
     # --- build plane ---------------------------------------------------------------------------
     def warm_up(self) -> None:
@@ -110,7 +110,7 @@ class MemCompile(Upkeep, Surfaces):
         should not call it (it would load Chroma for nothing)."""
         from .runtime.warm import open_for_writes
 
-        open_for_writes(self.engine)
+        open_for_writes(self.host.engine)
 
     def add_turns(self, turns: Iterable[Any], user_id: str = "default", progress: bool = False) -> dict[str, int]:
         """Store turns (dicts or TurnInput); returns counts: stored, skipped_*, already_stored, descriptors."""
@@ -118,7 +118,7 @@ class MemCompile(Upkeep, Surfaces):
 
         user_id, numbered = validate_user_id(user_id), occurrences(turns)
         with telemetry.create_memory(user_id, numbered) as span:
-            totals = ingest_turns(self.engine, user_id, numbered, progress)
+            totals = ingest_turns(self.host, user_id, numbered, progress)
             span.counts("add_turns", totals)
         return totals
 
@@ -162,7 +162,7 @@ class MemCompile(Upkeep, Surfaces):
         model = chat_model if chat_model is not None else self.answer_llm
         if model is None:
             raise ValueError("no LLM given: pass llm= or answer_llm= to MemCompile")
-        return self.engine.llm_client(model, user_id)
+        return self.host.llm_client(model, user_id)
 
     def close(self) -> None:
-        self.engine.close()
+        self.host.close()

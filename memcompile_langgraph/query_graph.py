@@ -135,7 +135,7 @@ def dense_node(state: QueryWork, runtime: Runtime[MemoryContext]) -> dict[str, A
         # as in the index: a vector built from other content than its packet's document now is not served
         ids = [pid for pid, _, _ in found if pid in index.packets]
         sources = [source for pid, _, source in found if pid in index.packets]
-        ok = dict(zip(ids, engine.built_from_current(index, ids, sources)))
+        ok = dict(zip(ids, engine.sources_match(index, ids, sources)))
         hits = [DenseHit(pid, sim) for pid, sim, _ in found if ok.get(pid, True)]
     return {**out, "dense": hits, "_trace": {"hits": len(hits)}}
 

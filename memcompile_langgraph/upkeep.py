@@ -10,6 +10,7 @@ from typing import Any
 from .ingest.turn_input import turn_record
 from .runtime import maintenance, telemetry
 from .runtime.engine import Engine
+from .runtime.host import Host
 from .store.protocols import StoredTurn, StoreError
 from .text.terms import normalize_ids
 from .users import validate_user_id
@@ -18,10 +19,14 @@ log = logging.getLogger(__name__)
 
 
 class Upkeep:
-    engine: Engine
+    host: Host
+
+    @property
+    def engine(self) -> Engine:
+        return self.host.engine
 
     def stats(self, user_id: str = "default") -> dict[str, Any]:
-        return self.engine.stats(validate_user_id(user_id))
+        return self.host.stats(validate_user_id(user_id))
 
     def usage(self, user_id: str = "default") -> dict[str, Any]:
         """LLM token ledger per stage and phase (construction / query / evaluation); empty without LLM stages."""
@@ -63,14 +68,14 @@ class Upkeep:
         re-run after a crash)."""
         user_id = validate_user_id(user_id)
         with telemetry.delete_memory_store(user_id):
-            maintenance.forget(self.engine, user_id)
+            maintenance.forget(self.host, user_id)
 
     def finish_removals(self) -> None:
         """Finishes the forgets that a crash or a kill interrupted, and sweeps what a moved store left under its
         earlier id (run when the memory opens)."""
         try:
-            maintenance.finish_forgets(self.engine)
-            maintenance.sweep_moved(self.engine)
+            maintenance.finish_forgets(self.host)
+            maintenance.sweep_moved(self.host)
         except StoreError as exc:  # e.g. a read-only copy of the store: its next writable open finishes them
             log.warning("could not finish removals here (%s); the next open of the store does", exc)
 
@@ -78,7 +83,7 @@ class Upkeep:
         """Remove single turns with their descriptors and Cell memberships; returns how many were removed."""
         user_id, ids = validate_user_id(user_id), normalize_ids(dia_ids)
         with telemetry.delete_memory(user_id, ids) as span:
-            removed = maintenance.delete_turns(self.engine, user_id, ids)
+            removed = maintenance.delete_turns(self.host, user_id, ids)
             span.counts("delete_turns", {"removed": removed})
         return removed
 
@@ -86,9 +91,9 @@ class Upkeep:
         """Embed every packet of the user again with this memory's model (what the next add_turns does anyway when
         the store's vectors came from another model); returns how many packets were embedded."""
         user_id = validate_user_id(user_id)
-        return maintenance.reembed_user(self.engine, user_id) if self.engine.embeddings is not None else 0
+        return maintenance.reembed_user(self.host, user_id) if self.engine.embeddings is not None else 0
 
     def repair(self, user_id: str | None = None) -> dict[str, Any]:
         """Rebuild vectors from the records: a damaged local vector store is moved aside and every user re-embedded;
         else the user (or every user) gets missing vectors made and orphans removed, or is re-embedded whole."""
-        return maintenance.repair(self.engine, None if user_id is None else validate_user_id(user_id))
+        return maintenance.repair(self.host, None if user_id is None else validate_user_id(user_id))

@@ -249,7 +249,7 @@ def test_a_running_worker_drops_the_files_of_a_user_forgotten_elsewhere(
     a.forget("u")  # on another machine
     assert b.compile("PIN", "u").packets == []
     assert not [p for p in (tmp_path / "b").rglob("*") if user_key("u") in p.name]
-    assert "u" not in b.engine.cache._published
+    assert b.host.cache.state("u") is None
     for mem in (a, b):
         mem.close()
 
@@ -309,7 +309,7 @@ def test_the_sweep_removes_abandoned_temporary_files_and_earlier_formats_of_a_lo
     monkeypatch.setattr(cache_module, "PERSIST_EVERY", 1)
     mem = MemCompile(tmp_path / "store", dense=False)
     mem.add_turns([turn("We adopted a beagle named Biscuit.", 1)], "u")
-    files = mem.engine.cache.files
+    files = mem.host.cache.files
     current = files.path("u")
     mac, head, payload = current.read_bytes().split(b"\n", 2)
     earlier = json.dumps({**json.loads(head), "format": 1}).encode()
@@ -426,7 +426,7 @@ class Workers:
         mem = MemCompile(self.stores[i], dense=False)
         # the worker's own cache folder, the same whichever store it serves: files of a clone's original or of a
         # restored store's past meet it there
-        mem.engine.cache.files.folder = self.root / f"cache-{i}"
+        mem.host.cache.files.folder = self.root / f"cache-{i}"
         return mem
 
     def run(self, step: tuple) -> None:
@@ -681,7 +681,7 @@ def test_a_running_worker_sweeps_users_forgotten_elsewhere_that_it_never_touches
     b.close()  # its files of both users are saved
     b = worker(tmp_path / "b", monkeypatch, url, chroma_url)
     now = [time.monotonic()]
-    b.engine.cache.clock = lambda: now[0]
+    b.host.cache.clock = lambda: now[0]
     assert served(b, "u") == {"D1:1"}  # held in its cache too
 
     def traces(user: str) -> list[Path]:
@@ -691,15 +691,15 @@ def test_a_running_worker_sweeps_users_forgotten_elsewhere_that_it_never_touches
     a.forget("u")  # on another machine; b is never asked about u again
     now[0] += cache_module.SWEEP_EVERY - 1
     assert b.compile("PIN", "v").packets
-    assert traces("u") and "u" in b.engine.cache._published  # not swept on every call
+    assert traces("u") and b.host.cache.state("u") is not None  # not swept on every call
     now[0] += 1
     assert b.compile("PIN", "v").packets  # an ordinary call for another user sweeps
-    assert not traces("u") and "u" not in b.engine.cache._published
+    assert not traces("u") and b.host.cache.state("u") is None
     assert traces("v") and served(b, "v") == {"D1:1"}
     a.forget("v")
     now[0] += cache_module.SWEEP_EVERY
     b.add_turns([turn("w: we adopted a beagle.", 1)], "w")  # a write sweeps as well
-    assert not traces("v") and "v" not in b.engine.cache._published
+    assert not traces("v") and b.host.cache.state("v") is None
     for mem in (a, b):
         mem.close()
 

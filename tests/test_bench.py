@@ -143,7 +143,7 @@ def test_incremental_writes_on_the_synthetic_history_equal_a_reload():
         mem.add_turns([t], user_id="u")  # each one a fork of the last snapshot, extended and published
     live = mem.index("u")
     assert len(live.packets) == 400
-    mem.engine.cache.invalidate("u")
+    mem.host.cache.invalidate("u")
     reloaded = mem.index("u")
     assert reloaded is not live
     assert dict(reloaded.layout.of_descriptor) == dict(live.layout.of_descriptor)
@@ -151,7 +151,7 @@ def test_incremental_writes_on_the_synthetic_history_equal_a_reload():
     question = questions(generate(400, seed=2), 1, upto=400)[0]
     first = [p["dia_id"] for p in mem.compile(question, user_id="u").packets]
     assert first  # the reloaded index answers
-    mem.engine.cache.publish(live)  # the same version: both snapshots must answer alike
+    mem.host.cache.publish(live)  # the same version: both snapshots must answer alike
     live_answer = [p["dia_id"] for p in mem.compile(question, user_id="u").packets]
     assert live_answer == first
 

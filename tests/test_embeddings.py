@@ -290,7 +290,7 @@ def test_queries_for_unknown_users_leave_no_lock_files_or_cached_indexes(tmp_pat
     locks = set((tmp_path / "locks").iterdir())
     for n in range(5):
         assert mem.compile("anything", f"stranger-{n}").packets == []
-    assert set((tmp_path / "locks").iterdir()) == locks and len(mem.engine.cache) == 1
+    assert set((tmp_path / "locks").iterdir()) == locks and len(mem.host.cache) == 1
 
 
 def test_a_read_repairs_a_few_missing_vectors_on_the_spot(tmp_path, embeddings):

@@ -75,7 +75,7 @@ def with_vectors(mem: MemCompile, seed: int, dim: int) -> None:
     rng = np.random.default_rng(seed)
     ids = [p for p in index.packet_order if rng.random() < 0.8]
     index.vectors.set(ids, rng.standard_normal((len(ids), dim)).astype(np.float32))
-    mem.engine.cache.publish(index)
+    mem.host.cache.publish(index)
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -98,7 +98,7 @@ def test_any_history_of_writes_and_forks_round_trips_and_grows_as_the_live_index
             with_vectors(loaded, seed, dim)
             decoded = round_trip(loaded.index("u"))
             assert_same(decoded, live.index("u"))
-            loaded.engine.cache.publish(decoded)
+            loaded.host.cache.publish(decoded)
             assert answers(loaded) == answers(live)
         for mem in (live, loaded):
             mem.add_turns(batch, user_id="u")
@@ -265,7 +265,7 @@ def stored(tmp_path, monkeypatch):
     mem = MemCompile(path, dense=False)
     mem.add_turns(TURNS[:120], user_id="u")
     expected = answers(mem)
-    files = mem.engine.cache.files
+    files = mem.host.cache.files
     target = files.path("u")
     assert target.is_file()
     index = mem.index("u")
@@ -314,7 +314,7 @@ def test_a_malformed_tail_is_removed_and_its_vectors_read_elsewhere(stored):
     path, _, _, index, _ = stored
     mem = MemCompile(path, dense=False)  # the files are checked against open records
     try:
-        files, head = mem.engine.cache.files, mem.engine.records.head("u")
+        files, head = mem.host.cache.files, mem.engine.records.head("u")
         tail = files.path("u", snapshot_file.TAIL)
         files._write(tail, index, encode_index(index))  # an index where the tail belongs
         assert files.read_tail("u", head, index) == {} and not tail.exists()

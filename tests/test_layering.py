@@ -1,4 +1,4 @@
-"""The package's module-level imports form no cycle; every import, also one inside a function, goes down the layers
+"""The package's module-level imports form no cycle, and runtime/'s modules none at all; every import, also one inside a function, goes down the layers
 (LAYERS) or stays in its layer, but for the few upward ones named in UPWARD with why; nothing decides by reference
 counts or steers runs through module-level context variables."""
 
@@ -85,6 +85,18 @@ def _reaches(graph: dict[str, set[str]], start: str) -> set[str]:
 
 def test_module_level_imports_have_no_cycle():
     graph = _graph()
+    assert sorted(m for m in graph if m in _reaches(graph, m)) == []
+
+
+def test_runtime_modules_import_each_other_in_no_cycle():
+    """Inside runtime/ not even a cycle through imports made for type checking or inside functions: each module can
+    be read knowing only the ones below it (user_state, then engine, consistency, cache, host, the writers)."""
+    runtime = f"{PACKAGE}.runtime."
+    graph = {
+        m: {t for t in ts if t.startswith(runtime)}
+        for m, ts in _graph(everywhere=True).items()
+        if m.startswith(runtime)
+    }
     assert sorted(m for m in graph if m in _reaches(graph, m)) == []
 
 

@@ -65,7 +65,7 @@ def _store_with_a_tail(path, embeddings):
     first = MemCompile(path, embeddings=embeddings)
     first.add_turns(many, user_id="u")
     first.close()  # no file yet: the whole snapshot is written
-    files = first.engine.cache.files
+    files = first.host.cache.files
     snapshot = files.path("u").read_bytes()
     writer = MemCompile(path, embeddings=embeddings)
     writer.add_turns(LATER, user_id="u")  # 1 < 131 // 64: the snapshot stays, the new vector goes to the tail

@@ -21,6 +21,7 @@ from memcompile_langgraph.query_graph import query_graph
 from memcompile_langgraph.runtime import add_turns as ingest_module
 from memcompile_langgraph.runtime import cache as cache_module
 from memcompile_langgraph.runtime import unit_of_work as uow_module
+from memcompile_langgraph.runtime.user_state import UserState
 
 QUESTIONS = ["Where does Priya work now?", "What is the beagle called?", "Who is coming to Lisbon?", "pottery class"]
 
@@ -88,7 +89,7 @@ def test_the_extended_snapshot_equals_a_fresh_load(make_mem, tmp_path, embedding
     mem.add_turns(_turns(90, "later"), user_id="u")
     live = mem.index("u")
     again = MemCompile(tmp_path / "store", embeddings=embeddings)
-    again.engine.cache.files = None  # rebuilt from the records, not from a snapshot file
+    again.host.cache.files = None  # rebuilt from the records, not from a snapshot file
     fresh = again.index("u")
     assert_same_fingerprint(_fingerprint(live), _fingerprint(fresh), atol=1e-5)
     for q in QUESTIONS + ["kayak trip to lake 17"]:
@@ -111,7 +112,7 @@ def test_writes_after_a_restart_layer_the_loaded_maps_and_equal_a_fresh_load(mak
     assert type(live.packets) is persistent_module.Layered and live.packets._base is loaded.packets
     assert_same_fingerprint(_fingerprint(loaded), before)  # the snapshot the maps were layered on never changes
     fresh = make_mem("store")
-    fresh.engine.cache.files = None  # rebuilt from the records, not from a snapshot file
+    fresh.host.cache.files = None  # rebuilt from the records, not from a snapshot file
     assert_same_fingerprint(_fingerprint(live), _fingerprint(fresh.index("u")), atol=1e-5)
     for name in ("packets", "by_dia", "hashes", "position", "by_packet", "packet_position"):
         assert dict(getattr(live, name).items()) == dict(getattr(fresh.index("u"), name).items()), name
@@ -175,7 +176,7 @@ def test_cold_start_reads_the_persisted_snapshot_then_replays_newer_records(tmp_
     path = tmp_path / "store"
     first = MemCompile(path, embeddings=embeddings)
     first.add_turns(demo_turns(), user_id="u")
-    saved = first.engine.cache.files.path("u")
+    saved = first.host.cache.files.path("u")
     assert saved.is_file()
     first.add_turns(_turns(3, "after"), user_id="u")  # fewer than PERSIST_EVERY: only in the records
     expected = [first.compile(q, "u").text for q in QUESTIONS + ["after note 2"]]
@@ -245,7 +246,7 @@ def test_forget_and_delete_remove_the_snapshot_file(tmp_path, embeddings, monkey
     monkeypatch.setattr(cache_module, "PERSIST_EVERY", 1)
     mem = MemCompile(tmp_path / "store", embeddings=embeddings)
     mem.add_turns(demo_turns(), user_id="u")
-    saved = mem.engine.cache.files.path("u")
+    saved = mem.host.cache.files.path("u")
     assert saved.is_file()
     mem.delete_turns("u", ["D1:2"])
     assert not saved.exists()
@@ -261,7 +262,7 @@ def test_a_sweep_removes_the_files_of_users_forgotten_or_deleted_from_elsewhere(
     mem = MemCompile(tmp_path / "store", embeddings=embeddings)
     for user in ("kept", "forgotten", "deleted"):
         mem.add_turns(demo_turns(), user_id=user)
-    files = mem.engine.cache.files
+    files = mem.host.cache.files
     (files.folder / "junk.snapshot").write_bytes(b"not a snapshot")
     kept = files.path("kept").read_bytes()
     mac, head, payload = kept.split(b"\n", 2)
@@ -300,10 +301,10 @@ def test_processes_of_other_builds_keep_their_own_snapshot_files(tmp_path, embed
 def test_a_user_loading_cold_does_not_block_another_users_queries(make_mem):
     mem = make_mem("store", turns=demo_turns())
     mem.add_turns(_turns(5, "b"), user_id="b")
-    cache = mem.engine.cache
+    cache = mem.host.cache
     cache.invalidate("u")
     with cache._map_lock:
-        lock = cache._load_locks.setdefault("u", threading.Lock())
+        lock = cache._states.setdefault("u", UserState("u")).load_lock
     done = threading.Event()
     with lock:  # as if user u's cold load were under way
         t = threading.Thread(target=lambda: (mem.compile("kayak", "b"), done.set()))
@@ -317,14 +318,14 @@ def test_the_cache_holds_at_most_cache_size_users(tmp_path, embeddings):
     for user in ("a", "b", "c", "d"):
         mem.add_turns(_turns(3, user), user_id=user)
         mem.compile("kayak", user)
-    assert len(mem.engine.cache) == 2
+    assert len(mem.host.cache) == 2
     assert mem.compile("a note 1", "a").packets  # an evicted user is loaded again on demand
     threads = [threading.Thread(target=mem.compile, args=("kayak", user)) for user in ["a", "b"] + list("uvwxyz")]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    assert len(mem.engine.cache) == 2 and not mem.engine.cache._load_locks  # nothing kept for ids nobody stored
+    assert len(mem.host.cache) == 2 and len(mem.host.cache._states) == 2  # nothing kept for ids nobody stored
 
 
 def test_graphs_need_a_context_and_take_the_user_from_it(make_mem):
@@ -379,7 +380,7 @@ def test_close_rewrites_the_snapshot_file_only_when_it_lags_by_a_64th(tmp_path):
     mem = MemCompile(path, dense=False)
     mem.add_turns(_turns(200, "base"), user_id="u")
     mem.close()  # no file yet: written
-    saved = MemCompile(path, dense=False).engine.cache.files.path("u")
+    saved = MemCompile(path, dense=False).host.cache.files.path("u")
     first = saved.read_bytes()
     mem = MemCompile(path, dense=False)
     mem.add_turns(_turns(2, "late"), user_id="u")  # 2 < 202 // 64: left to the next process's incremental read
@@ -446,7 +447,7 @@ def test_vectors_left_behind_are_never_stored_for_packets_forgotten_meanwhile(
     mem.add_turns(_turns(3, "later"), user_id="u")
     mem.forget("u")  # takes the writer lock before the job that stores the vectors
     gate.set()
-    mem.engine.settle("u")
+    mem.host.settle("u")
     assert skipped == [True] and mem.engine.vectors.ids("u") == set() and mem.stats("u")["packets"] == 0
 
 

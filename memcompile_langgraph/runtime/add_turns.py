@@ -7,21 +7,22 @@ from ..ingest.progress import IngestProgress
 from ..ingest.turn_input import Occurrence
 from ..ingest_graph import ingest_graph
 from .context import MemoryContext
-from .engine import Engine
+from .host import Host
 from .unit_of_work import UnitOfWork
 
 INGEST_BATCH = 256  # turns per ingest-graph run (one records transaction each)
 
 
-def ingest_turns(engine: Engine, user_id: str, turns: list[Occurrence], progress: bool = False) -> dict[str, int]:
+def ingest_turns(host: Host, user_id: str, turns: list[Occurrence], progress: bool = False) -> dict[str, int]:
+    engine = host.engine
     totals: dict[str, int] = {"stored": 0, "descriptors": 0}
     bulk = len(turns) >= INGEST_BATCH  # its freed blocks go back to the system batch by batch (not a single turn's)
     bars = IngestProgress(len(turns), progress, engine.embeddings is not None)
     if hasattr(engine.extractor, "progress"):
         engine.extractor.progress = progress
     try:
-        with UnitOfWork(engine, engine.cache, user_id, bars.embedded) as unit:
-            context = MemoryContext(user_id=user_id, engine=engine, writer=unit)
+        with UnitOfWork(host, user_id, bars.embedded) as unit:
+            context = MemoryContext(user_id=user_id, host=host, writer=unit)
             for start in range(0, len(turns), INGEST_BATCH):
                 batch = turns[start : start + INGEST_BATCH]
                 out = ingest_graph.invoke({"turns": batch}, context=context)

@@ -1,11 +1,11 @@
-"""Published index snapshots, one per user, in a bounded LRU map.
+"""The users' states (runtime/user_state.py: a published snapshot each, with its stamp), in a bounded LRU map.
 
-A published snapshot is immutable (readers may be inside it at any time). `snapshot(user)` checks the records'
-head (version, epoch and digest chain: store/protocols.py) with one indexed read and, when the store moved on,
-builds the next snapshot under that user's load lock only: from the cached one plus the newer records when the
-records still hold exactly its packets (same epoch, same digest at its newest packet), else from the persisted
-snapshot file plus the newer records (checked the same way), else from all records. A user the records no longer
-hold leaves nothing behind in this process: its cached snapshot and its files here go, at its next touch or at the
+A published snapshot is immutable (readers may be inside it at any time). `snapshot(user)` reads the records'
+head (version, epoch and digest chain: store/protocols.py) with one indexed read; when its stamp is not the same,
+it builds the next snapshot under that user's load lock only: from the cached one plus the newer records when the
+records extend its stamp (they hold exactly its packets), else from the persisted snapshot file plus the newer
+records (checked the same way), else from all records. A user the records no longer hold leaves nothing behind in
+this process: its state and its files here go, at its next touch or at the
 periodic sweep (a user forgotten on another machine and never asked for here again). Lock order: store/locks.py.
 """
 
@@ -17,6 +17,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
+from functools import partial
 
 import numpy as np
 
@@ -24,9 +25,10 @@ from ..index.gc_pause import gc_paused
 from ..index.heap import release_free_memory
 from ..index.user import UserIndex
 from ..store.protocols import Head, VectorStoreError
-from .consistency import BUSY, FOR_WRITER, reconcile
+from .consistency import reconcile
 from .engine import Engine
 from .snapshot_file import SnapshotFiles
+from .user_state import Repair, Stamp, UserState
 
 log = logging.getLogger(__name__)
 PERSIST_EVERY = 2048  # records a persisted snapshot may lag behind before a writer saves a new one
@@ -37,13 +39,10 @@ PERSIST_EVERY = 2048  # records a persisted snapshot may lag behind before a wri
 SWEEP_EVERY = 15 * 60
 
 
-class _LoadLock:
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.holders = 0  # threads holding or waiting for it (under the map lock)
-
-
 class IndexCache:
+    """An LRU map of UserStates, most recently used last: at most `capacity` of them (one a thread is loading, or
+    whose vectors are still being stored, is kept until it is done)."""
+
     def __init__(
         self,
         engine: Engine,
@@ -54,70 +53,72 @@ class IndexCache:
         self.engine = engine
         self.files = files
         self.capacity = max(1, capacity)
-        self._published: OrderedDict[str, UserIndex] = OrderedDict()
-        self._persisted: dict[str, int] = {}  # packets in the newest snapshot file written or read, per user
+        self._states: OrderedDict[str, UserState] = OrderedDict()
         self._map_lock = threading.Lock()
-        self._load_locks: dict[str, _LoadLock] = {}
-        self.repair_pending: set[str] = set()  # users whose vectors a reader could not repair: their next writer does
-        self._retry: set[str] = set()  # users whose repair met a busy writer: the next read tries again
         self.clock = clock
-        self._swept = clock()  # build_engine swept when the store opened
+        self._swept = clock()  # the host swept when the store opened
         self._sweeping = threading.Lock()
 
     def __len__(self) -> int:
-        return len(self._published)
-
-    def _cached(self, user_id: str) -> UserIndex | None:
         with self._map_lock:
-            index = self._published.get(user_id)
-            if index is not None:
-                self._published.move_to_end(user_id)
-            return index
+            return sum(state.published is not None for state in self._states.values())
+
+    def state(self, user_id: str) -> UserState | None:
+        """The user's state, when this process holds any (one dict read: atomic, no lock on a writer's path)."""
+        return self._states.get(user_id)
+
+    def _used(self, user_id: str) -> UserState | None:
+        with self._map_lock:
+            state = self._states.get(user_id)
+            if state is not None:
+                self._states.move_to_end(user_id)
+            return state
 
     def snapshot(self, user_id: str) -> UserIndex:
         """The newest published snapshot of the user's records (loaded or brought up to date when needed)."""
         self.sweep_when_due()
         head = self.engine.records.head(user_id)
-        index = self._cached(user_id)
-        if index is not None and head_of(index) == head and user_id not in self._retry:
+        state = self._used(user_id)
+        index = state.fresh(head) if state is not None else None
+        if index is not None:
             return index
-        with self._load_lock(user_id):
+        with self._loading(user_id) as state:
             head = self.engine.records.head(user_id)
-            index = self._cached(user_id)  # another thread may have loaded it meanwhile
-            if index is None or head_of(index) != head:
-                index = self._load(user_id, index, head)
-            elif user_id in self._retry:
-                index = index.fork()  # a published snapshot is never changed: the repair gets its own version
-                self._repair(index)
+            published = state.published  # another thread may have loaded it meanwhile
+            if published is None or not published[1].same(head):
+                index = self._load(state, published, head)
+            elif state.repair is Repair.BUSY:
+                index = published[0].fork()  # a published snapshot is never changed: the repair gets its own version
+                self._repair(state, index)
             else:
-                return index
+                return published[0]
             if index.packets or index.version:  # ids nobody stored anything for are not kept around
                 self.publish(index)
             return index
 
     @contextmanager
-    def _load_lock(self, user_id: str) -> Iterator[None]:
-        """The user's load lock; an entry lives only while someone waits for or holds it (ids callers invent do not
-        accumulate)."""
+    def _loading(self, user_id: str) -> Iterator[UserState]:
+        """The user's state with its load lock held; a state nobody published for lives only while someone waits for
+        or holds its lock (ids callers invent do not accumulate)."""
         with self._map_lock:
-            entry = self._load_locks.setdefault(user_id, _LoadLock())
-            entry.holders += 1
+            state = self._states.get(user_id)
+            if state is None:
+                state = self._states[user_id] = UserState(user_id)
+            state.holders += 1
         try:
-            with entry.lock:
-                yield
+            with state.load_lock:
+                yield state
         finally:
             with self._map_lock:
-                entry.holders -= 1
-                if not entry.holders:
-                    del self._load_locks[user_id]
+                state.holders -= 1
+                if not state.busy() and state.published is None and self._states.get(user_id) is state:
+                    del self._states[user_id]
+                self._trim()
 
-    def _repair(self, index: UserIndex, read: dict[str, str | None] | None = None) -> None:
+    def _repair(self, state: UserState, index: UserIndex, read: dict[str, str | None] | None = None) -> None:
         outcome = reconcile(self.engine, index, writer=self.engine.vectors_per_process, read=read)
-        self._retry.discard(index.user_id)
-        if outcome == BUSY:
-            self._retry.add(index.user_id)
-        elif outcome == FOR_WRITER:
-            self.repair_pending.add(index.user_id)
+        if state.repair is not Repair.FOR_WRITER or outcome is Repair.DONE:  # a writer still owes it otherwise
+            state.repair = Repair.DONE if outcome is Repair.STALE else outcome  # stale: the next read loads anew
 
     def sweep_when_due(self) -> None:
         """The periodic sweep, run by the first ordinary call (a query, a write) once SWEEP_EVERY has passed; other
@@ -133,24 +134,45 @@ class IndexCache:
             self._sweeping.release()
 
     def sweep(self) -> int:
-        """Drops cached snapshots of users the records no longer hold and removes the snapshot files they no longer
-        back (a forget, a restore elsewhere); returns how many files were removed."""
+        """Drops the states of users the records no longer hold and removes the snapshot files they no longer back (a
+        forget, a restore elsewhere); returns how many files were removed."""
         with self._map_lock:
-            cached = list(self._published)
+            cached = list(self._states)
         for user_id in cached:
             if not self.engine.records.head(user_id).version:
                 self._drop(user_id)
         return self.files.sweep(self.engine.records.head) if self.files is not None else 0
 
-    def publish(self, index: UserIndex) -> None:
-        """Makes `index` the user's snapshot unless a newer one is published already (versions only grow)."""
+    def publish(self, index: UserIndex) -> UserState:
+        """Makes `index` the user's snapshot unless a newer one is published already (versions only grow); returns the
+        user's state."""
         with self._map_lock:
-            current = self._published.get(index.user_id)
+            state = self._states.get(index.user_id)
+            if state is None:
+                state = self._states[index.user_id] = UserState(index.user_id)
+            current = state.index
             if current is None or current.version <= index.version:
-                self._published[index.user_id] = index
-                self._published.move_to_end(index.user_id)
-            while len(self._published) > self.capacity:
-                self._published.popitem(last=False)
+                state.publish(index)
+            self._states.move_to_end(index.user_id)
+            self._trim()
+            return state
+
+    def _trim(self) -> None:
+        """Evicts the least recently used published states beyond capacity, and states that hold nothing, but none
+        still busy (under the map lock; one comparison while within capacity)."""
+        if len(self._states) <= self.capacity:
+            return
+        idle = [(u, state) for u, state in self._states.items() if not state.busy()]
+        for user_id, state in idle:
+            if state.published is None:
+                del self._states[user_id]
+        published = sum(state.published is not None for state in self._states.values())
+        for user_id, state in idle:
+            if published <= self.capacity:
+                return
+            if state.published is not None:
+                del self._states[user_id]
+                published -= 1
 
     def invalidate(self, user_id: str) -> None:
         self._drop(user_id)
@@ -158,51 +180,46 @@ class IndexCache:
             self.files.remove(user_id)
 
     def _drop(self, user_id: str) -> None:
+        """Nothing derived of the user is kept: its state goes (one still busy keeps only its load lock and its
+        pending vectors, whose job checks the records before it stores them)."""
         with self._map_lock:
-            self._published.pop(user_id, None)
-        self._persisted.pop(user_id, None)
-        self._retry.discard(user_id)
-        self.repair_pending.discard(user_id)
+            state = self._states.get(user_id)
+            if state is not None and state.busy():
+                state.published, state.persisted, state.repair = None, 0, Repair.DONE
+            elif state is not None:
+                del self._states[user_id]
 
-    def _extends(self, index: UserIndex, head: Head) -> bool:
-        """The records hold exactly `index`'s packets and more: same epoch, an older version, and the records' digest
-        at its newest packet is its own (a restore or a clone that went past it has another)."""
-        return (
-            index.epoch == head.epoch
-            and index.version < head.version
-            and self.engine.records.digest_at(index.user_id, index.last_seqs[0]) == index.digest
-        )
-
-    def _load(self, user_id: str, cached: UserIndex | None, head: Head) -> UserIndex:
-        version, epoch, _ = head
+    def _load(self, state: UserState, published: tuple[UserIndex, Stamp] | None, head: Head) -> UserIndex:
+        user_id, version, epoch = state.user_id, head.version, head.epoch
         if not version:  # the user is gone from the records (a forget, maybe on another machine): so is all here
             self._drop(user_id)
             if self.files is not None:
                 self.files.discard(user_id)
-            cached = None
+            published = None
         base, tail, forked = None, {}, False
-        if cached is not None and self._extends(cached, head):
-            base, forked = cached.fork(), True  # published: readers may be inside it
+        if published is not None and published[1].extends(head, partial(self.engine.records.digest_at, user_id)):
+            base, forked = published[0].fork(), True  # published: readers may be inside it
         else:
-            if cached is not None and cached.version >= version:
-                with self._map_lock:  # the records went back (a restore): publish() would keep the "newer" one
-                    self._published.pop(user_id, None)
+            if published is not None:  # the records do not back it (a restore went back past it): it goes, also
+                with self._map_lock:  # when its version is newer, which publish() would otherwise keep
+                    state.published = None
             if self.files is not None and version:
                 template = UserIndex(user_id, self.engine.config)
                 base = self.files.read(user_id, head, template)
                 if base is not None:
-                    self._persisted[user_id] = len(base.packets)
+                    state.persisted = len(base.packets)
                     if base.version < version:
                         tail = self.files.read_tail(user_id, head, template)
         try:
-            return self._fill(user_id, base, epoch, tail)
+            return self._fill(state, base, epoch, tail)
         finally:
             if not forked:  # what the file's read or the replay freed goes back now: a single write never trims
                 release_free_memory()
 
-    def _fill(self, user_id: str, base: UserIndex | None, epoch: int, tail: dict[str, np.ndarray]) -> UserIndex:
+    def _fill(self, state: UserState, base: UserIndex | None, epoch: int, tail: dict[str, np.ndarray]) -> UserIndex:
         """`base` (a fork, a snapshot file's index, or None: a rebuild) extended by the records after it, with its
         vectors read and checked; a rebuild is saved to its snapshot file."""
+        user_id = state.user_id
         index = base if base is not None else UserIndex(user_id, self.engine.config)
         with gc_paused() if base is None else nullcontext():  # a rebuild: ~50 objects per turn
             loaded = self.engine.records.load(user_id, after=index.last_seqs)
@@ -213,12 +230,12 @@ class IndexCache:
             # a full load checks the vectors (also of a user with no records: a forget interrupted); a load from a
             # snapshot repairs the ones its newer records lack (a crash before they were stored)
             if base is None or self._lacks_vectors(index):
-                self._repair(index, read)
+                self._repair(state, index, read)
         except VectorStoreError as exc:  # the lexical channels still answer; the dense one sits out (dense_node)
             self.engine.warn_once(f"vectors:{user_id}", f"dense channel off for user {user_id!r}: {exc}")
             return index  # not saved: a snapshot file without its vectors would hide them once repaired
         if base is None and index.packets:
-            self.persist(index)
+            self.persist(state, index)
         return index
 
     def _lacks_vectors(self, index: UserIndex) -> bool:
@@ -248,7 +265,7 @@ class IndexCache:
         known = [k for k, i in enumerate(ids) if i in index.packets]
         # a vector built from other content than its packet's document (a row edited by hand) is left out: the
         # full load's reconcile makes it again
-        ok = engine.built_from_current(index, [ids[k] for k in known], [sources[k] for k in known])
+        ok = engine.sources_match(index, [ids[k] for k in known], [sources[k] for k in known])
         known = [k for k, good in zip(known, ok) if good]
         index.vectors.set([ids[k] for k in known], [vectors[k] for k in known])
         return dict(zip(ids, sources)) if whole else None
@@ -258,21 +275,23 @@ class IndexCache:
         process starts warm). For a smaller lag only its vectors are saved, beside the file: the next process
         replays its records instead of this one writing the whole file again (one turn added to 100k: 350 MB, ~20 s)."""
         with self._map_lock:
-            cached = list(self._published.values())
-        for index in cached:
-            saved = self._persisted.get(index.user_id, 0)
+            cached = [(state, state.index) for state in self._states.values()]
+        for state, index in cached:
+            if index is None:
+                continue
+            saved = state.persisted
             if len(index.packets) - saved >= max(1, len(index.packets) // 64):
-                self.persist(index, force=True)
+                self.persist(state, index, force=True)
             elif len(index.packets) > saved:
                 self.persist_tail(index, index.packet_order[saved:])
 
-    def persist(self, index: UserIndex, force: bool = False) -> None:
-        """Saves the snapshot file when it lags by PERSIST_EVERY records (or with force)."""
+    def persist(self, state: UserState, index: UserIndex, force: bool = False) -> None:
+        """Saves the user's snapshot file when it lags by PERSIST_EVERY records (or with force)."""
         if self.files is None or not index.packets:
             return
-        if force or len(index.packets) - self._persisted.get(index.user_id, 0) >= PERSIST_EVERY:
+        if force or len(index.packets) - state.persisted >= PERSIST_EVERY:
             if self._while_current(index, self.files.write):
-                self._persisted[index.user_id] = len(index.packets)
+                state.persisted = len(index.packets)
 
     def persist_tail(self, index: UserIndex, packet_ids: Sequence[str]) -> None:
         """Saves the vectors of those packets beside the snapshot file (the ones it lacks)."""
@@ -287,7 +306,7 @@ class IndexCache:
         vectors from the vector store)."""
         records = self.engine.records
         with records.write_lock(index.user_id, blocking=False) as held:
-            if not held or records.head(index.user_id) != head_of(index):
+            if not held or not Stamp.of(index).same(records.head(index.user_id)):
                 return False
             try:
                 write(index)
@@ -295,8 +314,3 @@ class IndexCache:
             except OSError as exc:
                 log.warning("could not save the index snapshot of %r: %s", index.user_id, exc)
                 return False
-
-
-def head_of(index: UserIndex) -> Head:
-    """The records' head `index` was built at."""
-    return Head(index.version, index.epoch, index.digest)

@@ -22,18 +22,16 @@ from ..index.persistent import Rows
 from ..index.user import UserIndex
 from ..store.rows import REEMBEDDING
 from .engine import Engine, bundles
+from .user_state import Repair, Stamp
 
 log = logging.getLogger(__name__)
 READER_REPAIR_LIMIT = 256  # vectors a read makes on the spot (~1.4 s of embedding); more wait for a writer
 REEMBED_CHUNK = 2048  # packets embedded and stored at a time when a user's vectors are made again
 
 
-DONE, BUSY, STALE, FOR_WRITER = "done", "busy", "stale", "for_writer"  # what reconcile could do
-
-
 def reconcile(
     engine: Engine, index: UserIndex, writer: bool, restamp: bool = False, read: dict[str, str | None] | None = None
-) -> str:
+) -> Repair:
     """Brings the vector store in line with `index` (the records at index.version), whose matrix gains the vectors
     it makes. BUSY: another writer holds the user (try again later); STALE: the records moved on since `index`
     was loaded (nothing touched); FOR_WRITER: a reader met more vectors to make than it repairs. restamp: also
@@ -41,22 +39,22 @@ def reconcile(
     all the user's vectors as the load of `index` read them (vectors.vectors with sources)."""
     user = index.user_id
     if engine.embeddings is None or (not index.packets and not engine.vectors.ids(user)):
-        return DONE  # nothing to repair (e.g. an unknown user): no lock taken, no lock file made
+        return Repair.DONE  # nothing to repair (e.g. an unknown user): no lock taken, no lock file made
     with engine.records.write_lock(user, blocking=False) as held:
         if not held:
-            return BUSY
+            return Repair.BUSY
         # a reader comparing an older load with the vectors would delete the ones a live writer just added
-        if engine.records.version(user) != index.version:
-            return STALE
+        if not Stamp.of(index).same(engine.records.head(user)):
+            return Repair.STALE
         # packet id -> digest of what its vector was built from. What the load read is still all there is when it
         # covers every packet: at one version, vectors are only ever added for packets that lack one (a writer's,
         # stored after its unit), else they are read again
         stored = read if read is not None and all(p in read for p in index.packets) else engine.vectors.sources(user)
         if stored and not index.packets:
             engine.vectors.drop(user)  # a forget interrupted between records and vectors
-            return DONE
+            return Repair.DONE
         if engine.foreign_vectors(user):
-            return DONE  # another model's vectors are replaced whole by the next writer (reembed), not patched
+            return Repair.DONE  # another model's vectors are replaced whole by the next writer (reembed), not patched
         orphans = [pid for pid in stored if pid not in index.packets]
         kept = [pid for pid in index.packet_order if pid in stored]
         current = dict(zip(kept, engine.sources(bundles(index, kept))))
@@ -68,7 +66,7 @@ def reconcile(
         if len(redo) > READER_REPAIR_LIMIT and not writer:
             # left for the writer, but a vector of other content goes now: the query fallback would serve it
             engine.vectors.delete(user, orphans + other)
-            return FOR_WRITER
+            return Repair.FOR_WRITER
         if len(redo) < len(needed) + len(unstamped):
             engine.warn_once(
                 f"unstamped:{user}",
@@ -85,7 +83,7 @@ def reconcile(
         if unread:
             ids, vectors = engine.vectors.vectors(user, unread)
             index.vectors.set(ids, vectors)
-        return DONE
+        return Repair.DONE
 
 
 def reembed(engine: Engine, index: UserIndex, made_by: str | None = None) -> None:
@@ -122,7 +120,7 @@ def embed(engine: Engine, index: UserIndex, packet_ids: Rows[str]) -> None:
 
 def prepare_writer(engine: Engine, index: UserIndex, repair: bool) -> None:
     """What a writer does before adding vectors of its model: replace foreign vectors; with repair, finish what a
-    reader left (see IndexCache.repair_pending)."""
+    reader left (Repair.FOR_WRITER in its UserState)."""
     if engine.embeddings is None:
         return
     if engine.foreign_vectors(index.user_id):

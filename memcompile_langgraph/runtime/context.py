@@ -1,7 +1,7 @@
 """The runtime context of a graph run (LangGraph's `context_schema`): whose memory, and what to read it from.
 
-`MemCompile` passes a context with its engine (and, for a writer, the unit of work). A run served by `langgraph
-dev` or LangGraph Server sends only `{"user_id": ...}`; the engine is then the served memory (`served.py`:
+`MemCompile` passes a context with its host (and, for a writer, the unit of work). A run served by `langgraph
+dev` or LangGraph Server sends only `{"user_id": ...}`; the host is then the served memory's (`served.py`:
 $MEMCOMPILE_STORE, $MEMCOMPILE_RECORDS_URL, $MEMCOMPILE_CHROMA_URL), and when the server has custom auth the user
 is the authenticated one (run_context). Keys it does not know are ignored (the server mirrors its configurable into
 the context). The user id is kept NFC-normalized, exactly as the API keeps it.
@@ -20,16 +20,17 @@ from ..users import MissingUserId, auth_identity, resolve_user, validate_user_id
 if TYPE_CHECKING:
     from .cache import IndexCache
     from .engine import Engine
+    from .host import Host
     from .unit_of_work import UnitOfWork
-else:  # pydantic reads the field types at run time: the engine and the writer are held as given, not validated
-    Engine = UnitOfWork = Any
+else:  # pydantic reads the field types at run time: the host and the writer are held as given, not validated
+    Host = UnitOfWork = Any
 
 
 class MemoryContext(BaseModel):
     model_config = ConfigDict(extra="ignore", arbitrary_types_allowed=True)
 
     user_id: str | None = None  # a served run may leave it to the server's authenticated user
-    engine: SkipJsonSchema[Engine] = cast("Engine", None)  # the served memory's when not given (model_post_init)
+    host: SkipJsonSchema[Host] = cast("Host", None)  # the served memory's when not given (model_post_init)
     writer: SkipJsonSchema[UnitOfWork | None] = None  # when add_turns holds the user
     _snapshot: UserIndex | None = PrivateAttr(default=None)
     _unsettled: bool = PrivateAttr(default=False)  # a served run whose user run_context has not settled yet
@@ -38,17 +39,21 @@ class MemoryContext(BaseModel):
     def model_post_init(self, _: Any) -> None:
         if self.user_id is not None:
             self.user_id = validate_user_id(self.user_id)  # the NFC form: the user the API, MCP and CLI reach
-        elif self.engine is not None:
-            raise MissingUserId("a MemoryContext with an engine needs a user_id")
-        if self.engine is None:
+        elif self.host is not None:
+            raise MissingUserId("a MemoryContext with a host needs a user_id")
+        if self.host is None:
             self._unsettled = True
-            from .served import served_engine
+            from .served import served_host
 
-            self.engine = served_engine()
+            self.host = served_host()
+
+    @property
+    def engine(self) -> Engine:
+        return self.host.engine
 
     @property
     def cache(self) -> IndexCache:
-        return self.engine.cache
+        return self.host.cache
 
     @property
     def user(self) -> str:
@@ -60,7 +65,7 @@ class MemoryContext(BaseModel):
     def snapshot(self) -> UserIndex:
         """The index this run reads throughout: taken once, at its first use (a query sees one version)."""
         if self._snapshot is None:
-            self._snapshot = self.engine.cache.snapshot(self.user)
+            self._snapshot = self.host.cache.snapshot(self.user)
         return self._snapshot
 
 

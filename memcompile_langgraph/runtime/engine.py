@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import threading
 from collections.abc import Iterable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -28,8 +26,6 @@ from .stage_clock import StageClock
 if TYPE_CHECKING:
     from ..address.llm_intent import LLMIntent
     from ..evidence.llm_updates import LLMUpdates
-    from ..llm.calls import LLMClient
-    from .cache import IndexCache
 
 log = logging.getLogger(__name__)
 Bundles = list[tuple[SourcePacket, list[Descriptor]]]  # packets with their claim bundles: what z(p) is made of
@@ -42,8 +38,11 @@ class Embedded(NamedTuple):
     sources: list[str]
 
 
-@dataclass(eq=False)
+@dataclass(frozen=True, eq=False)
 class Engine:
+    """What a graph run works with, fixed when the memory opens: the stores, the model and the stage components.
+    What changes while the memory runs (its users' states, the writers' threads) is its host's (runtime/host.py)."""
+
     config: MemCompileConfig
     records: RecordsStore
     vectors: VectorsStore
@@ -55,47 +54,18 @@ class Engine:
     path: Path | None = None  # the store directory (None: in memory, or records in PostgreSQL)
     llm_updates: LLMUpdates | None = None  # when a model decides knowledge-update marks
     reader: PoolReader | None = None  # the fitted pool reader config.pool_reader names, when it loads
-    embedding_id: str | None = field(init=False)
-    store_id: str = field(default="", init=False)  # what the derived state was named after when the store opened
+    store_id: str = ""  # what the derived state was named after when the store opened
     # records other processes share (PostgreSQL) with vectors in this process's own Chroma: nobody else makes the
     # vectors of what another worker wrote, so a reader makes them all (runtime/cache.py)
-    vectors_per_process: bool = field(default=False, init=False)
-    cache: IndexCache = field(init=False)  # attached by build_engine, which made the engine for it
+    vectors_per_process: bool = False
+    embedding_id: str | None = field(init=False)
     clock: StageClock = field(default_factory=StageClock, init=False, repr=False)  # writers' time by stage
     _warned: set[str] = field(default_factory=set, init=False, repr=False)
-    _background: ThreadPoolExecutor | None = field(default=None, init=False, repr=False)
-    _background_lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
-    _behind: dict[str, Future[None]] = field(default_factory=dict, init=False, repr=False)  # see leave_behind
 
     def __post_init__(self) -> None:
-        self.embedding_id = embedding_identity(self.embeddings)
-
-    def background(self) -> ThreadPoolExecutor:
-        """Threads the writers embed on (one batch in flight per writer; a job started ahead holds its thread until
-        its writer commits or drops the batch): kept for the engine's life, so a one-turn add starts no thread."""
-        with self._background_lock:
-            if self._background is None:
-                self._background = ThreadPoolExecutor(4, thread_name_prefix="memcompile-ingest-embed")
-            return self._background
-
-    def leave_behind(self, user_id: str, job: Future[None]) -> None:
-        """A unit published before its last vectors reached the vector store: `job` stores them (unit_of_work.py)."""
-        self._behind[user_id] = job
-        job.add_done_callback(
-            lambda done: self._behind.pop(user_id, None) if self._behind.get(user_id) is done else None
-        )
-
-    def settle(self, user_id: str) -> None:
-        """Waits until the vectors a unit of the user left behind it are stored. Never call it holding the user's
-        writer lock: the job takes it."""
-        job = self._behind.get(user_id)
-        if job is not None:
-            job.result()
+        object.__setattr__(self, "embedding_id", embedding_identity(self.embeddings))  # frozen: set once, here
 
     def close(self) -> None:
-        if self._background is not None:
-            self._background.shutdown(wait=True)
-        self.cache.persist_all()  # the next process starts from the snapshot files
         self.records.close()
         if self.llm_store is not None:
             self.llm_store.close()
@@ -111,7 +81,7 @@ class Engine:
             )
 
     def stats(self, user_id: str) -> dict[str, Any]:
-        self.settle(user_id)  # the vectors counted include the last add's
+        """The user's counts (Host.stats first waits for vectors its last add left pending)."""
         problems: list[str] = []
 
         def count(user: str) -> int | None:
@@ -129,11 +99,6 @@ class Engine:
     def usage(self, user_id: str) -> dict[str, Any]:
         store = self.llm_store
         return store.usage(user_id) if store is not None else {"stages": {}, "total_tokens": 0}
-
-    def llm_client(self, model: Any, user_id: str) -> LLMClient:
-        if self.llm_store is None:
-            self.llm_store = LLMStore(self.path)
-        return self.llm_store.client(model, self.config, user_id)
 
     def intent(self, query: str, known_people: Sequence[str], user_id: str) -> Intent:
         if self.llm_intent is not None:
@@ -164,9 +129,10 @@ class Engine:
         packet's now was embedded from other content (a row edited by hand) and is made again (consistency.py)."""
         return source_digests(self.documents(items))
 
-    def built_from_current(self, index: UserIndex, ids: list[str], sources: list[str | None]) -> list[bool]:
+    def sources_match(self, index: UserIndex, ids: list[str], sources: list[str | None]) -> list[bool]:
         """Whether each stored vector (of a packet of `index`, with its stored source digest) may be served: it was
-        built from the packet's document as the records hold it now. A vector with no digest was written before
+        built from the packet's document as the records hold it now. This is about a vector's content, not about
+        whether a snapshot is the records' newest (that is Stamp's, runtime/user_state.py). A vector with no digest was written before
         digests were; it is served as it was then, and made again once by the user's repair (consistency.py)."""
         current = self.sources(bundles(index, ids))
         return [s is None or s == c for s, c in zip(sources, current)]
@@ -232,15 +198,12 @@ def build_engine(
     extractor: Extractor | None,
     scheduler: Scheduler | None,
     dense: bool,
-    cache_size: int,
 ) -> Engine:
     """The stores and components of one memory: SQLite records and Chroma vectors under `path` (or in memory), the
     offline stages, and the paper's LLM stages through `llm` where one is given."""
     from ..evidence.mmr import DeterministicScheduler
     from ..extract.heuristic import HeuristicExtractor
     from ..store.open import open_records, open_vectors, records_url_from
-    from .cache import IndexCache
-    from .snapshot_file import SnapshotFiles
 
     records = open_records(path, records_url)  # PostgreSQL by URL or $MEMCOMPILE_RECORDS_URL, else SQLite
     vectors = open_vectors(path, records, chroma_url)  # opened at its first use: writes, repairs, reads of vectors
@@ -264,7 +227,7 @@ def build_engine(
         scheduler = scheduler or LLMScheduler(client, config, offline_scheduler, count)
         llm_intent = LLMIntent(client, config, count)
         llm_updates = LLMUpdates(client, config, count)
-    engine = Engine(
+    return Engine(
         config,
         records,
         vectors,
@@ -276,30 +239,6 @@ def build_engine(
         path,
         llm_updates,
         open_reader(config.pool_reader),
+        records.store_id(),
+        bool(records_url_from(records_url)) and not chroma_url,
     )
-    files = None
-    if path is not None or records_url_from(records_url):  # in memory: nothing of it goes to disk
-        # snapshot files are signed with a key derived from the store's id and a secret kept with the records
-        key = hashlib.sha256(f"{records.store_id()}:{records.secret()}".encode()).digest()
-        levels = 1 if path is not None else 2  # a machine's cache of stores: the folder naming them is private too
-        home = records.home() if path is None else None
-        files = SnapshotFiles(
-            snapshot_folder(path, records), key, config, engine.embedding_id, records.digest_at, levels, home
-        )
-    engine.store_id = records.store_id()
-    engine.vectors_per_process = bool(records_url_from(records_url)) and not chroma_url
-    engine.cache = IndexCache(engine, files, cache_size)
-    # files the records no longer back (a forget, a restore, elsewhere), of earlier formats, of failed writes; and
-    # again while the memory runs (IndexCache.sweep_when_due)
-    engine.cache.sweep()
-    return engine
-
-
-def snapshot_folder(path: Path | None, records: RecordsStore) -> Path:
-    """Where index snapshot files go: in the store directory, or for a store with no directory (PostgreSQL records)
-    in this machine's cache, per store."""
-    if path is not None:
-        return path / "snapshots"
-    from ..embeddings.int8 import cache_root
-
-    return cache_root() / "snapshots" / records.store_id()

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ..memory import MemCompile
-    from .engine import Engine
+    from .host import Host
 
 DEFAULT_STORE = "./.memcompile"
 
@@ -25,5 +25,5 @@ def served_memory() -> MemCompile:
     return memory
 
 
-def served_engine() -> Engine:
-    return served_memory().engine
+def served_host() -> Host:
+    return served_memory().host

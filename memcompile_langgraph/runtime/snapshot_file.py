@@ -24,6 +24,7 @@ import shutil
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -35,6 +36,7 @@ from ..index.gc_pause import gc_paused
 from ..index.user import UserIndex
 from ..store.layout import private_folder, user_key
 from ..store.protocols import Head
+from .user_state import Stamp
 
 D = TypeVar("D")  # what a decoder gives back
 log = logging.getLogger(__name__)
@@ -168,14 +170,9 @@ class SnapshotFiles:
         return {} if tail is None else dict(zip(tail[0], tail[1]))
 
     def _backed(self, header: dict[str, Any], records_head: Head) -> bool:
-        """The records can bring a file up to date: their digest at the file's newest packet is the file's (it holds
-        exactly their packets up to there), the same epoch (nothing deleted or re-embedded since) and a version not
-        newer than theirs. One indexed read."""
-        version, epoch, _ = records_head
-        if header["epoch"] != epoch or header["version"] > version or not version:
-            return False
-        backed: bool = self._digest_at(header["user"], header["seq"]) == header["digest"]
-        return backed
+        """The records can bring a file up to date: it holds exactly their packets up to its newest (Stamp.extends)."""
+        stamp = Stamp(header["version"], header["epoch"], header["digest"], header["seq"])
+        return stamp.extends(records_head, partial(self._digest_at, header["user"]))
 
     def sweep(self, head: Callable[[str], Head]) -> int:
         """Removes files of an earlier format, files the records no longer back (their user forgotten, deleted from,

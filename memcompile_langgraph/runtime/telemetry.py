@@ -22,10 +22,9 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..ingest.turn_input import Occurrence, given_text
-from .context import MemoryContext, run_context
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Span, Tracer, TracerProvider
@@ -197,6 +196,16 @@ def _with_query(cm: AbstractContextManager[Recorder], key: str, query: str) -> A
 # --- stages ----------------------------------------------------------------------------------------------------
 
 
+class RunContext(Protocol):
+    """What a stage span needs of its graph run's context (runtime/context.py's MemoryContext, which sits above
+    this module: the graph node resolves it)."""
+
+    _operation: Any  # the served run's operation span, from its first stage to its last
+
+    @property
+    def user(self) -> str: ...
+
+
 @dataclass(frozen=True)
 class GraphOperation:
     """The memory operation a graph run is when a served run (no MemCompile call around it) starts it: its span
@@ -210,7 +219,7 @@ class GraphOperation:
 class _Stage:
     """A stage span's handle: `record` puts the stage's counts and ms on it; `done` takes a graph node's update."""
 
-    def __init__(self, name: str, span: Span | None = None, served: tuple[GraphOperation, MemoryContext] | None = None):
+    def __init__(self, name: str, span: Span | None = None, served: tuple[GraphOperation, RunContext] | None = None):
         self.name, self.recorder, self.served = name, Recorder(span), served
         self.recorded = False
 
@@ -239,23 +248,37 @@ OFF_STAGE = nullcontext(_Stage(""))
 
 
 def stage(
-    name: str, runtime: Any = None, graph: GraphOperation | None = None, state: Mapping[str, Any] | None = None
+    name: str,
+    runtime: Any = None,
+    graph: GraphOperation | None = None,
+    state: Mapping[str, Any] | None = None,
+    context_of: Callable[[Any], RunContext] | None = None,
 ) -> AbstractContextManager[_Stage]:
     """A child span of the current memory operation for one pipeline stage (a graph node passes its runtime, its
-    graph's operation and its input state: a served run's first node opens the run's operation span)."""
+    graph's operation, its input state and how its run's context is read from the runtime: a served run's first
+    node opens the run's operation span)."""
     trace = _api()
     if trace is None:
         return OFF_STAGE
-    return _stage_span(trace, name, runtime, graph, state or {})
+    return _stage_span(trace, name, runtime, graph, state or {}, context_of)
 
 
 @contextmanager
 def _stage_span(
-    trace: Any, name: str, runtime: Any, graph: GraphOperation | None, state: Mapping[str, Any]
+    trace: Any,
+    name: str,
+    runtime: Any,
+    graph: GraphOperation | None,
+    state: Mapping[str, Any],
+    context_of: Callable[[Any], RunContext] | None,
 ) -> Iterator[_Stage]:
     served = None
-    if graph is not None and sys.modules["opentelemetry.context"].get_value(_operation_key()) is None:
-        ctx = run_context(runtime)
+    if (
+        graph is not None
+        and context_of is not None
+        and sys.modules["opentelemetry.context"].get_value(_operation_key()) is None
+    ):
+        ctx = context_of(runtime)
         if _served_operation(trace, graph, ctx, name, state) is not None:
             served = (graph, ctx)
     parent = trace.set_span_in_context(served[1]._operation) if served is not None else None
@@ -280,7 +303,7 @@ def _stage_span(
 
 
 def _served_operation(
-    trace: Any, graph: GraphOperation, ctx: MemoryContext, stage: str, state: Mapping[str, Any]
+    trace: Any, graph: GraphOperation, ctx: RunContext, stage: str, state: Mapping[str, Any]
 ) -> Span | None:
     """The operation span of a served graph run, kept on its context from its first stage to its last."""
     span: Span | None = ctx._operation

@@ -10,6 +10,7 @@ from langgraph.graph import StateGraph
 from langgraph.runtime import Runtime
 
 from . import telemetry
+from .context import run_context
 
 
 def timed(
@@ -18,7 +19,8 @@ def timed(
     operation: telemetry.GraphOperation | None = None,
 ) -> Callable[..., dict[str, Any]]:
     def node(state: dict[str, Any], runtime: Runtime) -> dict[str, Any]:
-        with telemetry.stage(stage, runtime, operation, state) as span:  # a no-op without a tracer provider
+        # a no-op without a tracer provider
+        with telemetry.stage(stage, runtime, operation, state, run_context) as span:
             start = time.perf_counter()
             update = fn(state, runtime)
             info = update.pop("_trace", {})

@@ -6,16 +6,17 @@ so far are the truth, and the next reader loads them.
 Embedding overlaps the rest of the work: a batch's packet documents are complete once its metadata is extracted,
 so `embed_ahead` starts the model on a background thread while the batch is placed in Cells and committed (and
 the next batch extracted); its vectors are stored only after `commit` of the same packets. At most one batch is
-in flight (memory stays bounded, vectors are written in batch order). A batch that is never committed stores no
-vector; a crash between records and vectors leaves vectors missing, which the next load of the user repairs
-(runtime/cache.py, consistency.py).
+in flight (memory stays bounded, vectors are written in batch order), and the writer decides once where its vectors
+go (`Where`): nowhere when it is never committed, into the vector store now, or after the unit. A crash between
+records and vectors leaves vectors missing, which the next load of the user repairs (runtime/cache.py,
+consistency.py).
 
 The first write of a large user after opening would wait for the vector store to load the user's collection (a
 few hundred ms at 20k turns, holding the GIL): there the last batch's vectors go into the published snapshot as soon
 as they are embedded, and the vector store gets them after the unit, from the embedding thread, which takes the
-user's writer lock for it and stores them only while the records still hold those packets (same epoch: no delete,
-forget or re-embed since). The snapshot file follows them. The user's next writer in this process, `stats`, and
-`close` wait for that write first.
+user's writer lock for it and stores them only while the records still hold those packets (Stamp.extends: no
+delete, forget or re-embed since). The snapshot file follows them. That job is the user's pending vectors
+(UserState.pending): the user's next writer in this process and `stats` wait for it first, `close` for all.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import Future
 from contextlib import ExitStack
+from enum import Enum
+from functools import partial
 from types import TracebackType
 from typing import TYPE_CHECKING
 
@@ -33,10 +36,11 @@ from ..model import Descriptor, SourcePacket
 from ..store.protocols import StoreError
 from . import telemetry
 from .consistency import prepare_writer
-from .engine import Bundles, Embedded, Engine
+from .engine import Bundles, Embedded
+from .user_state import Repair, Stamp, UserState
 
 if TYPE_CHECKING:
-    from .cache import IndexCache
+    from .host import Host
 
 log = logging.getLogger(__name__)
 JOB_START_WAIT = 0.05  # seconds a writer waits for its embedding job to start
@@ -49,49 +53,39 @@ class WriteConflict(StoreError):
     """The snapshot an ingest run started from is no longer the newest (another writer went first)."""
 
 
-class _Ahead:
-    """A batch being embedded before its records are committed: its vectors wait for the decision to store them."""
+class Where(Enum):
+    """Where an embedded batch's vectors go, decided once by its writer."""
 
-    def __init__(self, packet_ids: list[str]):
+    DROP = "drop"  # its records were never committed: nowhere
+    NOW = "now"  # into the vector store and the private index now (the unit still holds the writer lock)
+    AFTER = "after"  # into the vector store after the unit, which published them in its index (see the module doc)
+
+
+class _Batch:
+    """A batch in flight on an embedding thread: its vectors once embedded, and the writer's one decision about
+    them (the job waits for it; the first decision stands, so a later wait() cannot drop a committed batch)."""
+
+    def __init__(self, packet_ids: list[str], committed: bool):
         self.packet_ids = packet_ids
-        self.store = False
-        self.decided = threading.Event()
+        self.committed = committed  # embedded ahead of its commit until the writer commits it
+        self.vectors: Future[Embedded] = Future()
+        self.where: Future[Where] = Future()
 
-    def decide(self, store: bool) -> None:
-        """The first decision stands (a later wait() must not drop a batch already committed)."""
-        if not self.decided.is_set():
-            self.store = store
-            self.decided.set()
-
-
-class _Placement:
-    """Where an embedded batch of a unit that stores its last vectors behind it goes: into the vector store now (a
-    later batch follows, the unit still holds the writer lock) or after the unit (it published without waiting)."""
-
-    def __init__(self) -> None:
-        self.embedded = threading.Event()  # the job got as far as it will before the decision
-        self.ready = False  # its vectors are in the private index
-        self.behind = False
-        self.decided = threading.Event()
-
-    def decide(self, behind: bool) -> None:
-        if not self.decided.is_set():
-            self.behind = behind
-            self.decided.set()
+    def decide(self, where: Where) -> None:
+        if not self.where.done():
+            self.where.set_result(where)
 
 
 class UnitOfWork:
-    def __init__(
-        self, engine: Engine, cache: IndexCache, user_id: str, on_embedded: Callable[[int], None] | None = None
-    ):
-        self.engine, self.cache, self.user_id = engine, cache, user_id
+    def __init__(self, host: Host, user_id: str, on_embedded: Callable[[int], None] | None = None):
+        self.host, self.engine, self.cache, self.user_id = host, host.engine, host.cache, user_id
+        self._state: UserState | None = None  # the user's, once this unit published
         self.index: UserIndex  # the private next version, forked by __enter__
         self.base_version = -1
         self._on_embedded = on_embedded
         self._stack = ExitStack()
-        self._pending: Future[None] | None = None
-        self._ahead: _Ahead | None = None
-        self._placement: _Placement | None = None  # of the job in flight, when vectors may be stored behind
+        self._pending: Future[None] | None = None  # the job of the batch in flight
+        self._batch: _Batch | None = None
         self._behind = False  # the vector store has not loaded the user's collection yet: see the module doc
 
     def __enter__(self) -> UnitOfWork:
@@ -99,15 +93,17 @@ class UnitOfWork:
             return self._open()
 
     def _open(self) -> UnitOfWork:
-        self.engine.settle(self.user_id)  # a previous unit's vectors stored behind it: they need the writer lock
+        self.host.settle(self.user_id)  # a previous unit's vectors stored behind it: they need the writer lock
         self._stack.enter_context(self.engine.records.write_lock(self.user_id))
         try:
             self.engine.check_store()
             base = self.cache.snapshot(self.user_id)
             self.index = base.fork()
-            repair = self.user_id in self.cache.repair_pending
+            state = self.cache.state(self.user_id)
+            repair = state is not None and state.repair is Repair.FOR_WRITER
             prepare_writer(self.engine, self.index, repair)
-            self.cache.repair_pending.discard(self.user_id)
+            if state is not None and repair:
+                state.repair = Repair.DONE
             self.base_version = self.index.version
             self._behind = (
                 self.engine.embeddings is not None
@@ -132,7 +128,7 @@ class UnitOfWork:
         claims: dict[str, list[Descriptor]] = {p.packet_id: [] for p in packets}
         for d in descriptors:
             claims[d.packet_id].append(d)
-        self._submit([(p, claims[p.packet_id]) for p in packets], _Ahead([p.packet_id for p in packets]))
+        self._submit([(p, claims[p.packet_id]) for p in packets], committed=False)
 
     def commit(self, packets: list[SourcePacket], placed: list[tuple[Descriptor, str]], counts: dict[str, int]) -> int:
         """Records of one batch (descriptors already placed in self.index's Cells) in one transaction; then they are
@@ -146,54 +142,47 @@ class UnitOfWork:
         index.register([d for d, _ in placed])
         index.index_packet_text([p.packet_id for p in packets])
         if self.engine.embeddings is not None and packets:
-            ahead = self._ahead
-            if ahead is not None and ahead.packet_ids == [p.packet_id for p in packets]:
-                ahead.decide(True)
-                self._ahead = None
+            batch = self._batch
+            if batch is not None and not batch.committed and batch.packet_ids == [p.packet_id for p in packets]:
+                batch.committed = True
+                if not self._behind:  # else the unit's end decides: another batch follows, or it publishes first
+                    batch.decide(Where.NOW)
             else:
-                self._submit([(p, index.by_packet[p.packet_id]) for p in packets])
+                self._submit([(p, index.by_packet[p.packet_id]) for p in packets], committed=True)
         return index.version
 
-    def _submit(self, items: Bundles, ahead: _Ahead | None = None) -> None:
+    def _submit(self, items: Bundles, committed: bool) -> None:
         self.wait()
-        self._ahead = ahead  # before the job exists: whatever is raised from here on, wait() decides for it
-        self._placement = _Placement() if self._behind else None
+        # before the job exists: whatever is raised from here on, wait() decides for it
+        batch = self._batch = _Batch([p.packet_id for p, _ in items], committed)
+        if committed and not self._behind:
+            batch.decide(Where.NOW)
         started = threading.Event()
         job = telemetry.carry(self._embed)  # its spans are children of the add_turns span
-        self._pending = self.engine.background().submit(job, items, ahead, started, self._placement)
-        if ahead is not None:
+        self._pending = self.host.background().submit(job, items, batch, started)
+        if not committed:
             # a job needs the interpreter to start: waiting hands it over now (else it may wait out the switch
             # interval, milliseconds of a one-turn add, while this thread places Cells); bounded, as other writers'
             # jobs may hold every worker
             started.wait(JOB_START_WAIT)
 
-    def _embed(
-        self, items: Bundles, ahead: _Ahead | None, started: threading.Event, placement: _Placement | None
-    ) -> None:
+    def _embed(self, items: Bundles, batch: _Batch, started: threading.Event) -> None:
         started.set()
         clock = self.engine.clock
         try:
             with clock.stage("embed", packets=len(items)):
                 embedded = self.engine.packet_vectors(items)
-            if ahead is not None:
-                ahead.decided.wait()
-                if not ahead.store:
-                    return
-            if placement is not None:
-                self.index.vectors.set([p.packet_id for p, _ in items], embedded.vectors)
-                placement.ready = True
-        finally:
-            if placement is not None:
-                placement.embedded.set()
-        if placement is not None:
+        except BaseException as exc:
+            batch.vectors.set_exception(exc)
+            raise
+        batch.vectors.set_result(embedded)
+        where = batch.where.result()
+        if where is Where.DROP:
+            return
+        if where is Where.AFTER:
             if self._on_embedded is not None:
-                self._on_embedded(len(items))  # searchable once published: the vector store may follow after
-            placement.decided.wait()
-            if placement.behind:
-                self._store_behind(items, embedded)
-            else:
-                with clock.stage("store_vectors"):
-                    self.engine.store_vectors(self.user_id, items, embedded)
+                self._on_embedded(len(items))  # searchable once published: the vector store follows now
+            self._store_behind(items, embedded)
             return
         with clock.stage("store_vectors"):
             self.engine.store_vectors(self.user_id, items, embedded, self.index)
@@ -207,22 +196,20 @@ class UnitOfWork:
         try:
             with engine.records.write_lock(self.user_id), engine.clock.stage("store_vectors"):
                 head = engine.records.head(self.user_id)
-                if head.epoch != index.epoch or head.version < index.version:
+                if not Stamp.of(index).extends(head, partial(engine.records.digest_at, self.user_id)):
                     return  # deleted from, forgotten or re-embedded since: the load that follows repairs the vectors
                 engine.store_vectors(self.user_id, items, embedded)
-                self.cache.persist(index)
+                if self._state is not None:
+                    self.cache.persist(self._state, index)
         except Exception as exc:  # noqa: BLE001 - no caller is left to raise to; the next load repairs the vectors
             log.warning("vectors of %d packets of user %r not stored (%s)", len(items), self.user_id, exc)
 
     def wait(self) -> None:
         """Blocks until the batch in flight is stored (or dropped, when it was never committed); its error, if any,
         is raised here."""
-        ahead, self._ahead = self._ahead, None
-        if ahead is not None:
-            ahead.decide(False)
-        if self._placement is not None:
-            self._placement.decide(False)  # the writer still holds the lock: stored now, before the next batch
-            self._placement = None
+        batch, self._batch = self._batch, None
+        if batch is not None:  # the writer still holds the lock: a committed batch is stored now, before the next
+            batch.decide(Where.NOW if batch.committed else Where.DROP)
         pending, self._pending = self._pending, None
         if pending is not None:
             with self.engine.clock.stage("wait"):
@@ -231,34 +218,36 @@ class UnitOfWork:
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        # a batch embedded ahead and never committed is dropped by wait(): nothing is left to store behind
-        placement = self._placement if exc_type is None and self._ahead is None else None
+        batch = self._batch
         try:
             try:
-                if placement is not None:
-                    self._publish_before_storing(placement)
+                if exc_type is None and batch is not None and batch.committed and not batch.where.done():
+                    self._publish_before_storing(batch)
                     return
-                self.wait()
+                self.wait()  # a batch embedded ahead and never committed is dropped here
             except BaseException:
                 if exc_type is None:
                     raise
             if exc_type is None:
                 with self.engine.clock.stage("publish"):
-                    self.cache.publish(self.index)
-                    self.cache.persist(self.index)
+                    state = self.cache.publish(self.index)
+                    self.cache.persist(state, self.index)
         finally:
             self._stack.close()
 
-    def _publish_before_storing(self, placement: _Placement) -> None:
+    def _publish_before_storing(self, batch: _Batch) -> None:
         """Publishes once the last batch is embedded into the index; its job stores the vectors after the unit."""
-        pending, self._pending, self._placement = self._pending, None, None
-        assert pending is not None  # a placement belongs to a submitted job
+        pending, self._pending, self._batch = self._pending, None, None
+        assert pending is not None  # a batch belongs to a submitted job
         with self.engine.clock.stage("wait"):
-            placement.embedded.wait()
-        if not placement.ready:  # the job failed: its error is raised here, nothing is published
-            placement.decide(False)
-            pending.result()
+            try:
+                embedded = batch.vectors.result()
+            except BaseException:  # the job failed: its error is raised here, nothing is published
+                batch.decide(Where.DROP)
+                pending.result()
+                raise
+        self.index.vectors.set(batch.packet_ids, embedded.vectors)
         with self.engine.clock.stage("publish"):
-            self.cache.publish(self.index)
-        self.engine.leave_behind(self.user_id, pending)  # before the job may run: a settle() meanwhile waits for it
-        placement.decide(True)
+            self._state = self.cache.publish(self.index)
+        self._state.leave_pending(pending)  # before the job may run: a settle() meanwhile waits for it
+        batch.decide(Where.AFTER)

@@ -6,17 +6,17 @@ Lock order: a thread holding a lock may only take locks listed below it, never o
    user id, so users may share one across processes; within one store object `StripeLocks` shares a stripe's file
    lock among its users; a PostgreSQL advisory lock for PostgreSQL). Held by one unit of work: add_turns, an
    ingest-graph commit, delete_turns, forget, reembed, repair. A thread never holds two users' writer locks.
-2. Load lock of a user (runtime/cache.py): held while that user's index is read from a snapshot file or rebuilt
+2. Load lock of a user (its UserState, runtime/user_state.py): held while that user's index is read from a snapshot file or rebuilt
    from the records. Never held across another user's work.
-3. The cache map lock (runtime/cache.py): guards the dict of published snapshots; held for dict reads and
-   replacements only, never across I/O or embedding.
+3. The cache map lock (runtime/cache.py): guards the LRU map of UserStates; held for map reads and updates
+   only, never across I/O or embedding.
 4. Store-internal locks, held for one statement or one Chroma operation: the SQLite connection mutex, the Chroma
    directory lock (store/chroma_dir.py: `FileLock` on chroma.lock), the LLM store mutex, the setup lock taken
    once while a store is created.
 A lock may be *tried* out of order (blocking=False, giving up when busy): a reader holding a load lock tries the
 writer lock to repair vectors or save a snapshot file; a try never waits, so it cannot deadlock. The cache's sweep
 lock (runtime/cache.py) is only ever tried: one caller runs the periodic sweep, the others go on without it.
-Waits between threads: a writer's embedding job (runtime/unit_of_work.py, on the engine's background threads) waits
+Waits between threads: a writer's embedding job (runtime/unit_of_work.py, on the host's background threads) waits
 for its writer to decide whether its batch was committed; the writer always decides before it waits for the job,
 and takes no lock the job holds (the job takes only store-internal locks).
 """
