@@ -24,7 +24,8 @@ from .query_graph import query_graph
 from .runtime import telemetry
 from .runtime.context import MemoryContext
 from .runtime.host import open_host
-from .settings import chroma_unreachable, store_settings, vectors_per_process
+from .settings import store_settings, vectors_per_process
+from .store.chroma_server import chroma_unreachable
 from .store.layout import check_store_path
 from .surfaces import Surfaces
 from .text.terms import clean_query

@@ -49,21 +49,6 @@ def store_settings(
     return StoreSettings(resolved(STORE, path), resolved(RECORDS_URL, records_url), resolved(CHROMA_URL, chroma_url))
 
 
-def chroma_unreachable(url: str, timeout: float = 1.0) -> str | None:
-    """Why the Chroma server at url does not answer (None when it does, whatever it answers): a memory opened on
-    it still answers queries from current snapshot files, so without this line nobody would hear of it."""
-    import urllib.error
-    import urllib.request
-
-    try:
-        with urllib.request.urlopen(f"{url.rstrip('/')}/api/v2/heartbeat", timeout=timeout):
-            return None
-    except urllib.error.HTTPError:  # it answers: what it says is the vector store's business
-        return None
-    except (OSError, ValueError) as exc:
-        return str(getattr(exc, "reason", None) or exc)
-
-
 def deployment() -> str | None:
     """$MEMCOMPILE_DEPLOYMENT: the name this process's deployment of the records goes by (RecordsStore.apart)."""
     return os.environ.get(DEPLOYMENT_ENV, "").strip() or None
@@ -86,7 +71,6 @@ def env_help(setting: Setting) -> str:
 __all__ = [
     "deployment",
     "CHROMA_URL",
-    "chroma_unreachable",
     "vectors_per_process",
     "RECORDS_URL",
     "SETTINGS",

@@ -170,7 +170,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     from collections import Counter
 
     from ..ingest.loaders import load_file
-    from ..settings import chroma_unreachable
+    from ..store.chroma_server import chroma_unreachable
     from . import UsageError
 
     conversations = chosen_conversations(load_file(args.file), args)  # the whole file checked: nothing stored yet

@@ -11,7 +11,6 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Concatenate, Literal, ParamSpec, TypedDict, TypeVar, Union, cast, overload
-from urllib.parse import urlparse
 
 import chromadb
 import httpx
@@ -19,6 +18,7 @@ from chromadb.config import Settings
 from chromadb.errors import ChromaError, NotFoundError
 
 from .chroma_dir import DirectChroma, LocalChroma, UnavailableChroma
+from .chroma_server import heartbeat, server_address
 from .layout import user_key
 from .protocols import VectorStoreError
 
@@ -83,12 +83,11 @@ def server_timeout() -> float:
 
 def make_client(path: str | Path | None, url: str | None = None) -> ClientAPI:
     if url:
-        u = urlparse(url if "://" in url else f"http://{url}")
-        host, port, ssl = u.hostname or "127.0.0.1", u.port or 8000, u.scheme == "https"
+        host, port, ssl = server_address(url)
         timeout = server_timeout()
         # chromadb's HTTP client waits forever for every answer (1.5 sets no timeout and has no setting for one),
         # its constructor included: ask the server first, bounded, then bound the client's own session
-        httpx.get(f"{'https' if ssl else 'http'}://{host}:{port}/api/v2/heartbeat", timeout=timeout)
+        heartbeat(url, timeout)
         client = chromadb.HttpClient(host=host, port=port, ssl=ssl, settings=Settings(**_SETTINGS))
         session = getattr(getattr(client, "_server", None), "_session", None)
         if isinstance(session, httpx.Client):

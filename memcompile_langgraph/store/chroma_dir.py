@@ -51,9 +51,7 @@ class LocalChroma:
         self.epoch = 0
         self._seen: tuple[int, set[str]] = (-1, set())
         self._segments: dict[str, Path] = {}  # collection id -> its index folder
-        self._stamps: dict[
-            Path, tuple[int, int]
-        ] = {}  # index folder -> data_level0.bin (mtime, size) when wiped  # the folder's mtime and entries when last made private
+        self._stamps: dict[Path, tuple[int, int, int]] = {}  # index folder -> its _stamp when last wiped
         with self._lock.hold():  # a new directory gets Chroma's schema written once
             self.generation = self._read_generation()
             self.client = make_client()
@@ -182,17 +180,20 @@ class LocalChroma:
                 return
             folder = self._segments[collection_id] = self.chroma_dir / row[0]
         try:
-            st = os.stat(folder / "data_level0.bin")
+            stamp = _stamp(folder)
         except FileNotFoundError:
             return
-        if self._stamps.get(folder) != (st.st_mtime_ns, st.st_size):
+        if self._stamps.get(folder) != stamp:
             self._wipe(folder)
 
     def _wipe(self, folder: Path) -> None:
+        """Zeroes what the index files keep of removed vectors and makes the folder's files private: Chroma writes
+        them under the umask whenever it saves (its id map, index_metadata.pickle, first at the thousandth vector)."""
         try:
+            for entry in os.scandir(folder):
+                tighten(entry.path)
             wipe_unused(folder)
-            st = os.stat(folder / "data_level0.bin")
-            self._stamps[folder] = (st.st_mtime_ns, st.st_size)
+            self._stamps[folder] = _stamp(folder)
         except (OSError, ValueError) as exc:
             log.warning("could not scrub the Chroma index %s (%s); deleted vectors may remain on disk", folder, exc)
 
@@ -259,6 +260,13 @@ def _zero_from(fd: int, start: int) -> None:
 
 def _zeros(block: bytes) -> bool:
     return block.count(0) == len(block)
+
+
+def _stamp(folder: Path) -> tuple[int, int, int]:
+    """What changes when Chroma saves an index: data_level0.bin's mtime and size, and the folder's mtime (a new
+    file in it)."""
+    data = os.stat(folder / "data_level0.bin")
+    return data.st_mtime_ns, data.st_size, os.stat(folder).st_mtime_ns
 
 
 def _is_uuid(name: str) -> bool:

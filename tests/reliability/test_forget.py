@@ -5,6 +5,7 @@ directory, and no Chroma collection holds them; and no reader, however long-live
 
 from __future__ import annotations
 
+import ctypes
 import json
 import sqlite3
 import subprocess
@@ -70,9 +71,71 @@ def _whole_vectors(mem, user: str, ids: set[str]) -> list[bytes]:
     return [np.asarray(v, dtype=np.float32).tobytes() for i, v in zip(got_ids, vectors) if i in ids]
 
 
-def _pieces(vectors: list[bytes]) -> list[bytes]:
-    """Every 64-byte piece of the vectors: a part of one, saved where a whole one does not fit, is found too."""
-    return [v[at : at + 64] for v in vectors for at in range(0, len(v), 64)]
+WINDOW = 16  # bytes: a piece of a vector or of a text this long is found, wherever in a file it lies
+
+
+def _vector_windows(vectors: list[bytes]) -> set[bytes]:
+    """Every 16-byte window of the vectors starting at a float: any copy of 19 bytes or more of one holds one."""
+    return {v[at : at + WINDOW] for v in vectors for at in range(0, len(v) - WINDOW + 1, 4)}
+
+
+def _text_windows(removed: list[str], kept: list[str]) -> set[bytes]:
+    """Every 16-byte window of the removed texts that no text still stored holds (those may stay, e.g. " I talked
+    about"), at every byte offset."""
+    kept_bytes = "\n".join(kept).encode()
+    return {
+        w
+        for t in removed
+        for b in [t.encode()]
+        for at in range(len(b) - WINDOW + 1)
+        if (w := b[at : at + WINDOW]) not in kept_bytes
+    }
+
+
+def _files_holding(store, windows: set[bytes]) -> dict[str, int]:
+    """Each file under the store directory holding any of the windows, with how many of them; read as 8-byte words at
+    each of the 8 byte offsets, whose matches of a window's first word are then compared whole."""
+    assert windows and all(len(w) == WINDOW for w in windows)
+    firsts = np.unique(np.frombuffer(b"".join(w[:8] for w in windows), dtype="<u8"))
+    out = {}
+    for path in sorted(p for p in store.path.rglob("*") if p.is_file()):
+        data = path.read_bytes()
+        raw = np.frombuffer(data, dtype=np.uint8)
+        found = set()
+        for shift in range(8):
+            words = (len(raw) - shift) // 8
+            if words < 2:
+                continue
+            at = np.flatnonzero(np.isin(raw[shift : shift + words * 8].view("<u8"), firsts)) * 8 + shift
+            found |= {w for a in at.tolist() if (w := data[a : a + WINDOW]) in windows}
+        if found:
+            out[str(path.relative_to(store.path))] = len(found)
+    return out
+
+
+libc = ctypes.CDLL(None)
+libc.malloc.restype, libc.malloc.argtypes, libc.free.argtypes = ctypes.c_void_p, [ctypes.c_size_t], [ctypes.c_void_p]
+
+
+def _heap_full_of(mem, vectors: list[bytes]) -> None:
+    """This process's heap as a long-lived one may have it before a removal: the vectors in a collection built and
+    dropped (its HNSW buffers freed), and in freed blocks of the sizes Chroma's index buffers take (capacity 100:
+    167,600 bytes of vectors, 400 of lengths; and larger) that malloc hands out again."""
+    floats = [np.frombuffer(v, dtype=np.float32) for v in vectors]
+    ids = [f"decoy-{i}" for i in range(len(floats))]
+    mem.engine.vectors.upsert("heap-decoy", ids, floats, ids)
+    mem.engine.vectors.drop("heap-decoy")
+    pattern = b"".join(vectors)
+    for size in (167_600, 400, 1_676_000):
+        libc.free(libc.malloc(size))  # a freed mapped block raises malloc's mapping threshold: the next are heap
+        blocks = []
+        for _ in range(16):
+            block = libc.malloc(size)
+            ctypes.memmove(block, (pattern * (size // len(pattern) + 1))[:size], size)
+            blocks.append(block)
+            libc.malloc(64)  # kept: each freed block stays apart in the bins, not merged into the top and trimmed
+        for block in blocks:
+            libc.free(block)
 
 
 @pytest.fixture
@@ -89,6 +152,11 @@ def test_forget_removes_every_trace_of_the_user(two_users, embeddings):
     gone_ids = packet_ids(store, "gone")
     gone_vectors = _vector_bytes(mem, "gone", gone_ids)
     assert len(gone_vectors) == 24 and _byte_hits(store, *gone_vectors)
+    whole = _whole_vectors(mem, "gone", gone_ids)
+    removed = _vector_windows(whole) | _text_windows(
+        [t["text"] for t in _marked_turns(24)], [t["text"] for t in synthetic_turns("kept", 24)]
+    )
+    assert "chroma/chroma.sqlite3" in _files_holding(store, removed)  # the finder finds them (and the records)
     kept_before = mem.stats("kept")
     llm = LLMStore(store.path)  # the LLM side of the store: cache and ledger rows of both users
     for user in ("gone", "kept"):
@@ -100,8 +168,11 @@ def test_forget_removes_every_trace_of_the_user(two_users, embeddings):
     reader = store.memory(embeddings=embeddings)  # another reader with the user's index cached
     assert reader.compile(f"{MARK}003x kayak trip", user_id="gone").packets
     assert mem.engine.llm_store is not None
+    _heap_full_of(mem, whole)
 
     mem.forget("gone")
+
+    assert _files_holding(store, removed) == {}  # no 16 bytes of a vector or a text, whatever the heap held
 
     assert "gone" not in mem.users()
     stats = mem.stats("gone")
@@ -141,9 +212,16 @@ def test_delete_turns_removes_turns_descriptors_cells_and_vectors(two_users, emb
     victim_dids = {d.descriptor_id for p in victim_pids for d in index.by_packet[p]}
     texts = [index.packets[p].text.split()[-1] for p in victim_pids]  # their unique marker words
     victim_vectors = _vector_bytes(mem, "gone", victim_pids)
+    removed_texts = [index.packets[p].text for p in victim_pids]
+    stored_texts = [t.packet.text for t in mem.turns("gone") if t.packet.dia_id not in victims] + [
+        t.packet.text for t in mem.turns("kept")
+    ]
+    removed = _vector_windows(_whole_vectors(mem, "gone", victim_pids)) | _text_windows(removed_texts, stored_texts)
     before = mem.stats("gone")
+    _heap_full_of(mem, _whole_vectors(mem, "gone", packet_ids(store, "gone")))
 
     assert mem.delete_turns("gone", victims + ["D9:9"]) == 2
+    assert _files_holding(store, removed) == {}  # before any reopen
     assert mem.delete_turns("gone", "D1:2") == 0  # already gone; a bare string is one id
 
     after = mem.stats("gone")
@@ -158,7 +236,7 @@ def test_delete_turns_removes_turns_descriptors_cells_and_vectors(two_users, emb
             ctx = reopened.compile(f"{word} trip", user_id="gone")
             assert word not in ctx.text and not victim_pids & {p["packet_id"] for p in ctx.packets}
     assert _table_hits(store.tables(), [*texts, *victim_pids]) == []
-    assert _byte_hits(store, *texts, *victim_pids, *victim_vectors) == []
+    assert _byte_hits(store, *texts, *victim_pids, *victim_vectors) == [] == list(_files_holding(store, removed))
     view = vector_view(store, "gone")
     assert not victim_pids & (view["vector_ids"] | view["indexed_ids"])
     assert view["vector_ids"] == packet_ids(store, "gone")
@@ -250,11 +328,13 @@ def test_forget_and_delete_leave_no_vector_byte_whatever_the_heap_held(two_users
         assert done.returncode == 0, done.stderr.decode()[-2000:]
 
     run(",".join(victims))
-    assert len(removed) == 2 and _byte_hits(store, *_pieces(removed), *texts) == []
+    assert len(removed) == 2 and _byte_hits(store, *texts) == [] == list(
+        _files_holding(store, _vector_windows(removed))
+    )
     run("forget")
-    assert _byte_hits(store, *_pieces(vectors), MARK) == []
+    assert _byte_hits(store, MARK) == [] == list(_files_holding(store, _vector_windows(vectors)))
     run("read")
-    assert _byte_hits(store, *_pieces(vectors), MARK) == []
+    assert _byte_hits(store, MARK) == [] == list(_files_holding(store, _vector_windows(vectors)))
     again = store.memory(embeddings=embeddings)
     assert again.stats("gone")["packets"] == 0 and again.stats("late")["vectors"] == 1
     assert again.stats("kept")["vectors"] == 24

@@ -81,3 +81,68 @@ def test_a_store_made_with_open_modes_is_tightened_when_opened(tmp_path, embeddi
     tightened = {"memcompile.sqlite3", "memcompile.sqlite3-wal", "locks", "chroma", "chroma/chroma.sqlite3"}
     modes = _modes(root)
     assert {n: oct(modes[n]) for n in tightened if modes.get(n, 0) & 0o077} == {}
+
+
+EACH_STEP = """
+import json, os, stat, sys
+import numpy as np
+os.umask(0o022)
+from memcompile_langgraph import MemCompile
+from memcompile_langgraph.embeddings.minilm import default_embeddings
+
+root = sys.argv[1]
+mem = MemCompile(root, records_url=sys.argv[2], embeddings=default_embeddings())
+turns = json.loads(sys.argv[3])
+
+
+def loose(step):
+    out = {}
+    for folder, dirs, files in os.walk(root):
+        for name in dirs + files:
+            path = os.path.join(folder, name)
+            mode = stat.S_IMODE(os.lstat(path).st_mode)
+            if mode & 0o077:
+                out[os.path.relpath(path, root)] = oct(mode)
+    print(json.dumps([step, out]), flush=True)
+
+
+loose("open")
+mem.add_turns(turns, user_id="ann")
+loose("add")
+mem.compile("trip", user_id="ann")
+loose("compile")
+rng = np.random.default_rng(0)
+vectors, ids = rng.standard_normal((1200, 384)).astype(np.float32), [f"bulk-{i}" for i in range(1200)]
+mem.engine.vectors.upsert("bulk", ids[:10], vectors[:10], ids[:10])  # the index folder made
+loose("first vectors")
+# past Chroma's 1,000 unsaved vectors, in a folder made before: it saves the index, and its id map first
+mem.engine.vectors.upsert("bulk", ids[10:], vectors[10:], ids[10:])
+loose("save")
+mem.engine.vectors.query("bulk", [0.1] * 384, 3)
+loose("query")
+mem.delete_turns("ann", ["D1:1"])
+loose("delete")
+mem.forget("ann")
+loose("forget")
+mem.close()
+"""
+
+
+def test_each_file_is_private_as_soon_as_it_is_written(tmp_path, backend):
+    """After each operation, with the store still open (no later open tightens anything): no file or folder open to
+    others, Chroma's index files saved at its thousandth vector included."""
+    import json
+
+    store = backend.where(tmp_path / "store")
+    done = subprocess.run(
+        [sys.executable, "-c", EACH_STEP, str(store.path), store.url or "", json.dumps(synthetic_turns("q", 6))],
+        env=cli_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    steps = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("[")]
+    assert [s for s, _ in steps] == ["open", "add", "compile", "first vectors", "save", "query", "delete", "forget"]
+    assert {s: loose for s, loose in steps if loose} == {}
+    assert any(p.name == "index_metadata.pickle" for p in store.path.rglob("*"))  # the id map was saved

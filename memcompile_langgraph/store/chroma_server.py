@@ -1,0 +1,31 @@
+"""Where a Chroma server is, and whether it answers: one bounded question, asked before a memory opens on it and
+before chromadb's own client (which waits forever) is made. Light: chromadb is not imported."""
+
+from __future__ import annotations
+
+from urllib.parse import urlparse
+
+import httpx
+
+
+def server_address(url: str) -> tuple[str, int, bool]:
+    """(host, port, https) of a Chroma server URL, "host:port" too; chromadb's defaults where a part is missing."""
+    u = urlparse(url if "://" in url else f"http://{url}")
+    return u.hostname or "127.0.0.1", u.port or 8000, u.scheme == "https"
+
+
+def heartbeat(url: str, timeout: float) -> None:
+    """Asks the Chroma server at url whether it is there; raises httpx's error when no answer comes within timeout
+    seconds. Any answer passes, an error status included: what it says is the vector store's business."""
+    host, port, ssl = server_address(url)
+    httpx.get(f"{'https' if ssl else 'http'}://{host}:{port}/api/v2/heartbeat", timeout=timeout)
+
+
+def chroma_unreachable(url: str, timeout: float = 1.0) -> str | None:
+    """Why the Chroma server at url does not answer, in one line (None when it does): a memory opened on it still
+    answers queries from current snapshot files, so without this line nobody would hear of it."""
+    try:
+        heartbeat(url, timeout)
+    except (httpx.HTTPError, httpx.InvalidURL, ValueError) as exc:  # ValueError: a port that is not a number
+        return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    return None
