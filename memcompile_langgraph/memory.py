@@ -21,7 +21,7 @@ from .index.user import UserIndex
 from .ingest.turn_input import place_turns
 from .model import CompiledContext
 from .query_graph import query_graph
-from .runtime import telemetry
+from .runtime import telemetry, upgrade
 from .runtime.context import MemoryContext
 from .runtime.engine import build_engine
 from .settings import chroma_unreachable, store_settings, vectors_per_process
@@ -165,4 +165,5 @@ class MemCompile(Upkeep, Surfaces):
         return self.engine.llm_client(model, user_id)
 
     def close(self) -> None:
+        upgrade.close(self.engine)  # a re-embed job cut short here is resumed by the next writer or repair
         self.engine.close()

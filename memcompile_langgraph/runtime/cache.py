@@ -24,7 +24,8 @@ from ..index.gc_pause import gc_paused
 from ..index.heap import release_free_memory
 from ..index.user import UserIndex
 from ..store.protocols import Head, VectorStoreError
-from .consistency import BUSY, FOR_WRITER, reconcile
+from . import upgrade
+from .consistency import BUSY, FOR_JOB, reconcile
 from .engine import Engine
 from .snapshot_file import SnapshotFiles
 
@@ -58,7 +59,7 @@ class IndexCache:
         self._persisted: dict[str, int] = {}  # packets in the newest snapshot file written or read, per user
         self._map_lock = threading.Lock()
         self._load_locks: dict[str, _LoadLock] = {}
-        self.repair_pending: set[str] = set()  # users whose vectors a reader could not repair: their next writer does
+        self.repair_pending: set[str] = set()  # users a reader left to the re-embed job: their writers restart it
         self._retry: set[str] = set()  # users whose repair met a busy writer: the next read tries again
         self.clock = clock
         self._swept = clock()  # build_engine swept when the store opened
@@ -112,12 +113,13 @@ class IndexCache:
                     del self._load_locks[user_id]
 
     def _repair(self, index: UserIndex, read: dict[str, str | None] | None = None) -> None:
-        outcome = reconcile(self.engine, index, writer=self.engine.vectors_per_process, read=read)
+        outcome = reconcile(self.engine, index, read=read)
         self._retry.discard(index.user_id)
         if outcome == BUSY:
             self._retry.add(index.user_id)
-        elif outcome == FOR_WRITER:
+        elif outcome == FOR_JOB:
             self.repair_pending.add(index.user_id)
+            upgrade.jobs(self.engine).start(self.engine, index.user_id)  # off the write path, and resumed
 
     def sweep_when_due(self) -> None:
         """The periodic sweep, run by the first ordinary call (a query, a write) once SWEEP_EVERY has passed; other

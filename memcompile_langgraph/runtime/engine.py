@@ -55,9 +55,6 @@ class Engine:
     llm_updates: LLMUpdates | None = None  # when a model decides knowledge-update marks
     embedding_id: str | None = field(init=False)
     store_id: str = field(default="", init=False)  # what the derived state was named after when the store opened
-    # records other processes share (PostgreSQL) with vectors in this process's own Chroma: nobody else makes the
-    # vectors of what another worker wrote, so a reader makes them all (runtime/cache.py)
-    vectors_per_process: bool = field(default=False, init=False)
     cache: IndexCache = field(init=False)  # attached by build_engine, which made the engine for it
     clock: StageClock = field(default_factory=StageClock, init=False, repr=False)  # writers' time by stage
     _warned: set[str] = field(default_factory=set, init=False, repr=False)
@@ -185,7 +182,7 @@ class Engine:
         self.warn_once(
             f"foreign:{user_id}",
             f"dense channel off for user {user_id!r}: its vectors were made by {made_by}; "
-            "they are re-embedded at its next add_turns (or MemCompile.reembed)",
+            "they are made again in the background from its next add_turns (or by `memcompile repair`)",
         )
 
     def warn_once(self, key: str, message: str) -> None:
@@ -284,7 +281,6 @@ def build_engine(
             snapshot_folder(path, records), key, config, engine.embedding_id, records.digest_at, levels, home
         )
     engine.store_id = records.store_id()
-    engine.vectors_per_process = bool(records_url_from(records_url)) and not chroma_url
     engine.cache = IndexCache(engine, files, cache_size)
     # files the records no longer back (a forget, a restore, elsewhere), of earlier formats, of failed writes; and
     # again while the memory runs (IndexCache.sweep_when_due)
