@@ -167,3 +167,21 @@ def test_a_job_killed_half_way_is_resumed(backend, tmp_path):
         _assert_every_packet_has_its_current_vector(mem, DeterministicFakeEmbedding(size=16))
     finally:
         mem.close()
+
+
+def test_repair_says_its_progress_on_stderr(tmp_path, capsys, model_dir, monkeypatch):
+    from support.record_backends import Where
+
+    from memcompile_langgraph.cli import main
+
+    monkeypatch.setenv("MEMCOMPILE_MODEL_DIR", str(model_dir))
+    _old_store(Where(tmp_path))
+    capsys.readouterr()
+    assert main(["repair", "--store", str(tmp_path), "--user", "ann"]) == 0  # the local model: another one
+    out, err = capsys.readouterr()
+    lines = [line for line in err.splitlines() if line.startswith("memcompile: re-embed ann")]
+    assert lines[-1] == f"memcompile: re-embed ann {len(TURNS)}/{len(TURNS)} vectors" and 2 <= len(lines) <= 4
+    assert f"ann: {len(TURNS)} turns, {len(TURNS)} vectors made again" in out
+    assert main(["repair", "--store", str(tmp_path), "--user", "ann", "--quiet"]) == 0
+    out, err = capsys.readouterr()
+    assert "re-embed" not in err and "ann: 600 turns, 0 vectors made again" in out
