@@ -90,8 +90,7 @@ def run(engine: Engine, user_id: str, progress: Progress | None = None, stop: th
                 if made:
                     log.info("vectors of user %r made again: %d", user_id, made)
                 return made
-            done = _make(engine, user_id, epoch, todo, made, progress, stop)
-            made += done
+            made += _make(engine, user_id, epoch, todo, made, progress, stop)
         return made
 
 
