@@ -11,6 +11,7 @@ from .ingest.turn_input import turn_record
 from .runtime import maintenance, telemetry
 from .runtime.engine import Engine
 from .runtime.host import Host
+from .runtime.maintenance import UserProgress
 from .store.protocols import StoredTurn, StoreError
 from .text.terms import normalize_ids
 from .users import validate_user_id
@@ -93,7 +94,10 @@ class Upkeep:
         user_id = validate_user_id(user_id)
         return maintenance.reembed_user(self.host, user_id) if self.engine.embeddings is not None else 0
 
-    def repair(self, user_id: str | None = None) -> dict[str, Any]:
+    def repair(self, user_id: str | None = None, progress: UserProgress | None = None) -> dict[str, Any]:
         """Rebuild vectors from the records: a damaged local vector store is moved aside and every user re-embedded;
-        else the user (or every user) gets missing vectors made and orphans removed, or is re-embedded whole."""
-        return maintenance.repair(self.host, None if user_id is None else validate_user_id(user_id))
+        else the user (or every user) gets orphans removed and every vector that is not current made again (missing,
+        made by another model, from other content, or before vectors carried digests). progress(user, made, to
+        make) is called as vectors are stored; "made" in the result counts them per user."""
+        user = None if user_id is None else validate_user_id(user_id)
+        return maintenance.repair(self.host, user, progress)

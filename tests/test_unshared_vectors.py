@@ -1,6 +1,6 @@
 """Records in PostgreSQL with no Chroma server: each worker keeps the vectors in a Chroma of its own, so what another
 worker wrote has no vector here. Said at open (one line) and by `stats`, and a reader embeds what it lacks instead
-of answering with the dense channel silently empty. Real PostgreSQL."""
+of answering with the dense channel empty for good (its re-embed job, off the read path). Real PostgreSQL."""
 
 import logging
 import uuid
@@ -30,6 +30,8 @@ def test_a_reader_of_another_workers_turns_embeds_them_and_the_setup_is_said(
     reader = MemCompile(None, embeddings=embeddings, records_url=url)
     try:
         writer.add_turns(TURNS, user_id="u")  # more turns than a reader repairs on the spot otherwise
+        reader.compile("Where is the compass kept?", user_id="u")  # the read starts the re-embed job, not waits
+        reader.host.cache.reembeds.wait()
         ctx = reader.compile("Where is the compass kept?", user_id="u")
         assert ctx.trace["dense"]["hits"] > 0  # the reader's own Chroma now holds the vectors it lacked
         assert len(reader.index("u").vectors) == len(TURNS)

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
+from typing import TextIO
+
+from ..ingest.progress import STEPS
 
 
 def cmd_repair(args: argparse.Namespace) -> int:
@@ -17,16 +21,33 @@ def cmd_repair(args: argparse.Namespace) -> int:
         raise UsageError(f"no store at {args.store}")  # repairing must not create one
     mem = MemCompile(args.store, chroma_url=args.chroma_url)
     try:
-        report = mem.repair(args.user)
+        report = mem.repair(args.user, progress=None if args.quiet else RepairProgress())
     finally:
         mem.close()
     if report["moved_aside"]:
         print(f"the damaged vector store was moved to {report['moved_aside']}")
     for user, packets in report["users"].items():
-        print(f"{user}: {packets} turns, vectors rebuilt from the records")
+        print(f"{user}: {packets} turns, {report['made'][user]} vectors made again from the records")
     if not report["users"]:
         print("nothing stored")
     return 0
+
+
+class RepairProgress:
+    """Vectors made per user, a line on stderr at each quarter of them (as ingest says its turns in a log)."""
+
+    def __init__(self, stream: TextIO | None = None):
+        self._stream = stream or sys.stderr
+        self._user: str | None = None
+        self._said = 0  # quarters said of the current user
+
+    def __call__(self, user: str, made: int, total: int) -> None:
+        if user != self._user:
+            self._user, self._said = user, 0
+        reached = STEPS * made // total if total else STEPS
+        if reached > self._said:
+            self._said = reached
+            print(f"memcompile: re-embed {user} {made}/{total} vectors", file=self._stream, flush=True)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -40,4 +61,5 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="only this user (default: every user; always every user when the vector store itself is damaged)",
     )
     p.add_argument("--chroma-url", default=None, help="vectors kept in a Chroma server")
+    p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     p.set_defaults(func=cmd_repair)

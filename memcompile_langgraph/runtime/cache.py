@@ -25,6 +25,7 @@ from ..index.gc_pause import gc_paused
 from ..index.heap import release_free_memory
 from ..index.user import UserIndex
 from ..store.protocols import Head, VectorStoreError
+from . import upgrade
 from .consistency import reconcile
 from .engine import Engine
 from .snapshot_file import SnapshotFiles
@@ -53,6 +54,7 @@ class IndexCache:
         self.engine = engine
         self.files = files
         self.capacity = max(1, capacity)
+        self.reembeds = upgrade.Jobs(self)  # the users whose vectors are being made again, off the write path
         self._states: OrderedDict[str, UserState] = OrderedDict()
         self._map_lock = threading.Lock()
         self.clock = clock
@@ -116,8 +118,10 @@ class IndexCache:
                 self._trim()
 
     def _repair(self, state: UserState, index: UserIndex, read: dict[str, str | None] | None = None) -> None:
-        outcome = reconcile(self.engine, index, writer=self.engine.vectors_per_process, read=read)
-        if state.repair is not Repair.FOR_WRITER or outcome is Repair.DONE:  # a writer still owes it otherwise
+        outcome = reconcile(self.engine, index, read=read)
+        if outcome is Repair.FOR_JOB:
+            self.reembeds.start(index.user_id)  # off the read and write paths, and resumed
+        if state.repair is not Repair.FOR_JOB or outcome is Repair.DONE:  # the job still owes it otherwise
             state.repair = Repair.DONE if outcome is Repair.STALE else outcome  # stale: the next read loads anew
 
     def sweep_when_due(self) -> None:

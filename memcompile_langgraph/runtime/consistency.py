@@ -5,38 +5,36 @@ Every vector is stored with a digest of the document it embedded (Engine.sources
 kind of load that reads all its vectors) checks them: one whose digest is not its packet's is neither put in the
 index nor left in the vector store for the query fallback, but re-embedded like a missing one. A vector written
 before digests were has none: it is served as before and made again once (a reader does it for a small user,
-else `memcompile repair`, which a load of such a user asks for in a warning), so that a hand edit after an upgrade
-is caught as well; trusting such vectors for good would leave every packet stored before the upgrade open to the
-stale-vector case. A writer never makes them: at 20k packets that took minutes inside the first add.
+else the re-embed job once it runs for the user, or `memcompile repair`, which a load of such a user asks for in a
+warning), so that a hand edit after an upgrade is caught as well; trusting such vectors for good would leave every
+packet stored before the upgrade open to the stale-vector case. A writer never makes them: at 20k packets that took
+minutes inside the first add.
 
 The records are the truth. A reader repairs only small gaps, and only while it can take the user's writer lock
-at once; everything else is left to the user's next writer (a unit of work), which calls `prepare_writer`.
+at once; more is left to the re-embed job (runtime/upgrade.py), off the read and write paths.
 """
 
 from __future__ import annotations
 
 import logging
 
-from ..address.dense import PacketVectors
 from ..index.persistent import Rows
 from ..index.user import UserIndex
-from ..store.rows import REEMBEDDING
+from . import upgrade
 from .engine import Engine, bundles
 from .user_state import Repair, Stamp
 
 log = logging.getLogger(__name__)
-READER_REPAIR_LIMIT = 256  # vectors a read makes on the spot (~1.4 s of embedding); more wait for a writer
+READER_REPAIR_LIMIT = 256  # vectors a read (or a writer) makes on the spot (~1.4 s of embedding); more: the job
 REEMBED_CHUNK = 2048  # packets embedded and stored at a time when a user's vectors are made again
 
 
-def reconcile(
-    engine: Engine, index: UserIndex, writer: bool, restamp: bool = False, read: dict[str, str | None] | None = None
-) -> Repair:
+def reconcile(engine: Engine, index: UserIndex, read: dict[str, str | None] | None = None) -> Repair:
     """Brings the vector store in line with `index` (the records at index.version), whose matrix gains the vectors
     it makes. BUSY: another writer holds the user (try again later); STALE: the records moved on since `index`
-    was loaded (nothing touched); FOR_WRITER: a reader met more vectors to make than it repairs. restamp: also
-    make again every vector written before digests (else only as many as a reader repairs). read: the sources of
-    all the user's vectors as the load of `index` read them (vectors.vectors with sources)."""
+    was loaded (nothing touched); FOR_JOB: more vectors to make than a reader repairs, left to the re-embed job
+    (runtime/upgrade.py). read: the sources of all the user's vectors as the load of `index` read them
+    (vectors.vectors with sources)."""
     user = index.user_id
     if engine.embeddings is None or (not index.packets and not engine.vectors.ids(user)):
         return Repair.DONE  # nothing to repair (e.g. an unknown user): no lock taken, no lock file made
@@ -54,7 +52,7 @@ def reconcile(
             engine.vectors.drop(user)  # a forget interrupted between records and vectors
             return Repair.DONE
         if engine.foreign_vectors(user):
-            return Repair.DONE  # another model's vectors are replaced whole by the next writer (reembed), not patched
+            return Repair.DONE  # another model's vectors are replaced whole (reembed, the re-embed job), not patched
         orphans = [pid for pid in stored if pid not in index.packets]
         kept = [pid for pid in index.packet_order if pid in stored]
         current = dict(zip(kept, engine.sources(bundles(index, kept))))
@@ -62,11 +60,11 @@ def reconcile(
         unstamped = [pid for pid in kept if stored[pid] is None]  # written before digests: made again once
         missing = [pid for pid in index.packet_order if pid not in stored]
         needed = missing + other
-        redo = needed + unstamped if restamp or len(needed) + len(unstamped) <= READER_REPAIR_LIMIT else needed
-        if len(redo) > READER_REPAIR_LIMIT and not writer:
-            # left for the writer, but a vector of other content goes now: the query fallback would serve it
+        redo = needed + unstamped if len(needed) + len(unstamped) <= READER_REPAIR_LIMIT else needed
+        if len(redo) > READER_REPAIR_LIMIT:
+            # left for the job, but a vector of other content goes now: the query fallback would serve it
             engine.vectors.delete(user, orphans + other)
-            return Repair.FOR_WRITER
+            return Repair.FOR_JOB
         if len(redo) < len(needed) + len(unstamped):
             engine.warn_once(
                 f"unstamped:{user}",
@@ -87,17 +85,15 @@ def reconcile(
 
 
 def reembed(engine: Engine, index: UserIndex, made_by: str | None = None) -> None:
-    """As the user's writer: every packet embedded again with this memory's model. Until it is recorded as done,
-    readers treat the vectors as foreign (a crash leaves them so, and the next writer starts over).
+    """As the user's writer: every packet embedded again with this memory's model, here. A crash leaves the packets
+    it did not get to without vectors, for the next load's repair or the re-embed job.
     made_by: what the old vectors were recorded as, when the caller already replaced it by the marker."""
     user = index.user_id
     if engine.embedding_id is None:
         raise ValueError("a memory without an embedder cannot re-embed")
     if made_by is None:
         made_by = engine.records.embedding(user)
-    engine.records.set_embedding(user, REEMBEDDING)
-    engine.vectors.drop(user)  # also whatever a forget interrupted before its vectors left behind
-    index.vectors = PacketVectors()
+    upgrade.replace(engine, index)
     if index.packets:
         log.warning(
             "re-embedding %d packets of user %r: its vectors were made by %s",
@@ -106,9 +102,9 @@ def reembed(engine: Engine, index: UserIndex, made_by: str | None = None) -> Non
             made_by or "an unrecorded model",
         )
         embed(engine, index, index.packet_order)
-    # a new version and epoch: every cached index and snapshot file of this user (other processes too) is dropped
-    index.version = engine.records.set_embedding(user, engine.embedding_id, bump=True)
-    index.epoch = engine.records.head(user)[1]
+        # a new version again: every cached index and snapshot file of this user (other processes too) reloads
+        index.version = engine.records.set_embedding(user, engine.embedding_id, bump=True)
+        index.epoch = engine.records.head(user)[1]
 
 
 def embed(engine: Engine, index: UserIndex, packet_ids: Rows[str]) -> None:
@@ -118,12 +114,16 @@ def embed(engine: Engine, index: UserIndex, packet_ids: Rows[str]) -> None:
         engine.embed_packets(index.user_id, bundles(index, packet_ids[start : start + REEMBED_CHUNK]), index)
 
 
-def prepare_writer(engine: Engine, index: UserIndex, repair: bool) -> None:
-    """What a writer does before adding vectors of its model: replace foreign vectors; with repair, finish what a
-    reader left (Repair.FOR_WRITER in its UserState)."""
+def prepare_writer(snapshots: upgrade.Snapshots, index: UserIndex, repair: bool) -> None:
+    """What a writer does before adding vectors of its model: replace foreign vectors (a small user's now, else by the
+    re-embed job, off the write path); with repair, hand what a reader left to the job (Repair.FOR_JOB)."""
+    engine = snapshots.engine
     if engine.embeddings is None:
         return
     if engine.foreign_vectors(index.user_id):
-        reembed(engine, index)
+        if len(index.packets) <= READER_REPAIR_LIMIT:
+            reembed(engine, index)
+        else:
+            upgrade.hand_over(snapshots, index)
     elif repair:
-        reconcile(engine, index, writer=True)
+        snapshots.reembeds.start(index.user_id)

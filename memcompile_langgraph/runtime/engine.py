@@ -55,9 +55,6 @@ class Engine:
     llm_updates: LLMUpdates | None = None  # when a model decides knowledge-update marks
     reader: PoolReader | None = None  # the fitted pool reader config.pool_reader names, when it loads
     store_id: str = ""  # what the derived state was named after when the store opened
-    # records other processes share (PostgreSQL) with vectors in this process's own Chroma: nobody else makes the
-    # vectors of what another worker wrote, so a reader makes them all (runtime/cache.py)
-    vectors_per_process: bool = False
     embedding_id: str | None = field(init=False)
     clock: StageClock = field(default_factory=StageClock, init=False, repr=False)  # writers' time by stage
     _warned: set[str] = field(default_factory=set, init=False, repr=False)
@@ -153,7 +150,7 @@ class Engine:
         self.warn_once(
             f"foreign:{user_id}",
             f"dense channel off for user {user_id!r}: its vectors were made by {made_by}; "
-            "they are re-embedded at its next add_turns (or MemCompile.reembed)",
+            "they are made again in the background from its next add_turns (or by `memcompile repair`)",
         )
 
     def warn_once(self, key: str, message: str) -> None:
@@ -203,7 +200,7 @@ def build_engine(
     offline stages, and the paper's LLM stages through `llm` where one is given."""
     from ..evidence.mmr import DeterministicScheduler
     from ..extract.heuristic import HeuristicExtractor
-    from ..store.open import open_records, open_vectors, records_url_from
+    from ..store.open import open_records, open_vectors
 
     records = open_records(path, records_url)  # PostgreSQL by URL or $MEMCOMPILE_RECORDS_URL, else SQLite
     vectors = open_vectors(path, records, chroma_url)  # opened at its first use: writes, repairs, reads of vectors
@@ -240,5 +237,4 @@ def build_engine(
         llm_updates,
         open_reader(config.pool_reader),
         records.store_id(),
-        bool(records_url_from(records_url)) and not chroma_url,
     )

@@ -56,6 +56,7 @@ class Host:
         return store.client(model, self.engine.config, user_id)
 
     def close(self) -> None:
+        self.cache.reembeds.close()  # a re-embed job cut short here is resumed by the next writer or repair
         if self._background is not None:
             self._background.shutdown(wait=True)
         self.cache.persist_all()  # the next process starts from the snapshot files

@@ -1,16 +1,22 @@
 """Writes that are not ingest: forget a user, delete turns, re-embed, repair. Each holds the user's writer lock
-and leaves the cache and snapshot files with nothing of what it removed."""
+(repair: while it checks; its re-embed job takes it per chunk) and leaves the cache and snapshot files with nothing
+of what it removed."""
 
 from __future__ import annotations
 
+import functools
+import time
+from collections.abc import Callable
 from typing import Any
 
 from ..store.open import namespace_of
 from ..store.protocols import VectorStoreError
 from ..store.rows import REEMBEDDING
+from . import upgrade
 from .consistency import reconcile, reembed
 from .host import Host
-from .user_state import Repair
+
+UserProgress = Callable[[str, int, int], None]  # (user, vectors made so far, vectors to make)
 
 
 def forget(host: Host, user_id: str) -> None:
@@ -93,24 +99,32 @@ def reembed_user(host: Host, user_id: str) -> int:
     return len(index.packets)
 
 
-def repair(host: Host, user_id: str | None) -> dict[str, Any]:
+def repair(host: Host, user_id: str | None, progress: UserProgress | None = None) -> dict[str, Any]:
+    """Per user: every vector that is not current made by the re-embed job, here (progress(user, made, to make) as
+    it goes; the user's writers go on meanwhile), then orphans removed."""
     engine = host.engine
     engine.check_store()
     aside = engine.vectors.quarantine() if engine.vectors.damaged() else None
     users = engine.records.users() if aside or user_id is None else [user_id]
+    made = {}
     for user in users:
+        step = None if progress is None else functools.partial(progress, user)
+        try:
+            made[user] = _reembed_here(host, user, step)
+        except VectorStoreError:
+            with engine.records.write_lock(user):
+                engine.records.set_embedding(user, REEMBEDDING)  # the job drops the user's vectors, then makes all
+            made[user] = _reembed_here(host, user, step)
         with engine.records.write_lock(user):
             index = host.cache.snapshot(user).fork()
-            try:
-                whole = (
-                    aside is not None
-                    or engine.foreign_vectors(user)
-                    or reconcile(engine, index, writer=True, restamp=True) is not Repair.DONE
-                )
-            except VectorStoreError:
-                whole = True
-            if whole:
-                reembed(engine, index)
+            reconcile(engine, index)  # what a read does: orphans go
             host.cache.invalidate(user)
             host.cache.publish(index)
-    return {"moved_aside": aside, "users": {u: engine.records.counts(u)["packets"] for u in users}}
+    return {"moved_aside": aside, "users": {u: engine.records.counts(u)["packets"] for u in users}, "made": made}
+
+
+def _reembed_here(host: Host, user_id: str, progress: upgrade.Progress | None) -> int:
+    """The re-embed job in this thread, once another's (a process's, or this memory's own thread) has ended."""
+    while (count := upgrade.run(host.cache, user_id, progress)) < 0:
+        time.sleep(upgrade.RETRY_EVERY)
+    return count

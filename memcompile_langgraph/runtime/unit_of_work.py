@@ -100,8 +100,8 @@ class UnitOfWork:
             base = self.cache.snapshot(self.user_id)
             self.index = base.fork()
             state = self.cache.state(self.user_id)
-            repair = state is not None and state.repair is Repair.FOR_WRITER
-            prepare_writer(self.engine, self.index, repair)
+            repair = state is not None and state.repair is Repair.FOR_JOB
+            prepare_writer(self.cache, self.index, repair)
             if state is not None and repair:
                 state.repair = Repair.DONE
             self.base_version = self.index.version

@@ -57,7 +57,7 @@ class Repair(Enum):
     DONE = "done"  # in line (or nothing to check)
     BUSY = "busy"  # another writer held the user: the next read tries again
     STALE = "stale"  # the records moved on since the snapshot checked was loaded: nothing touched
-    FOR_WRITER = "for_writer"  # more vectors to make than a reader makes: the user's next writer does
+    FOR_JOB = "for_job"  # more vectors to make than a reader makes: the re-embed job makes them (upgrade.py)
 
 
 class UserState:

@@ -1,6 +1,10 @@
 """Every lock of the runtime, in one place.
 
 Lock order: a thread holding a lock may only take locks listed below it, never one above.
+0. Re-embed lock of a user (runtime/upgrade.py): held by the one job that makes the user's vectors again, across
+   processes, while it takes the writer lock below for each batch it stores (and the load lock, to list them).
+   Stripe files of their own for SQLite (locks/reembed-N.lock), an advisory lock of its own for PostgreSQL; only
+   ever tried, so a job never waits on another.
 1. Writer lock of a user — `UserLocks` (per-process, re-entrant per thread) then the store's cross-process lock
    (for SQLite a `FileLock` on one of a fixed set of stripe files in <store>/locks/, chosen by a keyed hash of the
    user id, so users may share one across processes; within one store object `StripeLocks` shares a stripe's file

@@ -97,6 +97,7 @@ class PostgresRecords(SqlRecords):
         self._address = describe(url)
         self.where = f"{self._address} (schema {self.schema})"
         self._writers = UserLocks()
+        self._reembeds = UserLocks()
         self._held: dict[str, tuple[int, int]] = {}  # user -> (epoch, lock session pid) of the writer lock held here
         self._closed = threading.Event()
         try:
@@ -253,9 +254,15 @@ class PostgresRecords(SqlRecords):
         with blocking=False it gives up at once when another writer has it."""
         return self._writers.hold(user_id, lambda b: self._advisory(user_id, b), blocking)
 
+    def reembed_lock(self, user_id: str, blocking: bool = True) -> AbstractContextManager[bool]:
+        """Held by the one job that makes the user's vectors again (runtime/upgrade.py), across processes and
+        machines: an advisory lock of its own, with no writer epoch (the job's writes take the writer lock)."""
+        return self._reembeds.hold(user_id, lambda b: self._advisory(user_id, b, "reembed"), blocking)
+
     @contextlib.contextmanager
-    def _advisory(self, user_id: str, blocking: bool) -> Iterator[bool]:
-        key = f"{self.schema}/{user_id}"  # a schema name has no '/': two stores' users never share a lock
+    def _advisory(self, user_id: str, blocking: bool, kind: str = "") -> Iterator[bool]:
+        # a schema name has no '/': two stores' users never share a lock, nor a user's writers and re-embed job
+        key = f"{self.schema}/{kind + '/' if kind else ''}{user_id}"
         try:
             conn = psycopg.connect(self.conninfo, autocommit=True, connect_timeout=15)
         except psycopg.OperationalError as exc:
@@ -268,15 +275,16 @@ class PostgresRecords(SqlRecords):
                 yield False
                 return
             try:
-                # this taking's epoch, and the session that holds the lock: every write transaction checks both
-                self._held[user_id] = tx.row(
-                    f"INSERT INTO {self.schema}.writer_epochs (user_id, epoch) VALUES (?, 1) ON CONFLICT (user_id) "
-                    "DO UPDATE SET epoch = writer_epochs.epoch + 1 RETURNING epoch, pg_backend_pid()",
-                    (user_id,),
-                )
+                if not kind:  # this taking's epoch, and the session that holds the lock: every write checks both
+                    self._held[user_id] = tx.row(
+                        f"INSERT INTO {self.schema}.writer_epochs (user_id, epoch) VALUES (?, 1) ON CONFLICT "
+                        "(user_id) DO UPDATE SET epoch = writer_epochs.epoch + 1 RETURNING epoch, pg_backend_pid()",
+                        (user_id,),
+                    )
                 yield True
             finally:
-                self._held.pop(user_id, None)
+                if not kind:
+                    self._held.pop(user_id, None)
                 # released now, not when the server gets round to ending the session after the close: the next
                 # writer, even a non-blocking one, must find it free
                 with contextlib.suppress(psycopg.Error):

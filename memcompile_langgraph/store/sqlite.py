@@ -66,7 +66,8 @@ class SqliteRecords(SqlRecords):
             raise StoreError(f"cannot open {target}: {exc}") from None
         self._mutex = threading.RLock()
         self._writers = UserLocks()
-        self._stripes = StripeLocks()  # the writer-lock stripe files this object holds
+        self._reembeds = UserLocks()
+        self._stripes = StripeLocks()  # the writer-lock and re-embed-lock stripe files this object holds
         self._lock_key: bytes | None = None  # keys the writer-lock stripes (from secret(), read at first use)
         setup = FileLock(self.dir / "locks" / "setup.lock").hold() if self.dir is not None else contextlib.nullcontext()
         # processes opening a new store at once: switching to WAL can fail with "locked" without waiting
@@ -185,13 +186,22 @@ class SqliteRecords(SqlRecords):
         path = self.writer_lock_path(user_id)
         return self._writers.hold(user_id, lambda b: self._stripes.hold(path, blocking=b), blocking)
 
-    def writer_lock_path(self, user_id: str) -> Path:
-        """The file whose lock serializes the user's writers across processes: one of WRITER_STRIPES files."""
+    def reembed_lock(self, user_id: str, blocking: bool = True) -> AbstractContextManager[bool]:
+        """Held by the one job that makes the user's vectors again (runtime/upgrade.py), across threads and
+        processes; stripe files of their own, so a job never keeps another user's writers waiting."""
+        if self.dir is None:
+            return self._reembeds.hold(user_id, lambda _: contextlib.nullcontext(True), blocking)
+        path = self.writer_lock_path(user_id, "reembed")
+        return self._reembeds.hold(user_id, lambda b: self._stripes.hold(path, blocking=b), blocking)
+
+    def writer_lock_path(self, user_id: str, kind: str = "writers") -> Path:
+        """The file whose lock serializes the user's writers (or re-embed jobs) across processes: one of
+        WRITER_STRIPES files."""
         if self.dir is None:
             raise ValueError("a records store in memory has no lock files")
         if self._lock_key is None:
             self._lock_key = self.secret().encode()
-        return self.dir / "locks" / f"writers-{writer_stripe(self._lock_key, user_id)}.lock"
+        return self.dir / "locks" / f"{kind}-{writer_stripe(self._lock_key, user_id)}.lock"
 
     def _reclaim(self) -> None:
         self.purge_log()

@@ -154,7 +154,7 @@ def test_reader_reconcile_never_removes_a_live_writer_vectors(tmp_path, embeddin
     writer = _python(ADD_SCRIPT, store.path, store.url or "", "race", json.dumps(synthetic_turns("race", 20)[10:]))
     _, err = writer.communicate(timeout=300)
     assert writer.returncode == 0, err
-    assert reconcile(reader.engine, stale, writer=False) is Repair.STALE  # the records moved on: nothing is touched
+    assert reconcile(reader.engine, stale) is Repair.STALE  # the records moved on: nothing is touched
     assert len(vector_view(store, "race")["vector_ids"]) == 20
 
 
