@@ -73,12 +73,20 @@ def vectors_per_process(settings: StoreSettings) -> str | None:
     )
 
 
+def cache_root() -> Path:
+    """The machine-wide cache of every store: the int8 model built from the shipped one, and the snapshot files of
+    stores whose records are on a server ($MEMCOMPILE_CACHE_DIR, else ~/.cache/memcompile)."""
+    env = os.environ.get("MEMCOMPILE_CACHE_DIR")
+    return Path(env) if env else Path.home() / ".cache" / "memcompile"
+
+
 def env_help(setting: Setting) -> str:
     return f"default: ${setting.env}, else {setting.default}"
 
 
 __all__ = [
     "CHROMA_URL",
+    "cache_root",
     "chroma_unreachable",
     "vectors_per_process",
     "RECORDS_URL",

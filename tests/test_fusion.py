@@ -5,11 +5,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memcompile_langgraph.address.dense import PacketVectors
+from memcompile_langgraph.address.dense import similarities, top
 from memcompile_langgraph.config import DEFAULT_CONFIG, MemCompileConfig
 from memcompile_langgraph.evidence.frontier import admit, complement_order
 from memcompile_langgraph.evidence.fusion import fused_pool, neighbor_support, zscore
 from memcompile_langgraph.index.user import UserIndex, packet_lexical_document
+from memcompile_langgraph.index.vectors import PacketVectors
 from memcompile_langgraph.model import DenseHit, Descriptor, Intent, PacketScore, SourcePacket
 from memcompile_langgraph.text.terms import terms
 
@@ -58,9 +59,9 @@ def test_packet_vectors_grow_overwrite_and_rank():
     for i in range(300):  # growth keeps earlier rows
         pv.set([f"x{i}"], [[0.1, 0.1]])
     pv.set(["b"], [[0.6, 0.8]])
-    hits = pv.top(np.array([0.0, 1.0]), 2)
+    hits = top(pv, np.array([0.0, 1.0]), 2)
     assert hits[0].packet_id == "b" and hits[0].similarity == pytest.approx(0.8)
-    assert pv.similarities(np.array([0.0, 1.0]))[pv.row["a"]] == 0
+    assert similarities(pv, np.array([0.0, 1.0]))[pv.row["a"]] == 0
     assert len(pv) == 302
 
 

@@ -28,12 +28,12 @@ import numpy as np
 
 from ..address.bm25 import BM25Index
 from ..address.cells import CellLayout, _counters
-from ..address.dense import PacketVectors
 from ..config import MemCompileConfig
 from ..model import Cell, Descriptor, SourcePacket, from_columns
 from .growarray import GrowArray
 from .persistent import Rows
 from .termrows import TermRows
+from .vectors import PacketVectors
 
 if TYPE_CHECKING:
     from .user import UserIndex

@@ -10,14 +10,14 @@ import numpy as np
 
 from ..address.bm25 import BM25Index
 from ..address.cells import CellLayout
-from ..address.dense import PacketVectors
 from ..config import MemCompileConfig
 from ..model import Descriptor, SourcePacket
+from ..process import gc_paused
 from ..text.terms import only_asks, terms
 from ..text.timeparse import time_span
-from .gc_pause import gc_paused
 from .persistent import Forkable, Rows
 from .termrows import TermRows
+from .vectors import PacketVectors
 
 
 def descriptor_terms(d: Descriptor) -> tuple[list[str], list[str], list[str]]:

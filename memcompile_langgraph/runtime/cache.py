@@ -20,9 +20,8 @@ from contextlib import contextmanager, nullcontext
 
 import numpy as np
 
-from ..index.gc_pause import gc_paused
-from ..index.heap import release_free_memory
 from ..index.user import UserIndex
+from ..process import gc_paused, release_free_memory
 from ..store.protocols import Head, VectorStoreError
 from .consistency import BUSY, FOR_WRITER, reconcile
 from .engine import Engine

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import logging
 
-from ..address.dense import PacketVectors
 from ..index.persistent import Rows
 from ..index.user import UserIndex
+from ..index.vectors import PacketVectors
 from ..store.rows import REEMBEDDING
 from .engine import Engine, bundles
 

@@ -297,6 +297,6 @@ def snapshot_folder(path: Path | None, records: RecordsStore) -> Path:
     in this machine's cache, per store."""
     if path is not None:
         return path / "snapshots"
-    from ..embeddings.int8 import cache_root
+    from ..settings import cache_root
 
     return cache_root() / "snapshots" / records.store_id()
