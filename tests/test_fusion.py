@@ -132,10 +132,13 @@ def test_top_positions_equals_a_stable_full_sort():
 )
 def test_speaker_mask_marks_exactly_the_packets_of_the_named_speakers(speakers, names):
     index = UserIndex("u", DEFAULT_CONFIG)
-    index.packet_speakers = list(speakers)
+    for i, s in enumerate(speakers):
+        index.add_packet(make_packet("hi", s, f"D1:{i}", 1, f"p{i}", i))
     assert index.speaker_mask(names).tolist() == [float(s in names) for s in speakers]
-    index.packet_speakers.append("Zed")  # the codes follow new packets
-    assert index.speaker_mask(names)[-1] == float("Zed" in names)
+    fork = index.fork()
+    fork.add_packet(make_packet("hi", "Zed", "D2:1", 2, "pz", 99))  # the codes follow new packets
+    assert fork.speaker_mask(names)[-1] == float("Zed" in names)
+    assert index.speaker_mask(names).tolist() == [float(s in names) for s in speakers]  # a code it never holds
 
 
 def _claim(p, k, text):
@@ -279,14 +282,14 @@ def test_a_turn_that_only_asks_loses_fusion_asking_and_is_no_longer_first():
     assert int(np.argmax(on)) == 2  # the turn that states the name
 
 
-def test_asking_array_reads_only_new_packets_and_a_fork_keeps_its_own():
+def test_asking_array_grows_with_new_packets_and_a_fork_keeps_its_own():
     index = _dog_index()
     before = index.asking_array()
     fork = index.fork()
     p = make_packet("Where does Rex sleep?", speaker="User", dia_id="D99:1", session=99, packet_id="p99", seq=99)
     fork.add_packet(p)
     assert fork.asking_array().tolist() == [1.0] + [0.0] * 9 + [1.0]
-    assert index.asking_array() is before and before.tolist() == [1.0] + [0.0] * 9
+    assert index.asking_array().tolist() == before.tolist() == [1.0] + [0.0] * 9
 
 
 def test_recency_raises_later_turns_linearly():

@@ -40,7 +40,7 @@ class BM25Index(Forkable):
         self._open: dict[str, int] | None = None  # term counts of the newest document
         self._open_len = 0
         self._total_len = 0
-        self._avg_idf: float | None = None
+        self._avg_idf = 0.0  # BM25Okapi's mean idf, made by each write (a query only reads)
 
     def __len__(self) -> int:
         return len(self._doc_len) + (self._open is not None)
@@ -85,7 +85,7 @@ class BM25Index(Forkable):
             self._post_docs[tid].extend(docs)
             self._post_tfs[tid].extend(tfs)
         self._open, self._open_len = self._count(documents[-1]), len(documents[-1])
-        self._avg_idf = None
+        self._avg_idf = self._average_idf()
 
     def _count(self, tokens: list[str]) -> dict[str, int]:
         """Term counts of a new document, added to the totals and document frequencies."""
@@ -104,7 +104,7 @@ class BM25Index(Forkable):
         self._put_many("_df", {tid: df[tid] - 1 for tid in map(self._term_ids.__getitem__, self._open)})
         self._total_len -= self._open_len
         self._open, self._open_len = self._count(tokens), len(tokens)
-        self._avg_idf = None
+        self._avg_idf = self._average_idf()
 
     def idf(self, term: str) -> float:
         """The idf BM25 weighs a term with (0 for a term no document holds)."""
@@ -115,16 +115,14 @@ class BM25Index(Forkable):
         n = len(self)
         idf = math.log(n - df + 0.5) - math.log(df + 0.5)
         if idf < 0:  # BM25Okapi floors negative idf at epsilon * mean idf
-            return self.epsilon * self._average_idf()
+            return self.epsilon * self._avg_idf
         return idf
 
     def _average_idf(self) -> float:
-        if self._avg_idf is None:
-            df = np.fromiter(self._df, np.float64, len(self._df))
-            df = np.sort(df[df > 0])  # a term replaced away is no longer in the vocabulary; sorted, the mean does
-            n = len(self)  # not depend on the order terms arrived in (a bulk load equals one add at a time)
-            self._avg_idf = float(np.sum(np.log(n - df + 0.5) - np.log(df + 0.5)) / len(df)) if len(df) else 0.0
-        return self._avg_idf
+        df = np.fromiter(self._df, np.float64, len(self._df))
+        df = np.sort(df[df > 0])  # a term replaced away is no longer in the vocabulary; sorted, the mean does
+        n = len(self)  # not depend on the order terms arrived in (a bulk load equals one add at a time)
+        return float(np.sum(np.log(n - df + 0.5) - np.log(df + 0.5)) / len(df)) if len(df) else 0.0
 
     def scores(self, query: list[str]) -> np.ndarray:
         n = len(self)

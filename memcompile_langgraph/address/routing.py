@@ -33,6 +33,12 @@ def _term_set(text: str) -> frozenset[str]:
     return frozenset(terms(text))
 
 
+@lru_cache(maxsize=16)
+def _density_table(density: float, capacity: int, rows: int) -> np.ndarray:
+    cap = math.log(1 + capacity)
+    return np.asarray([density * math.log(1 + n) / cap for n in range(rows)])
+
+
 @dataclass(frozen=True, slots=True)
 class RoutedCell:
     cell_id: str
@@ -50,19 +56,14 @@ class Routing:
 
 
 class _Postings(Forkable):
-    """key -> Cell numbers holding it, read as a cached array. A fork shares both maps (persistent after the
-    first fork, see index/persistent.py) and copies a key's set the first time it changes it."""
+    """key -> Cell numbers holding it. A fork shares the map (persistent after the first fork, see
+    index/persistent.py) and copies a key's set the first time it changes it."""
 
-    SHARED = ("_cells", "_arrays")
+    SHARED = ("_cells",)
     OWN = {"_cells": set}
 
     def __init__(self) -> None:
         self._cells: dict[str, set[int]] = {}
-        self._arrays: dict[str, np.ndarray] = {}  # a cache: each version keeps its own binding
-
-    def _stale(self, key: str) -> None:
-        if key in self._arrays:
-            self._drop("_arrays", key)
 
     def add(self, key: str, cell_no: int) -> bool:
         """Adds the pair; False when the Cell already held the key (nothing changes, nothing is copied)."""
@@ -70,21 +71,15 @@ class _Postings(Forkable):
         if cells is not None and cell_no in cells:
             return False
         self._own("_cells", key, set).add(cell_no)
-        self._stale(key)
         return True
 
     def discard(self, key: str, cell_no: int) -> None:
         if key in self._cells:
             self._own("_cells", key).discard(cell_no)
-            self._stale(key)
 
     def get(self, key: str) -> np.ndarray:
-        arr = self._arrays.get(key)
-        if arr is None:
-            cells = self._cells.get(key)
-            arr = np.fromiter(cells, dtype=np.int64, count=len(cells)) if cells else _EMPTY
-            self._put("_arrays", key, arr)
-        return arr
+        cells = self._cells.get(key)
+        return np.fromiter(cells, dtype=np.int64, count=len(cells)) if cells else _EMPTY
 
     def count(self, keys: Iterable[str], n: int) -> np.ndarray:
         """|keys & features(c)| for every Cell c < n (keys distinct)."""
@@ -108,7 +103,6 @@ class RouteIndex(Forkable):
         self._cols = np.zeros((5, 64), dtype=np.int64)  # rows: key terms, people, title terms, size, timed
         self._title_terms: list[frozenset[str]] = []
         self.key_post, self.people_post, self.title_post = _Postings(), _Postings(), _Postings()
-        self._density: tuple[tuple[float, int], list[float]] = ((0.0, 0), [])
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -146,13 +140,8 @@ class RouteIndex(Forkable):
 
     def density(self, sizes: np.ndarray, cfg: MemCompileConfig) -> np.ndarray:
         """route_density * log(1+|c|) / log(1+M_C) by table, with math.log as in the scalar form."""
-        key, table = self._density
-        top = int(sizes.max(initial=0))
-        if key != (cfg.route_density, cfg.cell_item_capacity) or top >= len(table):
-            cap = math.log(1 + cfg.cell_item_capacity)
-            table = [cfg.route_density * math.log(1 + n) / cap for n in range(top + 1)]
-            self._density = ((cfg.route_density, cfg.cell_item_capacity), table)
-        return np.asarray(table)[sizes]
+        rows = max(cfg.cell_item_capacity, int(sizes.max(initial=0))) + 1  # a replayed Cell may be fuller
+        return _density_table(cfg.route_density, cfg.cell_item_capacity, rows)[sizes]
 
     def relevance(
         self, q_terms: set[str], q_people: set[str], temporal: bool, cfg: MemCompileConfig

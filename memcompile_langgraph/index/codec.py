@@ -32,7 +32,8 @@ from ..config import MemCompileConfig
 from ..model import Cell, Descriptor, SourcePacket, from_columns
 from .growarray import GrowArray
 from .persistent import Rows
-from .termrows import TermRows
+from .termrows import TermRows, TermTable
+from .user import asks_only
 from .vectors import PacketVectors
 
 if TYPE_CHECKING:
@@ -277,7 +278,8 @@ def decode_index(payload: bytes | memoryview, template: UserIndex) -> UserIndex:
     index.hashes = dict(zip(values["content_hash"], order))
     index.packet_sessions = values["session"]
     index.packet_speakers = values["speaker"]
-    index.packet_timed = r.array("packets.timed", np.bool_, (n,)).tolist()
+    timed = r.array("packets.timed", np.bool_, (n,))
+    index.packet_timed = timed.tolist()
     for session, label, time in zip(values["session"], values["session_label"], values["session_time"]):
         if session not in index.sessions:
             index.sessions[session] = (label, time)
@@ -292,6 +294,15 @@ def decode_index(payload: bytes | memoryview, template: UserIndex) -> UserIndex:
     index.by_packet = {pid: [] for pid in order}
     for d in descriptors:
         index.by_packet[d.packet_id].append(d)
+    # the columns queries read as arrays (UserIndex.COLUMNS), made here as the writes that add rows make them
+    index._sessions = GrowArray.of(np.array(index.packet_sessions, dtype=np.int64))
+    index._claim_rows = GrowArray.of(np.array(rows, dtype=np.int64))
+    index._timed = GrowArray.of(timed.astype(np.float64))
+    used, speakers = np.unique(r.codes("packets.speaker", n), return_inverse=True)
+    index._speaker_codes = TermTable(_pick(r.strings, used.tolist()))
+    index._speakers = GrowArray.of(speakers.astype(np.int32).reshape(-1))
+    index._asking = GrowArray.of(np.fromiter(map(asks_only, packets), np.float64, n))
+    index._spans = GrowArray.of(index.time_spans(range(n)))
     for name in ("claim_terms", "key_terms"):
         codes = r.codes(name, None)
         setattr(index, name, TermRows.of(r.strings, codes, r.offsets(name, m, len(codes))))
@@ -502,6 +513,7 @@ def _decode_bm25(r: _Reader, name: str, cfg: MemCompileConfig, documents: int) -
     bm25._post_tfs = list(map(GrowArray.of, map(tfs.__getitem__, spans)))
     bm25._doc_len = GrowArray.of(doc_len)
     bm25._open, bm25._open_len, bm25._total_len = open_, open_len, total_len
+    bm25._avg_idf = bm25._average_idf()
     return bm25
 
 
