@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..config import MemCompileConfig
+from ..index.payload import FormatError, Reader, Writer, inverse
 from ..index.persistent import Forkable
 from ..model import Cell, Descriptor, Intent
 from ..text.terms import jaccard, terms
@@ -137,6 +138,37 @@ class RouteIndex(Forkable):
             for no in cells:
                 out[no].add(term)
         return out
+
+    def encode(self, w: Writer) -> None:
+        """Into a payload: each Cell's key terms and title terms (the rest is made again from the Cells)."""
+        w.ragged("route.key_terms", [list(s) for s in self.key_terms()], w.code)
+        w.ragged("route.title_terms", [list(s) for s in self._title_terms], w.code)
+
+    @classmethod
+    def decode(
+        cls, r: Reader, cids: list[str], people: list[int], sizes: np.ndarray, has_time: np.ndarray
+    ) -> RouteIndex:
+        """The routing `encode` wrote for the Cells `cids` (with their number of people, sizes and timed flags)."""
+        k = len(cids)
+        route = cls()
+        route.ids = list(cids)
+        route._title_terms = r.ragged("route.title_terms", k, r.texts("route.title_terms", None), frozenset)
+        route._cols = np.zeros((5, max(64, k)), dtype=np.int64)  # add() grows it by doubling
+        route._cols[:, :k] = np.array(
+            [
+                np.diff(r.offsets("route.key_terms", k, len(r.codes("route.key_terms", None)))),
+                people,
+                list(map(len, route._title_terms)),
+                sizes,
+                has_time,
+            ]
+        )
+        for name, source in (("key_post", "route.key_terms"), ("people_post", "cells.person_counts")):
+            getattr(route, name)._cells = inverse(r, source, k)
+        if sum(map(len, route.key_post._cells.values())) != route._cols[0, :k].sum():
+            raise FormatError("a key term twice in one Cell")
+        route.title_post._cells = inverse(r, "route.title_terms", k)
+        return route
 
     def density(self, sizes: np.ndarray, cfg: MemCompileConfig) -> np.ndarray:
         """route_density * log(1+|c|) / log(1+M_C) by table, with math.log as in the scalar form."""

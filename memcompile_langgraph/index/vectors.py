@@ -7,11 +7,13 @@ dense channel (address/dense.py) is exact and every packet's cosine is at hand f
 from __future__ import annotations
 
 import itertools
+from collections.abc import Mapping
 
 import numpy as np
 import numpy.typing as npt
 
 from .growarray import GrowArray
+from .payload import FormatError, Reader, Writer, pick
 from .persistent import Forkable
 
 _STAMPS = itertools.count()  # process-wide: a stamp names one matrix content across PacketVectors objects
@@ -56,3 +58,26 @@ class PacketVectors(Forkable):
     def matrix(self) -> np.ndarray:
         """The vectors in row order (a view: read only)."""
         return self._m.view()
+
+    def encode(self, w: Writer, packet_position: Mapping[str, int]) -> None:
+        """Into a payload: each row's packet (by its position) and the matrix."""
+        w.doc["dim"] = self.dim
+        # a vector of a packet the index does not hold (never made) is written as -1, which no load accepts
+        w.arrays["vectors.packets"] = np.fromiter((packet_position.get(p, -1) for p in self.ids), np.int32)
+        w.arrays["vectors.matrix"] = self.matrix()
+
+    @classmethod
+    def decode(cls, r: Reader, order: list[str]) -> PacketVectors:
+        """The vectors `encode` wrote, of the packets `order` names; else FormatError."""
+        dim = r.value("dim", int)
+        rows = r.array("vectors.packets", np.int32, (None,), 0, len(order)).tolist()
+        matrix = r.array("vectors.matrix", np.float32, (len(rows), dim)).copy()
+        if dim < 1 or not np.isfinite(matrix).all():
+            raise FormatError("vectors")
+        vectors = cls(dim)
+        vectors.ids = pick(order, rows)
+        vectors.row = dict(zip(vectors.ids, range(len(rows))))
+        if len(vectors.row) != len(rows):
+            raise FormatError("a packet's vector twice")
+        vectors._m = GrowArray.of(matrix)
+        return vectors
