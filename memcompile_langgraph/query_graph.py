@@ -13,6 +13,7 @@ from langgraph.graph import END, START
 from langgraph.runtime import Runtime
 
 from .address.candidates import bm25_top, candidate_union
+from .address.dense import query_similarities, top_from
 from .address.intent import enriched_query
 from .address.routing import Routing, route
 from .evidence.frontier import admit, frontier_window
@@ -124,8 +125,8 @@ def dense_node(state: QueryWork, runtime: Runtime[MemoryContext]) -> dict[str, A
     out: dict[str, Any] = {"query_vectors": [list(map(float, v)) for v in vectors]}
     if len(index.vectors) == len(index.packets):
         # each query vector meets the matrix once: D_q ranks e(q+)'s array, offline fusion reads them all
-        out["similarities"] = index.vectors.query_similarities(vectors)
-        hits = index.vectors.top_from(out["similarities"].arrays[0], cfg.dense_top)
+        out["similarities"] = query_similarities(index.vectors, vectors)
+        hits = top_from(index.vectors, out["similarities"].arrays[0], cfg.dense_top)
     else:  # vectors still being reconciled: ask the vector store
         try:
             found = engine.vectors.query(ctx.user, vectors[0], cfg.dense_top, sources=True)

@@ -64,6 +64,13 @@ def vectors_per_process(settings: StoreSettings) -> str | None:
     )
 
 
+def cache_root() -> Path:
+    """The machine-wide cache of every store: the int8 model built from the shipped one, and the snapshot files of
+    stores whose records are on a server ($MEMCOMPILE_CACHE_DIR, else ~/.cache/memcompile)."""
+    env = os.environ.get("MEMCOMPILE_CACHE_DIR")
+    return Path(env) if env else Path.home() / ".cache" / "memcompile"
+
+
 def env_help(setting: Setting) -> str:
     return f"default: ${setting.env}, else {setting.default}"
 
@@ -71,6 +78,7 @@ def env_help(setting: Setting) -> str:
 __all__ = [
     "deployment",
     "CHROMA_URL",
+    "cache_root",
     "vectors_per_process",
     "RECORDS_URL",
     "SETTINGS",

@@ -8,7 +8,7 @@ from rank_bm25 import BM25Okapi
 
 from memcompile_langgraph.address.bm25 import BM25Index
 from memcompile_langgraph.config import MemCompileConfig
-from memcompile_langgraph.index import codec as index_codec
+from memcompile_langgraph.index.payload import Reader, Writer
 from memcompile_langgraph.index.user import descriptor_terms
 from memcompile_langgraph.model import Descriptor
 from memcompile_langgraph.text.terms import terms
@@ -100,11 +100,10 @@ def test_a_fork_replacing_its_newest_document_leaves_the_published_one_unchanged
 
 
 def _file_round_trip(idx: BM25Index) -> BM25Index:
-    """The index as a snapshot file holds and gives it back (index_codec's BM25 part)."""
-    writer = index_codec._Writer("index")
-    index_codec._encode_bm25(writer, "bm25", idx)
-    reader = index_codec._Reader(writer.payload(), "index")
-    return index_codec._decode_bm25(reader, "bm25", MemCompileConfig(), len(idx))
+    """The index as a snapshot file holds and gives it back (BM25Index.encode and decode)."""
+    writer = Writer("index")
+    idx.encode(writer, "bm25")
+    return BM25Index.decode(Reader(writer.payload(), "index"), "bm25", MemCompileConfig(), len(idx))
 
 
 def test_every_version_of_a_fork_chain_keeps_its_scores_and_equals_rank_bm25():

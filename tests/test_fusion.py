@@ -5,11 +5,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memcompile_langgraph.address.dense import PacketVectors
+from memcompile_langgraph.address.dense import similarities, top
 from memcompile_langgraph.config import DEFAULT_CONFIG, MemCompileConfig
 from memcompile_langgraph.evidence.frontier import admit, complement_order
 from memcompile_langgraph.evidence.fusion import fused_pool, neighbor_support, zscore
 from memcompile_langgraph.index.user import UserIndex, packet_lexical_document
+from memcompile_langgraph.index.vectors import PacketVectors
 from memcompile_langgraph.model import DenseHit, Descriptor, Intent, PacketScore, SourcePacket
 from memcompile_langgraph.text.terms import terms
 
@@ -58,9 +59,9 @@ def test_packet_vectors_grow_overwrite_and_rank():
     for i in range(300):  # growth keeps earlier rows
         pv.set([f"x{i}"], [[0.1, 0.1]])
     pv.set(["b"], [[0.6, 0.8]])
-    hits = pv.top(np.array([0.0, 1.0]), 2)
+    hits = top(pv, np.array([0.0, 1.0]), 2)
     assert hits[0].packet_id == "b" and hits[0].similarity == pytest.approx(0.8)
-    assert pv.similarities(np.array([0.0, 1.0]))[pv.row["a"]] == 0
+    assert similarities(pv, np.array([0.0, 1.0]))[pv.row["a"]] == 0
     assert len(pv) == 302
 
 
@@ -131,10 +132,13 @@ def test_top_positions_equals_a_stable_full_sort():
 )
 def test_speaker_mask_marks_exactly_the_packets_of_the_named_speakers(speakers, names):
     index = UserIndex("u", DEFAULT_CONFIG)
-    index.packet_speakers = list(speakers)
+    for i, s in enumerate(speakers):
+        index.add_packet(make_packet("hi", s, f"D1:{i}", 1, f"p{i}", i))
     assert index.speaker_mask(names).tolist() == [float(s in names) for s in speakers]
-    index.packet_speakers.append("Zed")  # the codes follow new packets
-    assert index.speaker_mask(names)[-1] == float("Zed" in names)
+    fork = index.fork()
+    fork.add_packet(make_packet("hi", "Zed", "D2:1", 2, "pz", 99))  # the codes follow new packets
+    assert fork.speaker_mask(names)[-1] == float("Zed" in names)
+    assert index.speaker_mask(names).tolist() == [float(s in names) for s in speakers]  # a code it never holds
 
 
 def _claim(p, k, text):
@@ -278,14 +282,14 @@ def test_a_turn_that_only_asks_loses_fusion_asking_and_is_no_longer_first():
     assert int(np.argmax(on)) == 2  # the turn that states the name
 
 
-def test_asking_array_reads_only_new_packets_and_a_fork_keeps_its_own():
+def test_asking_array_grows_with_new_packets_and_a_fork_keeps_its_own():
     index = _dog_index()
     before = index.asking_array()
     fork = index.fork()
     p = make_packet("Where does Rex sleep?", speaker="User", dia_id="D99:1", session=99, packet_id="p99", seq=99)
     fork.add_packet(p)
     assert fork.asking_array().tolist() == [1.0] + [0.0] * 9 + [1.0]
-    assert index.asking_array() is before and before.tolist() == [1.0] + [0.0] * 9
+    assert index.asking_array().tolist() == before.tolist() == [1.0] + [0.0] * 9
 
 
 def test_recency_raises_later_turns_linearly():

@@ -2,15 +2,15 @@ import ctypes
 
 import pytest
 
+from memcompile_langgraph import process
 from memcompile_langgraph.bench.runner import rss_now_mb
 from memcompile_langgraph.bench.synthetic import generate
-from memcompile_langgraph.index import heap
-from memcompile_langgraph.index.heap import release_free_memory
+from memcompile_langgraph.process import release_free_memory
 from memcompile_langgraph.runtime import add_turns, cache
 from memcompile_langgraph.runtime.add_turns import INGEST_BATCH
 
 
-@pytest.mark.skipif(heap._TRIM is None, reason="malloc_trim is glibc's")
+@pytest.mark.skipif(process._TRIM is None, reason="malloc_trim is glibc's")
 def test_freed_blocks_below_a_live_one_go_back_to_the_system():
     libc = ctypes.CDLL(None)
     libc.malloc.restype = ctypes.c_void_p

@@ -8,11 +8,13 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
 from memcompile_langgraph import MemCompile, MemCompileConfig
-from memcompile_langgraph.address.dense import PacketVectors
+from memcompile_langgraph.address import dense
+from memcompile_langgraph.address.dense import query_similarities, top, top_from
 from memcompile_langgraph.cli.demo_data import QUESTIONS, demo_turns
 from memcompile_langgraph.evidence.fusion import fused_scores
 from memcompile_langgraph.evidence.normalize import normalize
 from memcompile_langgraph.index.persistent import plain
+from memcompile_langgraph.index.vectors import PacketVectors
 from memcompile_langgraph.ingest.build import packetize
 
 LATER = [
@@ -104,13 +106,13 @@ def run_stages(mem: MemCompile, query: str) -> dict:
 
 def count_similarities(monkeypatch) -> list:
     calls = []
-    original = PacketVectors.similarities
+    original = dense.similarities
 
-    def counted(self, query):
+    def counted(vectors, query):
         calls.append(1)
-        return original(self, query)
+        return original(vectors, query)
 
-    monkeypatch.setattr(PacketVectors, "similarities", counted)
+    monkeypatch.setattr(dense, "similarities", counted)
     return calls
 
 
@@ -123,7 +125,7 @@ def test_each_query_vector_meets_the_matrix_once_and_scores_stay_identical(demo,
     monkeypatch.undo()
     index, cfg = demo.index("u"), demo.config
     sims = stages["dense"]["similarities"]
-    assert stages["dense"]["dense"] == index.vectors.top(np.asarray(vectors[0], dtype=np.float32), cfg.dense_top)
+    assert stages["dense"]["dense"] == top(index.vectors, np.asarray(vectors[0], dtype=np.float32), cfg.dense_top)
     pool = normalize(stages["candidates"]["candidates"], index.layout.of_descriptor)
     intent = stages["intent"]["intent"]
     reused = fused_scores(index, intent, pool, vectors, cfg, sims)
@@ -154,15 +156,15 @@ def test_similarities_of_a_changed_matrix_are_computed_again():
     pv = PacketVectors(dim=2)
     pv.set(["a", "b"], [[1, 0], [0, 1]])
     queries = [[0.6, 0.8], [1.0, 0.0]]
-    sims = pv.query_similarities(queries)
-    assert pv.query_similarities(queries, sims) is sims
-    assert pv.query_similarities(queries[:1], sims) is not sims  # other query vectors
+    sims = query_similarities(pv, queries)
+    assert query_similarities(pv, queries, sims) is sims
+    assert query_similarities(pv, queries[:1], sims) is not sims  # other query vectors
     pv.set(["c"], [[0.8, 0.6]])  # an index extended between the dense and evidence stages
-    again = pv.query_similarities(queries, sims)
+    again = query_similarities(pv, queries, sims)
     assert again is not sims and again.arrays[0].tolist() == pytest.approx([0.6, 0.8, 0.96])
     pv.set(["a"], [[0, 1]])  # a row overwritten in place: same length, other content
-    assert pv.query_similarities(queries, again).arrays[0].tolist() == pytest.approx([0.8, 0.8, 0.96])
-    assert [h.packet_id for h in pv.top_from(again.arrays[0], 2)] == ["c", "b"]
+    assert query_similarities(pv, queries, again).arrays[0].tolist() == pytest.approx([0.8, 0.8, 0.96])
+    assert [h.packet_id for h in top_from(pv, again.arrays[0], 2)] == ["c", "b"]
 
 
 def test_one_vector_without_fusion_and_chroma_when_the_matrix_lags(embeddings, monkeypatch):

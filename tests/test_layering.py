@@ -18,7 +18,7 @@ def _module(path: Path) -> str:
 
 # lowest first: a module may import from its own layer and the ones before it
 LAYERS = (
-    ("model", "config", "settings", "extras", "users", "text", "index.gc_pause", "index.growarray", "index.persistent"),
+    ("model", "config", "settings", "extras", "users", "text", "process", "index.growarray", "index.persistent"),
     ("address", "evidence", "extract", "ingest", "index", "llm"),
     ("store", "embeddings"),
     ("runtime",),

@@ -321,11 +321,12 @@ def test_inconsistency_reads_the_claims_negation_marker_not_the_models_polarity(
 
 
 def test_dense_cutoff_ties_keep_storage_order():
-    from memcompile_langgraph.address.dense import PacketVectors
+    from memcompile_langgraph.address.dense import top
+    from memcompile_langgraph.index.vectors import PacketVectors
 
     pv = PacketVectors(dim=2)
     ids = [f"p{i:03d}" for i in range(300)]  # every 7th packet has cosine 0.5, all others tie at 1.0
     pv.set(ids, [[0.5, 0.75**0.5] if i % 7 == 0 else [1.0, 0.0] for i in range(300)])
     tied = [pid for i, pid in enumerate(ids) if i % 7]
-    assert [h.packet_id for h in pv.top([1.0, 0.0], 10)] == tied[:10]  # argpartition alone picked from p191 on
-    assert [h.packet_id for h in pv.top([1.0, 0.0], 300)] == tied + ids[::7]
+    assert [h.packet_id for h in top(pv, [1.0, 0.0], 10)] == tied[:10]  # argpartition alone picked from p191 on
+    assert [h.packet_id for h in top(pv, [1.0, 0.0], 300)] == tied + ids[::7]

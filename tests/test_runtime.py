@@ -13,10 +13,11 @@ from hypothesis import strategies as st
 from support.ranking import assert_same_context
 
 from memcompile_langgraph import MemCompile
+from memcompile_langgraph.address.dense import similarities
 from memcompile_langgraph.cli.demo_data import demo_turns
 from memcompile_langgraph.index import persistent as persistent_module
-from memcompile_langgraph.index.gc_pause import gc_paused
 from memcompile_langgraph.index.growarray import GrowArray
+from memcompile_langgraph.process import gc_paused
 from memcompile_langgraph.query_graph import query_graph
 from memcompile_langgraph.runtime import add_turns as ingest_module
 from memcompile_langgraph.runtime import cache as cache_module
@@ -51,7 +52,7 @@ def _fingerprint(index) -> tuple[tuple, list[np.ndarray]]:
     )
     probe = np.ones(index.vectors.dim, dtype=np.float32)
     floats = [index.bm25.scores(q), index.packet_bm25.scores(q)]
-    return exact, floats + ([index.vectors.similarities(probe)] if len(index.vectors) else [])
+    return exact, floats + ([similarities(index.vectors, probe)] if len(index.vectors) else [])
 
 
 def assert_same_fingerprint(a: tuple, b: tuple, atol: float = 0.0) -> None:

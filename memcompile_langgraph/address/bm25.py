@@ -12,7 +12,9 @@ from collections import Counter
 
 import numpy as np
 
+from ..config import MemCompileConfig
 from ..index.growarray import GrowArray
+from ..index.payload import FormatError, Reader, Writer
 from ..index.persistent import Forkable
 
 
@@ -40,7 +42,7 @@ class BM25Index(Forkable):
         self._open: dict[str, int] | None = None  # term counts of the newest document
         self._open_len = 0
         self._total_len = 0
-        self._avg_idf: float | None = None
+        self._avg_idf = 0.0  # BM25Okapi's mean idf, made by each write (a query only reads)
 
     def __len__(self) -> int:
         return len(self._doc_len) + (self._open is not None)
@@ -85,7 +87,7 @@ class BM25Index(Forkable):
             self._post_docs[tid].extend(docs)
             self._post_tfs[tid].extend(tfs)
         self._open, self._open_len = self._count(documents[-1]), len(documents[-1])
-        self._avg_idf = None
+        self._avg_idf = self._average_idf()
 
     def _count(self, tokens: list[str]) -> dict[str, int]:
         """Term counts of a new document, added to the totals and document frequencies."""
@@ -104,7 +106,7 @@ class BM25Index(Forkable):
         self._put_many("_df", {tid: df[tid] - 1 for tid in map(self._term_ids.__getitem__, self._open)})
         self._total_len -= self._open_len
         self._open, self._open_len = self._count(tokens), len(tokens)
-        self._avg_idf = None
+        self._avg_idf = self._average_idf()
 
     def idf(self, term: str) -> float:
         """The idf BM25 weighs a term with (0 for a term no document holds)."""
@@ -115,16 +117,14 @@ class BM25Index(Forkable):
         n = len(self)
         idf = math.log(n - df + 0.5) - math.log(df + 0.5)
         if idf < 0:  # BM25Okapi floors negative idf at epsilon * mean idf
-            return self.epsilon * self._average_idf()
+            return self.epsilon * self._avg_idf
         return idf
 
     def _average_idf(self) -> float:
-        if self._avg_idf is None:
-            df = np.fromiter(self._df, np.float64, len(self._df))
-            df = np.sort(df[df > 0])  # a term replaced away is no longer in the vocabulary; sorted, the mean does
-            n = len(self)  # not depend on the order terms arrived in (a bulk load equals one add at a time)
-            self._avg_idf = float(np.sum(np.log(n - df + 0.5) - np.log(df + 0.5)) / len(df)) if len(df) else 0.0
-        return self._avg_idf
+        df = np.fromiter(self._df, np.float64, len(self._df))
+        df = np.sort(df[df > 0])  # a term replaced away is no longer in the vocabulary; sorted, the mean does
+        n = len(self)  # not depend on the order terms arrived in (a bulk load equals one add at a time)
+        return float(np.sum(np.log(n - df + 0.5) - np.log(df + 0.5)) / len(df)) if len(df) else 0.0
 
     def scores(self, query: list[str]) -> np.ndarray:
         n = len(self)
@@ -160,3 +160,65 @@ class BM25Index(Forkable):
             hits = hits[s[hits] >= cutoff]
         order = np.lexsort((hits, -s[hits]))[:k]
         return [(int(hits[i]), float(s[hits[i]])) for i in order]
+
+    def encode(self, w: Writer, name: str) -> None:
+        """Into a payload under `name`: vocabulary, frequencies, postings (flat, cut by offsets), lengths."""
+        vocab: list[str] = [""] * len(self._df)
+        for term, tid in self._term_ids.items():  # a persistent map does not iterate in id order
+            vocab[tid] = term
+        w.arrays[f"{name}.terms"] = w.code(vocab)
+        w.arrays[f"{name}.df"] = np.fromiter(self._df, np.int64, len(vocab))
+        docs, tfs = [g.view() for g in self._post_docs], [g.view() for g in self._post_tfs]
+        w.arrays[f"{name}.docs"] = np.concatenate([np.zeros(0, np.int32), *docs])
+        w.arrays[f"{name}.docs.offsets"] = np.cumsum([0, *map(len, docs)], dtype=np.int64)
+        w.arrays[f"{name}.tfs"] = np.concatenate([np.zeros(0, np.int32), *tfs])
+        w.arrays[f"{name}.doc_len"] = self._doc_len.view()
+        w.doc[name] = {"open": self._open, "open_len": self._open_len, "total_len": self._total_len}
+
+    @classmethod
+    def decode(cls, r: Reader, name: str, cfg: MemCompileConfig, documents: int) -> BM25Index:
+        """The index `encode` wrote under `name`, holding `documents` documents; else FormatError."""
+        bm25 = cls(cfg.bm25_k1, cfg.bm25_b, cfg.bm25_epsilon)
+        vocab = r.texts(f"{name}.terms", None)
+        term_ids = dict(zip(vocab, range(len(vocab))))
+        if len(term_ids) != len(vocab):
+            raise FormatError(f"{name}: a term twice")
+        df = r.array(f"{name}.df", np.int64, (len(vocab),), 0)
+        doc_len = r.array(f"{name}.doc_len", np.float64, (None,)).copy()
+        doc = r.value(name, dict)
+        open_, open_len, total_len = doc.get("open"), doc.get("open_len"), doc.get("total_len")
+        if open_ is not None and (
+            not isinstance(open_, dict)
+            or not set(map(type, open_.values())) <= {int}
+            or not all(map(term_ids.__contains__, open_))
+            or min(open_.values(), default=1) < 1
+        ):
+            raise FormatError(f"{name}: open document")
+        closed = len(doc_len)
+        docs = r.array(f"{name}.docs", np.int32, (None,), 0, closed).copy()  # GrowArrays hold them: their own memory
+        tfs = r.array(f"{name}.tfs", np.int32, (len(docs),), 1).copy()
+        offsets = r.offsets(f"{name}.docs", len(vocab), len(docs))
+        first = np.zeros(len(docs), dtype=bool)  # each posting list ascends
+        first[offsets[:-1][offsets[:-1] < len(docs)]] = True
+        in_open = np.zeros(len(vocab), dtype=np.int64)
+        in_open[[term_ids[t] for t in open_ or ()]] = 1
+        if (
+            closed + (open_ is not None) != documents
+            or not np.all(np.diff(docs)[~first[1:]] > 0)
+            or not np.array_equal(np.bincount(docs, tfs, closed), doc_len)  # a document's counts add up to its length
+            or not np.array_equal(np.diff(offsets) + in_open, df)
+            or type(open_len) is not int
+            or type(total_len) is not int
+            or open_len != sum((open_ or {}).values())
+            or total_len != int(doc_len.sum()) + open_len
+        ):
+            raise FormatError(f"{name}: postings, frequencies and lengths disagree")
+        bounds = offsets.tolist()
+        spans = list(map(slice, bounds[:-1], bounds[1:]))
+        bm25._term_ids, bm25._df = term_ids, df.tolist()
+        bm25._post_docs = list(map(GrowArray.of, map(docs.__getitem__, spans)))
+        bm25._post_tfs = list(map(GrowArray.of, map(tfs.__getitem__, spans)))
+        bm25._doc_len = GrowArray.of(doc_len)
+        bm25._open, bm25._open_len, bm25._total_len = open_, open_len, total_len
+        bm25._avg_idf = bm25._average_idf()
+        return bm25

@@ -11,15 +11,20 @@ from __future__ import annotations
 
 import math
 from collections import Counter, deque
-from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, fields, replace
 from itertools import repeat
 
+import numpy as np
+
 from ..config import MemCompileConfig
+from ..index.payload import FormatError, Reader, Writer, inverse, pick, strings_column
 from ..index.persistent import Forkable
-from ..model import Cell, Descriptor
+from ..model import Cell, Descriptor, from_columns
 from ..text.terms import jaccard
 from .routing import RouteIndex
+
+COUNTED = ("keyword_counts", "person_counts", "dia_counts")  # Cell Counters, stored as ragged keys and counts
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,6 +233,89 @@ class CellLayout(Forkable):
         self._index(cell, d)
         self._unindex_if_full(cell)
         return cell.cell_id
+
+    def encode(self, w: Writer, position: Mapping[str, int]) -> None:
+        """Into a payload: the Cells as columns (members by descriptor position) and their routing."""
+        cells = sorted(self.cells.values(), key=lambda c: c.seq)  # a persistent map iterates in hash order
+        w.doc["layout"] = {
+            "cell_id": [c.cell_id for c in cells],
+            "title": [c.title for c in cells],
+            "session_min": [c.session_min for c in cells],
+            "session_max": [c.session_max for c in cells],
+            "next": self._next,
+        }
+        w.ragged(
+            "cells.descriptors",
+            [c.descriptor_ids for c in cells],
+            lambda ids: np.fromiter(map(position.__getitem__, ids), np.int32, len(ids)),
+        )
+        w.arrays["cells.tokens"] = np.fromiter((c.tokens for c in cells), np.int64, len(cells))
+        w.arrays["cells.has_time"] = np.fromiter((c.has_time for c in cells), np.bool_, len(cells))
+        for name in COUNTED:
+            counters = [getattr(c, name) for c in cells]
+            w.ragged(f"cells.{name}", [list(c) for c in counters], w.code)
+            w.arrays[f"cells.{name}.counts"] = np.fromiter((v for c in counters for v in c.values()), np.int64)
+        self.route.encode(w)  # its Cell numbers are the Cells' seq, the order of the Cells here
+
+    @classmethod
+    def decode(cls, r: Reader, cfg: MemCompileConfig, descriptors: list[Descriptor], ids: list[str]) -> CellLayout:
+        """The layout `encode` wrote, over the descriptors (in position order, with their ids); else FormatError."""
+        doc = r.value("layout", dict)
+        cids = strings_column(doc, "cell_id", None)
+        k, m = len(cids), len(descriptors)
+        titles = strings_column(doc, "title", k)
+        bounds = [doc.get(f"session_{e}") for e in ("min", "max")]
+        if not all(isinstance(b, list) and len(b) == k and set(map(type, b)) <= {int, type(None)} for b in bounds):
+            raise FormatError("session bounds")
+        placed = r.array("cells.descriptors", np.int32, (None,), 0, m)
+        if placed.size and np.bincount(placed).max() > 1:
+            raise FormatError("a descriptor in two Cells")
+        placed_list = placed.tolist()
+        members = r.ragged("cells.descriptors", k, pick(descriptors, placed_list), list)
+        descriptor_ids = r.ragged("cells.descriptors", k, pick(ids, placed_list), list)
+        counters: dict[str, list[Counter[str]]] = {}
+        for name in COUNTED:
+            keys = r.texts(f"cells.{name}", None)
+            counts = r.array(f"cells.{name}.counts", np.int64, (len(keys),), 1).tolist()
+            dicts = list(map(dict, map(zip, r.ragged(f"cells.{name}", k, keys), r.ragged(f"cells.{name}", k, counts))))
+            if sum(map(len, dicts)) != len(keys):
+                raise FormatError(f"{name}: a key twice in one Cell")
+            counters[name] = _counters(dicts)
+        tokens = r.array("cells.tokens", np.int64, (k,), 0)
+        has_time = r.array("cells.has_time", np.bool_, (k,))
+        columns = {
+            "cell_id": cids,
+            "seq": list(range(k)),
+            "descriptor_ids": descriptor_ids,
+            "tokens": tokens.tolist(),
+            "session_min": bounds[0],
+            "session_max": bounds[1],
+            "has_time": has_time.tolist(),
+            "title": titles,
+            **counters,
+        }
+        cells = from_columns(Cell, tuple(columns[f.name] for f in fields(Cell)))
+
+        layout = cls(cfg)
+        layout.cells = dict(zip(cids, cells))
+        if len(layout.cells) != k:
+            raise FormatError("duplicate Cell ids")
+        layout.members = dict(zip(cids, members))
+        sizes = np.diff(r.offsets("cells.descriptors", k, len(placed)))
+        cell_of = np.full(m, -1, dtype=np.int64)
+        cell_of[placed] = np.repeat(np.arange(k), sizes)
+        held = np.flatnonzero(cell_of >= 0)
+        layout.of_descriptor = dict(zip(pick(ids, held.tolist()), pick(cids, cell_of[held].tolist())))
+        room = sizes < cfg.cell_item_capacity  # a full Cell leaves the candidate index (_unindex_if_full)
+        layout._by_key = inverse(r, "cells.keyword_counts", k, cids, room)
+        layout._by_person = inverse(r, "cells.person_counts", k, cids, room)
+        layout._next = doc.get("next")
+        if type(layout._next) is not int:
+            raise FormatError("next Cell number")
+
+        people = list(map(len, counters["person_counts"]))
+        layout.route = RouteIndex.decode(r, cids, people, sizes, has_time)
+        return layout
 
 
 def _counters(dicts: list[dict]) -> list[Counter]:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..config import MemCompileConfig
+from ..index.payload import FormatError, Reader, Writer, inverse
 from ..index.persistent import Forkable
 from ..model import Cell, Descriptor, Intent
 from ..text.terms import jaccard, terms
@@ -31,6 +32,12 @@ _EMPTY = np.zeros(0, dtype=np.int64)
 def _term_set(text: str) -> frozenset[str]:
     """Terms of a keyword or Cell title; both repeat across descriptors, so they are stemmed once."""
     return frozenset(terms(text))
+
+
+@lru_cache(maxsize=16)
+def _density_table(density: float, capacity: int, rows: int) -> np.ndarray:
+    cap = math.log(1 + capacity)
+    return np.asarray([density * math.log(1 + n) / cap for n in range(rows)])
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,19 +57,14 @@ class Routing:
 
 
 class _Postings(Forkable):
-    """key -> Cell numbers holding it, read as a cached array. A fork shares both maps (persistent after the
-    first fork, see index/persistent.py) and copies a key's set the first time it changes it."""
+    """key -> Cell numbers holding it. A fork shares the map (persistent after the first fork, see
+    index/persistent.py) and copies a key's set the first time it changes it."""
 
-    SHARED = ("_cells", "_arrays")
+    SHARED = ("_cells",)
     OWN = {"_cells": set}
 
     def __init__(self) -> None:
         self._cells: dict[str, set[int]] = {}
-        self._arrays: dict[str, np.ndarray] = {}  # a cache: each version keeps its own binding
-
-    def _stale(self, key: str) -> None:
-        if key in self._arrays:
-            self._drop("_arrays", key)
 
     def add(self, key: str, cell_no: int) -> bool:
         """Adds the pair; False when the Cell already held the key (nothing changes, nothing is copied)."""
@@ -70,21 +72,15 @@ class _Postings(Forkable):
         if cells is not None and cell_no in cells:
             return False
         self._own("_cells", key, set).add(cell_no)
-        self._stale(key)
         return True
 
     def discard(self, key: str, cell_no: int) -> None:
         if key in self._cells:
             self._own("_cells", key).discard(cell_no)
-            self._stale(key)
 
     def get(self, key: str) -> np.ndarray:
-        arr = self._arrays.get(key)
-        if arr is None:
-            cells = self._cells.get(key)
-            arr = np.fromiter(cells, dtype=np.int64, count=len(cells)) if cells else _EMPTY
-            self._put("_arrays", key, arr)
-        return arr
+        cells = self._cells.get(key)
+        return np.fromiter(cells, dtype=np.int64, count=len(cells)) if cells else _EMPTY
 
     def count(self, keys: Iterable[str], n: int) -> np.ndarray:
         """|keys & features(c)| for every Cell c < n (keys distinct)."""
@@ -108,7 +104,6 @@ class RouteIndex(Forkable):
         self._cols = np.zeros((5, 64), dtype=np.int64)  # rows: key terms, people, title terms, size, timed
         self._title_terms: list[frozenset[str]] = []
         self.key_post, self.people_post, self.title_post = _Postings(), _Postings(), _Postings()
-        self._density: tuple[tuple[float, int], list[float]] = ((0.0, 0), [])
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -144,15 +139,41 @@ class RouteIndex(Forkable):
                 out[no].add(term)
         return out
 
+    def encode(self, w: Writer) -> None:
+        """Into a payload: each Cell's key terms and title terms (the rest is made again from the Cells)."""
+        w.ragged("route.key_terms", [list(s) for s in self.key_terms()], w.code)
+        w.ragged("route.title_terms", [list(s) for s in self._title_terms], w.code)
+
+    @classmethod
+    def decode(
+        cls, r: Reader, cids: list[str], people: list[int], sizes: np.ndarray, has_time: np.ndarray
+    ) -> RouteIndex:
+        """The routing `encode` wrote for the Cells `cids` (with their number of people, sizes and timed flags)."""
+        k = len(cids)
+        route = cls()
+        route.ids = list(cids)
+        route._title_terms = r.ragged("route.title_terms", k, r.texts("route.title_terms", None), frozenset)
+        route._cols = np.zeros((5, max(64, k)), dtype=np.int64)  # add() grows it by doubling
+        route._cols[:, :k] = np.array(
+            [
+                np.diff(r.offsets("route.key_terms", k, len(r.codes("route.key_terms", None)))),
+                people,
+                list(map(len, route._title_terms)),
+                sizes,
+                has_time,
+            ]
+        )
+        for name, source in (("key_post", "route.key_terms"), ("people_post", "cells.person_counts")):
+            getattr(route, name)._cells = inverse(r, source, k)
+        if sum(map(len, route.key_post._cells.values())) != route._cols[0, :k].sum():
+            raise FormatError("a key term twice in one Cell")
+        route.title_post._cells = inverse(r, "route.title_terms", k)
+        return route
+
     def density(self, sizes: np.ndarray, cfg: MemCompileConfig) -> np.ndarray:
         """route_density * log(1+|c|) / log(1+M_C) by table, with math.log as in the scalar form."""
-        key, table = self._density
-        top = int(sizes.max(initial=0))
-        if key != (cfg.route_density, cfg.cell_item_capacity) or top >= len(table):
-            cap = math.log(1 + cfg.cell_item_capacity)
-            table = [cfg.route_density * math.log(1 + n) / cap for n in range(top + 1)]
-            self._density = ((cfg.route_density, cfg.cell_item_capacity), table)
-        return np.asarray(table)[sizes]
+        rows = max(cfg.cell_item_capacity, int(sizes.max(initial=0))) + 1  # a replayed Cell may be fuller
+        return _density_table(cfg.route_density, cfg.cell_item_capacity, rows)[sizes]
 
     def relevance(
         self, q_terms: set[str], q_people: set[str], temporal: bool, cfg: MemCompileConfig

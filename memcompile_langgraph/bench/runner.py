@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 from ..config import MemCompileConfig
-from ..index.heap import release_free_memory
 from ..memory import MemCompile
+from ..process import release_free_memory
 from ..runtime.add_turns import INGEST_BATCH
 from .peer import NAME as PEER_NAME
 from .peer import PeerStore

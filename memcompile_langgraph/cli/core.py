@@ -95,7 +95,7 @@ def import_memory(dense: bool = False) -> tuple[type, Any]:
     """The MemCompile class and, with dense, the default embedder (None without a model), imported with the cyclic
     collector paused: LangGraph, LangChain and LangSmith make ~10^5 long-lived objects as they load, which it would
     otherwise walk ~250 times (~0.4 CPU-s of ~3 here). The embedder's model loads meanwhile, on the other core."""
-    from ..index.gc_pause import gc_paused
+    from ..process import gc_paused
 
     with gc_paused():
         embeddings = None

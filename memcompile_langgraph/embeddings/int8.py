@@ -17,6 +17,8 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..settings import cache_root
+
 if TYPE_CHECKING:
     import onnx
 
@@ -47,11 +49,6 @@ def model_identity(model_dir: Path, precision: str = "int8") -> tuple[str, Path]
     if built is not None:
         return f"{MODEL_NAME}/{built.stem}", built
     return f"{MODEL_NAME}/fp32-{model_digest(model_dir / 'model.onnx')}", model_dir / "model.onnx"
-
-
-def cache_root() -> Path:
-    env = os.environ.get("MEMCOMPILE_CACHE_DIR")
-    return Path(env) if env else Path.home() / ".cache" / "memcompile"
 
 
 def model_digest(model: Path) -> str:

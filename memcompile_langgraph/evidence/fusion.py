@@ -19,7 +19,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..address.candidates import lexical_query
-from ..address.dense import QuerySimilarities, top_positions
+from ..address.dense import QuerySimilarities, query_similarities, top_positions
 from ..address.intent import addressed_speakers
 from ..config import MemCompileConfig
 from ..index.user import UserIndex
@@ -115,7 +115,7 @@ def fusion_signals(
         out["fusion_address"] = zscore(s_pq)
     if query_vectors and len(index.vectors) == n:
         rows = index.vector_rows()
-        arrays = index.vectors.query_similarities(query_vectors, similarities).arrays
+        arrays = query_similarities(index.vectors, query_vectors, similarities).arrays
         for name, sims in zip(("fusion_dense", "fusion_dense_question"), arrays):
             if want(name):
                 out[name] = zscore(sims[rows].astype(np.float64))

@@ -26,12 +26,13 @@ class _Mark:
 
 
 class GrowArray:
-    __slots__ = ("data", "n", "_mark")
+    __slots__ = ("data", "n", "_mark", "_from")
 
     def __init__(self, dtype: type, capacity: int = 4, row: tuple[int, ...] = ()):
         self.data: np.ndarray = np.zeros((max(capacity, 1), *row), dtype=dtype)
         self.n = 0
         self._mark = _Mark(0)
+        self._from = 0  # rows from here on were written by this view alone (put changes them in place)
 
     def __len__(self) -> int:
         return self.n
@@ -40,13 +41,14 @@ class GrowArray:
     def of(cls, rows: np.ndarray) -> GrowArray:
         """A view holding `rows` itself, not a copy (views of one loaded array): being full, its first append copies."""
         out = object.__new__(cls)
-        out.data, out.n, out._mark = rows, len(rows), _Mark(len(rows))
+        out.data, out.n, out._mark, out._from = rows, len(rows), _Mark(len(rows)), 0
         return out
 
     def fork(self) -> GrowArray:
         out = object.__new__(GrowArray)
-        out.data, out.n, out._mark = self.data, self.n, self._mark
+        out.data, out.n, out._mark, out._from = self.data, self.n, self._mark, self.n
         self._mark.forked = True
+        self._from = self.n  # its rows are the fork's to read now
         return out
 
     def view(self) -> np.ndarray:
@@ -55,7 +57,7 @@ class GrowArray:
     def _copy(self, capacity: int) -> None:
         data = np.zeros((max(capacity, 1), *self.data.shape[1:]), dtype=self.data.dtype)
         data[: self.n] = self.data[: self.n]
-        self.data, self._mark = data, _Mark(self.n)
+        self.data, self._mark, self._from = data, _Mark(self.n), 0
 
     def reserve(self, rows: int) -> None:
         """Makes rows [n, n + rows) writable by this view alone."""
@@ -84,6 +86,10 @@ class GrowArray:
         if self._mark.forked:
             self._copy(len(self.data))
         return self.data
+
+    def put(self, i: int, value: npt.ArrayLike) -> None:
+        """Row i < n set: in place when this view appended it itself, else in a copy of the buffer."""
+        (self.data if i >= self._from else self.writable())[i] = value
 
     def insert(self, i: int, value: npt.ArrayLike) -> None:
         self.reserve(1)

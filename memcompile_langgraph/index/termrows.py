@@ -18,6 +18,7 @@ from typing import overload
 import numpy as np
 
 from .growarray import GrowArray
+from .persistent import Forkable
 
 
 class TermTable:
@@ -44,10 +45,11 @@ class TermTable:
         return out
 
 
-class TermRows:
-    """What UserIndex.claim_terms and key_terms are: row i is the tuple of descriptor i's distinct terms."""
+class TermRows(Forkable):
+    """What UserIndex.claim_terms and key_terms are: row i is the tuple of descriptor i's distinct terms. A fork
+    shares the table (it only gains terms) and forks both arrays."""
 
-    __slots__ = ("table", "_codes", "_offsets")
+    CHILDREN = ("_codes", "_offsets")
 
     def __init__(self) -> None:
         self.table = TermTable()
@@ -64,11 +66,6 @@ class TermRows:
         out.table = TermTable(map(strings.__getitem__, used.tolist()))
         out._codes = GrowArray.of(compact.astype(np.int32).reshape(-1))
         out._offsets = GrowArray.of(np.array(offsets, dtype=np.int64))  # a copy: not a view of the file
-        return out
-
-    def fork(self) -> TermRows:
-        out = object.__new__(TermRows)
-        out.table, out._codes, out._offsets = self.table, self._codes.fork(), self._offsets.fork()
         return out
 
     def __len__(self) -> int:

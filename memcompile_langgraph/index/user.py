@@ -10,14 +10,15 @@ import numpy as np
 
 from ..address.bm25 import BM25Index
 from ..address.cells import CellLayout
-from ..address.dense import PacketVectors
 from ..config import MemCompileConfig
 from ..model import Descriptor, SourcePacket
+from ..process import gc_paused
 from ..text.terms import only_asks, terms
 from ..text.timeparse import time_span
-from .gc_pause import gc_paused
+from .growarray import GrowArray
 from .persistent import Forkable, Rows
-from .termrows import TermRows
+from .termrows import TermRows, TermTable
+from .vectors import PacketVectors
 
 
 def descriptor_terms(d: Descriptor) -> tuple[list[str], list[str], list[str]]:
@@ -53,6 +54,11 @@ def packet_document(p: SourcePacket, claims: list[Descriptor], kind: str = "pack
     return "\n".join(parts)
 
 
+def asks_only(p: SourcePacket) -> bool:
+    """A turn that only asks (text.only_asks); a shared image states something."""
+    return not p.image_caption and only_asks(p.text)
+
+
 def packet_lexical_document(
     p: SourcePacket, claims: list[Descriptor], previous: SourcePacket | None, following: SourcePacket | None
 ) -> list[str]:
@@ -84,7 +90,9 @@ class UserIndex(Forkable):
         "packet_timed",
     )
     COPIED = ("people", "sessions", "session_packets")
-    CHILDREN = ("layout", "bm25", "packet_bm25", "vectors", "claim_terms", "key_terms")
+    # the columns queries read as arrays, appended by the writes that add their rows
+    COLUMNS = ("_sessions", "_claim_rows", "_timed", "_speakers", "_asking", "_spans")
+    CHILDREN = ("layout", "bm25", "packet_bm25", "vectors", "claim_terms", "key_terms", *COLUMNS)
 
     user_id: str
     cfg: MemCompileConfig
@@ -113,16 +121,15 @@ class UserIndex(Forkable):
     bm25: BM25Index = None  # type: ignore[assignment]
     packet_bm25: BM25Index = None  # type: ignore[assignment]
     vectors: PacketVectors = None  # type: ignore[assignment]
-    _sessions: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64), repr=False)
-    _speakers: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32), repr=False)  # speaker codes
-    _speaker_codes: dict[str, int] = field(default_factory=dict, repr=False)
+    _sessions: GrowArray = field(default_factory=lambda: GrowArray(np.int64, 256), repr=False)
+    _claim_rows: GrowArray = field(default_factory=lambda: GrowArray(np.int64, 256), repr=False)
+    _timed: GrowArray = field(default_factory=lambda: GrowArray(np.float64, 256), repr=False)  # packet_timed, 1/0
+    _speakers: GrowArray = field(default_factory=lambda: GrowArray(np.int32, 256), repr=False)  # speaker codes
+    _speaker_codes: TermTable = field(default_factory=TermTable, repr=False)  # shared by forks, only grows
+    _asking: GrowArray = field(default_factory=lambda: GrowArray(np.float64, 256), repr=False)
+    _spans: GrowArray = field(default_factory=lambda: GrowArray(np.int64, 256, (3,)), repr=False)  # _time_spans
     _rows: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64), repr=False)
     _rows_key: tuple[int, int] = (-1, -1)
-    _claim_rows: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64), repr=False)
-    _timed: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
-    _asking: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
-    _spans: np.ndarray = field(default_factory=lambda: np.zeros((0, 3), np.int64), repr=False)
-    _spans_read: int = field(default=0, repr=False)  # packets whose spans _spans holds
 
     def __post_init__(self) -> None:
         self.layout = CellLayout(self.cfg)
@@ -160,34 +167,19 @@ class UserIndex(Forkable):
             self._rows_key = key
         return self._rows
 
-    def _array(self, cache: str, column: str, dtype: type) -> np.ndarray:
-        """`column` as an array, kept in `cache` until the column grows (a published snapshot never changes)."""
-        values = getattr(self, column)
-        if len(getattr(self, cache)) != len(values):
-            setattr(self, cache, np.fromiter(values, dtype, len(values)))
-        array: np.ndarray = getattr(self, cache)
-        return array
-
     def session_array(self) -> np.ndarray:
-        return self._array("_sessions", "packet_sessions", np.int64)
+        return self._sessions.view()
 
     def claim_packet_array(self) -> np.ndarray:
-        return self._array("_claim_rows", "claim_packets", np.int64)
+        return self._claim_rows.view()
 
     def timed_array(self) -> np.ndarray:
         """packet_timed as 1.0 / 0.0."""
-        return self._array("_timed", "packet_timed", np.float64)
+        return self._timed.view()
 
     def asking_array(self) -> np.ndarray:
-        """1.0 for packets that only ask (text.only_asks; a shared image states something); packets are append-only,
-        so only new ones are read (a new array: a fork shares the old one)."""
-        n, done = len(self.packet_order), len(self._asking)
-        if done != n:
-            done = done if done < n else 0
-            packets = (self.packets[self.packet_order[i]] for i in range(done, n))
-            tail = np.fromiter((not p.image_caption and only_asks(p.text) for p in packets), np.float64, n - done)
-            self._asking = np.concatenate([self._asking[:done], tail])
-        return self._asking
+        """1.0 for packets that only ask (text.only_asks; a shared image states something)."""
+        return self._asking.view()
 
     def dated_array(self, asked: str) -> np.ndarray:
         """1.0 for packets about the time a question names ("on 1 May, 2022", "in April 2022"): said within it, or
@@ -195,38 +187,27 @@ class UserIndex(Forkable):
         out = np.zeros(len(self.packet_order))
         span = time_span(asked)
         if span is not None:
-            rows, first, last = self._time_spans()
+            spans = self._spans.view()
+            rows, first, last = spans[:, 0], spans[:, 1], spans[:, 2]
             out[rows[(first <= span[1].toordinal()) & (last >= span[0].toordinal())]] = 1.0
         return out
 
-    def _time_spans(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(packet row, first day, last day) of every span a packet is about: its session's time and its claims'
-        event times, as day ordinals; packets are append-only, so only new ones are read (a new array: a fork
-        shares the old one)."""
-        n = len(self.packet_order)
-        if self._spans_read != n:
-            done = self._spans_read if self._spans_read < n else 0
-            spans = []
-            for row in range(done, n):
-                p = self.packets[self.packet_order[row]]
-                for value in (p.session_time or "", *(d.event_time for d in self.by_packet[p.packet_id])):
-                    if value and (span := time_span(value)) is not None:
-                        spans.append((row, span[0].toordinal(), span[1].toordinal()))
-            known = self._spans if done else self._spans[:0]
-            self._spans = np.concatenate([known, np.array(spans, dtype=np.int64).reshape(-1, 3)])
-            self._spans_read = n
-        return self._spans[:, 0], self._spans[:, 1], self._spans[:, 2]
+    def time_spans(self, rows: Iterable[int]) -> np.ndarray:
+        """(packet row, first day, last day) of every span the packets at `rows` are about: their session's time
+        and their claims' event times, as day ordinals."""
+        spans = []
+        for row in rows:
+            p = self.packets[self.packet_order[row]]
+            for value in (p.session_time or "", *(d.event_time for d in self.by_packet[p.packet_id])):
+                if value and (span := time_span(value)) is not None:
+                    spans.append((row, span[0].toordinal(), span[1].toordinal()))
+        return np.array(spans, dtype=np.int64).reshape(-1, 3)
 
     def speaker_mask(self, names: Iterable[str]) -> np.ndarray:
         """1.0 for packets spoken by one of the names (compared as integer codes: isin over 20k strings took ~2 ms)."""
-        if len(self._speakers) != len(self.packet_speakers):
-            codes: dict[str, int] = {}
-            self._speakers = np.fromiter(
-                (codes.setdefault(s, len(codes)) for s in self.packet_speakers), np.int32, len(self.packet_speakers)
-            )
-            self._speaker_codes = codes
-        wanted = [self._speaker_codes[n] for n in names if n in self._speaker_codes]
-        return np.isin(self._speakers, wanted).astype(np.float64)
+        codes = self._speaker_codes.codes  # a code another fork added is one no row of this one holds
+        wanted = [codes[n] for n in names if n in codes]
+        return np.isin(self._speakers.view(), wanted).astype(np.float64)
 
     def _lexical_document(self, pos: int, following: SourcePacket | None) -> list[str]:
         pid = self.packet_order[pos]
@@ -253,8 +234,11 @@ class UserIndex(Forkable):
                 else None
             )
             documents.append(self._lexical_document(pos, following))
-            self._put("packet_timed", pos, any(d.event_time for d in self.by_packet[packet.packet_id]))
+            timed = any(d.event_time for d in self.by_packet[packet.packet_id])
+            self._put("packet_timed", pos, timed)
+            self._timed.put(pos, float(timed))
         self.packet_bm25.add_many(documents)
+        self._spans.extend(self.time_spans(positions))
 
     def add_packet(self, p: SourcePacket) -> None:
         pid = p.packet_id
@@ -264,6 +248,10 @@ class UserIndex(Forkable):
         self._push("packet_sessions", p.session)
         self._push("packet_speakers", p.speaker)
         self._push("packet_timed", False)
+        self._sessions.append(p.session)
+        self._timed.append(0.0)
+        self._speakers.append(self._speaker_codes.encode((p.speaker,))[0])
+        self._asking.append(float(asks_only(p)))
         self._put("by_dia", p.dia_id, pid)
         self._put("hashes", p.content_hash, pid)
         if pid not in self.by_packet:
@@ -289,7 +277,9 @@ class UserIndex(Forkable):
             for name in d.people:
                 self.people.setdefault(name, None)
         self._push_all("descriptors", descriptors)
-        self._push_all("claim_packets", [self.packet_position[d.packet_id] for d in descriptors])
+        rows = [self.packet_position[d.packet_id] for d in descriptors]
+        self._push_all("claim_packets", rows)
+        self._claim_rows.extend(rows)
         self.claim_terms.extend(claim_terms)
         self.key_terms.extend(key_terms)
         self.bm25.add_many(documents)

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from ..index.heap import release_free_memory
 from ..ingest.progress import IngestProgress
 from ..ingest.turn_input import Occurrence
 from ..ingest_graph import ingest_graph
+from ..process import release_free_memory
 from .context import MemoryContext
 from .host import Host
 from .unit_of_work import UnitOfWork

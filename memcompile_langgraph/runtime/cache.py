@@ -21,9 +21,8 @@ from functools import partial
 
 import numpy as np
 
-from ..index.gc_pause import gc_paused
-from ..index.heap import release_free_memory
 from ..index.user import UserIndex
+from ..process import gc_paused, release_free_memory
 from ..store.protocols import Head, VectorStoreError
 from . import upgrade
 from .consistency import reconcile
@@ -150,6 +149,8 @@ class IndexCache:
     def publish(self, index: UserIndex) -> UserState:
         """Makes `index` the user's snapshot unless a newer one is published already (versions only grow); returns the
         user's state."""
+        if len(index.vectors) == len(index.packet_order):  # what a query reads them for (evidence/fusion.py)
+            index.vector_rows()  # made now: readers of a published snapshot never fill a field of it
         with self._map_lock:
             state = self._states.get(index.user_id)
             if state is None:

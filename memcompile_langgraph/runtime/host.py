@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..config import MemCompileConfig
 from ..llm.store import LLMStore
+from ..settings import cache_root
 from ..store.protocols import RecordsStore
 from .cache import IndexCache
 from .engine import Engine, build_engine
@@ -91,6 +92,4 @@ def snapshot_folder(path: Path | None, records: RecordsStore) -> Path:
     in this machine's cache, per store."""
     if path is not None:
         return path / "snapshots"
-    from ..embeddings.int8 import cache_root
-
     return cache_root() / "snapshots" / records.store_id()

@@ -32,8 +32,8 @@ import numpy as np
 
 from ..config import MemCompileConfig
 from ..index.codec import decode_index, decode_tail, encode_index, encode_tail
-from ..index.gc_pause import gc_paused
 from ..index.user import UserIndex
+from ..process import gc_paused
 from ..store.layout import private_folder, user_key
 from ..store.protocols import Head
 from .user_state import Stamp

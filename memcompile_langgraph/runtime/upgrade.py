@@ -27,8 +27,8 @@ import threading
 from collections.abc import Callable
 from typing import Protocol
 
-from ..address.dense import PacketVectors
 from ..index.user import UserIndex
+from ..index.vectors import PacketVectors
 from ..store.rows import REEMBEDDING
 from .engine import Engine, bundles
 
