@@ -7,6 +7,8 @@ import re
 from dataclasses import replace
 from typing import Any
 
+import numpy as np
+
 from ..index.user import UserIndex
 from ..model import SourcePacket
 from ..text.terms import bounded, count_tokens, header_field, one_line
@@ -79,7 +81,14 @@ def superseded(index: UserIndex, packet_ids: list[str], query: str, decide: Any 
     # the assistant's statements (examples, suggestions) are not facts of the user's that a later one updates
     said = [index.packets[p] for p in packet_ids if index.packets[p].speaker != index.cfg.assistant_speaker]
     idf = lambda t: index.bm25.idf(t) / rarest  # noqa: E731
-    return decide(said, claims, query, idf, index.user_id) if decide else supersessions(said, claims, query, idf)
+    if decide:
+        return decide(said, claims, query, idf, index.user_id)
+    rows = index.vectors.row
+    if not all(p.packet_id in rows for p in said):  # no vectors (yet): the attribute rule alone
+        return supersessions(said, claims, query, idf)
+    m = index.vectors.matrix()
+    unit = {p.packet_id: m[rows[p.packet_id]] / (float(np.linalg.norm(m[rows[p.packet_id]])) or 1.0) for p in said}
+    return supersessions(said, claims, query, idf, lambda a, b: float(unit[a] @ unit[b]))
 
 
 def mark_notes(index: UserIndex, found: dict[str, Supersession]) -> dict[str, str]:

@@ -164,12 +164,14 @@ def supersessions(
     claims: Callable[[str], Sequence[str]],
     query: str,
     idf: Callable[[str], float],
+    cosine: Callable[[str, str], float] | None = None,
 ) -> dict[str, Supersession]:
-    """Earlier packet id -> the latest later packet of the same speaker restating one of its facts."""
+    """Earlier packet id -> the latest later packet of the same speaker restating one of its facts: a value of the
+    kind the question asks for (with the packets' `cosine`, when there are vectors), or an attribute's value."""
     q, count = topic_terms(query), counted(query)
     ordered = sorted(packets, key=lambda p: p.seq)
     said = {p.packet_id: [s for c in claims(p.packet_id) if (s := statement(c, q))] for p in ordered}
-    out: dict[str, Supersession] = {}
+    out = typed_supersessions(packets, claims, query, cosine) if cosine else {}
     for i, old in enumerate(ordered):
         for new in ordered[i + 1 :]:
             if new.speaker != old.speaker or old.packet_id in out:
@@ -179,6 +181,81 @@ def supersessions(
                 if found:
                     out[old.packet_id] = Supersession(
                         old.packet_id, new.packet_id, tuple(sorted(found[0])), tuple(sorted(found[1]))
+                    )
+                    break
+    return out
+
+
+# the kinds of value a question can ask for, each as (question cue, value pattern): a question asking when, how long,
+# how much money, which share or how big is answered by a value of that kind, whatever the words around it (names
+# are not: a later name of the same kind is as often another thing as a new value)
+_KINDS = (
+    (re.compile(r"^\s*when\b|\bwhat (?:date|day|time)\b|\b(?:deadline|scheduled)\b", re.I), _DATE_OR_TIME),
+    (
+        re.compile(r"\bhow long\b", re.I),
+        re.compile(r"\b\d+(?:\.\d+)?\s*(?:seconds?|minutes?|mins?|hours?|hrs?|days?|weeks?|months?|years?)\b", re.I),
+    ),
+    (
+        re.compile(r"\bhow much\b|\b(?:budget|cost|price|salary|rent|fee|spend)\b", re.I),
+        re.compile(r"\$\s?\d[\d,.]*\s*[km]?\b|\b\d[\d,.]*\s*(?:dollars|euros?|pounds)\b", re.I),
+    ),
+    (re.compile(r"\brate\b|\bpercent|\bshare\b", re.I), re.compile(r"\b\d+(?:\.\d+)?\s?%")),
+    (
+        re.compile(r"\bhow (?:big|large|heavy|far)\b|\bsize\b", re.I),
+        re.compile(r"\b\d+(?:\.\d+)?\s*(?:[kmgt]b|bytes?|km|miles?|kg|lbs?|pounds|meters?|feet)\b", re.I),
+    ),
+)
+
+
+# the kind is what the question itself asks for: its head (a "when" further on is a clause about something else, as
+# in "how many days passed between when ..."); a question in the past tense asks about an event, not a current value
+UPDATE_HEAD_WORDS = 6
+_PAST = re.compile(r"^\s*(?:\w+\s+){1,2}(?:did|was|were|had)\b", re.I)
+# two statements carrying the asked kind of value are about one subject only when their packet vectors are this close:
+# sharing the question's words alone also joins a neighbour ("an interview with the creative director via Zoom" after
+# "the Zoom call with the creative director moved")
+UPDATE_KIND_MIN_COSINE = 0.6
+
+
+def answer_values(query: str, claim: str) -> frozenset[str] | None:
+    """The values in `claim` of the kind `query` asks for (None when the question asks for no kind we know)."""
+    head = " ".join(query.split()[:UPDATE_HEAD_WORDS])
+    if _PAST.match(head):
+        return None
+    kinds = [v for cue, v in _KINDS if cue.search(head)]
+    if not kinds:
+        return None
+    found = {m.group(0) for v in kinds for m in v.finditer(claim)}
+    return frozenset(" ".join(re.sub(r"[$,]", "", f).lower().split()) for f in found)
+
+
+def typed_supersessions(
+    packets: Sequence[SourcePacket],
+    claims: Callable[[str], Sequence[str]],
+    query: str,
+    cosine: Callable[[str, str], float],
+) -> dict[str, Supersession]:
+    """Earlier packet id -> the latest later packet of the same speaker, about the same subject (a claim of each
+    names a topic term of the question, and the packets' vectors are close), carrying another value of the kind the
+    question asks for."""
+    q = topic_terms(query)
+    ordered = sorted(packets, key=lambda p: p.seq)
+    said: dict[str, list[frozenset[str]]] = {}
+    for p in ordered:
+        vals = [answer_values(query, c) for c in claims(p.packet_id) if topic_terms(c) & q]
+        said[p.packet_id] = [v for v in vals if v]
+    out: dict[str, Supersession] = {}
+    for i, old in enumerate(ordered):
+        for new in reversed(ordered[i + 1 :]):
+            if new.speaker != old.speaker or old.packet_id in out or not said[old.packet_id]:
+                continue
+            if cosine(old.packet_id, new.packet_id) < UPDATE_KIND_MIN_COSINE:
+                continue
+            for a in said[old.packet_id]:
+                b = next((b for b in said[new.packet_id] if a - b and b - a), None)
+                if b:
+                    out[old.packet_id] = Supersession(
+                        old.packet_id, new.packet_id, tuple(sorted(a - b)), tuple(sorted(b - a))
                     )
                     break
     return out
