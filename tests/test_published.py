@@ -12,12 +12,8 @@ from immutables import Map
 
 from memcompile_langgraph.bench.synthetic import generate
 from memcompile_langgraph.index.persistent import Column, Layered
-from memcompile_langgraph.index.user import UserIndex
 
 LOCK = type(threading.Lock())
-# vector_rows() is still kept on the index until the publish path makes it (the vectors arrive after the index's
-# own writes); everything else a query reads is made by the writes
-KEPT_ON_USE = {(UserIndex, "_rows"), (UserIndex, "_rows_key")}
 
 
 def fingerprint(obj: Any) -> Any:
@@ -40,8 +36,7 @@ def fingerprint(obj: Any) -> Any:
         return ("callable", repr(obj))
     names = list(getattr(obj, "__dict__", ()))
     names += [n for klass in type(obj).__mro__ for n in getattr(klass, "__slots__", ()) if hasattr(obj, n)]
-    kept = {n for klass, n in KEPT_ON_USE if isinstance(obj, klass)}
-    return (type(obj).__name__, [(n, fingerprint(getattr(obj, n))) for n in names if n not in kept])
+    return (type(obj).__name__, [(n, fingerprint(getattr(obj, n))) for n in names])
 
 
 QUESTIONS = [

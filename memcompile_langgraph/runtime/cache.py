@@ -149,6 +149,8 @@ class IndexCache:
     def publish(self, index: UserIndex) -> UserState:
         """Makes `index` the user's snapshot unless a newer one is published already (versions only grow); returns the
         user's state."""
+        if len(index.vectors) == len(index.packet_order):  # what a query reads them for (evidence/fusion.py)
+            index.vector_rows()  # made now: readers of a published snapshot never fill a field of it
         with self._map_lock:
             state = self._states.get(index.user_id)
             if state is None:
