@@ -26,7 +26,7 @@ from support.pg_server import BINDIR
 
 from memcompile_langgraph import MemCompile
 from memcompile_langgraph.runtime import cache as cache_module
-from memcompile_langgraph.runtime import consistency
+from memcompile_langgraph.runtime import consistency, upgrade
 from memcompile_langgraph.runtime.engine import bundles
 from memcompile_langgraph.store import sqlite as sqlite_records
 from memcompile_langgraph.store.layout import user_key
@@ -576,9 +576,15 @@ def test_a_reader_leaves_many_edited_vectors_to_the_writer_and_serves_none_of_th
     mem = MemCompile(tmp_path / "store", embeddings=embeddings, chroma_url=chroma_url)
     mem.add_turns([turn(t, n) for n, t in enumerate(KAYAK, 1)], "u")
     sqlite_sql(tmp_path / "store", EDIT)
+    asked: list[str] = []
+    start = upgrade.Jobs.start
+    monkeypatch.setattr(upgrade.Jobs, "start", lambda jobs, user_id: asked.append(user_id))  # the job not run yet
     assert dense_vector(mem, "D1:2") is None and stored_vector(mem, "D1:2") is None  # neither index nor store
     assert mem.compile("green scarf", "u").trace["dense"]["hits"] == 2  # the query falls back on the store
-    mem.add_turns([turn("Biscuit learned to swim.", 4)], "u")  # the user's next writer makes it
+    assert asked == ["u"]  # the read left the vector to the re-embed job
+    monkeypatch.setattr(upgrade.Jobs, "start", start)
+    mem.add_turns([turn("Biscuit learned to swim.", 4)], "u")  # the user's next writer starts the job again
+    assert mem.host.cache.reembeds.wait(60)
     new = embedded_now(mem, embeddings, "D1:2")
     assert cosine(dense_vector(mem, "D1:2"), new) > 0.999 and cosine(stored_vector(mem, "D1:2"), new) > 0.999
     mem.close()
