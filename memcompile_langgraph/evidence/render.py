@@ -22,8 +22,9 @@ HEADER_FIELD_CHARS = 80  # a stored dia_id or speaker is kept whole; its header 
 
 
 def shown_field(value: object) -> str:
-    """A stored field as a header shows it: escaped (header_field) and cut to HEADER_FIELD_CHARS with a marker."""
-    return bounded(header_field(value), HEADER_FIELD_CHARS)
+    """A stored field as a header shows it: cut to HEADER_FIELD_CHARS with a marker, then escaped (header_field), so
+    that the marker's brackets cannot close the field's own."""
+    return header_field(bounded(one_line(str(value)), HEADER_FIELD_CHARS))
 
 
 def header(p: SourcePacket) -> str:

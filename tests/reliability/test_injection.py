@@ -6,9 +6,11 @@ from __future__ import annotations
 import re
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from memcompile_langgraph import MemCompile
-from memcompile_langgraph.evidence.render import shown_field
+from memcompile_langgraph.evidence.render import HEADER_FIELD_CHARS, shown_field
 from memcompile_langgraph.llm.prompts import label_request
 from memcompile_langgraph.llm.validation import InvalidReply, parse_labels
 
@@ -69,6 +71,13 @@ def test_stored_text_cannot_forge_a_block(hostile, view):
     assert len(headers) == len(ctx.packets)
     assert not any(line.startswith("[D9:9]") for line in ctx.text.split("\n"))
     assert "hunter2" in ctx.text  # the content is kept, only inside its own block
+
+
+@given(st.text(max_size=3 * HEADER_FIELD_CHARS))
+def test_a_header_field_of_any_length_has_no_separator_of_its_own(value):
+    shown = shown_field(value)
+    assert not set(shown) & set("[]|\n\r")  # the cut marker included: it cannot close the field's brackets
+    assert len(shown) <= HEADER_FIELD_CHARS + len(" (... 9999 more characters)")
 
 
 def test_scheduler_request_quotes_content_and_keeps_the_closed_list(hostile):
