@@ -143,7 +143,7 @@ def test_incremental_writes_on_the_synthetic_history_equal_a_reload():
         mem.add_turns([t], user_id="u")  # each one a fork of the last snapshot, extended and published
     live = mem.index("u")
     assert len(live.packets) == 400
-    mem.host.cache.invalidate("u")
+    mem.host.cache.drop("u")
     reloaded = mem.index("u")
     assert reloaded is not live
     assert dict(reloaded.layout.of_descriptor) == dict(live.layout.of_descriptor)

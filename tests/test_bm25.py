@@ -148,7 +148,7 @@ def test_packet_documents_indexed_in_one_call_equal_one_call_per_packet():
         one_by_one.register([d])
     for pid in built.packet_order:
         one_by_one.index_packet_text([pid])
-    mem.host.cache.invalidate("u")
+    mem.host.cache.drop("u")
     loaded = mem.index("u")  # a reload indexes every packet in one call
     rng = random.Random(2)
     vocab = sorted({t for i in range(len(built.packet_order)) for t in loaded._lexical_document(i, None)})

@@ -303,7 +303,7 @@ def test_a_user_loading_cold_does_not_block_another_users_queries(make_mem):
     mem = make_mem("store", turns=demo_turns())
     mem.add_turns(_turns(5, "b"), user_id="b")
     cache = mem.host.cache
-    cache.invalidate("u")
+    cache.drop("u")
     with cache._map_lock:
         lock = cache._states.setdefault("u", UserState("u")).load_lock
     done = threading.Event()

@@ -74,7 +74,7 @@ def test_a_published_state_carries_its_stamp_and_a_drop_leaves_nothing(make_mem)
     assert state.published[1] == Stamp.of(index) and state.published[1].same(mem.engine.records.head("u"))
     cache.persist(state, index, force=True)
     assert state.persisted == len(index.packets) and cache.files.path("u").exists()
-    cache.invalidate("u")
+    cache.drop("u")
     assert cache.state("u") is None and len(cache) == 0 and not cache.files.path("u").exists()
     assert mem.index("u").packets  # loaded again from the records
     mem.forget("u")
@@ -87,7 +87,7 @@ def test_a_user_dropped_while_it_loads_keeps_only_its_load_lock(make_mem):
     mem.index("u")
     with cache._loading("u") as state:  # as if another thread were loading it
         state.repair = Repair.BUSY
-        cache.invalidate("u")
+        cache.drop("u")
         assert cache.state("u") is state  # the lock others wait for stays theirs
         assert state.published is None and state.persisted == 0 and state.repair is Repair.DONE
     assert cache.state("u") is None  # and goes with the last holder

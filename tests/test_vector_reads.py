@@ -48,7 +48,7 @@ def test_a_full_load_reads_the_vector_sources_once(tmp_path, embeddings):
     mem.close()
     fresh = MemCompile(store, embeddings=embeddings)
     try:
-        fresh.host.cache.invalidate("one")  # no snapshot file: a load from every record
+        fresh.host.cache.drop("one")  # no snapshot file: a load from every record
         reads = Calls(fresh.engine.vectors, "sources")
         embedded = Calls(fresh.engine.embeddings, "embed_documents")
         index = fresh.index("one")
@@ -71,7 +71,7 @@ def test_a_vector_stored_after_the_load_read_them_is_seen_not_made_again(tmp_pat
     mem.close()
     fresh = MemCompile(store, embeddings=embeddings)
     try:
-        fresh.host.cache.invalidate("late")
+        fresh.host.cache.drop("late")
         vectors = fresh.engine.vectors
         upsert = vectors.upsert
 

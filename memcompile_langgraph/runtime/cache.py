@@ -143,7 +143,7 @@ class IndexCache:
             cached = list(self._states)
         for user_id in cached:
             if not self.engine.records.head(user_id).version:
-                self._drop(user_id)
+                self._drop_state(user_id)
         return self.files.sweep(self.engine.records.head) if self.files is not None else 0
 
     def publish(self, index: UserIndex) -> UserState:
@@ -179,12 +179,13 @@ class IndexCache:
                 del self._states[user_id]
                 published -= 1
 
-    def invalidate(self, user_id: str) -> None:
-        self._drop(user_id)
+    def drop(self, user_id: str) -> None:
+        """Nothing derived of the user is kept, in memory or in snapshot files (the records make it again)."""
+        self._drop_state(user_id)
         if self.files is not None:
-            self.files.remove(user_id)
+            self.files.drop(user_id)
 
-    def _drop(self, user_id: str) -> None:
+    def _drop_state(self, user_id: str) -> None:
         """Nothing derived of the user is kept: its state goes (one still busy keeps only its load lock and its
         pending vectors, whose job checks the records before it stores them)."""
         with self._map_lock:
@@ -197,9 +198,9 @@ class IndexCache:
     def _load(self, state: UserState, published: tuple[UserIndex, Stamp] | None, head: Head) -> UserIndex:
         user_id, version, epoch = state.user_id, head.version, head.epoch
         if not version:  # the user is gone from the records (a forget, maybe on another machine): so is all here
-            self._drop(user_id)
+            self._drop_state(user_id)
             if self.files is not None:
-                self.files.discard(user_id)
+                self.files.drop_build(user_id)
             published = None
         base, tail, forked = None, {}, False
         if published is not None and published[1].extends(head, partial(self.engine.records.digest_at, user_id)):

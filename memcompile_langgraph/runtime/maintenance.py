@@ -51,7 +51,7 @@ def sweep_moved(host: Host) -> int:
         removed += files.sweep_moved(engine.records.holds)
     earlier = engine.records.moved()
     if earlier and files is not None and engine.path is not None:
-        removed += files.clear()  # the store directory's own folder: every file in it came with the move
+        removed += files.drop_all()  # the store directory's own folder: every file in it came with the move
     for moved in earlier:
         if moved.held is False:
             removed += engine.vectors.drop_namespace(namespace_of(moved.store_id))
@@ -66,7 +66,7 @@ def _forget_derived(host: Host, user_id: str) -> None:
     engine.vectors.drop(user_id, scrub=True)  # also when a crash left no collection to drop, only its files
     if engine.llm_store is not None:
         engine.llm_store.delete_user(user_id, whole_user=True)
-    host.cache.invalidate(user_id)
+    host.cache.drop(user_id)
     engine.records.forget_done(user_id)
 
 
@@ -81,7 +81,7 @@ def delete_turns(host: Host, user_id: str, dia_ids: list[str]) -> int:
             engine.vectors.delete(user_id, pids)
             if engine.llm_store is not None:  # cached replies may quote the deleted turns
                 engine.llm_store.delete_user(user_id, whole_user=False)
-            host.cache.invalidate(user_id)
+            host.cache.drop(user_id)
         return len(pids)
 
 
@@ -94,7 +94,7 @@ def reembed_user(host: Host, user_id: str) -> int:
         engine.records.set_embedding(user_id, REEMBEDDING)
         index = host.cache.snapshot(user_id).fork()
         reembed(engine, index, made_by)
-        host.cache.invalidate(user_id)
+        host.cache.drop(user_id)
         host.cache.publish(index)
     return len(index.packets)
 
@@ -118,7 +118,7 @@ def repair(host: Host, user_id: str | None, progress: UserProgress | None = None
         with engine.records.write_lock(user):
             index = host.cache.snapshot(user).fork()
             reconcile(engine, index)  # what a read does: orphans go
-            host.cache.invalidate(user)
+            host.cache.drop(user)
             host.cache.publish(index)
     return {"moved_aside": aside, "users": {u: engine.records.counts(u)["packets"] for u in users}, "made": made}
 

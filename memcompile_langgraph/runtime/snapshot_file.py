@@ -147,7 +147,7 @@ class SnapshotFiles:
             _unlink(target)
             return None
         if not self._backed(head, records_head):
-            self.remove(template.user_id)  # not what the records hold: deleted, restored, re-embedded, forgotten
+            self.drop(template.user_id)  # not what the records hold: deleted, restored, re-embedded, forgotten
             return None
         try:
             with gc_paused():
@@ -211,16 +211,16 @@ class SnapshotFiles:
                 removed += 1
         return removed
 
-    def clear(self) -> int:
+    def drop_all(self) -> int:
         """Removes every snapshot file of the folder (they were made under another store id); how many."""
         return sum(_unlink(file) for file in self.folder.glob("*.snapshot")) if self.folder.is_dir() else 0
 
-    def remove(self, user_id: str) -> None:
+    def drop(self, user_id: str) -> None:
         """Removes the user's files of every build (what they hold is gone from the records)."""
         for file in self.folder.glob(f"{user_key(user_id)}.*snapshot") if self.folder.is_dir() else ():
             _unlink(file)
 
-    def discard(self, user_id: str) -> None:
+    def drop_build(self, user_id: str) -> None:
         """Removes the user's files of this build: two unlinks, no listing (cheap enough for every load of a user
         with no records; other builds' files go at the next sweep)."""
         for target in (self.path(user_id), self.path(user_id, TAIL)):

@@ -201,7 +201,7 @@ class ChromaVectors:
                 # tells which by the first, its types name only a list of one kind or the other
                 rows = cast("list[Embedding] | list[PyEmbedding]", embeddings[i : i + step])
                 col.upsert(ids=ids[i : i + step], embeddings=rows, metadatas=metadatas[i : i + step])
-            self.chroma.wiped(str(col.id))
+            self.chroma.scrub_collection(str(col.id))
             self._loaded.add(user_id)
 
     @_guarded
@@ -214,12 +214,12 @@ class ChromaVectors:
             if col is None:
                 return []
             n = col.count()
-            self.chroma.wiped(str(col.id))
+            self.chroma.scrub_collection(str(col.id))
             if n == 0:
                 return []
             include: Include = ["distances", "metadatas"] if sources else ["distances"]
             res = col.query(query_embeddings=[embedding], n_results=min(k, n), include=include)
-            self.chroma.wiped(str(col.id))  # the query loads the index
+            self.chroma.scrub_collection(str(col.id))  # the query loads the index
             self._loaded.add(user_id)
         hits = [(pid, 1.0 - float(dist)) for pid, dist in zip(res["ids"][0], _asked(res["distances"])[0])]
         if sources:
@@ -270,7 +270,7 @@ class ChromaVectors:
         else:
             for off in range(0, col.count(), step):
                 yield col.get(limit=step, offset=off, include=include)
-        self.chroma.wiped(str(col.id))
+        self.chroma.scrub_collection(str(col.id))
         self._loaded.add(user_id)
 
     @_guarded
@@ -284,7 +284,7 @@ class ChromaVectors:
             if col is None:
                 return
             col.delete(ids=list(ids))
-            self.chroma.wiped(str(col.id))
+            self.chroma.scrub_collection(str(col.id))
             if not self.chroma.scrubs:
                 return
             kept: list[str] = []

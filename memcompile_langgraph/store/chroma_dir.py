@@ -51,7 +51,7 @@ class LocalChroma:
         self.epoch = 0
         self._seen: tuple[int, set[str]] = (-1, set())
         self._segments: dict[str, Path] = {}  # collection id -> its index folder
-        self._stamps: dict[Path, tuple[int, int, int]] = {}  # index folder -> its _stamp when last wiped
+        self._stamps: dict[Path, tuple[int, int, int]] = {}  # index folder -> its _stamp when last scrubbed
         with self._lock.hold():  # a new directory gets Chroma's schema written once
             self.generation = self._read_generation()
             self.client = make_client()
@@ -155,9 +155,9 @@ class LocalChroma:
             return
         for d in self.chroma_dir.iterdir():
             if d.name in live and (d / "header.bin").is_file():
-                self._wipe(d)
+                self._scrub_folder(d)
 
-    def wiped(self, collection_id: str) -> None:
+    def scrub_collection(self, collection_id: str) -> None:
         """After an operation on a collection: Chroma writes a whole index file anew from memory as malloc gave it
         when it makes the index, and also when it loads one it has not saved an element of yet (the first
         thousand are kept in its log), a read included. So a changed index file gets its unused capacity and
@@ -184,15 +184,15 @@ class LocalChroma:
         except FileNotFoundError:
             return
         if self._stamps.get(folder) != stamp:
-            self._wipe(folder)
+            self._scrub_folder(folder)
 
-    def _wipe(self, folder: Path) -> None:
+    def _scrub_folder(self, folder: Path) -> None:
         """Zeroes what the index files keep of removed vectors and makes the folder's files private: Chroma writes
         them under the umask whenever it saves (its id map, index_metadata.pickle, first at the thousandth vector)."""
         try:
             for entry in os.scandir(folder):
                 tighten(entry.path)
-            wipe_unused(folder)
+            scrub_unused(folder)
             self._stamps[folder] = _stamp(folder)
         except (OSError, ValueError) as exc:
             log.warning("could not scrub the Chroma index %s (%s); deleted vectors may remain on disk", folder, exc)
@@ -225,7 +225,7 @@ _DELETED = 0x01  # in the third byte of an element's level-0 link count
 _WIPE_STEP = 1 << 20
 
 
-def wipe_unused(index_dir: Path) -> None:
+def scrub_unused(index_dir: Path) -> None:
     """Zeroes what an HNSW index's files hold beyond its vectors: the vector of every element marked deleted, and
     everything past the element count (capacity saved as malloc left it). Written in place: Chroma keeps the files
     open."""
@@ -286,7 +286,7 @@ class DirectChroma:
     def scrub(self) -> None:
         pass
 
-    def wiped(self, collection_id: str) -> None:
+    def scrub_collection(self, collection_id: str) -> None:
         pass
 
     def damaged(self) -> bool:
@@ -337,7 +337,7 @@ class UnavailableChroma:
     def scrub(self) -> None:
         pass
 
-    def wiped(self, collection_id: str) -> None:
+    def scrub_collection(self, collection_id: str) -> None:
         pass
 
 

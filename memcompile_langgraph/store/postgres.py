@@ -224,7 +224,7 @@ class PostgresRecords(SqlRecords):
     def _triggers(self) -> list[str]:
         return _triggers(self.schema)
 
-    def _reclaim(self) -> None:
+    def _scrub(self) -> None:
         """Nothing: autovacuum reclaims the space of deleted rows."""
 
     def _fence(self, tx: Tx, user_id: str) -> None:

@@ -201,7 +201,7 @@ class SqlRecords(ABC):
         lock."""
 
     @abstractmethod
-    def _reclaim(self) -> None:
+    def _scrub(self) -> None:
         """After rows were deleted: whatever the database needs so that they leave nothing readable behind."""
 
     # the schema
@@ -514,7 +514,7 @@ class SqlRecords(ABC):
             if first is not None:
                 rechain(tx, user_id, first)
             version = self._bump(tx, user_id, epoch=True)
-        self._reclaim()
+        self._scrub()
         return version
 
     def forget(self, user_id: str) -> None:
@@ -526,7 +526,7 @@ class SqlRecords(ABC):
             prefix = item_key(user_id, "")
             tx.run("DELETE FROM meta WHERE substr(key, 1, ?) = ?", (len(prefix), prefix))
             tx.put_meta(forgetting_key(user_id), "1")  # until forget_done: the derived state goes after this commit
-        self._reclaim()
+        self._scrub()
 
     def pending_forgets(self) -> list[str]:
         prefix = forgetting_key("")

@@ -203,13 +203,13 @@ class SqliteRecords(SqlRecords):
             self._lock_key = self.secret().encode()
         return self.dir / "locks" / f"{kind}-{writer_stripe(self._lock_key, user_id)}.lock"
 
-    def _reclaim(self) -> None:
-        self.purge_log()
+    def _scrub(self) -> None:
+        self.scrub_log()
 
     def _fence(self, tx: Tx, user_id: str) -> None:
         """Nothing: a file lock ends only with its process (or its holder's release), never under a live writer."""
 
-    def purge_log(self) -> None:
+    def scrub_log(self) -> None:
         """Copy the WAL into the database and truncate it, so deleted rows leave no old page images behind."""
         if self.dir is not None:
             with self._mutex:

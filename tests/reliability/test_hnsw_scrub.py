@@ -1,4 +1,4 @@
-"""The HNSW index files of a live Chroma collection keep no byte of a deleted vector nor of freed memory once wiped
+"""The HNSW index files of a live Chroma collection keep no byte of a deleted vector nor of freed memory once scrubbed
 (store/chroma_dir.py): the vectors of slots marked deleted and the capacity past the element count are zeroed, in
 place, and the index still answers for every vector it holds."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from memcompile_langgraph.store.chroma_dir import wipe_unused
+from memcompile_langgraph.store.chroma_dir import scrub_unused
 
 
 def test_deleted_slots_and_unused_capacity_are_zeroed_and_the_index_still_answers(tmp_path):
@@ -21,7 +21,7 @@ def test_deleted_slots_and_unused_capacity_are_zeroed_and_the_index_still_answer
     client = chromadb.PersistentClient(str(tmp_path / "chroma"), settings=settings)
     # saved every 10 writes, so the deletes reach the files as marks on slots that keep their vectors
     meta = {"hnsw:space": "cosine", "hnsw:sync_threshold": 10, "hnsw:batch_size": 10}
-    col = client.get_or_create_collection("wipe-test", metadata=meta, embedding_function=None)
+    col = client.get_or_create_collection("scrub-test", metadata=meta, embedding_function=None)
     col.add(ids=[f"v{i}" for i in range(50)], embeddings=vectors[:50])
     col.delete(ids=[f"v{i}" for i in range(5)])
     col.add(ids=[f"v{i}" for i in range(50, 60)], embeddings=vectors[50:])
@@ -37,7 +37,7 @@ def test_deleted_slots_and_unused_capacity_are_zeroed_and_the_index_still_answer
         fh.seek(0, 2)
         fh.write(gone[0] * 3)
 
-    wipe_unused(folder)
+    scrub_unused(folder)
 
     saved = data.read_bytes()
     assert not [v for v in gone if v[:64] in saved or v[-64:] in saved]
@@ -46,7 +46,7 @@ def test_deleted_slots_and_unused_capacity_are_zeroed_and_the_index_still_answer
     from memcompile_langgraph.store.chroma_dir import forget_chroma_system
 
     forget_chroma_system(tmp_path / "chroma")
-    again = chromadb.PersistentClient(str(tmp_path / "chroma"), settings=settings).get_collection("wipe-test")
+    again = chromadb.PersistentClient(str(tmp_path / "chroma"), settings=settings).get_collection("scrub-test")
     assert again.count() == 55
     for i in (5, 30, 59):
         assert again.query(query_embeddings=[vectors[i]], n_results=1)["ids"][0] == [f"v{i}"]
