@@ -107,9 +107,6 @@ class MemCompileConfig:
     fusion_address: float = 0.0  # z(s(p,q)) of Eq. 10; off: the fused ranking is no better with it offline
     fusion_previous: float = 0.2  # support from the preceding turn of the session
     fusion_next: float = 0.2  # support from the following turn of the session
-    # neighbour support passes over a turn of at most this many words (an acknowledgement: "Go on."), so a turn
-    # that names a subject and the same speaker's turn with the value after the reply support each other; 0 = off
-    neighbour_skip_words: int = 0
     fusion_speaker: float = 1.5  # the packet's speaker is named in the query
     fusion_temporal: float = 0.3  # a temporal query and a packet whose claims carry an event time
     # a query naming a time ("on 1 May, 2022", "in April 2022") and a packet said within it or with a claim about

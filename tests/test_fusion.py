@@ -52,19 +52,6 @@ def test_neighbor_support_stays_inside_a_session_and_ignores_negatives():
     assert out.tolist() == pytest.approx([1.0, -2.0 + 0.2 * 1.0 + 0.1 * 3.0, 3.0, 4.0])
 
 
-def test_neighbor_support_passes_over_a_short_reply_within_the_session_only():
-    # "Re the test suite:" / "Go on." / "That changed, 21 minutes." / (next session) ...
-    x = np.array([3.0, 0.0, 0.5, 2.0])
-    sessions = np.array([1, 1, 1, 2])
-    short = np.array([0.0, 1.0, 0.0, 1.0])
-    plain = neighbor_support(x, sessions, prev_w=0.2, next_w=0.1)
-    out = neighbor_support(x, sessions, prev_w=0.2, next_w=0.1, short=short)
-    assert out[2] == pytest.approx(plain[2] + 0.2 * 3.0)  # the value turn gets the subject turn's support
-    assert out[0] == pytest.approx(plain[0] + 0.1 * 0.5)  # and gives it back
-    assert out[1] == plain[1] and out[3] == plain[3]  # nothing across a session's end
-    assert neighbor_support(x, sessions, 0.2, 0.1, short=np.zeros(4)).tolist() == plain.tolist()
-
-
 def test_packet_vectors_grow_overwrite_and_rank():
     pv = PacketVectors(dim=2)
     pv.set(["a", "b"], [[1, 0], [0, 1]])

@@ -31,31 +31,14 @@ def zscore(x: np.ndarray) -> np.ndarray:
     return (x - x.mean()) / sd if sd > 0 else np.zeros_like(x)
 
 
-def neighbor_support(
-    x: np.ndarray, sessions: np.ndarray, prev_w: float, next_w: float, short: np.ndarray | None = None
-) -> np.ndarray:
-    """x plus weighted positive scores of the turn before and after, within one session. `short` (a mask of turns
-    too short to state anything, an acknowledgement): the neighbour of a turn next to one is the turn beyond it."""
+def neighbor_support(x: np.ndarray, sessions: np.ndarray, prev_w: float, next_w: float) -> np.ndarray:
+    """x plus weighted positive scores of the turn before and after, within one session."""
     same = sessions[1:] == sessions[:-1]
     pos = np.maximum(x, 0.0)
     out = x.copy()
     out[1:] += prev_w * np.where(same, pos[:-1], 0.0)
     out[:-1] += next_w * np.where(same, pos[1:], 0.0)
-    if short is not None and len(x) > 2:
-        across = (sessions[2:] == sessions[:-2]) & short[1:-1].astype(bool)
-        out[2:] += prev_w * np.where(across, pos[:-2], 0.0)
-        out[:-2] += next_w * np.where(across, pos[2:], 0.0)
     return out
-
-
-def short_turns(index: UserIndex, words: int) -> np.ndarray:
-    """1.0 for packets whose turn has at most `words` words and no image (a reply like "Go on." or "Sure.")."""
-    return np.array(
-        [
-            float(len(p.text.split()) <= words and not p.image_caption)
-            for p in (index.packets[pid] for pid in index.packet_order)
-        ]
-    )
 
 
 def best_claim_scores(claim_scores: np.ndarray, claim_packets: np.ndarray, n: int) -> np.ndarray:
@@ -152,19 +135,13 @@ def fusion_signals(
     return out
 
 
-def combine(
-    signals: dict[str, np.ndarray],
-    weights: dict[str, float],
-    sessions: np.ndarray,
-    short: np.ndarray | None = None,
-) -> np.ndarray:
-    """The fused score before feedback: base sum, neighbour support within the session (across `short` turns),
-    bonuses."""
+def combine(signals: dict[str, np.ndarray], weights: dict[str, float], sessions: np.ndarray) -> np.ndarray:
+    """The fused score before feedback: base sum, neighbour support within the session, bonuses."""
     base = np.zeros(len(sessions))
     for name in BASE_SIGNALS:
         if name in signals:
             base = base + weights[name] * signals[name]
-    signal = neighbor_support(base, sessions, weights["fusion_previous"], weights["fusion_next"], short)
+    signal = neighbor_support(base, sessions, weights["fusion_previous"], weights["fusion_next"])
     for name in BONUS_SIGNALS:
         if name in signals:
             signal = signal + weights[name] * signals[name]
@@ -203,8 +180,7 @@ def fused_scores(
     signals = fusion_signals(index, intent, address, query_vectors, cfg, similarities, every=keep is not None)
     if keep is not None:
         keep.update(signals)
-    short = short_turns(index, cfg.neighbour_skip_words) if cfg.neighbour_skip_words else None
-    signal = combine(signals, weights_of(cfg), index.session_array(), short)
+    signal = combine(signals, weights_of(cfg), index.session_array())
     if cfg.fusion_feedback:  # from the final ranking (the addressed speaker's)
         expansion = feedback_signal(index, intent, signal, cfg)
         if expansion is not None:
