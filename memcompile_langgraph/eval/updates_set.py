@@ -344,12 +344,14 @@ def write(folder: Path, chats: int = 10, per_chat: int = 8, sessions: int = 10, 
     rng = random.Random(seed)
     for c in range(1, chats + 1):
         subjects = rng.sample(SUBJECTS, min(per_chat, len(SUBJECTS)))
-        batches, questions = _chat(rng, subjects, sessions, date(2024, 3, 1) + timedelta(days=40 * c))
-        out = folder / str(c)
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "chat.json").write_text(json.dumps(batches, indent=1))
-        (out / "probing_questions.json").write_text(json.dumps({"knowledge_update": questions}, indent=1))
+        _save(folder / str(c), *_chat(rng, subjects, sessions, date(2024, 3, 1) + timedelta(days=40 * c)))
     return folder
+
+
+def _save(out: Path, batches: list, questions: list) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "chat.json").write_text(json.dumps(batches, indent=1))
+    (out / "probing_questions.json").write_text(json.dumps({"knowledge_update": questions}, indent=1))
 
 
 # Family 2: harder forms, written once and frozen before anything was measured on them. The update is stated in a
@@ -553,7 +555,7 @@ HARDER = {
 }
 
 
-def _block(form: str, s: Subject, h: Harder, names: list[str], value: str, rng: random.Random) -> list:
+def _block(form: str, h: Harder, names: list[str], value: str, rng: random.Random) -> list:
     """The update's turns, (role, text, is_gold) in order: one user turn, a split across two, or a user turn and
     the assistant's recap."""
     if form == "split":
@@ -586,7 +588,7 @@ def _chat2(rng: random.Random, subjects: list[Subject], forms: list[str], sessio
         names = list(s.names)
         rng.shuffle(names)
         plan[first].append(([("user", _fill(rng.choice(s.old), names[0], old_v), True)], i, "old"))
-        plan[later].append((_block(form, s, h, names, new_v, rng), i, "new"))
+        plan[later].append((_block(form, h, names, new_v, rng), i, "new"))
         plan[rng.randrange(sessions)].append(([("user", rng.choice(h.near).format(v=near_v), False)], -1, ""))
         history = i % 2 == 0
         if history:
@@ -636,11 +638,7 @@ def write2(folder: Path, chats: int = 10, per_chat: int = 8, sessions: int = 10,
         subjects = rng.sample(SUBJECTS, min(per_chat, len(SUBJECTS)))
         forms = [FORMS[(n + k) % len(FORMS)] for k in range(len(subjects))]
         n += len(subjects)
-        batches, questions = _chat2(rng, subjects, forms, sessions, date(2024, 3, 1) + timedelta(days=40 * c))
-        out = folder / str(c)
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "chat.json").write_text(json.dumps(batches, indent=1))
-        (out / "probing_questions.json").write_text(json.dumps({"knowledge_update": questions}, indent=1))
+        _save(folder / str(c), *_chat2(rng, subjects, forms, sessions, date(2024, 3, 1) + timedelta(days=40 * c)))
     return folder
 
 
