@@ -6,6 +6,12 @@ attribute of other entities). Each update gets a knowledge_update question whose
 It exists to measure update handling where no rule can have been fitted: the templates were written once, before
 any mechanism was measured on them, and are not to be tuned to. `python -m memcompile_langgraph.eval.updates_set OUT`
 writes the set; `memcompile eval beam OUT` scores it.
+
+`--family 2` writes a second, harder set over the same subjects, frozen in the same way: each update in one of three
+forms (split across two user turns, the subject in the first and the new value alone in the next; stated by the user
+among other news and restated by the assistant's recap; in other words for the attribute), another entity's value
+of the same kind somewhere in the chat, and for every other subject the older value told again after the update as
+history ("I used to ..."). Each question also carries `update_form` and `history_after` (the loader ignores them).
 """
 
 from __future__ import annotations
@@ -338,11 +344,301 @@ def write(folder: Path, chats: int = 10, per_chat: int = 8, sessions: int = 10, 
     rng = random.Random(seed)
     for c in range(1, chats + 1):
         subjects = rng.sample(SUBJECTS, min(per_chat, len(SUBJECTS)))
-        batches, questions = _chat(rng, subjects, sessions, date(2024, 3, 1) + timedelta(days=40 * c))
-        out = folder / str(c)
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "chat.json").write_text(json.dumps(batches, indent=1))
-        (out / "probing_questions.json").write_text(json.dumps({"knowledge_update": questions}, indent=1))
+        _save(folder / str(c), *_chat(rng, subjects, sessions, date(2024, 3, 1) + timedelta(days=40 * c)))
+    return folder
+
+
+def _save(out: Path, batches: list, questions: list) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "chat.json").write_text(json.dumps(batches, indent=1))
+    (out / "probing_questions.json").write_text(json.dumps({"knowledge_update": questions}, indent=1))
+
+
+# Family 2: harder forms, written once and frozen before anything was measured on them. The update is stated in a
+# form the first family never uses, and the chat holds traps a rule keyed to family 1's phrasing falls into.
+FORMS = ("split", "recap", "synonym")
+
+
+@dataclass(frozen=True)
+class Harder:
+    """Family 2's templates for one family-1 subject (same names, first statements, questions and values)."""
+
+    synonym: tuple[str, ...]  # the update in other words for the attribute than the first statement and the question
+    cont: tuple[str, ...]  # the new value alone, the turn after a turn that only names the subject
+    you: tuple[str, ...]  # the assistant's restatement of the update, in the second person
+    history: tuple[str, ...]  # the older value told later as history: {e} entity, {v} the older value
+    near: tuple[str, ...]  # another entity's value of the same kind: {v} a third value
+
+
+LEADS = ("About {e} —", "Quick thing regarding {e}.", "Oh, and one more note on {e}:", "Re {e}:")
+ACKS = ("Sure, go ahead.", "Okay, I'm listening.", "Go on.", "Yes?")
+RECAPS = ("So to recap: {y}.", "Got it. To sum up, {y}.", "Noted. So, to recap what changed: {y}.")
+NEWS = ("Also, a couple of things from this week.", "Some news first.", "Catching up on a few things.")
+
+HARDER = {
+    "the staging database": Harder(
+        (
+            "The footprint of {e} is {v} as of this week.",
+            "{E} now occupies {v} on the volume.",
+            "{E} weighs in at {v} since the import finished.",
+        ),
+        ("it's {v} now.", "that changed, it takes {v} these days."),
+        ("the staging database now takes {v} of storage", "your staging DB has grown to {v}"),
+        ("Back when {e} was {v}, the nightly dump took minutes.", "I remember {e} used to be {v}."),
+        ("The analytics warehouse is {v} in size.", "Our production backup archive takes {v}."),
+    ),
+    "my team": Harder(
+        (
+            "{E} now has {v} people writing code.",
+            "The roster of {e} counts {v} members after the changes.",
+            "We're {v} strong on {e} as of this sprint.",
+        ),
+        ("we're {v} people now.", "that changed, it's {v} engineers these days."),
+        ("your team is now {v} engineers", "the mobile team you lead has {v} people now"),
+        ("Back when {e} was {v} people, standups were short.", "I used to have {v} engineers on {e}."),
+        ("The backend team has {v} engineers.", "My friend's startup employs {v} developers."),
+    ),
+    "the API gateway": Harder(
+        (
+            "{E} now gives up on a slow request after {v}.",
+            "The cut-off for slow calls on {e} is {v} as of today.",
+            "We let {e} hold a request for {v} before it aborts.",
+        ),
+        ("it's {v} now.", "that changed, the limit is {v} from today."),
+        ("the gateway's timeout is now {v}", "your API gateway waits {v} before timing out"),
+        ("Back when {e} used {v}, the batch jobs kept failing.", "I remember {e} used to cut requests at {v}."),
+        ("The database driver times out after {v}.", "Our load balancer's idle timeout is {v}."),
+    ),
+    "my rent": Harder(
+        (
+            "Housing costs me {v} a month as of the new lease.",
+            "The landlord now charges {v} for the flat.",
+            "The new lease says {v} per month for the apartment.",
+        ),
+        ("it's {v} now.", "that went up, it's {v} from next month."),
+        ("your rent is now {v} a month", "you pay {v} for the flat each month now"),
+        ("Back when {e} was {v}, I could save more.", "I used to pay {v} for the flat."),
+        ("My sister pays {v} a month for her place.", "The flat next door rents for {v}."),
+    ),
+    "the product launch": Harder(
+        (
+            "Go-live for the product is now {v}.",
+            "We ship to the public on {v} under the new plan.",
+            "The release day moved, it's {v}.",
+        ),
+        ("it's {v} now.", "that slipped, {v} is the new date."),
+        ("the product launch is now on {v}", "your public release is set for {v}"),
+        ("Back when {e} was planned for {v}, we were too optimistic.", "We used to aim for {v} for {e}."),
+        ("The partner's launch is on {v}.", "The company offsite is planned for {v}."),
+    ),
+    "my running distance": Harder(
+        (
+            "I cover {v} a week on foot now.",
+            "My weekly kilometres are at {v} these days.",
+            "Week to week I log {v} of running now.",
+        ),
+        ("it's {v} now.", "that changed, I'm doing {v} a week."),
+        ("you now run {v} a week", "your weekly mileage is {v} now"),
+        ("Back when {e} was {v}, I felt fitter.", "I used to run {v} a week."),
+        ("My running partner does {v} a week.", "The club's beginners group runs {v} a week."),
+    ),
+    "the test suite": Harder(
+        (
+            "A full CI pass now takes {v}.",
+            "The tests need {v} end to end on the build server these days.",
+            "Wall-clock time for the tests is {v} after the change.",
+        ),
+        ("it's {v} now.", "that changed, a run is {v} these days."),
+        ("the test suite now takes {v}", "your CI run finishes in {v} now"),
+        ("Back when {e} took {v}, we merged less often.", "I remember {e} used to last {v}."),
+        ("The nightly deploy takes {v}.", "The lint step on its own needs {v}."),
+    ),
+    "my manager": Harder(
+        (
+            "My line manager is {v} as of this month.",
+            "I now answer to {v}.",
+            "{V} is the one I report to after the reshuffle.",
+        ),
+        ("it's {v} now.", "that changed, I report to {v}."),
+        ("your manager is now {v}", "you report to {v} now"),
+        ("Back when {e} was {v}, one-on-ones were weekly.", "I used to report to {v}."),
+        ("My colleague reports to {v}.", "The design team's lead is {v}."),
+    ),
+    "the cache hit rate": Harder(
+        (
+            "The share of requests the cache answers is {v} as of this week.",
+            "Redis now serves {v} of lookups without a miss.",
+            "Cache efficiency is at {v} after the change.",
+        ),
+        ("it's {v} now.", "that changed, we're at {v} these days."),
+        ("the cache hit rate is now {v}", "your Redis hit ratio sits at {v} now"),
+        ("Back when {e} was {v}, the database was overloaded.", "I remember {e} used to be {v}."),
+        ("The CDN's hit rate is {v}.", "Our error budget burn is {v}."),
+    ),
+    "my gym": Harder(
+        (
+            "My workouts happen at {v} since the move.",
+            "I've got a membership at {v} these days.",
+            "For training I use {v} as of this month.",
+        ),
+        ("it's {v} now.", "that changed, I go to {v}."),
+        ("you now work out at {v}", "your gym is {v} now"),
+        ("Back when I trained at {v}, I went every morning.", "I used to work out at {v}."),
+        ("My sister trains at {v}.", "My coworker goes to {v}."),
+    ),
+    "the Node version we deploy": Harder(
+        (
+            "The servers execute {v} as of this release.",
+            "Our production runtime is {v} after the upgrade.",
+            "Deployments ship with {v} now.",
+        ),
+        ("it's {v} now.", "that changed, it's {v} in production."),
+        ("you now deploy {v}", "your servers run {v} now"),
+        ("Back when we deployed {v}, the build was slower.", "We used to run {v} in production."),
+        ("The build agents use {v}.", "Our legacy admin tool still runs on {v}."),
+    ),
+    "my commute": Harder(
+        (
+            "Getting to the office eats {v} of my morning these days.",
+            "Door to door I'm on the road {v} each way now.",
+            "The journey to work lasts {v} with the new route.",
+        ),
+        ("it's {v} now.", "that changed, it takes {v} each way."),
+        ("your commute now takes {v}", "getting to work takes you {v} now"),
+        ("Back when {e} was {v}, I read on the way.", "I used to spend {v} getting to work."),
+        ("My partner's commute is {v}.", "The drive to my parents' place takes {v}."),
+    ),
+    "the project budget": Harder(
+        (
+            "The money we have for the redesign is {v} as of the review.",
+            "Our spending cap for the rebuild is {v} after the review.",
+            "Funding for the redesign stands at {v}.",
+        ),
+        ("it's {v} now.", "that changed, we have {v} in total."),
+        ("the project budget is now {v}", "you can spend {v} on the redesign now"),
+        ("Back when {e} was {v}, we planned a bigger scope.", "We used to have {v} for the redesign."),
+        ("The marketing budget is {v}.", "The hiring plan costs {v}."),
+    ),
+    "my daughter's school": Harder(
+        (
+            "Mia is a pupil at {v} as of this term.",
+            "Mia's classes are at {v} now.",
+            "Every morning I drop Mia at {v} since September.",
+        ),
+        ("it's {v} now.", "that changed, she's at {v}."),
+        ("Mia now goes to {v}", "your daughter's school is {v} now"),
+        ("Back when Mia was at {v}, the drive was short.", "Mia used to go to {v}."),
+        ("My nephew goes to {v}.", "The neighbours' son attends {v}."),
+    ),
+    "the error rate on checkout": Harder(
+        (
+            "The share of payments that fail is {v} as of this week.",
+            "Failed purchases run at {v} after the provider switch.",
+            "Our checkout failure ratio stands at {v}.",
+        ),
+        ("it's {v} now.", "that changed, we're at {v}."),
+        ("the checkout error rate is now {v}", "your payments fail {v} of the time now"),
+        ("Back when {e} was {v}, support was flooded.", "I remember {e} used to be {v}."),
+        ("The login error rate is {v}.", "Search requests fail {v} of the time."),
+    ),
+    "my car": Harder(
+        (
+            "My vehicle is a {v} these days.",
+            "I get around in a {v} since the trade-in.",
+            "The one in my driveway is a {v} as of last weekend.",
+        ),
+        ("it's a {v} now.", "that changed, I have a {v}."),
+        ("you now drive a {v}", "your car is a {v} now"),
+        ("Back when I drove a {v}, road trips were cramped.", "I used to have a {v}."),
+        ("My brother drives a {v}.", "My neighbour just bought a {v}."),
+    ),
+}
+
+
+def _block(form: str, h: Harder, names: list[str], value: str, rng: random.Random) -> list:
+    """The update's turns, (role, text, is_gold) in order: one user turn, a split across two, or a user turn and
+    the assistant's recap."""
+    if form == "split":
+        lead = _fill(rng.choice(LEADS), names[-1], "")
+        return [
+            ("user", lead, False),
+            ("assistant", rng.choice(ACKS), False),
+            ("user", _fill(rng.choice(h.cont), names[-1], value), True),
+            ("assistant", rng.choice(FILLER_ASSISTANT), False),
+        ]
+    said = _fill(rng.choice(h.synonym), names[-1], value)
+    if form == "synonym":
+        return [("user", said, True), ("assistant", rng.choice(FILLER_ASSISTANT), False)]
+    user = f"{rng.choice(NEWS)} {said} Anyway: {rng.choice(FILLER_USER)}"
+    recap = f"{rng.choice(RECAPS).format(y=rng.choice(h.you).format(v=value))} {rng.choice(FILLER_ASSISTANT)}"
+    return [("user", user, True), ("assistant", recap, True)]
+
+
+def _chat2(rng: random.Random, subjects: list[Subject], forms: list[str], sessions: int, start: date) -> tuple:
+    """Family 2's (chat.json batches, knowledge_update questions) for one chat: each subject updated in its form,
+    another entity's value of the same kind somewhere, and every other subject's older value told again after the
+    update as history."""
+    plan: dict[int, list[tuple[list, int, str]]] = {b: [] for b in range(sessions)}  # batch -> (turns, subject, tag)
+    facts = []
+    for i, (s, form) in enumerate(zip(subjects, forms)):
+        h = HARDER[s.names[0]]
+        first = rng.randrange(0, sessions - 3)
+        later = rng.randrange(first + 1, sessions - 1)
+        old_v, new_v, near_v = rng.sample(s.values, 3)
+        names = list(s.names)
+        rng.shuffle(names)
+        plan[first].append(([("user", _fill(rng.choice(s.old), names[0], old_v), True)], i, "old"))
+        plan[later].append((_block(form, h, names, new_v, rng), i, "new"))
+        plan[rng.randrange(sessions)].append(([("user", rng.choice(h.near).format(v=near_v), False)], -1, ""))
+        history = i % 2 == 0
+        if history:
+            said = _fill(rng.choice(h.history), rng.choice(names), old_v)
+            plan[rng.randrange(later + 1, sessions)].append(([("user", said, False)], -1, ""))
+        for text in s.other:
+            plan[rng.randrange(sessions)].append(([("user", _fill(text, rng.choice(names), ""), False)], -1, ""))
+        facts.append((i, new_v, form, history))
+    batches: list[dict] = []
+    ids: dict[tuple[int, str], list[int]] = {}
+    msg = 0
+    for b in range(sessions):
+        items = list(plan[b]) + [([("user", rng.choice(FILLER_USER), False)], -1, "") for _ in range(6)]
+        rng.shuffle(items)
+        turns = []
+        for block, subject, tag in items:
+            if block[-1][0] == "user":
+                block = [*block, ("assistant", rng.choice(FILLER_ASSISTANT), False)]
+            messages = []
+            for role, text, gold in block:
+                if gold and subject >= 0:
+                    ids.setdefault((subject, tag), []).append(msg)
+                messages.append({"role": role, "id": msg, "content": text})
+                msg += 1
+            turns += [messages[k : k + 2] for k in range(0, len(messages), 2)]
+        anchor = (start + timedelta(days=9 * b)).strftime("%B-%d-%Y")
+        batches.append({"batch_number": b + 1, "time_anchor": anchor, "turns": turns})
+    questions = []
+    for i, new_v, form, history in facts:
+        questions.append(
+            {
+                "question": rng.choice(subjects[i].ask),
+                "answer": new_v,
+                "source_chat_ids": {"original_info": ids[(i, "old")], "updated_info": ids[(i, "new")]},
+                "update_form": form,
+                "history_after": history,
+            }
+        )
+    return batches, questions
+
+
+def write2(folder: Path, chats: int = 10, per_chat: int = 8, sessions: int = 10, seed: int = 0) -> Path:
+    """Family 2: like write(), the updates in FORMS (in turn over the set's questions), with traps."""
+    rng = random.Random(seed + 2)
+    n = 0
+    for c in range(1, chats + 1):
+        subjects = rng.sample(SUBJECTS, min(per_chat, len(SUBJECTS)))
+        forms = [FORMS[(n + k) % len(FORMS)] for k in range(len(subjects))]
+        n += len(subjects)
+        _save(folder / str(c), *_chat2(rng, subjects, forms, sessions, date(2024, 3, 1) + timedelta(days=40 * c)))
     return folder
 
 
@@ -351,8 +647,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("out", type=Path)
     parser.add_argument("--chats", type=int, default=10)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--family", type=int, choices=(1, 2), default=1, help="1: updates in other words; 2: harder forms (FORMS)"
+    )
     args = parser.parse_args(argv)
-    print(write(args.out, args.chats, seed=args.seed))
+    print((write2 if args.family == 2 else write)(args.out, args.chats, seed=args.seed))
 
 
 if __name__ == "__main__":
