@@ -113,8 +113,8 @@ def fusion_signals(
         for p in address:
             s_pq[index.packet_position[p.packet_id]] = p.score
         out["fusion_address"] = zscore(s_pq)
-    if query_vectors and len(index.vectors) == n:
-        rows = index.vector_rows()
+    rows = index.vector_rows()
+    if query_vectors and len(index.vectors) == n and (rows >= 0).all():
         arrays = query_similarities(index.vectors, query_vectors, similarities).arrays
         for name, sims in zip(("fusion_dense", "fusion_dense_question"), arrays):
             if want(name):

@@ -170,7 +170,7 @@ def decode_index(payload: bytes | memoryview, template: UserIndex) -> UserIndex:
     index.layout = CellLayout.decode(r, template.cfg, descriptors, ids)
     index.bm25 = BM25Index.decode(r, "bm25", template.cfg, m)
     index.packet_bm25 = BM25Index.decode(r, "packet_bm25", template.cfg, n)
-    index.vectors = PacketVectors.decode(r, order)
+    index.take_vectors(PacketVectors.decode(r, order))
     return index
 
 

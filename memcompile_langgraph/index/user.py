@@ -7,6 +7,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass, field
 
 import numpy as np
+import numpy.typing as npt
 
 from ..address.bm25 import BM25Index
 from ..address.cells import CellLayout
@@ -91,7 +92,7 @@ class UserIndex(Forkable):
     )
     COPIED = ("people", "sessions", "session_packets")
     # the columns queries read as arrays, appended by the writes that add their rows
-    COLUMNS = ("_sessions", "_claim_rows", "_timed", "_speakers", "_asking", "_spans")
+    COLUMNS = ("_sessions", "_claim_rows", "_timed", "_speakers", "_asking", "_spans", "_vector_rows")
     CHILDREN = ("layout", "bm25", "packet_bm25", "vectors", "claim_terms", "key_terms", *COLUMNS)
 
     user_id: str
@@ -128,8 +129,9 @@ class UserIndex(Forkable):
     _speaker_codes: TermTable = field(default_factory=TermTable, repr=False)  # shared by forks, only grows
     _asking: GrowArray = field(default_factory=lambda: GrowArray(np.float64, 256), repr=False)
     _spans: GrowArray = field(default_factory=lambda: GrowArray(np.int64, 256, (3,)), repr=False)  # _time_spans
-    _rows: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64), repr=False)
-    _rows_key: tuple[int, int] = (-1, -1)
+    # the vector row of each packet, -1 while it has none: kept as vectors arrive (an O(packets) pass per publish
+    # cost a one-turn add ~2 ms at 20k turns)
+    _vector_rows: GrowArray = field(default_factory=lambda: GrowArray(np.int64, 256), repr=False)
 
     def __post_init__(self) -> None:
         self.layout = CellLayout(self.cfg)
@@ -158,14 +160,32 @@ class UserIndex(Forkable):
         self.index_packet_text([p.packet_id for p in packets])
 
     def vector_rows(self) -> np.ndarray:
-        """Row of each packet (in packet_order) in the vector matrix; cached until packets or vectors change."""
-        key = (len(self.packet_order), self.vectors.stamp)  # the stamp renews on any change, a re-embed included
-        if self._rows_key != key:
-            self._rows = np.fromiter(
-                (self.vectors.row[p] for p in self.packet_order), dtype=np.int64, count=len(self.packet_order)
-            )
-            self._rows_key = key
-        return self._rows
+        """Row of each packet (in packet_order) in the vector matrix, -1 for a packet without a vector yet."""
+        return self._vector_rows.view()
+
+    def set_vectors(self, ids: list[str], vectors: npt.ArrayLike) -> None:
+        """Packet vectors made or read (PacketVectors.set), with the rows of the packets held kept beside them."""
+        new = [p for p in dict.fromkeys(ids) if p not in self.vectors.row]
+        self.vectors.set(ids, vectors)
+        for p in new:
+            pos = self.packet_position.get(p)
+            if pos is not None:
+                self._vector_rows.put(pos, self.vectors.row[p])
+
+    def clear_vectors(self) -> None:
+        """No vectors (a model change re-embeds every packet)."""
+        self.vectors = PacketVectors(self.vectors.dim)
+        self._vector_rows = GrowArray.of(np.full(len(self.packet_order), -1, dtype=np.int64))
+
+    def take_vectors(self, vectors: PacketVectors) -> None:
+        """Takes over decoded vectors and makes the rows of the packets they hold once."""
+        self.vectors = vectors
+        rows = np.full(len(self.packet_order), -1, dtype=np.int64)
+        for p, row in vectors.row.items():
+            pos = self.packet_position.get(p)
+            if pos is not None:
+                rows[pos] = row
+        self._vector_rows = GrowArray.of(rows)
 
     def session_array(self) -> np.ndarray:
         return self._sessions.view()
@@ -252,6 +272,7 @@ class UserIndex(Forkable):
         self._timed.append(0.0)
         self._speakers.append(self._speaker_codes.encode((p.speaker,))[0])
         self._asking.append(float(asks_only(p)))
+        self._vector_rows.append(self.vectors.row.get(pid, -1))
         self._put("by_dia", p.dia_id, pid)
         self._put("hashes", p.content_hash, pid)
         if pid not in self.by_packet:

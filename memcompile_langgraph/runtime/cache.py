@@ -149,8 +149,6 @@ class IndexCache:
     def publish(self, index: UserIndex) -> UserState:
         """Makes `index` the user's snapshot unless a newer one is published already (versions only grow); returns the
         user's state."""
-        if len(index.vectors) == len(index.packet_order):  # what a query reads them for (evidence/fusion.py)
-            index.vector_rows()  # made now: readers of a published snapshot never fill a field of it
         with self._map_lock:
             state = self._states.get(index.user_id)
             if state is None:
@@ -262,7 +260,7 @@ class IndexCache:
             return None
         if tail:
             found = [p for p in packet_ids if p in tail]
-            index.vectors.set(found, [tail[p] for p in found])
+            index.set_vectors(found, [tail[p] for p in found])
             packet_ids = [p for p in packet_ids if p not in tail]
             if not packet_ids:
                 return None
@@ -273,7 +271,7 @@ class IndexCache:
         # full load's reconcile makes it again
         ok = engine.sources_match(index, [ids[k] for k in known], [sources[k] for k in known])
         known = [k for k, good in zip(known, ok) if good]
-        index.vectors.set([ids[k] for k in known], [vectors[k] for k in known])
+        index.set_vectors([ids[k] for k in known], [vectors[k] for k in known])
         return dict(zip(ids, sources)) if whole else None
 
     def persist_all(self) -> None:

@@ -80,7 +80,7 @@ def reconcile(engine: Engine, index: UserIndex, read: dict[str, str | None] | No
         unread = [pid for pid in kept if pid not in index.vectors.row and pid not in remade]
         if unread:
             ids, vectors = engine.vectors.vectors(user, unread)
-            index.vectors.set(ids, vectors)
+            index.set_vectors(ids, vectors)
         return Repair.DONE
 
 

@@ -138,7 +138,7 @@ class Engine:
         ids = [p.packet_id for p, _ in items]
         self.vectors.upsert(user_id, ids, embedded.vectors, [p.dia_id for p, _ in items], embedded.sources)
         if index is not None:
-            index.vectors.set(ids, embedded.vectors)
+            index.set_vectors(ids, embedded.vectors)
 
     def foreign_vectors(self, user_id: str) -> bool:
         """The user's stored vectors were not made by this memory's model (or their maker is not recorded yet, or a

@@ -246,7 +246,7 @@ class UnitOfWork:
                 batch.decide(Where.DROP)
                 pending.result()
                 raise
-        self.index.vectors.set(batch.packet_ids, embedded.vectors)
+        self.index.set_vectors(batch.packet_ids, embedded.vectors)
         with self.engine.clock.stage("publish"):
             self._state = self.cache.publish(self.index)
         self._state.leave_pending(pending)  # before the job may run: a settle() meanwhile waits for it

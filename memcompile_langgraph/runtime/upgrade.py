@@ -28,7 +28,6 @@ from collections.abc import Callable
 from typing import Protocol
 
 from ..index.user import UserIndex
-from ..index.vectors import PacketVectors
 from ..store.rows import REEMBEDDING
 from .engine import Engine, bundles
 
@@ -71,7 +70,7 @@ def replace(engine: Engine, index: UserIndex | None, user_id: str = "") -> None:
     engine.vectors.drop(user_id)  # also whatever a forget interrupted before its vectors left behind
     engine.records.set_embedding(user_id, str(engine.embedding_id), bump=True)
     if index is not None:
-        index.vectors = PacketVectors()
+        index.clear_vectors()
         index.version, index.epoch, index.digest = engine.records.head(user_id)
 
 
