@@ -15,6 +15,8 @@ from ..settings import DEPLOYMENT_ENV, RECORDS_URL, deployment, resolved
 from .protocols import RecordsStore, VectorsStore
 
 log = logging.getLogger(__name__)
+_warned: set[tuple[str, str, str]] = set()  # (records, server, deployment) said apart in this process
+_warned_lock = threading.Lock()
 
 
 def records_url_from(records_url: str | None) -> str | None:
@@ -46,7 +48,7 @@ def open_vectors(path: str | Path | None, records: RecordsStore, chroma_url: str
     if chroma_url:
         apart = records.apart(deployment())
         namespace = namespace_of(records.store_id(), apart[0] if apart else None)
-        if apart:
+        if apart and _first_time((records.where, chroma_url, apart[0])):  # `stats` and every open would repeat it
             log.warning(
                 "%s was first opened as deployment %r, now as %r: its vectors on %s are kept apart from that one's "
                 "(a copy of the database; if it is the same database under a new address, set %s=%s on every "
@@ -65,6 +67,13 @@ def open_vectors(path: str | Path | None, records: RecordsStore, chroma_url: str
         return ChromaVectors(path, url=chroma_url, namespace=namespace)
 
     return LazyVectors(connect)
+
+
+def _first_time(key: tuple[str, str, str]) -> bool:
+    with _warned_lock:
+        first = key not in _warned
+        _warned.add(key)
+    return first
 
 
 def namespace_of(store_id: str, apart: str | None = None) -> str:
