@@ -26,7 +26,6 @@ from .user_state import Repair, Stamp
 
 log = logging.getLogger(__name__)
 READER_REPAIR_LIMIT = 256  # vectors a read (or a writer) makes on the spot (~1.4 s of embedding); more: the job
-REEMBED_CHUNK = 2048  # packets embedded and stored at a time when a user's vectors are made again
 
 
 def reconcile(engine: Engine, index: UserIndex, read: dict[str, str | None] | None = None) -> Repair:
@@ -108,10 +107,10 @@ def reembed(engine: Engine, index: UserIndex, made_by: str | None = None) -> Non
 
 
 def embed(engine: Engine, index: UserIndex, packet_ids: Rows[str]) -> None:
-    """Embeds and stores those packets of `index` (its matrix gains them), a chunk at a time: bounded memory for a
-    large user."""
-    for start in range(0, len(packet_ids), REEMBED_CHUNK):
-        engine.embed_packets(index.user_id, bundles(index, packet_ids[start : start + REEMBED_CHUNK]), index)
+    """Embeds and stores those packets of `index` (its matrix gains them), a chunk at a time as the re-embed job
+    does: bounded memory for a large user."""
+    for start in range(0, len(packet_ids), upgrade.CHUNK):
+        engine.embed_packets(index.user_id, bundles(index, packet_ids[start : start + upgrade.CHUNK]), index)
 
 
 def prepare_writer(snapshots: upgrade.Snapshots, index: UserIndex, repair: bool) -> None:
