@@ -1,11 +1,15 @@
 """Persistent containers: a fork's writes never reach the snapshot it came from, and both forms hold the same."""
 
+import ast
+import pathlib
 from collections import Counter
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from immutables import Map
 
+import memcompile_langgraph
 from memcompile_langgraph import MemCompile
 from memcompile_langgraph.bench.synthetic import generate
 from memcompile_langgraph.index.codec import decode_index, encode_index
@@ -268,3 +272,39 @@ def test_a_fork_layers_a_large_dict_instead_of_copying_it_and_writes_alike():
     again = fork.fork()
     again.write(("name", "k1", -2))
     assert fork.names["k1"] == 1 and again.names["k1"] == -2 and again.names["k0"] == -1
+
+
+def _forkable_parts(obj, seen):
+    """Every Forkable reachable from obj through CHILDREN, with what each declares."""
+    if id(obj) in seen:
+        return
+    seen[id(obj)] = obj
+    for name in obj.CHILDREN:
+        child = getattr(obj, name)
+        assert isinstance(child, Forkable), f"{type(obj).__name__}.{name} forks outside the one mechanism"
+        _forkable_parts(child, seen)
+
+
+def test_every_part_of_an_index_forks_through_forkable_and_nothing_else_defines_a_fork():
+    mem = MemCompile(dense=False)
+    turns = generate(40, seed=3).turns
+    mem.add_turns(turns[:30], user_id="u")
+    mem.add_turns(turns[30:], user_id="u")  # a fork's writes
+    for index in (mem.index("u"), mem.index("u").fork()):
+        seen: dict[int, object] = {}
+        _forkable_parts(index, seen)
+        kinds = {type(part).__name__ for part in seen.values()}
+        assert {"UserIndex", "CellLayout", "BM25Index", "PacketVectors", "TermRows", "GrowArray"} <= kinds
+        for part in seen.values():
+            for name in part.SHARED:  # a plain container until a fork, persistent from then on
+                assert type(getattr(part, name)) in (dict, list, Map, Layered, Column), (type(part).__name__, name)
+    mem.close()
+    # no class of the package forks in a way of its own: a fork() is only defined by a Forkable subclass
+    root = pathlib.Path(memcompile_langgraph.__file__).parent
+    for path in root.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef) and any(
+                isinstance(f, ast.FunctionDef) and f.name == "fork" for f in node.body
+            ):
+                bases = {getattr(b, "id", getattr(b, "attr", "")) for b in node.bases}
+                assert "Forkable" in bases or node.name == "Forkable", (path.name, node.name)

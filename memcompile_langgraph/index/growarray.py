@@ -15,6 +15,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from .persistent import Forkable
+
 
 class _Mark:
     __slots__ = ("n", "forked", "lock")
@@ -25,7 +27,9 @@ class _Mark:
         self.lock = threading.Lock()  # two forks of one snapshot may append at once (optimistic ingest runs)
 
 
-class GrowArray:
+class GrowArray(Forkable):
+    """A leaf of the fork mechanism (persistent.Forkable): its own fork() shares the buffer."""
+
     __slots__ = ("data", "n", "_mark", "_from")
 
     def __init__(self, dtype: type, capacity: int = 4, row: tuple[int, ...] = ()):

@@ -265,13 +265,15 @@ class Forkable:
 
     SHARED    containers a fork shares with its source (persistent from the fork on, see above);
     COPIED    small containers a fork copies;
-    CHILDREN  parts that fork themselves;
+    CHILDREN  parts that are Forkable themselves: composites declared like this one, or a leaf with a fork() of its
+              own (GrowArray: numpy rows shared copy-on-write);
     OWN       tables whose values are changed in place (a Cell, a set, a posting array), each with how to copy one
               value: a fork copies a value the first time it changes it (`_own`) and remembers it in `_owned`.
 
     Every write rebinds its attribute (`_put`, `_push`, ...), so a plain container (a build, a loaded file) and a
     persistent one (a fork) take a write alike: no caller keeps a version a write left behind."""
 
+    __slots__ = ()  # a leaf may keep slots; composites, which declare none, keep a __dict__
     SHARED: tuple[str, ...] = ()
     COPIED: tuple[str, ...] = ()
     CHILDREN: tuple[str, ...] = ()
