@@ -105,6 +105,29 @@ def test_first_add_after_a_model_change_leaves_the_old_packets_to_the_job(backen
         fresh.close()
 
 
+def test_the_first_add_after_a_model_change_reads_the_old_snapshot_file_without_its_vectors(backend, tmp_path):
+    where = backend.where(tmp_path / "store")
+    _old_store(where)  # closed: its snapshot file, of the old model, is written
+    new = Counting(size=16)
+    new.gate.clear()
+    mem = where.memory(embeddings=new)
+    loads: list[tuple[int, int]] = []
+    load = mem.engine.records.load
+    mem.engine.records.load = lambda user_id, after=(-1, -1): loads.append(after) or load(user_id, after=after)
+    try:
+        mem.add_turns([ONE], "ann")
+        assert loads and loads[0] != (-1, -1)  # the file's records were read, not all replayed from the records
+        index = mem.index("ann")
+        assert len(index.packets) == len(TURNS) + 1
+        assert {len(v) for v in index.vectors.matrix()} <= {16}  # none of the old model's vectors came with it
+        assert new.waiting.wait(60)
+        new.gate.set()
+        assert mem.host.cache.reembeds.wait(120)
+        _assert_every_packet_has_its_current_vector(mem, DeterministicFakeEmbedding(size=16))
+    finally:
+        mem.close()
+
+
 def test_vectors_before_digests_are_left_off_the_write_path(tmp_path):
     from memcompile_langgraph import MemCompile
 
