@@ -21,10 +21,8 @@ import numpy as np
 from ..address.bm25 import BM25Index
 from ..address.cells import CellLayout
 from ..model import Descriptor, SourcePacket, from_columns
-from .growarray import GrowArray
 from .payload import VERSION, FormatError, Reader, Writer, pick, strings_column, unique
-from .termrows import TermRows, TermTable
-from .user import asks_only
+from .termrows import TermRows
 from .vectors import PacketVectors
 
 if TYPE_CHECKING:
@@ -154,15 +152,8 @@ def decode_index(payload: bytes | memoryview, template: UserIndex) -> UserIndex:
     index.by_packet = {pid: [] for pid in order}
     for d in descriptors:
         index.by_packet[d.packet_id].append(d)
-    # the columns queries read as arrays (UserIndex.COLUMNS), made here as the writes that add rows make them
-    index._sessions = GrowArray.of(np.array(index.packet_sessions, dtype=np.int64))
-    index._claim_rows = GrowArray.of(np.array(rows, dtype=np.int64))
-    index._timed = GrowArray.of(timed.astype(np.float64))
     used, speakers = np.unique(r.codes("packets.speaker", n), return_inverse=True)
-    index._speaker_codes = TermTable(pick(r.strings, used.tolist()))
-    index._speakers = GrowArray.of(speakers.astype(np.int32).reshape(-1))
-    index._asking = GrowArray.of(np.fromiter(map(asks_only, packets), np.float64, n))
-    index._spans = GrowArray.of(index.time_spans(range(n)))
+    index.make_columns(timed, pick(r.strings, used.tolist()), speakers.reshape(-1))
     for name in ("claim_terms", "key_terms"):
         codes = r.codes(name, None)
         setattr(index, name, TermRows.of(r.strings, codes, r.offsets(name, m, len(codes))))

@@ -159,6 +159,19 @@ class UserIndex(Forkable):
         self.register([d for d, _ in placed])
         self.index_packet_text([p.packet_id for p in packets])
 
+    def make_columns(self, timed: np.ndarray, speakers: list[str], speaker_codes: np.ndarray) -> None:
+        """The columns queries read as arrays (COLUMNS), made at once from rows loaded whole (index/codec.py), as
+        the writes that add rows make them one by one. timed: packet_timed; speaker_codes: each packet's speaker as
+        a position in `speakers`."""
+        self._sessions = GrowArray.of(np.array(self.packet_sessions, dtype=np.int64))
+        self._claim_rows = GrowArray.of(np.array(self.claim_packets, dtype=np.int64))
+        self._timed = GrowArray.of(timed.astype(np.float64))
+        self._speaker_codes = TermTable(speakers)
+        self._speakers = GrowArray.of(speaker_codes.astype(np.int32))
+        n = len(self.packet_order)
+        self._asking = GrowArray.of(np.fromiter((asks_only(self.packets[p]) for p in self.packet_order), np.float64, n))
+        self._spans = GrowArray.of(self.time_spans(range(n)))
+
     def vector_rows(self) -> np.ndarray:
         """Row of each packet (in packet_order) in the vector matrix, -1 for a packet without a vector yet."""
         return self._vector_rows.view()
