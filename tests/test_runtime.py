@@ -277,16 +277,30 @@ def test_a_sweep_removes_the_files_of_users_forgotten_or_deleted_from_elsewhere(
     mem.close()
 
 
-def test_processes_of_other_builds_keep_their_own_snapshot_files(tmp_path, embeddings, monkeypatch):
+def test_processes_of_other_builds_never_replace_each_others_snapshot_files(tmp_path, embeddings, monkeypatch):
     monkeypatch.setattr(cache_module, "PERSIST_EVERY", 1)
     dense = MemCompile(tmp_path / "store", embeddings=embeddings)
     dense.add_turns(demo_turns(), user_id="u")
     expected = dense.compile("Where does Priya work now?", "u").text
     dense.close()
+    files = {f: f.read_bytes() for f in (tmp_path / "store" / "snapshots").glob("*.snapshot")}
     lexical = MemCompile(tmp_path / "store", dense=False)  # e.g. a process without the model
-    lexical.compile("Where does Priya work now?", "u")
+    calls = []
+    real_load = lexical.engine.records.load
+    monkeypatch.setattr(
+        lexical.engine.records, "load", lambda user, after=(-1, -1): calls.append(after) or real_load(user, after)
+    )
+    assert lexical.compile("Where does Priya work now?", "u").packets
+    assert calls and calls[0] != (-1, -1)  # the other model's file, read without its vectors: not rebuilt
+    assert not lexical.index("u").vectors
+    lexical.add_turns([{"speaker": "Tom", "text": "The kayak is blue.", "time": "2024-05-01"}], user_id="u")
     lexical.close()
-    assert len(list((tmp_path / "store" / "snapshots").glob("*.snapshot"))) == 2
+    for f, data in files.items():  # the dense process's file is as it left it
+        assert f.read_bytes() == data
+    dense = MemCompile(tmp_path / "store", embeddings=embeddings)
+    dense.add_turns([{"speaker": "Tom", "text": "The kayak is blue.", "time": "2024-05-01"}], user_id="u")
+    expected = dense.compile("Where does Priya work now?", "u").text
+    dense.close()
     again = MemCompile(tmp_path / "store", embeddings=embeddings)
     calls = []
     real_load = again.engine.records.load
