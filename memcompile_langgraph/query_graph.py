@@ -24,7 +24,7 @@ from .evidence.mmr import offline_anchors
 from .evidence.pool import closed_pool
 from .evidence.render import mark_notes, render_context, superseded
 from .evidence.scheduler import ScheduleInput
-from .evidence.updates import Supersession, newest_statements
+from .evidence.updates import Supersession, asks_one_value, newest_statements
 from .model import DenseHit, Intent
 from .runtime.context import MemoryContext, run_context
 from .runtime.telemetry import GraphOperation
@@ -184,17 +184,22 @@ def newest_of_subjects(
     """The selection with the newest statement of its best statements' subjects in it (evidence/updates.py), and
     the older statements' supersessions."""
     index = inp.index
+    if not asks_one_value(inp.query):  # most questions end here, before any vector is read
+        return selected, {}
     rows = index.vectors.row
     pool = list(dict.fromkeys([*(p.packet_id for p in inp.pool), *(h.packet_id for h in inp.dense)]))
     if not all(p in rows for p in [*selected, *pool]):  # no vectors (yet): nothing to tell a subject by
         return selected, {}
     m = index.vectors.matrix()
-    unit = {p: m[rows[p]] / (float(np.linalg.norm(m[rows[p]])) or 1.0) for p in dict.fromkeys([*selected, *pool])}
+    unit: dict[str, np.ndarray] = {}
+
+    def vector(p: str) -> np.ndarray:
+        if p not in unit:
+            unit[p] = m[rows[p]] / (float(np.linalg.norm(m[rows[p]])) or 1.0)
+        return unit[p]
 
     def cosine(a: str, b: str) -> float:
-        if b not in unit:
-            unit[b] = m[rows[b]] / (float(np.linalg.norm(m[rows[b]])) or 1.0)
-        return float(unit[a] @ unit[b])
+        return float(vector(a) @ vector(b))
 
     def before(pid: str) -> str | None:
         p, pos = index.packets[pid], index.packet_position[pid]

@@ -11,6 +11,11 @@ Q = "How long does the test suite take now?"
 
 def run(texts, selected, query=Q, speakers=None, close=None, min_cosine=0.5):
     """texts: packet id -> text, ids "0", "1", ... in dialogue order; close: pairs of ids whose vectors are close."""
+    return run_claims(texts, {}, selected, query, speakers, close, min_cosine)
+
+
+def run_claims(texts, packet_claims, selected, query=Q, speakers=None, close=None, min_cosine=0.5):
+    """run() with some packets' claims given (packet id -> claims; the others' claim is their text)."""
     ps = {
         pid: SourcePacket(pid, "u", f"D1:{pid}", (speakers or {}).get(pid, "User"), 1, "", None, "", t, int(pid))
         for pid, t in texts.items()
@@ -26,7 +31,7 @@ def run(texts, selected, query=Q, speakers=None, close=None, min_cosine=0.5):
         selected,
         list(texts),
         ps.__getitem__,
-        lambda pid: [ps[pid].text],
+        lambda pid: packet_claims.get(pid, [ps[pid].text]),
         before,
         lambda a, b: 0.9 if frozenset((a, b)) in near else 0.1,
         min_cosine,
@@ -102,3 +107,20 @@ def test_the_selection_keeps_its_length_and_its_seeds_and_holds_no_duplicate(sel
     assert set(out) <= set(TEXTS)
     assert set(selected[:3]) <= set(out)  # the seeds stay
     assert all(a in out and f.new in out and int(f.new) > int(a) for a, f in found.items())
+
+
+def test_a_schedule_over_several_claims_is_a_list_not_an_update():
+    texts = {
+        **TEXTS,
+        "3": "That changed.",
+        "5": "Standup takes 15 minutes.",
+        "6": "Review takes 30 minutes.",
+        "8": "Planning takes 45 minutes.",
+        "9": "Retro takes 50 minutes.",
+        "10": "Demo takes 20 minutes.",
+    }
+    ps_claims = {"3": [texts[k] for k in ("5", "6", "8", "9", "10")]}  # one packet, one claim a line
+    out, found = run_claims(texts, ps_claims, ["0", "1", "4", "7"], close=[("0", "2")])
+    assert out == ["0", "1", "4", "7"] and not found
+    ps_claims = {"3": [texts[k] for k in ("5", "6")]}  # two values: one statement may carry them
+    assert run_claims(texts, ps_claims, ["0", "1", "4", "7"], close=[("0", "2")])[0] == ["0", "3", "1", "4"]

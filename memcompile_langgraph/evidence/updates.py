@@ -343,7 +343,8 @@ def asks_one_value(query: str) -> bool:
 
 def asked_values(query: str, claims: Sequence[str]) -> dict[str, frozenset[str]]:
     """Attribute -> the values the claims state for an attribute the question asks about: a unit the question names
-    or the kind of value it asks for (key "kind"). Claims of lists (many values) state no one fact."""
+    or the kind of value it asks for (key "kind"). Lists (many values, in one claim or over a packet's claims) state
+    no one fact."""
     q = topic_terms(query)
     out: dict[str, set[str]] = {}
     for c in claims:
@@ -354,6 +355,8 @@ def asked_values(query: str, claims: Sequence[str]) -> dict[str, frozenset[str]]
                 out.setdefault(unit, set()).update(vals)
         if kind := answer_values(query, c):
             out.setdefault("kind", set()).update(kind)
+    if len(set().union(*out.values())) > UPDATE_MAX_VALUES:  # a list or a schedule over several claims
+        return {}
     return {u: frozenset(v) for u, v in out.items()}
 
 
@@ -378,13 +381,19 @@ def newest_statements(
         return out, found
     chosen = set(out)
     q = topic_terms(query)
-    units = {p: asked_values(query, claims(p)) for p in dict.fromkeys([*selected[:UPDATE_NEWEST_SEEDS], *pool])}
+    said: dict[str, dict[str, frozenset[str]]] = {}
+
+    def units(p: str) -> dict[str, frozenset[str]]:  # read only for the packets a seed can call in
+        if p not in said:
+            said[p] = asked_values(query, claims(p))
+        return said[p]
+
     for a in list(selected[:UPDATE_NEWEST_SEEDS]):
         pa = packets(a)
-        if pa.speaker == skip_speaker or not units[a]:
+        if pa.speaker == skip_speaker or not units(a):
             continue
 
-        words = (q | {t for c in claims(a) for t in topic_terms(c)}) - set(units[a])
+        words = (q | {t for c in claims(a) for t in topic_terms(c)}) - set(units(a))
 
         def link(b: str) -> float:  # the closer of b and the turn before it that shares a topic word
             near = [x for x in (b, before(b)) if x and words & {t for c in claims(x) for t in topic_terms(c)}]
@@ -394,17 +403,18 @@ def newest_statements(
             (b for b in pool if b != a and packets(b).speaker == pa.speaker and packets(b).seq > pa.seq),
             key=lambda b: packets(b).seq,
         )
-        subject = [b for b in later if units[b].keys() & units[a].keys() and link(b) >= min_cosine]
-        seen = {u: set(v) for u, v in units[a].items()}
+        subject = [b for b in later if units(b).keys() & units(a).keys() and link(b) >= min_cosine]
+        seen = {u: set(v) for u, v in units(a).items()}
         newest: str | None = None
         values: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
         for b in subject:  # in order: an update states a value for an attribute of the seed that none before did
-            shared = sorted(units[b].keys() & seen.keys())
-            if came := next((u for u in shared if units[b][u] - seen[u]), None):
+            ub = units(b)
+            shared = sorted(ub.keys() & seen.keys())
+            if came := next((u for u in shared if ub[u] - seen[u]), None):
                 newest = b
-                values = (tuple(sorted(units[a][came] - units[b][came])), tuple(sorted(units[b][came] - seen[came])))
+                values = (tuple(sorted(units(a)[came] - ub[came])), tuple(sorted(ub[came] - seen[came])))
             for u in shared:
-                seen[u] |= units[b][u]
+                seen[u] |= ub[u]
         if newest is None:
             continue
         if newest not in chosen:  # the last packet that is neither a seed nor called in leaves
