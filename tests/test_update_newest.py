@@ -3,6 +3,7 @@
 from hypothesis import given
 from hypothesis import strategies as st
 
+from memcompile_langgraph.config import MemCompileConfig
 from memcompile_langgraph.evidence.updates import asks_one_value, newest_statements
 from memcompile_langgraph.model import SourcePacket
 
@@ -124,3 +125,40 @@ def test_a_schedule_over_several_claims_is_a_list_not_an_update():
     assert out == ["0", "1", "4", "7"] and not found
     ps_claims = {"3": [texts[k] for k in ("5", "6")]}  # two values: one statement may carry them
     assert run_claims(texts, ps_claims, ["0", "1", "4", "7"], close=[("0", "2")])[0] == ["0", "3", "1", "4"]
+
+
+def test_the_query_graph_calls_the_update_in_and_marks_the_older_statement(make_mem):
+    """End to end with the local model: the update names its subject only in the turn before it, so without the rule
+    the older statement and fillers about the test suite fill the selection."""
+    turns = []
+
+    def say(session, text, who="User"):
+        turns.append({"speaker": who, "text": text, "session": session})
+
+    say(1, "Our CI test suite takes 9 minutes to finish.")
+    say(1, "Nice, that is quick.", "Assistant")
+    for s in range(1, 4):
+        for f in (
+            "Can you help me write a unit test for the date parser?",
+            "How should I name feature branches?",
+            "What should go into a good README?",
+            "Any tips for keeping a reading habit going?",
+            "How do I make a pie chart in matplotlib?",
+            "What's a quick healthy lunch to prep?",
+        ):
+            say(s, f)
+            say(s, "Sure, here is how I would go about the test suite question: keep it simple and small.", "Assistant")
+    say(4, "Quick note about the CI test suite.")
+    say(4, "Go on.", "Assistant")
+    say(4, "That changed, a run is 21 minutes these days.")
+    say(4, "Understood.", "Assistant")
+    question = "How long does the CI test suite take?"
+    off = make_mem(turns=turns, config=MemCompileConfig().with_overrides(update_newest_cosine=0.0))
+    assert "D4:3" not in [p["dia_id"] for p in off.compile(question, user_id="u").packets]
+    on = make_mem(turns=turns, config=MemCompileConfig())
+    ctx = on.compile(question, user_id="u")
+    packets = ctx.packets
+    assert "by [D4:3]: 21 minutes replaces 9 minutes" in ctx.text
+    ids = [p["dia_id"] for p in packets]
+    assert ids.index("D4:3") == ids.index("D1:1") + 1 and len(ids) == 12
+    assert {p["dia_id"]: p.get("superseded_by") for p in packets}["D1:1"] == "D4:3"
