@@ -133,6 +133,10 @@ class MemCompileConfig:
     # a history question's spread also takes this many of the frontier's K_Delta slots (the frontier would fill them
     # from the one best-matching session); one, so the frontier keeps the other
     spread_frontier_slots: int = 1
+    # knowledge updates (evidence/updates.py newest_statements): the best selected statements call in their subject's
+    # newest later statement when its packet vector, or the vector of its speaker's turn just before it, is at least
+    # this close to theirs in cosine; 0 = off
+    update_newest_cosine: float = 0.6
     # pseudo-relevance feedback, last in the fused score: a second packet-level BM25 pass with at most
     # feedback_terms terms that the query-matching claims of at least two of the best feedback_packets fused packets
     # share (by packets x idf), weighted by fusion_feedback on its z-score; 0 = off. It finds the words a question

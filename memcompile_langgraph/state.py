@@ -70,6 +70,11 @@ class QueryState(TypedDict, total=False):
 class QueryWork(QueryState, total=False):
     """The query graph's own channels: QueryState plus what passes between stages only (not input or output)."""
 
+    # knowledge updates: older statement -> its supersession by the newest statement of its subject the frontier
+    # stage called into the selection (evidence/updates.py newest_statements, as plain fields); the render stage
+    # marks it
+    newest: dict[str, dict[str, Any]]
+
     # e(q+), then e(q) when offline fusion uses the bare question too: 384 floats each, no use to a caller (a
     # served query's output would carry them)
     query_vectors: list[list[float]]

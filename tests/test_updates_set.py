@@ -10,13 +10,25 @@ from collections import Counter
 from pathlib import Path
 
 from memcompile_langgraph.eval.beam import load_beam
-from memcompile_langgraph.eval.updates_set import FORMS, HARDER, RECAPS, SUBJECTS, main, write, write2
+from memcompile_langgraph.eval.updates_set import (
+    FORMS,
+    FORMS3,
+    HARDER,
+    RECAPS,
+    SUBJECTS,
+    SUBJECTS3,
+    main,
+    write,
+    write2,
+    write3,
+)
 
 # sha256 over each chat folder's files (relative path, then bytes), chats in numeric order, as written by the
 # default command line of each family
 SET_DIGESTS = {
     1: "12b39944b87434f9cba8ad1d2c813a10ced991002e9560a518094a684886936b",
     2: "d3193e6c71b6d0c2bcc9ad031f84f638df46504316a072460acd3aa9c09dd983",
+    3: "fe3ec975dd95dd60c4b5e7d54c143f7409a919289c37e97c91888eaeddfeb28e",
 }
 RECAP_OPENINGS = tuple(r.split("{")[0] for r in RECAPS)
 
@@ -44,7 +56,7 @@ def test_the_generated_set_is_read_by_the_beam_loader_with_the_later_statement_a
     assert len(SUBJECTS) >= 15
 
 
-def test_both_families_are_frozen_and_family_2_leaves_family_1_unchanged(tmp_path):
+def test_every_family_is_frozen_and_a_later_family_leaves_the_earlier_ones_unchanged(tmp_path):
     for family, digest in SET_DIGESTS.items():
         main([str(tmp_path / str(family)), "--family", str(family)])
         assert _digest(tmp_path / str(family)) == digest, f"family {family} changed: it was frozen"
@@ -95,3 +107,48 @@ def item_old_value(old_text: str, q) -> str:
 
 def _subject(q):
     return next(s for s in SUBJECTS if q.question in s.ask)
+
+
+def test_family_3_has_new_subjects_and_states_each_update_in_its_form(tmp_path):
+    old_names = {n for s in SUBJECTS for n in s.names}
+    assert not old_names & {n for s in SUBJECTS3 for n in s.names}
+    assert not {q for s in SUBJECTS for q in s.ask} & {q for s in SUBJECTS3 for q in s.ask}
+    folder = write3(tmp_path / "three")
+    bench = load_beam(folder)
+    assert bench.questions == 80
+    forms: Counter[str] = Counter()
+    twice = 0
+    for d in bench.dialogues:
+        raw = json.loads((folder / d.user_id / "probing_questions.json").read_text())["knowledge_update"]
+        turns = d.turns
+        at = {t["dia_id"]: k for k, t in enumerate(turns)}
+        for q, item in zip(d.questions, raw, strict=True):
+            form = item["update_form"]
+            forms[form] += 1
+            subject = next(s for s in SUBJECTS3 if q.question in s.ask)
+            olds = [turns[at[r]] for r in q.replaced]
+            (new,) = (turns[at[g]] for g in q.gold)
+            assert len(olds) == (2 if item["updated_twice"] else 1)
+            twice += item["updated_twice"]
+            assert new["speaker"] == "User" and q.answer.lower() in new["text"].lower()
+            assert all(o["speaker"] == "User" and q.answer.lower() not in o["text"].lower() for o in olds)
+            assert all(at[o["dia_id"]] < at[new["dia_id"]] and o["session"] < new["session"] for o in olds)
+            if form == "correction":  # names the value it corrects, the newest earlier one
+                assert _value(subject, olds[-1]["text"]) in new["text"].lower()
+            if form in ("later", "asked"):  # the value's turn does not name the entity; an earlier user turn does
+                assert not any(n.lower() in new["text"].lower() for n in subject.names)
+                k = at[new["dia_id"]]
+                gap = [k - 2] if form == "asked" else [k - 6, k - 8, k - 10]  # two to four exchanges between
+                leads = [turns[j] for j in gap if turns[j]["session"] == new["session"]]
+                assert any(n.lower() in t["text"].lower() for t in leads for n in subject.names)
+            if form == "mixed":
+                assert new["text"].count(".") >= 6
+            if item["history_after"]:  # the first value, told again after the update
+                first = _value(subject, olds[0]["text"])
+                assert any(first in t["text"].lower() and at[t["dia_id"]] > at[new["dia_id"]] for t in turns)
+    assert set(forms) == set(FORMS3) and max(forms.values()) - min(forms.values()) <= 1
+    assert 20 <= twice <= 30
+
+
+def _value(subject, text: str) -> str:
+    return next(v.lower() for v in sorted(subject.values, key=len, reverse=True) if v.lower() in text.lower())

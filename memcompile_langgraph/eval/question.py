@@ -7,7 +7,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..evidence.normalize import normalize
-from ..evidence.render import VIEWS, render_context, update_marks
+from ..evidence.render import VIEWS, mark_notes, render_context, update_marks
+from ..evidence.updates import Supersession
 from .baselines import BASELINE_KS
 from .dataset import Question
 from .metrics import answer_coverage, budget_duplication
@@ -86,6 +87,9 @@ def evaluate_question(
     whole = render_context(index, selected, view, reps)
     context = state.get("context", "")
     marks = update_marks(index, selected, q.question, mem.engine.llm_updates)  # the run's (a model's: its cache)
+    # and the older statements whose subject's newest statement the selection called in, as the render stage marks them
+    called = {a: Supersession(**s) for a, s in state.get("newest", {}).items() if s["new"] in selected}
+    marks = {**mark_notes(index, called), **marks}
     curve = {b: render_context(index, selected, view, reps, q.question, b, marks) for b in BUDGET_CURVE}
     record: dict[str, Any] = {
         "qid": q.qid,

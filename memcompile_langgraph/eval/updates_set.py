@@ -12,6 +12,12 @@ forms (split across two user turns, the subject in the first and the new value a
 among other news and restated by the assistant's recap; in other words for the attribute), another entity's value
 of the same kind somewhere in the chat, and for every other subject the older value told again after the update as
 history ("I used to ..."). Each question also carries `update_form` and `history_after` (the loader ignores them).
+
+`--family 3` writes a third set, frozen the same way, over 16 new subjects (entities, attributes and questions of
+their own) with the update in one of five forms neither earlier family has (FORMS3: a correction "it's X, not Y",
+the consequence of an event, a sentence of a long message of unrelated news, a turn without the entity's name several
+exchanges after the turn that names it, the user's reply to the assistant's question); a third of the subjects are
+updated twice. Questions also carry `updated_twice`.
 """
 
 from __future__ import annotations
@@ -642,16 +648,408 @@ def write2(folder: Path, chats: int = 10, per_chat: int = 8, sessions: int = 10,
     return folder
 
 
+# Family 3: new subjects and update forms neither family 1 nor 2 has, written once and frozen before any mechanism
+# was measured on it (its figure is measured once, for an adopted mechanism). Every subject is new (its entity, its
+# attribute, its questions); the update is stated in one of FORMS3: as a correction of the value said before ("it's
+# X, not Y"), as the consequence of an event, inside a long message of unrelated news, several turns after a turn
+# that names the subject without a value, or as the user's reply to the assistant's question about it. A third of
+# the subjects are updated twice (the question's gold is the newest, both earlier statements are replaced).
+FORMS3 = ("correction", "consequence", "mixed", "later", "asked")
+
+
+@dataclass(frozen=True)
+class Subject3:
+    names: tuple[str, ...]  # ways to name the entity: {e}
+    old: tuple[str, ...]  # first statements: {v} the value
+    plain: tuple[str, ...]  # a later statement of another value, in other words (the middle update, the mixed form)
+    correction: tuple[str, ...]  # the update as a correction: {v} the new value, {o} the value it corrects
+    consequence: tuple[str, ...]  # the update as the consequence of an event
+    mention: tuple[str, ...]  # a turn that names the subject without a value
+    bare: tuple[str, ...]  # the new value without naming the entity (said after a mention, or as a reply)
+    asked: tuple[str, ...]  # the assistant's question about the subject
+    ask: tuple[str, ...]  # questions about the current value
+    values: tuple[str, ...]
+    near: tuple[str, ...]  # another entity's value of the same kind: {v}
+    history: tuple[str, ...]  # an earlier value told as history: {v}
+    other: tuple[str, ...] = ()  # the same entity's other facts
+
+
+SUBJECTS3 = (
+    Subject3(
+        ("my cat Miso", "Miso", "our cat"),
+        ("{E} weighs {v}.", "At the vet {e} came in at {v}."),
+        ("The scale says {e} is {v} these days.", "{E} is up to {v}, according to the vet."),
+        ("Actually I had {e}'s weight wrong, she's {v}, not {o}.", "Correction on {e}: {v}, not {o} as I said."),
+        (
+            "Since we switched her to the diet food, {e} is down to {v}.",
+            "All those treats from my parents mean {e} now weighs {v}.",
+        ),
+        ("I need to take {e} to the vet for her weigh-in.", "The vet wanted to keep an eye on how heavy {e} is."),
+        ("She was {v} on the vet's scale this morning.", "{V} exactly, the vet was pleased."),
+        ("How much does Miso weigh at the moment?", "What did the scale say for Miso?"),
+        ("What does my cat weigh at this point?", "How heavy is Miso these days?"),
+        ("4.1 kg", "4.6 kg", "5.2 kg", "5.8 kg", "6.3 kg"),
+        ("My neighbour's dog weighs {v}.", "The kitten my sister adopted is {v}."),
+        ("When Miso was {v} she could still jump onto the fridge.",),
+        ("{E} sleeps on the windowsill all afternoon.",),
+    ),
+    Subject3(
+        ("our hosting provider", "where the app is hosted", "the cloud we run on"),
+        ("{E} is {v}.", "We host everything on {v}."),
+        ("We've moved the whole stack over to {v}.", "Production lives on {v} as of the migration."),
+        ("Correction about {e}: it's {v}, not {o}; I mixed up the invoices.", "Sorry, {e} is {v} rather than {o}."),
+        ("After the pricing change we signed with {v}, so that's {e} now.", "The outage last month pushed us to {v}."),
+        ("We had a long meeting about {e} today, costs are a worry.", "I'm not happy with {e} at all lately."),
+        ("Decision made: it's {v} from here on.", "We're going with {v}, contracts are signed."),
+        ("Did you settle the question of where to host the app?", "What did you decide about the hosting?"),
+        ("Which cloud does our app run on?", "Who hosts our app at this point?"),
+        ("AWS", "Hetzner", "DigitalOcean", "Google Cloud", "Fly.io"),
+        ("Our marketing site is on {v}.", "My friend's startup uses {v}."),
+        ("Back when we hosted on {v}, the bills were smaller.",),
+        ("{E} bills us at the start of each month.",),
+    ),
+    Subject3(
+        ("our sprint length", "how long a sprint lasts", "the sprint cadence"),
+        ("{E} is {v}.", "Sprints on the team run {v}."),
+        ("We switched to sprints of {v}.", "A sprint lasts {v} for us now."),
+        ("I misspoke about {e}: it's {v}, not {o}.", "Small correction: sprints are {v}, not {o}."),
+        ("The planning overhead was too much, so sprints are {v} long now.", "With the new PM, sprints last {v}."),
+        ("The retro was all about {e} today.", "People keep complaining about {e}."),
+        ("We settled on {v}.", "{V} it is, starting Monday."),
+        ("So what did the retro decide about the sprints?", "Did the team agree on a new cadence?"),
+        ("How long are our sprints?", "What length of sprint does the team work in?"),
+        ("one week", "two weeks", "three weeks", "four weeks"),
+        ("The design team plans in cycles of {v}.", "Our release train leaves every {v}."),
+        ("When sprints were {v}, we never finished the board.",),
+        ("{E} is written on the wiki's front page.",),
+    ),
+    Subject3(
+        ("our monthly active users", "the app's MAU", "how many people use the app each month"),
+        ("{E} is {v}.", "We're at {v} monthly active users."),
+        ("The app counts {v} active users a month now.", "Monthly actives reached {v}."),
+        ("I quoted {e} wrong yesterday: {v}, not {o}.", "Correction, {e} is {v} and not {o}."),
+        ("The TikTok mention sent {e} to {v}.", "Since the paywall went up, {e} fell to {v}."),
+        ("The board wants to see {e} in the deck.", "I've been staring at {e} all morning."),
+        ("{V} last month, per the dashboard.", "The dashboard shows {v} for last month."),
+        ("How is the usage looking this month?", "What does the dashboard say about monthly users?"),
+        ("How many monthly active users does the app have?", "What's the latest MAU figure?"),
+        ("8,400", "11,200", "15,900", "21,300", "27,800"),
+        ("Our competitor claims {v} monthly users.", "The newsletter has {v} subscribers."),
+        ("When we had {v} monthly users, the server never broke a sweat.",),
+        ("{E} is reported to investors every quarter.",),
+    ),
+    Subject3(
+        ("my phone plan", "what I pay for my mobile", "the monthly phone bill"),
+        ("{E} is {v} a month.", "I pay {v} monthly for {e}."),
+        ("The carrier now charges me {v} a month.", "My mobile costs {v} per month now."),
+        ("I got {e} wrong, it's {v}, not {o}.", "Scratch that about {e}: {v} a month, not {o}."),
+        ("Adding the roaming pack pushed {e} to {v}.", "Because I dropped the data add-on, {e} is {v}."),
+        ("I called the carrier about {e} today.", "I want to look at {e} again, it feels high."),
+        ("They agreed on {v} a month.", "It comes to {v} monthly from now on."),
+        ("How did the call with the carrier go?", "Did they change your plan?"),
+        ("What do I pay for my phone each month?", "How much is my mobile bill?"),
+        ("$25", "$32", "$40", "$48", "$55"),
+        ("My partner's plan is {v} a month.", "The streaming bundle is {v} monthly."),
+        ("I remember paying {v} for the phone and thinking it was a lot.",),
+        ("{E} includes unlimited texts.",),
+    ),
+    Subject3(
+        ("my flight to Lisbon", "the Lisbon trip", "when I fly out to Lisbon"),
+        ("{E} is on {v}.", "I'm booked to Lisbon on {v}."),
+        ("I rebooked, I fly to Lisbon on {v}.", "The airline put me on the {v} flight to Lisbon."),
+        ("Wrong date before: {e} is {v}, not {o}.", "Correction, I leave for Lisbon on {v}, not {o}."),
+        ("The conference moved, so I fly to Lisbon on {v}.", "The strike cancelled my flight; I go on {v}."),
+        ("I spent the morning on the phone about {e}.", "The airline emailed me about {e}."),
+        ("They could only give me {v}.", "It's {v} now, the earliest they had."),
+        ("Any news from the airline?", "Did the airline sort out your booking?"),
+        ("When do I fly to Lisbon?", "What date is my Lisbon flight?"),
+        ("October 3", "October 10", "October 17", "November 2", "November 14"),
+        ("My brother flies to Rome on {v}.", "The team dinner is on {v}."),
+        ("When I was booked for {v}, I'd planned to work from the hotel.",),
+        ("{E} has a layover in Madrid.",),
+    ),
+    Subject3(
+        ("the Docker image", "our container image", "the image we ship"),
+        ("{E} is {v}.", "{E} comes to {v} compressed."),
+        ("After the rebuild the image is {v}.", "Our container weighs {v} now."),
+        ("I had {e}'s size wrong: {v}, not {o}.", "Correction: {e} is {v}, not {o}."),
+        ("Adding the ML libraries took {e} to {v}.", "The multi-stage build brought {e} down to {v}."),
+        ("Deploys are slow and I blame {e}.", "I finally profiled {e} today."),
+        ("It comes in at {v}.", "{V}, measured on the registry."),
+        ("How big did the image end up?", "What does the registry show for the image size?"),
+        ("How large is our Docker image?", "What's the size of the image we ship?"),
+        ("410 MB", "520 MB", "640 MB", "780 MB", "950 MB"),
+        ("The database dump is {v}.", "Our frontend bundle is {v} uncompressed."),
+        ("When the image was {v}, pulls took seconds.",),
+        ("{E} is based on Debian slim.",),
+    ),
+    Subject3(
+        ("my dentist", "the dentist I see", "who does my dental check-ups"),
+        ("{E} is {v}.", "I see {v} for my teeth."),
+        ("I'm registered with {v} for dental care now.", "{V} looks after my teeth these days."),
+        ("I said the wrong name for {e}: it's {v}, not {o}.", "Correction: {e} is {v}, not {o}."),
+        ("The practice closed, so {v} took over my check-ups.", "After the move I signed up with {v}."),
+        ("I had a check-up booked with {e} and it got messy.", "I need to talk about {e}."),
+        ("I'm with {v} now.", "{V} will be doing it from now on."),
+        ("Did you find a new dentist?", "Who will do your check-ups then?"),
+        ("Who is my dentist?", "Which dentist do I go to?"),
+        ("Dr. Okafor", "Dr. Lindqvist", "Dr. Chen", "Dr. Moreau", "Dr. Haddad"),
+        ("My kids' orthodontist is {v}.", "My mother's GP is {v}."),
+        ("When I went to {v}, the waiting room was always full.",),
+        ("{E} always sends a text reminder.",),
+    ),
+    Subject3(
+        ("the search API's p95 latency", "search latency at p95", "how fast search answers"),
+        ("{E} is {v}.", "The search endpoint's p95 is {v}."),
+        ("Search answers in {v} at p95 now.", "Ninety-fifth percentile for search is {v}."),
+        ("I misread the chart for {e}: {v}, not {o}.", "Correction: {e} is {v} and not {o}."),
+        ("The new index brought {e} down to {v}.", "Since the traffic spike, {e} is {v}."),
+        ("I was looking at {e} on the dashboard.", "Product asked me about {e} again."),
+        ("It's {v} on the latest chart.", "The chart says {v}."),
+        ("What does the latency chart show for search?", "How is search doing on speed?"),
+        ("What is the p95 latency of search?", "How slow is the search API at the 95th percentile?"),
+        ("120 ms", "180 ms", "240 ms", "310 ms", "450 ms"),
+        ("The login endpoint's p95 is {v}.", "Our payments API answers in {v}."),
+        ("Back when search took {v}, nobody complained.",),
+        ("{E} is on the team's status page.",),
+    ),
+    Subject3(
+        ("my sleep", "how much I sleep", "my nightly sleep"),
+        ("I get about {v} of sleep a night.", "{E} averages {v}."),
+        ("My tracker shows {v} a night now.", "I'm sleeping {v} on an average night."),
+        ("I overstated {e}: it's {v}, not {o}.", "Correction: {e} is {v} a night, not {o}."),
+        ("The new baby means I'm on {v} a night.", "Since I stopped coffee after noon I sleep {v}."),
+        ("I've been tracking {e} with my watch.", "The doctor asked about {e}."),
+        ("{V} on average, the watch says.", "It averages {v} this month."),
+        ("What did the watch say about your nights?", "How are the nights going?"),
+        ("How much do I sleep a night?", "How many hours of sleep am I getting?"),
+        ("five hours", "six hours", "seven hours", "eight hours"),
+        ("My partner sleeps {v}.", "The article said teenagers need {v}."),
+        ("When I slept {v} a night, I was always tired.",),
+        ("{E} is worse on Sundays.",),
+    ),
+    Subject3(
+        ("our frontend framework", "what the web client is written in", "the UI framework"),
+        ("{E} is {v}.", "The web client is built with {v}."),
+        ("The web client is rewritten in {v}.", "We build the UI with {v} these days."),
+        ("I named {e} wrong: it's {v}, not {o}.", "Correction: {e} is {v}, not {o}."),
+        ("The new hires knew {v}, so the client is {v} now.", "Bundle size pushed us to {v}."),
+        ("We argued about {e} all week.", "The rewrite question for {e} came up again."),
+        ("We went with {v}.", "{V} won the vote."),
+        ("Where did the framework debate land?", "What did you pick for the client?"),
+        ("Which framework is our web client built with?", "What's our UI framework?"),
+        ("React", "Vue", "Svelte", "Angular", "SolidJS"),
+        ("The admin panel uses {v}.", "My side project is in {v}."),
+        ("When the client was {v}, builds took forever.",),
+        ("{E} is covered by our style guide.",),
+    ),
+    Subject3(
+        ("our office address", "where the office is", "the office"),
+        ("{E} is {v}.", "We work out of {v}."),
+        ("The team moved into {v}.", "Our office is at {v} now."),
+        ("I gave you the wrong address: {v}, not {o}.", "Correction, the office is at {v}, not {o}."),
+        ("The lease ran out, so we're at {v}.", "Growing to forty people pushed us to {v}."),
+        ("We've been looking at spaces for {e}.", "The landlord wrote about {e} again."),
+        ("We signed for {v}.", "It's {v}, keys on Monday."),
+        ("Did you find a new space?", "Where did you end up with the office?"),
+        ("What's our office address?", "Where is the office located?"),
+        ("14 Harbour Street", "220 Mill Road", "7 Canal Square", "95 Station Avenue", "31 Birch Lane"),
+        ("My gym is at {v}.", "The client's office is at {v}."),
+        ("When we were at {v}, lunch options were great.",),
+        ("{E} has a bike room.",),
+    ),
+    Subject3(
+        ("the database connection pool", "our pool size", "how many connections the pool holds"),
+        ("{E} holds {v}.", "The pool is set to {v}."),
+        ("We run the pool with {v} now.", "The pool was resized to {v}."),
+        ("I got {e} wrong: it's {v}, not {o}.", "Correction: the pool holds {v}, not {o}."),
+        ("The timeouts under load made us go to {v}.", "Postgres ran out of memory, so the pool is {v}."),
+        ("I was tuning {e} all afternoon.", "Ops asked about {e}."),
+        ("Settled on {v}.", "{V} after the load test."),
+        ("What did the load test settle for the pool?", "Did you change the pool?"),
+        ("How many connections does our pool hold?", "What's the connection pool size?"),
+        ("12 connections", "24 connections", "40 connections", "64 connections", "96 connections"),
+        ("The analytics replica allows {v}.", "Our Redis client opens {v}."),
+        ("With {v} in the pool we had timeouts every night.",),
+        ("{E} is configured in the Helm chart.",),
+    ),
+    Subject3(
+        ("my savings goal", "what I'm saving towards", "the target for my savings"),
+        ("{E} is {v}.", "I'm trying to save {v} this year."),
+        ("I'm aiming to put away {v}.", "The target in my budget app is {v}."),
+        ("I said {e} wrong: it's {v}, not {o}.", "Correction: {e} is {v}, not {o}."),
+        ("The bonus lets me aim for {v}.", "With the car repair, I lowered the target to {v}."),
+        ("I sat down with {e} this weekend.", "My partner and I talked about {e}."),
+        ("We agreed on {v}.", "{V} is the number."),
+        ("Where did you land on the savings?", "What target did you set?"),
+        ("How much am I trying to save?", "What's my savings target?"),
+        ("$6,000", "$9,000", "$12,000", "$18,000", "$25,000"),
+        ("My sister saved {v} last year.", "The kitchen remodel quote was {v}."),
+        ("When my goal was {v}, I still ate out a lot.",),
+        ("{E} lives in a separate account.",),
+    ),
+    Subject3(
+        ("the team offsite", "where the offsite is", "our offsite location"),
+        ("{E} is in {v}.", "We're going to {v} for the offsite."),
+        ("We're heading to {v} for the offsite.", "The offsite will happen in {v}."),
+        ("I got {e} wrong: it's {v}, not {o}.", "Correction: the offsite is in {v}, not {o}."),
+        ("Flights were cheaper, so the offsite is in {v}.", "The venue cancelled; we're off to {v}."),
+        ("HR is still working on {e}.", "I got an email about {e}."),
+        ("{V} got the most votes.", "It's {v}, booked this morning."),
+        ("Did HR pick a place for the offsite?", "Where is everyone going?"),
+        ("Where is our offsite?", "Which city is the offsite in?"),
+        ("Lake Como", "Porto", "Kraków", "Edinburgh", "Valencia"),
+        ("Last year's conference was in {v}.", "My cousin lives in {v}."),
+        ("When the offsite was in {v}, it rained all week.",),
+        ("{E} runs for three days.",),
+    ),
+    Subject3(
+        ("my Spanish lesson", "the day of my Spanish class", "Spanish"),
+        ("{E} is on {v}.", "I have Spanish on {v}."),
+        ("Spanish class happens on {v} now.", "The tutor moved me to {v}."),
+        ("Wrong day before: {e} is on {v}, not {o}.", "Correction: Spanish is on {v}, not {o}."),
+        ("My tutor started a job, so Spanish is on {v}.", "The new shift means my class is on {v}."),
+        ("I have to talk to the tutor about {e}.", "My tutor messaged about {e}."),
+        ("{V} works for both of us.", "We agreed on {v}."),
+        ("So when is Spanish going to be?", "Did you and the tutor find a day?"),
+        ("What day is my Spanish lesson?", "When do I have Spanish class?"),
+        ("Mondays", "Tuesdays", "Wednesdays", "Thursdays", "Saturdays"),
+        ("My piano lesson is on {v}.", "The book club meets on {v}."),
+        ("When Spanish was on {v}, I always missed it.",),
+        ("{E} is an hour long.",),
+    ),
+)
+
+MIXED_NEWS = (
+    "The plumber finally came on Tuesday.",
+    "I finished the book about habits you recommended.",
+    "My sister is visiting over the holidays.",
+    "The garden is full of tomatoes.",
+    "We adopted a new code review checklist.",
+    "I signed up for a pottery class.",
+    "The neighbours are renovating again.",
+    "My laptop battery is dying.",
+)
+MIXED_OPEN = ("Long update, sorry.", "Lots going on, here's the rundown.", "A few things at once.")
+
+
+def _block3(form: str, s: Subject3, e: str, value: str, prior: str, rng: random.Random) -> list:
+    """Family 3: the update's turns, (role, text, is_gold) in order."""
+    if form == "correction":
+        return [("user", rng.choice(s.correction).format(e=e, E=e, v=value, V=value, o=prior), True)]
+    if form == "consequence":
+        return [("user", _fill(rng.choice(s.consequence), e, value), True)]
+    if form == "mixed":
+        news = rng.sample(MIXED_NEWS, 4)
+        said = _fill(rng.choice(s.plain), e, value)
+        text = f"{rng.choice(MIXED_OPEN)} {news[0]} {news[1]} {said} {news[2]} {news[3]} {rng.choice(FILLER_USER)}"
+        return [("user", text, True)]
+    if form == "later":  # the subject named, then two to four other exchanges, then the value without the name
+        turns = [
+            ("user", _fill(rng.choice(s.mention), e, ""), False),
+            ("assistant", rng.choice(FILLER_ASSISTANT), False),
+        ]
+        for _ in range(rng.randrange(2, 5)):
+            turns += [("user", rng.choice(FILLER_USER), False), ("assistant", rng.choice(FILLER_ASSISTANT), False)]
+        return [*turns, ("user", _fill(rng.choice(s.bare), e, value), True)]
+    # asked: the user names the subject, the assistant asks about it, the user answers with the value
+    return [
+        ("user", _fill(rng.choice(s.mention), e, ""), False),
+        ("assistant", rng.choice(s.asked), False),
+        ("user", _fill(rng.choice(s.bare), e, value), True),
+    ]
+
+
+def _chat3(
+    rng: random.Random, subjects: list[Subject3], forms: list[str], chains: list[bool], sessions: int, start: date
+) -> tuple:
+    """Family 3's (chat.json batches, knowledge_update questions) for one chat."""
+    plan: dict[int, list[tuple[list, int, str]]] = {b: [] for b in range(sessions)}  # batch -> (turns, subject, tag)
+    facts = []
+    for i, (s, form, chain) in enumerate(zip(subjects, forms, chains)):
+        first = rng.randrange(0, sessions - 4)
+        mid = rng.randrange(first + 1, sessions - 2) if chain else first
+        later = rng.randrange(mid + 1, sessions - 1)
+        old_v, mid_v, new_v, near_v = rng.sample(s.values, 4)
+        names = list(s.names)
+        rng.shuffle(names)
+        plan[first].append(([("user", _fill(rng.choice(s.old), names[0], old_v), True)], i, "old"))
+        prior = old_v
+        if chain:
+            plan[mid].append(([("user", _fill(rng.choice(s.plain), names[1], mid_v), True)], i, "old"))
+            prior = mid_v
+        plan[later].append((_block3(form, s, names[-1], new_v, prior, rng), i, "new"))
+        plan[rng.randrange(sessions)].append(([("user", rng.choice(s.near).format(v=near_v), False)], -1, ""))
+        history = i % 2 == 1
+        if history:  # the first value told again after the update, as the past
+            said = _fill(rng.choice(s.history), rng.choice(names), old_v)
+            plan[rng.randrange(later + 1, sessions)].append(([("user", said, False)], -1, ""))
+        for text in s.other:
+            plan[rng.randrange(sessions)].append(([("user", _fill(text, rng.choice(names), ""), False)], -1, ""))
+        facts.append((i, new_v, form, history, chain))
+    batches: list[dict] = []
+    ids: dict[tuple[int, str], list[int]] = {}
+    msg = 0
+    for b in range(sessions):
+        items = list(plan[b]) + [([("user", rng.choice(FILLER_USER), False)], -1, "") for _ in range(6)]
+        rng.shuffle(items)
+        turns = []
+        for block, subject, tag in items:
+            if block[-1][0] == "user":
+                block = [*block, ("assistant", rng.choice(FILLER_ASSISTANT), False)]
+            messages = []
+            for role, text, gold in block:
+                if gold and subject >= 0:
+                    ids.setdefault((subject, tag), []).append(msg)
+                messages.append({"role": role, "id": msg, "content": text})
+                msg += 1
+            turns += [messages[k : k + 2] for k in range(0, len(messages), 2)]
+        anchor = (start + timedelta(days=9 * b)).strftime("%B-%d-%Y")
+        batches.append({"batch_number": b + 1, "time_anchor": anchor, "turns": turns})
+    questions = []
+    for i, new_v, form, history, chain in facts:
+        questions.append(
+            {
+                "question": rng.choice(subjects[i].ask),
+                "answer": new_v,
+                "source_chat_ids": {"original_info": ids[(i, "old")], "updated_info": ids[(i, "new")]},
+                "update_form": form,
+                "history_after": history,
+                "updated_twice": chain,
+            }
+        )
+    return batches, questions
+
+
+def write3(folder: Path, chats: int = 10, per_chat: int = 8, sessions: int = 10, seed: int = 0) -> Path:
+    """Family 3: new subjects, the updates in FORMS3 (in turn over the set's questions), a third updated twice."""
+    rng = random.Random(seed + 3)
+    n = 0
+    for c in range(1, chats + 1):
+        subjects = rng.sample(SUBJECTS3, min(per_chat, len(SUBJECTS3)))
+        forms = [FORMS3[(n + k) % len(FORMS3)] for k in range(len(subjects))]
+        chains = [(n + k) % 3 == 2 for k in range(len(subjects))]
+        n += len(subjects)
+        _save(
+            folder / str(c), *_chat3(rng, subjects, forms, chains, sessions, date(2025, 1, 6) + timedelta(days=40 * c))
+        )
+    return folder
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("out", type=Path)
     parser.add_argument("--chats", type=int, default=10)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
-        "--family", type=int, choices=(1, 2), default=1, help="1: updates in other words; 2: harder forms (FORMS)"
+        "--family",
+        type=int,
+        choices=(1, 2, 3),
+        default=1,
+        help="1: updates in other words; 2: harder forms (FORMS); 3: new subjects and forms (FORMS3)",
     )
     args = parser.parse_args(argv)
-    print((write2 if args.family == 2 else write)(args.out, args.chats, seed=args.seed))
+    print({1: write, 2: write2, 3: write3}[args.family](args.out, args.chats, seed=args.seed))
 
 
 if __name__ == "__main__":

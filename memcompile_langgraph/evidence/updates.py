@@ -22,6 +22,7 @@ from itertools import takewhile
 
 from ..model import SourcePacket
 from ..text.terms import term_set
+from .spread import spans_history
 
 _TOKEN = re.compile(r"\d+(?:[.,:]\d+)*|[a-z%]+", re.I)
 _GLUED = re.compile(r"\d([a-z]+|%)", re.I)  # a measurement unit written on the number: 250ms, 4GB, 78%
@@ -314,3 +315,116 @@ def superseded_note(s: Supersession, old: SourcePacket, new: SourcePacket) -> st
         f"- [superseded on {new.date} by [{new.dia_id}]: {', '.join(s.new_values)} replaces "
         f"{', '.join(s.old_values)} stated here on {old.date}]"
     )
+
+
+# The newest statement of the question's subject (engineering, not in the paper). A question about a fact that
+# changed finds the fact's statements by their words and vectors, and the older one often wins: it names the subject
+# in the question's words, while the update may name it in other words, only in the turn before ("Re the test suite:"
+# ... "it's 21 minutes now"), or among other news. So the best-ranked selected statements with a value each call in
+# the newest later statement of their subject: same speaker; a value of the attribute the question asks about (a unit
+# it names, or the kind of value it asks for) that no earlier statement of the subject holds (a value told again as
+# history is no update); about the same entity: it, or the same speaker's turn just before it (a continuation names no
+# subject of its own), shares a topic word with the statement or the question and has a packet vector close to the
+# statement's. Only a question asking for one value calls any in: a wh-question, not in the past tense (an event), not
+# about the whole history or what lies between two things (every statement counts there).
+UPDATE_NEWEST_SEEDS = 3  # the best selected packets that can call in their subject's newest statement
+
+
+_WH = re.compile(r"^\s*(?:what|which|when|where|who|whom|whose|how)\b", re.I)
+_TWO = re.compile(r"\bbetween\b", re.I)
+
+
+def asks_one_value(query: str) -> bool:
+    """A wh-question about a current value: not a yes/no question, not in the past tense, not about the whole
+    history or the span between two things."""
+    head = " ".join(query.split()[:UPDATE_HEAD_WORDS])
+    return bool(_WH.match(query)) and not _PAST.match(head) and not spans_history(query) and not _TWO.search(query)
+
+
+def asked_values(query: str, claims: Sequence[str]) -> dict[str, frozenset[str]]:
+    """Attribute -> the values the claims state for an attribute the question asks about: a unit the question names
+    or the kind of value it asks for (key "kind"). Lists (many values, in one claim or over a packet's claims) state
+    no one fact."""
+    q = topic_terms(query)
+    out: dict[str, set[str]] = {}
+    for c in claims:
+        if not _NUMBER.search(c) or value_count(c) > UPDATE_MAX_VALUES or len(topic_terms(c)) > UPDATE_MAX_CLAIM_TERMS:
+            continue
+        for unit, vals in quantities(c).items():
+            if unit in q:
+                out.setdefault(unit, set()).update(vals)
+        if kind := answer_values(query, c):
+            out.setdefault("kind", set()).update(kind)
+    if len(set().union(*out.values())) > UPDATE_MAX_VALUES:  # a list or a schedule over several claims
+        return {}
+    return {u: frozenset(v) for u, v in out.items()}
+
+
+def newest_statements(
+    query: str,
+    selected: Sequence[str],
+    pool: Sequence[str],
+    packets: Callable[[str], SourcePacket],
+    claims: Callable[[str], Sequence[str]],
+    before: Callable[[str], str | None],
+    cosine: Callable[[str, str], float],
+    min_cosine: float,
+    skip_speaker: str = "",
+) -> tuple[list[str], dict[str, Supersession]]:
+    """(the selection with each seed's newest subject statement in it, seed -> its supersession by that statement:
+    the older statement is marked superseded when rendered). A statement called
+    in goes right after its seed and the selection's last other packet leaves (the length stays). `before(pid)`: the same
+    speaker's turn just before pid in its session (None when there is none)."""
+    out: list[str] = list(selected)
+    found: dict[str, Supersession] = {}
+    if not asks_one_value(query):
+        return out, found
+    chosen = set(out)
+    q = topic_terms(query)
+    said: dict[str, dict[str, frozenset[str]]] = {}
+
+    def units(p: str) -> dict[str, frozenset[str]]:  # read only for the packets a seed can call in
+        if p not in said:
+            said[p] = asked_values(query, claims(p))
+        return said[p]
+
+    for a in list(selected[:UPDATE_NEWEST_SEEDS]):
+        pa = packets(a)
+        if pa.speaker == skip_speaker or not units(a):
+            continue
+
+        words = (q | {t for c in claims(a) for t in topic_terms(c)}) - set(units(a))
+
+        def link(b: str) -> float:  # the closer of b and the turn before it that shares a topic word
+            near = [x for x in (b, before(b)) if x and words & {t for c in claims(x) for t in topic_terms(c)}]
+            return max((cosine(a, x) for x in near), default=-1.0)
+
+        later = sorted(
+            (b for b in pool if b != a and packets(b).speaker == pa.speaker and packets(b).seq > pa.seq),
+            key=lambda b: packets(b).seq,
+        )
+        subject = [b for b in later if units(b).keys() & units(a).keys() and link(b) >= min_cosine]
+        seen = {u: set(v) for u, v in units(a).items()}
+        newest: str | None = None
+        values: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
+        for b in subject:  # in order: an update states a value for an attribute of the seed that none before did
+            ub = units(b)
+            shared = sorted(ub.keys() & seen.keys())
+            if came := next((u for u in shared if ub[u] - seen[u]), None):
+                newest = b
+                values = (tuple(sorted(units(a)[came] - ub[came])), tuple(sorted(ub[came] - seen[came])))
+            for u in shared:
+                seen[u] |= ub[u]
+        if newest is None:
+            continue
+        if newest not in chosen:  # the last packet that is neither a seed nor called in leaves
+            keep = {*selected[:UPDATE_NEWEST_SEEDS], *(f.new for f in found.values())}
+            drop = next((p for p in reversed(out) if p not in keep), None)
+            if drop is None:
+                continue
+            out.remove(drop)
+            chosen.discard(drop)
+            out.insert(out.index(a) + 1, newest)
+            chosen.add(newest)
+        found[a] = Supersession(a, newest, *values)
+    return out, found
