@@ -10,7 +10,6 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-import numpy as np
 from langgraph.graph import END, START
 from langgraph.runtime import Runtime
 
@@ -18,13 +17,12 @@ from .address.candidates import bm25_top, candidate_union
 from .address.dense import query_similarities, top_from
 from .address.intent import enriched_query
 from .address.routing import Routing, route
-from .config import MemCompileConfig
 from .evidence.frontier import admit, frontier_window
 from .evidence.mmr import offline_anchors
 from .evidence.pool import closed_pool
 from .evidence.render import mark_notes, render_context, superseded
 from .evidence.scheduler import ScheduleInput
-from .evidence.updates import Supersession, asks_one_value, newest_statements
+from .evidence.updates import Supersession, newest_of_subjects
 from .model import DenseHit, Intent
 from .runtime.context import MemoryContext, run_context
 from .runtime.telemetry import GraphOperation
@@ -176,54 +174,6 @@ def frontier_node(state: QueryWork, runtime: Runtime[MemoryContext]) -> dict[str
         "newest": {a: asdict(s) for a, s in newest.items()},
         "_trace": {"window": len(window), "added": len(selected) - len(anchors)},
     }
-
-
-def newest_of_subjects(
-    inp: ScheduleInput, selected: list[str], cfg: MemCompileConfig
-) -> tuple[list[str], dict[str, Supersession]]:
-    """The selection with the newest statement of its best statements' subjects in it (evidence/updates.py), and
-    the older statements' supersessions."""
-    index = inp.index
-    if not asks_one_value(inp.query):  # most questions end here, before any vector is read
-        return selected, {}
-    rows = index.vectors.row
-    pool = list(dict.fromkeys([*(p.packet_id for p in inp.pool), *(h.packet_id for h in inp.dense)]))
-    if not all(p in rows for p in [*selected, *pool]):  # no vectors (yet): nothing to tell a subject by
-        return selected, {}
-    m = index.vectors.matrix()
-    unit: dict[str, np.ndarray] = {}
-
-    def vector(p: str) -> np.ndarray:
-        if p not in unit:
-            unit[p] = m[rows[p]] / (float(np.linalg.norm(m[rows[p]])) or 1.0)
-        return unit[p]
-
-    def cosine(a: str, b: str) -> float:
-        return float(vector(a) @ vector(b))
-
-    def before(pid: str) -> str | None:
-        p, pos = index.packets[pid], index.packet_position[pid]
-        for back in (1, 2):  # the speaker's previous turn, across at most one turn of the other speaker
-            if pos - back < 0:
-                return None
-            q = index.packets[index.packet_order[pos - back]]
-            if q.session != p.session:
-                return None
-            if q.speaker == p.speaker:
-                return q.packet_id if q.packet_id in rows else None
-        return None
-
-    return newest_statements(
-        inp.query,
-        selected,
-        pool,
-        index.packets.__getitem__,
-        lambda pid: [d.claim for d in index.by_packet[pid]] or [index.packets[pid].text],
-        before,
-        cosine,
-        cfg.update_newest_cosine,
-        cfg.assistant_speaker,
-    )
 
 
 def render_node(state: QueryWork, runtime: Runtime[MemoryContext]) -> dict[str, Any]:

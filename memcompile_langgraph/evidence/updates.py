@@ -19,10 +19,17 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import takewhile
+from typing import TYPE_CHECKING
+
+import numpy as np
 
 from ..model import SourcePacket
 from ..text.terms import term_set
 from .spread import spans_history
+
+if TYPE_CHECKING:
+    from ..config import MemCompileConfig
+    from .scheduler import ScheduleInput
 
 _TOKEN = re.compile(r"\d+(?:[.,:]\d+)*|[a-z%]+", re.I)
 _GLUED = re.compile(r"\d([a-z]+|%)", re.I)  # a measurement unit written on the number: 250ms, 4GB, 78%
@@ -428,3 +435,51 @@ def newest_statements(
             chosen.add(newest)
         found[a] = Supersession(a, newest, *values)
     return out, found
+
+
+def newest_of_subjects(
+    inp: ScheduleInput, selected: list[str], cfg: MemCompileConfig
+) -> tuple[list[str], dict[str, Supersession]]:
+    """The selection with the newest statement of its best statements' subjects in it (evidence/updates.py), and
+    the older statements' supersessions."""
+    index = inp.index
+    if not asks_one_value(inp.query):  # most questions end here, before any vector is read
+        return selected, {}
+    rows = index.vectors.row
+    pool = list(dict.fromkeys([*(p.packet_id for p in inp.pool), *(h.packet_id for h in inp.dense)]))
+    if not all(p in rows for p in [*selected, *pool]):  # no vectors (yet): nothing to tell a subject by
+        return selected, {}
+    m = index.vectors.matrix()
+    unit: dict[str, np.ndarray] = {}
+
+    def vector(p: str) -> np.ndarray:
+        if p not in unit:
+            unit[p] = m[rows[p]] / (float(np.linalg.norm(m[rows[p]])) or 1.0)
+        return unit[p]
+
+    def cosine(a: str, b: str) -> float:
+        return float(vector(a) @ vector(b))
+
+    def before(pid: str) -> str | None:
+        p, pos = index.packets[pid], index.packet_position[pid]
+        for back in (1, 2):  # the speaker's previous turn, across at most one turn of the other speaker
+            if pos - back < 0:
+                return None
+            q = index.packets[index.packet_order[pos - back]]
+            if q.session != p.session:
+                return None
+            if q.speaker == p.speaker:
+                return q.packet_id if q.packet_id in rows else None
+        return None
+
+    return newest_statements(
+        inp.query,
+        selected,
+        pool,
+        index.packets.__getitem__,
+        lambda pid: [d.claim for d in index.by_packet[pid]] or [index.packets[pid].text],
+        before,
+        cosine,
+        cfg.update_newest_cosine,
+        cfg.assistant_speaker,
+    )
