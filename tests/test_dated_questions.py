@@ -107,3 +107,26 @@ def test_turns_added_after_a_dated_question_are_found_by_the_next(tmp_path):
     finally:
         mem.close()
     assert any(t.endswith("film number 99!") for t in texts)
+
+
+def test_a_month_named_without_a_year_marks_that_month_of_every_year(tmp_path):
+    """A question "in June" (question_time "--06") lifts the turns said in June of any year, or telling of a day in one."""
+    mem = MemCompile(tmp_path / "m", dense=False)
+    said = [date(2022, 6, 10), date(2022, 9, 3), date(2023, 6, 20), date(2023, 7, 2), date(2023, 8, 30)]
+    texts = ["I baked bread.", "I baked a pie.", "I baked buns.", "I baked a cake yesterday.", "I baked rolls."]
+    texts[3] = "I baked a cake on June 28."  # said in July, about a June day
+    try:
+        mem.add_turns(
+            [
+                {"speaker": "Joanna", "text": text, "time": f"10:00 am on {d.day} {d:%B}, {d.year}", "session": n + 1}
+                for n, (d, text) in enumerate(zip(said, texts))
+            ],
+            user_id="u",
+        )
+        index = mem.index("u")
+        marked = index.dated_array("--06").tolist()
+        assert index.dated_array("--12").tolist() == [0.0] * 5
+        assert index.dated_array("2023-06").tolist() == [0.0, 0.0, 1.0, 1.0, 0.0]
+    finally:
+        mem.close()
+    assert marked == [1.0, 0.0, 1.0, 1.0, 0.0]
