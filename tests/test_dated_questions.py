@@ -8,6 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memcompile_langgraph import MemCompile
+from memcompile_langgraph.address.intent import enriched_query, offline_intent
 from memcompile_langgraph.config import MemCompileConfig
 from memcompile_langgraph.integrations.base_store import MemCompileStore
 from memcompile_langgraph.text.timeparse import normalize_event_time, spans_overlap, time_span
@@ -130,3 +131,11 @@ def test_a_month_named_without_a_year_marks_that_month_of_every_year(tmp_path):
     finally:
         mem.close()
     assert marked == [1.0, 0.0, 1.0, 1.0, 0.0]
+
+
+def test_a_year_less_time_is_the_intent_time_but_not_part_of_the_enriched_query():
+    yearless = offline_intent("When did Melanie go camping in June?", ["Melanie"])
+    dated = offline_intent("What did Nate do in April 2022?", ["Nate"])
+    assert (yearless.time, dated.time) == ("--06", "2022-04")
+    assert "--06" not in enriched_query(yearless)  # "June" is in the question already
+    assert enriched_query(dated).endswith("2022-04")
