@@ -143,10 +143,17 @@ def test_empty_text():
     [
         ("What did Nate do in April 2022?", "2022-04"),  # absolute: as normalize_event_time gives it
         ("When did Melanie go camping in June?", "--06"),  # no year named: year-less
-        ("Which country was Tim visiting in the second week of November?", "--11"),
         ("How was John feeling on April 10?", "--04-10"),
         ("What happened on 29 February?", "--02-29"),
         ("Where was the picture shared on December 1,2023 taken?", "2023-12-01"),
+        # a part of a month, a range of days: an interval of days, year-less without a year
+        ("Which country was Tim visiting in the second week of November?", "--11-08/--11-14"),
+        ("Where was Jolene during the last week of August 2023?", "2023-08-25/2023-08-31"),
+        ("What happened in the last week of February?", "--02-22/--02-28"),
+        ("Was the first half of September 2022 good?", "2022-09-01/2022-09-15"),
+        ("Where was John between August 11 and August 15 2023?", "2023-08-11/2023-08-15"),
+        ("What did she do from 3 May to 9 May?", "--05-03/--05-09"),
+        ("What happened between 9 May and 3 May 2023?", "2023-05-03"),  # no range backwards: the first dated day
         ("What did Nate do last May?", ""),  # relative to the time of asking, which a question does not carry
         ("When did James try Cyberpunk 2077?", ""),
         ("What happened on 31 February?", ""),
@@ -165,6 +172,9 @@ def test_a_year_less_time_spans_each_year_it_exists_in():
     ]
     assert year_spans("--02-29", [2023, 2024]) == [(date(2024, 2, 29), date(2024, 2, 29))]
     assert year_spans("2023-06", [2020]) == [(date(2023, 6, 1), date(2023, 6, 30))]  # a year of its own: itself
+    assert year_spans("--11-08/--11-14", [2023]) == [(date(2023, 11, 8), date(2023, 11, 14))]
+    assert year_spans("2023-08-11/2023-08-15", [2020]) == [(date(2023, 8, 11), date(2023, 8, 15))]
+    assert year_spans("2023-08-15/2023-08-11", [2023]) == []  # backwards: no span
     assert year_spans("--13", [2023]) == [] and year_spans("soon", [2023]) == [] and year_spans("", [2023]) == []
 
 
@@ -172,7 +182,7 @@ def test_a_year_less_time_spans_each_year_it_exists_in():
 _PIECES = st.sampled_from(
     "for now have has 've been had known ago in on of since last next this the other day recently week "
     "weekend weeks month months year years a few couple 3 12 999 0 31 29 2023 1,2023 , May may June February "
-    "December Friday summer yesterday tomorrow about over just under".split()
+    "December Friday summer yesterday tomorrow about over just under between and to from first second half".split()
 )
 _TEXTS = st.lists(st.one_of(_PIECES, st.text(max_size=6)), max_size=12).map(" ".join)
 

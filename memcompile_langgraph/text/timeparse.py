@@ -239,12 +239,18 @@ _YEARLESS_ANCHOR = date(2000, 1, 1)
 
 
 def question_time(text: str) -> str:
-    """The time a question names: an absolute one as normalize_event_time gives it without an anchor ("in April
-    2022" -> "2022-04"); else a month or a day named without a year ("in June", "on April 10"), as ISO 8601's
-    year-less "--06" / "--04-10": a question asked after the conversation does not say which year it means, and
-    relative words ("last May") need the time of asking, which a stored question does not have. "" when none."""
+    """The time a question names: a part of a month or a range of days as an interval of days ("the last week of
+    August 2023" -> "2023-08-25/2023-08-31"); an absolute time as normalize_event_time gives it without an anchor
+    ("in April 2022" -> "2022-04"); else a month or a day named without a year ("in June", "on April 10"), as ISO
+    8601's year-less "--06" / "--04-10" (and "--11-08/--11-14"): a question asked after the conversation does not
+    say which year it means, and relative words ("last May") need the time of asking, which a stored question does
+    not have. "" when none."""
+    if not text or _TRIGGERS.isdisjoint(_TRIGGER_TOKEN.findall(text.lower())):
+        return ""
+    if narrower := _part_or_range(text):
+        return narrower
     value = normalize_event_time(text, None)
-    if value or not text or _TRIGGERS.isdisjoint(_TRIGGER_TOKEN.findall(text.lower())):
+    if value:
         return value
     for match in _EXPRESSION.finditer(text):
         kind = match.lastgroup
@@ -258,12 +264,61 @@ def question_time(text: str) -> str:
     return ""
 
 
+# Spans a question names that are narrower than what it names them by: a part of a month ("the second week of
+# November", "the last week of August 2023", "the first half of September") and a range of days ("between August 11
+# and August 15 2023"), as an ISO 8601 interval of days, year-less ("--11-08/--11-14") without a year.
+_PART = re.compile(
+    rf"\b(?P<which>first|second|third|fourth|last)\s+(?P<part>week|half)\s+of\s+(?P<month>{_MONTH_FULL})\b"
+    rf"(?:,?\s+(?P<year>{_YEAR})\b)?",
+    re.IGNORECASE,
+)
+_ORDINAL = {"first": 1, "second": 2, "third": 3, "fourth": 4}
+_BETWEEN = re.compile(r"\b(?:between|from)\s*$", re.IGNORECASE)
+_AND = re.compile(r"^\s*(?:and|to|until|through|-)\s*$", re.IGNORECASE)
+
+
+def _part_or_range(text: str) -> str:
+    if (m := _PART.search(text)) and m["month"][0].isupper():
+        year = int(m["year"]) if m["year"] else 2001  # a year-less part: in a common year (February's last week)
+        month, end = _MONTHS[m["month"].lower()], _month_end(year, _MONTHS[m["month"].lower()]).day
+        which = m["which"].lower()
+        if m["part"].lower() == "half":
+            first, last = (1, 15) if which == "first" else (16, end)
+        else:
+            first = end - 6 if which == "last" else 7 * _ORDINAL[which] - 6
+            last = min(first + 6, end)
+        return _interval(date(year, month, first), date(year, month, last), bool(m["year"]))
+    days = [(m, m.lastgroup) for m in _EXPRESSION.finditer(text) if m.lastgroup in ("dmy", "mdy")]
+    for (a, kind_a), (b, kind_b) in zip(days, days[1:]):
+        assert kind_a is not None and kind_b is not None
+        if _BETWEEN.search(text[: a.start()]) and _AND.match(text[a.end() : b.start()]):
+            named = a[f"{kind_a}_y"] or b[f"{kind_b}_y"]
+            anchor = date(int(named), 1, 1) if named else _YEARLESS_ANCHOR
+            try:
+                first, last = _RESOLVERS[kind_a](a, anchor), _RESOLVERS[kind_b](b, anchor)
+            except ValueError:
+                return ""
+            if first and last and first <= last:
+                return _interval(date.fromisoformat(first), date.fromisoformat(last), bool(named))
+    return ""
+
+
+def _interval(first: date, last: date, with_year: bool) -> str:
+    if with_year:
+        return f"{first.isoformat()}/{last.isoformat()}"
+    return f"--{first.isoformat()[5:]}/--{last.isoformat()[5:]}"
+
+
 def year_spans(value: str, years: Iterable[int]) -> list[tuple[date, date]]:
-    """The spans a time covers: its own (time_span), or for a year-less "--MM" / "--MM-DD" its span in each of
-    `years` (none where the day does not exist, e.g. February 29)."""
+    """The spans a time covers: its own (time_span), or for a year-less "--MM", "--MM-DD" or "--MM-DD/--MM-DD" its
+    span in each of `years` (none where a day does not exist, e.g. February 29)."""
     span = time_span(value)
     if span is not None:
         return [span]
+    if _YEARLESS_INTERVAL.match(value):
+        first, last = value.split("/")
+        pairs = [(time_span(f"{y:04d}-{first[2:]}"), time_span(f"{y:04d}-{last[2:]}")) for y in years]
+        return [(a[0], b[1]) for a, b in pairs if a is not None and b is not None and a[0] <= b[1]]
     if not _YEARLESS.match(value):
         return []
     out = []
@@ -466,6 +521,8 @@ _RESOLVERS = {
 
 _ISO_DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _YEARLESS = re.compile(r"^--\d{2}(?:-\d{2})?$")
+_YEARLESS_INTERVAL = re.compile(r"^--\d{2}-\d{2}/--\d{2}-\d{2}$")
+_INTERVAL = re.compile(r"^\d{4}-\d{2}-\d{2}/\d{4}-\d{2}-\d{2}$")
 _ISO_MONTH = re.compile(r"^(\d{4})-(\d{2})$")
 _SPAN_SEASON = re.compile(r"^(\d{4})-([a-z]+)$")
 
@@ -481,6 +538,9 @@ def time_span(value: str) -> tuple[date, date] | None:
     empty or unreadable."""
     value = value.strip()
     try:
+        if _INTERVAL.match(value):  # a range of days (question_time)
+            start, end = date.fromisoformat(value[:10]), date.fromisoformat(value[11:])
+            return (start, end) if start <= end else None
         if value.startswith("week of "):
             monday = date.fromisoformat(value[8:])
             return monday, monday + timedelta(days=6)
