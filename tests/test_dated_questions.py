@@ -8,6 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memcompile_langgraph import MemCompile
+from memcompile_langgraph.address.intent import enriched_query, offline_intent
 from memcompile_langgraph.config import MemCompileConfig
 from memcompile_langgraph.integrations.base_store import MemCompileStore
 from memcompile_langgraph.text.timeparse import normalize_event_time, spans_overlap, time_span
@@ -107,3 +108,34 @@ def test_turns_added_after_a_dated_question_are_found_by_the_next(tmp_path):
     finally:
         mem.close()
     assert any(t.endswith("film number 99!") for t in texts)
+
+
+def test_a_month_named_without_a_year_marks_that_month_of_every_year(tmp_path):
+    """A question "in June" (question_time "--06") lifts the turns said in June of any year, or telling of a day in one."""
+    mem = MemCompile(tmp_path / "m", dense=False)
+    said = [date(2022, 6, 10), date(2022, 9, 3), date(2023, 6, 20), date(2023, 7, 2), date(2023, 8, 30)]
+    texts = ["I baked bread.", "I baked a pie.", "I baked buns.", "I baked a cake yesterday.", "I baked rolls."]
+    texts[3] = "I baked a cake on June 28."  # said in July, about a June day
+    try:
+        mem.add_turns(
+            [
+                {"speaker": "Joanna", "text": text, "time": f"10:00 am on {d.day} {d:%B}, {d.year}", "session": n + 1}
+                for n, (d, text) in enumerate(zip(said, texts))
+            ],
+            user_id="u",
+        )
+        index = mem.index("u")
+        marked = index.dated_array("--06").tolist()
+        assert index.dated_array("--12").tolist() == [0.0] * 5
+        assert index.dated_array("2023-06").tolist() == [0.0, 0.0, 1.0, 1.0, 0.0]
+    finally:
+        mem.close()
+    assert marked == [1.0, 0.0, 1.0, 1.0, 0.0]
+
+
+def test_a_year_less_time_is_the_intent_time_but_not_part_of_the_enriched_query():
+    yearless = offline_intent("When did Melanie go camping in June?", ["Melanie"])
+    dated = offline_intent("What did Nate do in April 2022?", ["Nate"])
+    assert (yearless.time, dated.time) == ("--06", "2022-04")
+    assert "--06" not in enriched_query(yearless)  # "June" is in the question already
+    assert enriched_query(dated).endswith("2022-04")

@@ -8,7 +8,7 @@ from functools import lru_cache
 
 from ..model import Intent
 from ..text.terms import STOPWORDS, name_key, terms, words
-from ..text.timeparse import normalize_event_time
+from ..text.timeparse import question_time
 
 _TEMPORAL = re.compile(
     r"^\s*when\b|\bwhat (?:year|month|day|date|time|week|season)\b|\bhow long\b|\bhow many (?:years|months|weeks|days|times)\b"
@@ -70,7 +70,7 @@ def query_keywords(query: str, people: Sequence[str], limit: int = 5) -> tuple[s
 def offline_intent(query: str, known_people: Sequence[str], max_keywords: int = 5) -> Intent:
     people = match_people(query, known_people)
     keywords = query_keywords(query, people, max_keywords)
-    time = normalize_event_time(query, None) or None
+    time = question_time(query) or None
     temporal = bool(_TEMPORAL.search(query))
     return Intent(
         query=query,
@@ -92,5 +92,6 @@ def addressed_speakers(query: str, self_speaker: str, assistant_speaker: str) ->
 
 def enriched_query(intent: Intent) -> str:
     """q+ of App. C.2: the question with the intent's people, keywords and time."""
-    extra = [*intent.people, *intent.keywords] + ([intent.time] if intent.time else [])
+    # a year-less time ("--06") says nothing the question's own words do not
+    extra = [*intent.people, *intent.keywords] + ([intent.time] if intent.time and intent.time[:2] != "--" else [])
     return intent.query + ("\n" + " ".join(extra) if extra else "")

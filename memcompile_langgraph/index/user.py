@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
+from datetime import date
 
 import numpy as np
 import numpy.typing as npt
@@ -15,7 +16,7 @@ from ..config import MemCompileConfig
 from ..model import Descriptor, SourcePacket
 from ..process import gc_paused
 from ..text.terms import only_asks, terms
-from ..text.timeparse import time_span
+from ..text.timeparse import time_span, year_spans
 from .growarray import GrowArray
 from .persistent import Forkable, Rows
 from .termrows import TermRows, TermTable
@@ -216,13 +217,18 @@ class UserIndex(Forkable):
 
     def dated_array(self, asked: str) -> np.ndarray:
         """1.0 for packets about the time a question names ("on 1 May, 2022", "in April 2022"): said within it, or
-        with a claim whose event time overlaps it ("yesterday" said on 2 May)."""
+        with a claim whose event time overlaps it ("yesterday" said on 2 May). A time named without a year ("in
+        June": timeparse.question_time) is that time in any year the packets are about."""
         out = np.zeros(len(self.packet_order))
-        span = time_span(asked)
-        if span is not None:
-            spans = self._spans.view()
-            rows, first, last = spans[:, 0], spans[:, 1], spans[:, 2]
-            out[rows[(first <= span[1].toordinal()) & (last >= span[0].toordinal())]] = 1.0
+        spans = self._spans.view()
+        if not len(spans):
+            return out
+        rows, first, last = spans[:, 0], spans[:, 1], spans[:, 2]
+        years = range(date.fromordinal(int(first.min())).year, date.fromordinal(int(last.max())).year + 1)
+        hit = np.zeros(len(rows), dtype=bool)
+        for start, end in year_spans(asked, years):
+            hit |= (first <= end.toordinal()) & (last >= start.toordinal())
+        out[rows[hit]] = 1.0
         return out
 
     def time_spans(self, rows: Iterable[int]) -> np.ndarray:

@@ -13,6 +13,8 @@ ambiguous:
 - "a couple of" counts 2, "a few" and "several" count 3, "a"/"an" count 1;
 - "last <season>" is the latest such season that ended before the anchor month, "next <season>" the first
   that starts after it, "this <season>" the one in the anchor's year;
+- an ongoing state dates from its start: "I've had them for 3 years now", "I've been playing for a month" said
+  on 2022-01-23 give "2019" and "2021-12" (the statement's time minus the duration, at the duration's unit);
 - vague expressions ("recently", "the other day", "lately") and bare weekdays give "" (no reliable date).
 
 "" is returned when the text has no resolvable expression, or only relative ones and no anchor.
@@ -21,6 +23,7 @@ ambiguous:
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from datetime import date, datetime, timedelta
 from functools import lru_cache
 
@@ -96,6 +99,8 @@ _COUNT = r"\d{1,3}|(?:a\s+)?couple(?:\s+of)?|(?:a\s+)?few|several|an?|" + _alter
     w for w in _COUNTS if w not in ("a", "an", "couple", "few", "several")
 )
 _ORD = r"(?:st|nd|rd|th)?"
+# how much a duration is hedged by ("for about 3 years now"); the count is read as said
+_ABOUT = r"(?:(?:about|almost|nearly|over|around|roughly|more\s+than|less\s+than|just\s+(?:under|over))\s+)?"
 _YEAR = r"(?:19|20)\d{2}"
 
 # One alternation scanned once per claim; at a given position the more specific alternatives come first.
@@ -106,10 +111,15 @@ _EXPRESSION = re.compile(
         [
             rf"(?P<iso>\b(?P<iso_y>{_YEAR})[-/](?P<iso_m>\d{{1,2}})[-/](?P<iso_d>\d{{1,2}})\b)",
             rf"(?P<dmy>\b(?P<dmy_d>\d{{1,2}}){_ORD}\s+(?:of\s+)?(?P<dmy_m>{_MONTH})\b\.?"
-            rf"(?:,?\s+(?P<dmy_y>{_YEAR})\b)?)",
-            rf"(?P<mdy>\b(?P<mdy_m>{_MONTH})\.?\s+(?P<mdy_d>\d{{1,2}}){_ORD}\b(?!:)(?:,?\s+(?P<mdy_y>{_YEAR})\b)?)",
+            rf"(?:(?:,\s*|\s+)(?P<dmy_y>{_YEAR})\b)?)",
+            rf"(?P<mdy>\b(?P<mdy_m>{_MONTH})\.?\s+(?P<mdy_d>\d{{1,2}}){_ORD}\b(?!:)(?:(?:,\s*|\s+)(?P<mdy_y>{_YEAR})\b)?)",
             rf"(?P<my>\b(?P<my_m>{_MONTH})\.?,?\s+(?:of\s+)?(?P<my_y>{_YEAR})\b)",
             rf"(?P<sy>\b(?P<sy_s>{_SEASON})\s+(?:of\s+)?(?P<sy_y>{_YEAR})\b)",
+            # an ongoing state, from its start: "for N units now", or a perfect tense ("have been/had ... for N
+            # units") within the same clause; before "ago" and "in N units", which it contains no part of
+            rf"(?P<dur>\b(?:(?:have|has|(?<=['’])ve)\s+(?:not\s+)?(?:been|had|known|\w+ed)\b(?:\s+[\w'’]+){{0,5}}?\s+)?"
+            rf"for\s+{_ABOUT}(?:the\s+(?:past|last)\s+)?(?P<dur_n>{_COUNT})\s+(?P<dur_u>day|week|month|year)s?"
+            rf"(?P<dur_now>\s+now)?\b)",
             rf"(?P<ago>\b(?P<ago_n>{_COUNT})\s+(?P<ago_u>day|week|weekend|month|year)s?\s+ago\b)",
             rf"(?P<ahead>\bin\s+(?P<ahead_n>{_COUNT})\s+(?P<ahead_u>day|week|month|year)s?\b)",
             r"(?P<dby>\bthe\s+day\s+before\s+yesterday\b)",
@@ -224,6 +234,101 @@ def normalize_event_time(text: str, anchor_iso: str | None) -> str:
     return ""
 
 
+# A leap year, so that "February 29" named without a year resolves.
+_YEARLESS_ANCHOR = date(2000, 1, 1)
+
+
+def question_time(text: str) -> str:
+    """The time a question names: a part of a month or a range of days as an interval of days ("the last week of
+    August 2023" -> "2023-08-25/2023-08-31"); an absolute time as normalize_event_time gives it without an anchor
+    ("in April 2022" -> "2022-04"); else a month or a day named without a year ("in June", "on April 10"), as ISO
+    8601's year-less "--06" / "--04-10" (and "--11-08/--11-14"): a question asked after the conversation does not
+    say which year it means, and relative words ("last May") need the time of asking, which a stored question does
+    not have. "" when none."""
+    if not text or _TRIGGERS.isdisjoint(_TRIGGER_TOKEN.findall(text.lower())):
+        return ""
+    if narrower := _part_or_range(text):
+        return narrower
+    value = normalize_event_time(text, None)
+    if value:
+        return value
+    for match in _EXPRESSION.finditer(text):
+        kind = match.lastgroup
+        if kind in ("dmy", "mdy") or (kind == "mon" and _direction(match["mon_w"]) == 0):
+            try:
+                resolved = _RESOLVERS[kind](match, _YEARLESS_ANCHOR)
+            except ValueError:  # "31 February"
+                resolved = None
+            if resolved:
+                return "--" + resolved[5:]
+    return ""
+
+
+# Spans a question names that are narrower than what it names them by: a part of a month ("the second week of
+# November", "the last week of August 2023", "the first half of September") and a range of days ("between August 11
+# and August 15 2023"), as an ISO 8601 interval of days, year-less ("--11-08/--11-14") without a year.
+_PART = re.compile(
+    rf"\b(?P<which>first|second|third|fourth|last)\s+(?P<part>week|half)\s+of\s+(?P<month>{_MONTH_FULL})\b"
+    rf"(?:,?\s+(?P<year>{_YEAR})\b)?",
+    re.IGNORECASE,
+)
+_ORDINAL = {"first": 1, "second": 2, "third": 3, "fourth": 4}
+_BETWEEN = re.compile(r"\b(?:between|from)\s*$", re.IGNORECASE)
+_AND = re.compile(r"^\s*(?:and|to|until|through|-)\s*$", re.IGNORECASE)
+
+
+def _part_or_range(text: str) -> str:
+    if (m := _PART.search(text)) and m["month"][0].isupper():
+        year = int(m["year"]) if m["year"] else 2001  # a year-less part: in a common year (February's last week)
+        month, end = _MONTHS[m["month"].lower()], _month_end(year, _MONTHS[m["month"].lower()]).day
+        which = m["which"].lower()
+        if m["part"].lower() == "half":
+            first, last = (1, 15) if which == "first" else (16, end)
+        else:
+            first = end - 6 if which == "last" else 7 * _ORDINAL[which] - 6
+            last = min(first + 6, end)
+        return _interval(date(year, month, first), date(year, month, last), bool(m["year"]))
+    days = [(m, m.lastgroup) for m in _EXPRESSION.finditer(text) if m.lastgroup in ("dmy", "mdy")]
+    for (a, kind_a), (b, kind_b) in zip(days, days[1:]):
+        assert kind_a is not None and kind_b is not None
+        if _BETWEEN.search(text[: a.start()]) and _AND.match(text[a.end() : b.start()]):
+            named = a[f"{kind_a}_y"] or b[f"{kind_b}_y"]
+            anchor = date(int(named), 1, 1) if named else _YEARLESS_ANCHOR
+            try:
+                first, last = _RESOLVERS[kind_a](a, anchor), _RESOLVERS[kind_b](b, anchor)
+            except ValueError:
+                return ""
+            if first and last and first <= last:
+                return _interval(date.fromisoformat(first), date.fromisoformat(last), bool(named))
+    return ""
+
+
+def _interval(first: date, last: date, with_year: bool) -> str:
+    if with_year:
+        return f"{first.isoformat()}/{last.isoformat()}"
+    return f"--{first.isoformat()[5:]}/--{last.isoformat()[5:]}"
+
+
+def year_spans(value: str, years: Iterable[int]) -> list[tuple[date, date]]:
+    """The spans a time covers: its own (time_span), or for a year-less "--MM", "--MM-DD" or "--MM-DD/--MM-DD" its
+    span in each of `years` (none where a day does not exist, e.g. February 29)."""
+    span = time_span(value)
+    if span is not None:
+        return [span]
+    if _YEARLESS_INTERVAL.match(value):
+        first, last = value.split("/")
+        pairs = [(time_span(f"{y:04d}-{first[2:]}"), time_span(f"{y:04d}-{last[2:]}")) for y in years]
+        return [(a[0], b[1]) for a, b in pairs if a is not None and b is not None and a[0] <= b[1]]
+    if not _YEARLESS.match(value):
+        return []
+    out = []
+    for year in years:
+        span = time_span(f"{year:04d}-{value[2:]}")
+        if span is not None:
+            out.append(span)
+    return out
+
+
 # --- resolvers: (match, anchor or None) -> normalized string, or None when not resolvable ---
 
 
@@ -288,6 +393,12 @@ def _resolve_sy(m, anchor):
     return f"{int(m['sy_y'])}-{_SEASON_LABEL.get(season, season)}"
 
 
+def _resolve_dur(m, anchor):
+    if not m["dur_now"] and not m.group("dur").lower().startswith(("have", "has", "ve")):
+        return None  # "for two weeks" alone is how long, not since when
+    return _offset(anchor, -_count(m["dur_n"]), m["dur_u"].lower())
+
+
 def _resolve_ago(m, anchor):
     return _offset(anchor, -_count(m["ago_n"]), m["ago_u"].lower())
 
@@ -307,7 +418,8 @@ def _offset(anchor: date | None, n: int, unit: str) -> str | None:
         return _day(_monday(anchor) + timedelta(weeks=n, days=5))
     if unit == "month":
         return _month(*_shift_month(anchor.year, anchor.month, n))
-    return str(anchor.year + n)
+    year = anchor.year + n
+    return f"{year:04d}" if 1 <= year <= 9999 else None  # four digits, as time_span reads a year
 
 
 def _resolve_dby(m, anchor):
@@ -391,6 +503,7 @@ _RESOLVERS = {
     "mdy": _resolve_mdy,
     "my": _resolve_my,
     "sy": _resolve_sy,
+    "dur": _resolve_dur,
     "ago": _resolve_ago,
     "ahead": _resolve_ahead,
     "dby": _resolve_dby,
@@ -407,6 +520,9 @@ _RESOLVERS = {
 # --- spans: the days a normalized time covers ---
 
 _ISO_DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_YEARLESS = re.compile(r"^--\d{2}(?:-\d{2})?$")
+_YEARLESS_INTERVAL = re.compile(r"^--\d{2}-\d{2}/--\d{2}-\d{2}$")
+_INTERVAL = re.compile(r"^\d{4}-\d{2}-\d{2}/\d{4}-\d{2}-\d{2}$")
 _ISO_MONTH = re.compile(r"^(\d{4})-(\d{2})$")
 _SPAN_SEASON = re.compile(r"^(\d{4})-([a-z]+)$")
 
@@ -422,6 +538,9 @@ def time_span(value: str) -> tuple[date, date] | None:
     empty or unreadable."""
     value = value.strip()
     try:
+        if _INTERVAL.match(value):  # a range of days (question_time)
+            start, end = date.fromisoformat(value[:10]), date.fromisoformat(value[11:])
+            return (start, end) if start <= end else None
         if value.startswith("week of "):
             monday = date.fromisoformat(value[8:])
             return monday, monday + timedelta(days=6)
