@@ -580,6 +580,33 @@ def _block(form: str, h: Harder, names: list[str], value: str, rng: random.Rando
     return [("user", user, True), ("assistant", recap, True)]
 
 
+def _sessions_of(
+    plan: dict[int, list[tuple[list, int, str]]], sessions: int, start: date, rng: random.Random
+) -> tuple[list[dict], dict[tuple[int, str], list[int]]]:
+    """BEAM batches of the planned blocks with six filler exchanges shuffled into each session, and the message ids
+    of each (subject, tag)'s gold messages: the chats of families 2 and 3 (rng drawn in their order)."""
+    batches: list[dict] = []
+    ids: dict[tuple[int, str], list[int]] = {}
+    msg = 0
+    for b in range(sessions):
+        items = list(plan[b]) + [([("user", rng.choice(FILLER_USER), False)], -1, "") for _ in range(6)]
+        rng.shuffle(items)
+        turns = []
+        for block, subject, tag in items:
+            if block[-1][0] == "user":
+                block = [*block, ("assistant", rng.choice(FILLER_ASSISTANT), False)]
+            messages = []
+            for role, text, gold in block:
+                if gold and subject >= 0:
+                    ids.setdefault((subject, tag), []).append(msg)
+                messages.append({"role": role, "id": msg, "content": text})
+                msg += 1
+            turns += [messages[k : k + 2] for k in range(0, len(messages), 2)]
+        anchor = (start + timedelta(days=9 * b)).strftime("%B-%d-%Y")
+        batches.append({"batch_number": b + 1, "time_anchor": anchor, "turns": turns})
+    return batches, ids
+
+
 def _chat2(rng: random.Random, subjects: list[Subject], forms: list[str], sessions: int, start: date) -> tuple:
     """Family 2's (chat.json batches, knowledge_update questions) for one chat: each subject updated in its form,
     another entity's value of the same kind somewhere, and every other subject's older value told again after the
@@ -603,25 +630,7 @@ def _chat2(rng: random.Random, subjects: list[Subject], forms: list[str], sessio
         for text in s.other:
             plan[rng.randrange(sessions)].append(([("user", _fill(text, rng.choice(names), ""), False)], -1, ""))
         facts.append((i, new_v, form, history))
-    batches: list[dict] = []
-    ids: dict[tuple[int, str], list[int]] = {}
-    msg = 0
-    for b in range(sessions):
-        items = list(plan[b]) + [([("user", rng.choice(FILLER_USER), False)], -1, "") for _ in range(6)]
-        rng.shuffle(items)
-        turns = []
-        for block, subject, tag in items:
-            if block[-1][0] == "user":
-                block = [*block, ("assistant", rng.choice(FILLER_ASSISTANT), False)]
-            messages = []
-            for role, text, gold in block:
-                if gold and subject >= 0:
-                    ids.setdefault((subject, tag), []).append(msg)
-                messages.append({"role": role, "id": msg, "content": text})
-                msg += 1
-            turns += [messages[k : k + 2] for k in range(0, len(messages), 2)]
-        anchor = (start + timedelta(days=9 * b)).strftime("%B-%d-%Y")
-        batches.append({"batch_number": b + 1, "time_anchor": anchor, "turns": turns})
+    batches, ids = _sessions_of(plan, sessions, start, rng)
     questions = []
     for i, new_v, form, history in facts:
         questions.append(
@@ -987,25 +996,7 @@ def _chat3(
         for text in s.other:
             plan[rng.randrange(sessions)].append(([("user", _fill(text, rng.choice(names), ""), False)], -1, ""))
         facts.append((i, new_v, form, history, chain))
-    batches: list[dict] = []
-    ids: dict[tuple[int, str], list[int]] = {}
-    msg = 0
-    for b in range(sessions):
-        items = list(plan[b]) + [([("user", rng.choice(FILLER_USER), False)], -1, "") for _ in range(6)]
-        rng.shuffle(items)
-        turns = []
-        for block, subject, tag in items:
-            if block[-1][0] == "user":
-                block = [*block, ("assistant", rng.choice(FILLER_ASSISTANT), False)]
-            messages = []
-            for role, text, gold in block:
-                if gold and subject >= 0:
-                    ids.setdefault((subject, tag), []).append(msg)
-                messages.append({"role": role, "id": msg, "content": text})
-                msg += 1
-            turns += [messages[k : k + 2] for k in range(0, len(messages), 2)]
-        anchor = (start + timedelta(days=9 * b)).strftime("%B-%d-%Y")
-        batches.append({"batch_number": b + 1, "time_anchor": anchor, "turns": turns})
+    batches, ids = _sessions_of(plan, sessions, start, rng)
     questions = []
     for i, new_v, form, history, chain in facts:
         questions.append(
