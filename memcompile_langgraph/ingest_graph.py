@@ -18,8 +18,8 @@ from langgraph.runtime import Runtime
 from .ingest.build import extract_all, metadata_all, packetize, turn_contexts
 from .runtime.context import MemoryContext, run_context
 from .runtime.telemetry import GraphOperation
-from .runtime.trace import stage_graph
 from .runtime.unit_of_work import UnitOfWork, WriteConflict
+from .stage_graph import stage_graph
 from .state import IngestState, IngestWork, add_counts
 
 MAX_ATTEMPTS = 5  # optimistic runs that lose to other writers this often give up with WriteConflict

@@ -26,7 +26,7 @@ from .evidence.updates import Supersession, newest_of_subjects
 from .model import DenseHit, Intent
 from .runtime.context import MemoryContext, run_context
 from .runtime.telemetry import GraphOperation
-from .runtime.trace import stage_graph
+from .stage_graph import stage_graph
 from .state import QueryState, QueryWork
 from .store.protocols import VectorStoreError
 from .text.terms import terms

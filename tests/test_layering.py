@@ -22,7 +22,7 @@ LAYERS = (
     ("address", "evidence", "extract", "ingest", "index", "llm"),
     ("store", "embeddings"),
     ("runtime",),
-    ("query_graph", "ingest_graph", "state"),
+    ("query_graph", "ingest_graph", "stage_graph", "state"),
     ("memory", "upkeep", "surfaces"),
     ("integrations", "cli", "eval", "bench", "__main__"),
 )

@@ -16,7 +16,7 @@ from memcompile_langgraph.evidence.scheduler import ScheduleInput
 from memcompile_langgraph.llm.answer import generate_answer, judge_answer
 from memcompile_langgraph.llm.calls import LLMClient, LLMUnavailable, Request
 from memcompile_langgraph.llm.prompts import ANSWER_TEMPORAL_SYSTEM, FACT_SYSTEM, SYSTEMS
-from memcompile_langgraph.llm.store import LLMStore
+from memcompile_langgraph.store.llm_file import LLMStore
 
 CFG = MemCompileConfig(llm_backoff_seconds=0.0, llm_concurrency=4)
 REQ = Request("intent", "system", "user")

@@ -50,8 +50,8 @@ def user_line(user: str, s: dict) -> str:
 
 def cmd_stats(args: argparse.Namespace) -> int:
     from ..embeddings.int8 import find_model_dir, model_identity
-    from ..llm.store import LLMStore
     from ..settings import vectors_per_process
+    from ..store.llm_file import LLMStore
     from ..store.open import open_records
     from ..store.stats import user_stats, vector_count
     from ..users import validate_user_id

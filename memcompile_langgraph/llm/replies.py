@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import time
-from typing import Any
-
-from .db import LLMDatabase
+from typing import Any, Protocol
 
 
 def identity(**parts: Any) -> str:
@@ -16,27 +13,12 @@ def identity(**parts: Any) -> str:
     return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-class ResponseCache:
-    """Entries are per user so that forgetting a user removes every request that carried their data."""
+class ResponseCache(Protocol):
+    """Replies by (user, identity): entries are per user so that forgetting a user removes every request that carried
+    their data (store/llm_file.py keeps them in the store directory)."""
 
-    def __init__(self, db: LLMDatabase):
-        self.db = db
-
-    def get(self, user_id: str, key: str) -> str | None:
-        rows = self.db.execute("SELECT text FROM responses WHERE user_id=? AND key=?", (user_id, key))
-        return rows[0][0] if rows else None
+    def get(self, user_id: str, key: str) -> str | None: ...
 
     def put(
         self, user_id: str, key: str, call_type: str, text: str, prompt_tokens: int, completion_tokens: int
-    ) -> None:
-        self.db.execute(
-            "INSERT OR REPLACE INTO responses (user_id, key, call_type, text, prompt_tokens, completion_tokens, created) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (user_id, key, call_type, text, prompt_tokens, completion_tokens, time.time()),
-        )
-
-    def size(self, user_id: str) -> int:
-        return self.db.execute("SELECT COUNT(*) FROM responses WHERE user_id=?", (user_id,))[0][0]
-
-    def delete_user(self, user_id: str) -> None:
-        self.db.execute("DELETE FROM responses WHERE user_id=?", (user_id,))
+    ) -> None: ...

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from .db import LLMDatabase
+from collections.abc import Iterable
+from typing import Any, Protocol
 
 # Construction is paid once per conversation; query time per question; the judge is reported apart (Table 8).
 PHASES = {
@@ -16,7 +15,7 @@ PHASES = {
     "answer": "query",
     "judge": "evaluation",
 }
-_FIELDS = (
+FIELDS = (
     "calls",
     "cache_hits",
     "failures",
@@ -27,39 +26,31 @@ _FIELDS = (
 )
 
 
-class UsageLedger:
-    def __init__(self, db: LLMDatabase):
-        self.db = db
+class UsageLedger(Protocol):
+    """Counts added per (user, stage), FIELDS only (store/llm_file.py keeps them in the store directory)."""
 
-    def add(self, user_id: str, stage: str, **amounts: int) -> None:
-        unknown = set(amounts) - set(_FIELDS)
-        if unknown:
-            raise ValueError(f"unknown ledger fields: {sorted(unknown)}")
-        cols = list(amounts)
-        self.db.execute(
-            f"INSERT INTO usage (user_id, stage, phase, {', '.join(cols)}) VALUES (?, ?, ?{', ?' * len(cols)}) "
-            f"ON CONFLICT(user_id, stage) DO UPDATE SET {', '.join(f'{c} = {c} + excluded.{c}' for c in cols)}",
-            (user_id, stage, PHASES.get(stage, "query"), *(int(amounts[c]) for c in cols)),
-        )
+    def add(self, user_id: str, stage: str, **amounts: int) -> None: ...
 
-    def summary(self, user_id: str) -> dict[str, Any]:
-        """{"stages": {stage: counts}, "construction"/"query"/"evaluation": totals, "total": construction + query}."""
-        rows = self.db.execute(
-            f"SELECT stage, phase, {', '.join(_FIELDS)} FROM usage WHERE user_id=? ORDER BY stage", (user_id,)
-        )
-        out: dict[str, Any] = {"stages": {}}
-        for stage, phase, *values in rows:
-            counts = dict(zip(_FIELDS, values))
-            out["stages"][stage] = {"phase": phase, **counts}
-            totals = out.setdefault(phase, dict.fromkeys(_FIELDS, 0))
-            for k, v in counts.items():
-                totals[k] += v
-        out["total_tokens"] = sum(
-            out.get(phase, {}).get(k, 0)
-            for phase in ("construction", "query")
-            for k in ("prompt_tokens", "completion_tokens")
-        )
-        return out
 
-    def delete_user(self, user_id: str) -> None:
-        self.db.execute("DELETE FROM usage WHERE user_id=?", (user_id,))
+def check_fields(amounts: dict[str, int]) -> None:
+    unknown = set(amounts) - set(FIELDS)
+    if unknown:
+        raise ValueError(f"unknown ledger fields: {sorted(unknown)}")
+
+
+def summary(rows: Iterable[tuple[Any, ...]]) -> dict[str, Any]:
+    """Rows (stage, phase, *FIELDS) -> {"stages": {stage: counts}, "construction"/"query"/"evaluation": totals,
+    "total_tokens": construction + query}."""
+    out: dict[str, Any] = {"stages": {}}
+    for stage, phase, *values in rows:
+        counts = dict(zip(FIELDS, values))
+        out["stages"][stage] = {"phase": phase, **counts}
+        totals = out.setdefault(phase, dict.fromkeys(FIELDS, 0))
+        for k, v in counts.items():
+            totals[k] += v
+    out["total_tokens"] = sum(
+        out.get(phase, {}).get(k, 0)
+        for phase in ("construction", "query")
+        for k in ("prompt_tokens", "completion_tokens")
+    )
+    return out

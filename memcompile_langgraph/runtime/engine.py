@@ -17,8 +17,8 @@ from ..evidence.reader import PoolReader, open_reader
 from ..evidence.scheduler import Scheduler
 from ..extract.base import Extractor
 from ..index.user import UserIndex, packet_document
-from ..llm.store import LLMStore
 from ..model import Descriptor, Intent, SourcePacket
+from ..store.llm_file import LLMStore
 from ..store.protocols import RecordsStore, StoreError, VectorsStore, VectorStoreError
 from ..store.stats import user_stats
 from .stage_clock import StageClock

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..config import MemCompileConfig
-from ..llm.store import LLMStore
 from ..settings import cache_root
+from ..store.llm_file import LLMStore
 from ..store.protocols import RecordsStore
 from .cache import IndexCache
 from .engine import Engine, build_engine

@@ -14,8 +14,8 @@ import sys
 import numpy as np
 import pytest
 
-from memcompile_langgraph.llm.store import LLMStore
 from memcompile_langgraph.store.layout import user_key
+from memcompile_langgraph.store.llm_file import LLMStore
 
 from .harness import cli_env, memcompile, packet_ids, synthetic_turns, vector_view, write_json
 

@@ -18,7 +18,7 @@ import json, os, stat, sys
 os.umask(int(sys.argv[3], 8))
 from memcompile_langgraph import MemCompile
 from memcompile_langgraph.embeddings.minilm import default_embeddings
-from memcompile_langgraph.llm.store import LLMStore
+from memcompile_langgraph.store.llm_file import LLMStore
 
 mem = MemCompile(sys.argv[1], records_url=sys.argv[2], embeddings=default_embeddings())
 turns = json.loads(sys.argv[4])

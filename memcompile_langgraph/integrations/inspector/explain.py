@@ -122,7 +122,7 @@ class Explanation:
     user: str
     query: str
     intent: Intent
-    stages: list[tuple[str, dict[str, Any]]]  # the stage trace (runtime/trace.py), in graph order
+    stages: list[tuple[str, dict[str, Any]]]  # the stage trace (stage_graph.py), in graph order
     bm25: list[tuple[SourcePacket, str, float]]  # (packet, claim, raw score), best first
     routing: Routing
     cell_titles: dict[str, str]

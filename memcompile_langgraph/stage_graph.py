@@ -1,4 +1,5 @@
-"""Per-stage timing for graph nodes: each node's update gains trace[stage] = {"ms", counts...}."""
+"""A graph of the paper's stages, one timed node per stage: each node's update gains trace[stage] = {"ms",
+counts...} and, with a tracer provider, a span."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ from typing import Any
 from langgraph.graph import StateGraph
 from langgraph.runtime import Runtime
 
-from . import telemetry
-from .context import run_context
+from .runtime import telemetry
+from .runtime.context import run_context
 
 
 def timed(
