@@ -234,12 +234,16 @@ class UserIndex(Forkable):
     def time_spans(self, rows: Iterable[int]) -> np.ndarray:
         """(packet row, first day, last day) of every span the packets at `rows` are about: their session's time
         and their claims' event times, as day ordinals."""
-        spans = []
+        spans: list[tuple[int, int, int]] = []
+        days: dict[str | None, tuple[int, int] | None] = {}  # a session's time is on each of its packets: parsed once
         for row in rows:
             p = self.packets[self.packet_order[row]]
-            for value in (p.session_time or "", *(d.event_time for d in self.by_packet[p.packet_id])):
-                if value and (span := time_span(value)) is not None:
-                    spans.append((row, span[0].toordinal(), span[1].toordinal()))
+            for value in (p.session_time, *(d.event_time for d in self.by_packet[p.packet_id])):
+                if value not in days:
+                    span = time_span(value) if value else None
+                    days[value] = (span[0].toordinal(), span[1].toordinal()) if span else None
+                if (day := days[value]) is not None:
+                    spans.append((row, *day))
         return np.array(spans, dtype=np.int64).reshape(-1, 3)
 
     def speaker_mask(self, names: Iterable[str]) -> np.ndarray:
