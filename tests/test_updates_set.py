@@ -1,5 +1,5 @@
 """The generated knowledge-update sets (eval/updates_set.py) as BEAM's loader reads them: every question's gold is the
-later statement, in a later session, holding the answer the earlier one does not. Both families are frozen: their
+later statement, in a later session, holding the answer the earlier one does not. Every family is frozen: their
 files' digests are pinned, so a change to the templates or the generator shows here before any figure moves."""
 
 from __future__ import annotations
@@ -11,16 +11,21 @@ from pathlib import Path
 
 from memcompile_langgraph.eval.beam import load_beam
 from memcompile_langgraph.eval.updates_set import (
+    CONFIRMS,
     FORMS,
     FORMS3,
+    FORMS4,
     HARDER,
+    KINDS4,
     RECAPS,
     SUBJECTS,
     SUBJECTS3,
+    SUBJECTS4,
     main,
     write,
     write2,
     write3,
+    write4,
 )
 
 # sha256 over each chat folder's files (relative path, then bytes), chats in numeric order, as written by the
@@ -29,6 +34,7 @@ SET_DIGESTS = {
     1: "12b39944b87434f9cba8ad1d2c813a10ced991002e9560a518094a684886936b",
     2: "d3193e6c71b6d0c2bcc9ad031f84f638df46504316a072460acd3aa9c09dd983",
     3: "fe3ec975dd95dd60c4b5e7d54c143f7409a919289c37e97c91888eaeddfeb28e",
+    4: "c1a09f708d7f6260b6bc92b85b1a64fd02cf60412653e74a3b545aa9263e8c17",
 }
 RECAP_OPENINGS = tuple(r.split("{")[0] for r in RECAPS)
 
@@ -113,42 +119,98 @@ def test_family_3_has_new_subjects_and_states_each_update_in_its_form(tmp_path):
     old_names = {n for s in SUBJECTS for n in s.names}
     assert not old_names & {n for s in SUBJECTS3 for n in s.names}
     assert not {q for s in SUBJECTS for q in s.ask} & {q for s in SUBJECTS3 for q in s.ask}
-    folder = write3(tmp_path / "three")
-    bench = load_beam(folder)
-    assert bench.questions == 80
     forms: Counter[str] = Counter()
     twice = 0
-    for d in bench.dialogues:
-        raw = json.loads((folder / d.user_id / "probing_questions.json").read_text())["knowledge_update"]
-        turns = d.turns
-        at = {t["dia_id"]: k for k, t in enumerate(turns)}
-        for q, item in zip(d.questions, raw, strict=True):
-            form = item["update_form"]
-            forms[form] += 1
-            subject = next(s for s in SUBJECTS3 if q.question in s.ask)
-            olds = [turns[at[r]] for r in q.replaced]
-            (new,) = (turns[at[g]] for g in q.gold)
-            assert len(olds) == (2 if item["updated_twice"] else 1)
-            twice += item["updated_twice"]
-            assert new["speaker"] == "User" and q.answer.lower() in new["text"].lower()
-            assert all(o["speaker"] == "User" and q.answer.lower() not in o["text"].lower() for o in olds)
-            assert all(at[o["dia_id"]] < at[new["dia_id"]] and o["session"] < new["session"] for o in olds)
-            if form == "correction":  # names the value it corrects, the newest earlier one
-                assert _value(subject, olds[-1]["text"]) in new["text"].lower()
-            if form in ("later", "asked"):  # the value's turn does not name the entity; an earlier user turn does
-                assert not any(n.lower() in new["text"].lower() for n in subject.names)
-                k = at[new["dia_id"]]
-                gap = [k - 2] if form == "asked" else [k - 6, k - 8, k - 10]  # two to four exchanges between
-                leads = [turns[j] for j in gap if turns[j]["session"] == new["session"]]
-                assert any(n.lower() in t["text"].lower() for t in leads for n in subject.names)
-            if form == "mixed":
-                assert new["text"].count(".") >= 6
-            if item["history_after"]:  # the first value, told again after the update
-                first = _value(subject, olds[0]["text"])
-                assert any(first in t["text"].lower() and at[t["dia_id"]] > at[new["dia_id"]] for t in turns)
+    for turns, at, q, item in _questions(write3(tmp_path / "three")):
+        form = item["update_form"]
+        forms[form] += 1
+        subject = next(s for s in SUBJECTS3 if q.question in s.ask)
+        olds = [turns[at[r]] for r in q.replaced]
+        (new,) = (turns[at[g]] for g in q.gold)
+        assert len(olds) == (2 if item["updated_twice"] else 1)
+        twice += item["updated_twice"]
+        assert new["speaker"] == "User" and q.answer.lower() in new["text"].lower()
+        assert all(o["speaker"] == "User" and q.answer.lower() not in o["text"].lower() for o in olds)
+        assert all(at[o["dia_id"]] < at[new["dia_id"]] and o["session"] < new["session"] for o in olds)
+        if form == "correction":  # names the value it corrects, the newest earlier one
+            assert _value(subject, olds[-1]["text"]) in new["text"].lower()
+        if form in ("later", "asked"):  # the value's turn does not name the entity; an earlier user turn does
+            assert not any(n.lower() in new["text"].lower() for n in subject.names)
+            k = at[new["dia_id"]]
+            gap = [k - 2] if form == "asked" else [k - 6, k - 8, k - 10]  # two to four exchanges between
+            leads = [turns[j] for j in gap if turns[j]["session"] == new["session"]]
+            assert any(n.lower() in t["text"].lower() for t in leads for n in subject.names)
+        if form == "mixed":
+            assert new["text"].count(".") >= 6
+        if item["history_after"]:  # the first value, told again after the update
+            first = _value(subject, olds[0]["text"])
+            assert any(first in t["text"].lower() and at[t["dia_id"]] > at[new["dia_id"]] for t in turns)
     assert set(forms) == set(FORMS3) and max(forms.values()) - min(forms.values()) <= 1
     assert 20 <= twice <= 30
 
 
+def _questions(folder: Path):
+    """(turns, their positions by dia_id, question, its item in probing_questions.json) of a generated family of 80
+    questions, as the BEAM loader reads them, chats in order."""
+    bench = load_beam(folder)
+    assert bench.questions == 80
+    for d in bench.dialogues:
+        raw = json.loads((folder / d.user_id / "probing_questions.json").read_text())["knowledge_update"]
+        at = {t["dia_id"]: k for k, t in enumerate(d.turns)}
+        for q, item in zip(d.questions, raw, strict=True):
+            yield d.turns, at, q, item
+
+
 def _value(subject, text: str) -> str:
     return next(v.lower() for v in sorted(subject.values, key=len, reverse=True) if v.lower() in text.lower())
+
+
+def test_family_4_has_new_subjects_of_every_kind_and_states_each_update_in_its_form(tmp_path):
+    earlier = [*SUBJECTS, *SUBJECTS3]
+    assert not {n for s in earlier for n in s.names} & {n for s in SUBJECTS4 for n in s.names}
+    assert not {q for s in earlier for q in s.ask} & {q for s in SUBJECTS4 for q in s.ask}
+    kinds = Counter(s.kind for s in SUBJECTS4)
+    assert len(SUBJECTS4) == 16 and set(kinds) == set(KINDS4) and max(kinds.values()) - min(kinds.values()) <= 1
+    for s in SUBJECTS4:  # no value holds another, so an answer can't hide in the statement it replaced
+        assert len(s.values) >= 5 and len(s.ask) >= 3
+        assert not [(a, b) for a in s.values for b in s.values if a != b and a.lower() in b.lower()]
+    subjects: Counter[str] = Counter()
+    n = twice = history = 0
+    for turns, at, q, item in _questions(write4(tmp_path / "four")):
+        form = item["update_form"]
+        assert form == FORMS4[n % len(FORMS4)]  # the forms in turn over the set's questions
+        n += 1
+        subject = next(s for s in SUBJECTS4 if q.question in s.ask)
+        subjects[subject.names[0]] += 1
+        olds = [turns[at[r]] for r in q.replaced]
+        (new,) = (turns[at[g]] for g in q.gold)
+        assert len(olds) == (2 if item["updated_twice"] else 1)
+        twice += item["updated_twice"]
+        assert q.answer in new["text"]  # verbatim
+        assert all(o["speaker"] == "User" and q.answer.lower() not in o["text"].lower() for o in olds)
+        assert all(at[o["dia_id"]] < at[new["dia_id"]] and o["session"] < new["session"] for o in olds)
+        k = at[new["dia_id"]]
+        named = [name.lower() in new["text"].lower() for name in subject.names]
+        assert new["speaker"] == ("Assistant" if form == "confirmed" else "User")
+        if form == "question":
+            assert new["text"].endswith("?")
+        if form in ("compared", "negation"):  # names the value it replaces, the newest earlier one
+            assert _value(subject, olds[-1]["text"]) in new["text"].lower()
+        if form == "negation":
+            assert not any(named)
+        if form == "confirmed":  # the user's turn before names the subject, not the value; the user confirms
+            doc, confirm = turns[k - 1], turns[k + 1]
+            assert doc["speaker"] == confirm["speaker"] == "User" and q.answer not in doc["text"]
+            assert any(name.lower() in doc["text"].lower() for name in subject.names) and confirm["text"] in CONFIRMS
+        if form == "list":  # several paragraphs, code, and one line of the list holding the value
+            lines = new["text"].split("\n")
+            assert new["text"].count("\n\n") >= 3 and "```" in new["text"]
+            assert len([x for x in lines if x.startswith("- ")]) == 5
+            assert len([x for x in lines if q.answer in x]) == 1
+        if item["history_after"]:  # the first value, told again after the update
+            history += 1
+            first = _value(subject, olds[0]["text"])
+            assert any(first in t["text"].lower() and at[t["dia_id"]] > k for t in turns)
+    assert len(subjects) == 16 and min(subjects.values()) >= 2
+    assert {s.kind for s in SUBJECTS4 if s.names[0] in subjects} == set(KINDS4)
+    assert 20 <= twice <= 30 and 20 <= history <= 30

@@ -18,6 +18,13 @@ their own) with the update in one of five forms neither earlier family has (FORM
 the consequence of an event, a sentence of a long message of unrelated news, a turn without the entity's name several
 exchanges after the turn that names it, the user's reply to the assistant's question); a third of the subjects are
 updated twice. Questions also carry `updated_twice`.
+
+`--family 4` writes a fourth set, frozen the same way before anyone measured it, over 16 more new subjects whose
+values are of six kinds (KINDS4: numbers in digits, numbers in words, names, dates and times, frequencies, states),
+with the update in one of five forms no earlier family has (FORMS4: inside a question to the assistant, set against
+the value it replaces, the assistant's reading of a document the user attached and then confirms, a denial of the
+old value without the entity's name, a line of a list in a long message with code); a third of the questions are
+updated twice and a third have the first value told again after the update.
 """
 
 from __future__ import annotations
@@ -25,9 +32,11 @@ from __future__ import annotations
 import argparse
 import json
 import random
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import date, timedelta
 from pathlib import Path
+from typing import TypeVar
 
 
 @dataclass(frozen=True)
@@ -340,8 +349,8 @@ def _chat(rng: random.Random, subjects: list[Subject], sessions: int, start: dat
     return batches, questions
 
 
-def _fill(template: str, entity: str, value: str) -> str:
-    text = template.format(e=entity, E=entity[0].upper() + entity[1:], v=value, V=value)
+def _fill(template: str, entity: str, value: str, prior: str = "") -> str:
+    text = template.format(e=entity, E=entity[0].upper() + entity[1:], v=value, V=value, o=prior)
     return text[0].upper() + text[1:]
 
 
@@ -969,13 +978,23 @@ def _block3(form: str, s: Subject3, e: str, value: str, prior: str, rng: random.
     ]
 
 
+S = TypeVar("S", "Subject3", "Subject4")  # a subject of family 3 or 4
+Block = Callable[[str, S, str, str, str, random.Random], list]  # (form, subject, entity, value, prior value, rng)
+
+
 def _chat3(
-    rng: random.Random, subjects: list[Subject3], forms: list[str], chains: list[bool], sessions: int, start: date
+    rng: random.Random,
+    subjects: Sequence[S],
+    flags: list[tuple[str, bool, bool]],
+    block: Block[S],
+    sessions: int,
+    start: date,
 ) -> tuple:
-    """Family 3's (chat.json batches, knowledge_update questions) for one chat."""
+    """Family 3's or 4's (chat.json batches, knowledge_update questions) for one chat: each subject's update in its
+    form (`block` writes it), by flags (form, updated twice, first value told again after the update)."""
     plan: dict[int, list[tuple[list, int, str]]] = {b: [] for b in range(sessions)}  # batch -> (turns, subject, tag)
     facts = []
-    for i, (s, form, chain) in enumerate(zip(subjects, forms, chains)):
+    for i, (s, (form, chain, history)) in enumerate(zip(subjects, flags)):
         first = rng.randrange(0, sessions - 4)
         mid = rng.randrange(first + 1, sessions - 2) if chain else first
         later = rng.randrange(mid + 1, sessions - 1)
@@ -987,9 +1006,8 @@ def _chat3(
         if chain:
             plan[mid].append(([("user", _fill(rng.choice(s.plain), names[1], mid_v), True)], i, "old"))
             prior = mid_v
-        plan[later].append((_block3(form, s, names[-1], new_v, prior, rng), i, "new"))
+        plan[later].append((block(form, s, names[-1], new_v, prior, rng), i, "new"))
         plan[rng.randrange(sessions)].append(([("user", rng.choice(s.near).format(v=near_v), False)], -1, ""))
-        history = i % 2 == 1
         if history:  # the first value told again after the update, as the past
             said = _fill(rng.choice(s.history), rng.choice(names), old_v)
             plan[rng.randrange(later + 1, sessions)].append(([("user", said, False)], -1, ""))
@@ -1012,19 +1030,567 @@ def _chat3(
     return batches, questions
 
 
-def write3(folder: Path, chats: int = 10, per_chat: int = 8, sessions: int = 10, seed: int = 0) -> Path:
-    """Family 3: new subjects, the updates in FORMS3 (in turn over the set's questions), a third updated twice."""
-    rng = random.Random(seed + 3)
+def _write_chained(
+    folder: Path,
+    rng: random.Random,
+    pool: Sequence[S],
+    block: Block[S],
+    flags: Callable[[int, int], tuple[str, bool, bool]],
+    chats: int,
+    per_chat: int,
+    sessions: int,
+    start: date,
+) -> Path:
+    """Writes the chats of family 3 or 4: `per_chat` subjects of `pool` each, `flags(question number in the set,
+    in the chat)` their (form, updated twice, history after)."""
     n = 0
     for c in range(1, chats + 1):
-        subjects = rng.sample(SUBJECTS3, min(per_chat, len(SUBJECTS3)))
-        forms = [FORMS3[(n + k) % len(FORMS3)] for k in range(len(subjects))]
-        chains = [(n + k) % 3 == 2 for k in range(len(subjects))]
+        subjects = rng.sample(pool, min(per_chat, len(pool)))
+        marks = [flags(n + k, k) for k in range(len(subjects))]
         n += len(subjects)
-        _save(
-            folder / str(c), *_chat3(rng, subjects, forms, chains, sessions, date(2025, 1, 6) + timedelta(days=40 * c))
-        )
+        _save(folder / str(c), *_chat3(rng, subjects, marks, block, sessions, start + timedelta(days=40 * c)))
     return folder
+
+
+def write3(folder: Path, chats: int = 10, per_chat: int = 8, sessions: int = 10, seed: int = 0) -> Path:
+    """Family 3: new subjects, the updates in FORMS3 (in turn over the set's questions), a third updated twice."""
+
+    def flags(n: int, k: int) -> tuple[str, bool, bool]:
+        return FORMS3[n % len(FORMS3)], n % 3 == 2, k % 2 == 1
+
+    return _write_chained(
+        folder, random.Random(seed + 3), SUBJECTS3, _block3, flags, chats, per_chat, sessions, date(2025, 1, 6)
+    )
+
+
+# Family 4: 16 more new subjects and five update forms none of families 1 to 3 has, written once and frozen before
+# anything was measured on it (its figure is measured once, by someone who did not write it). The subjects' values
+# are of six kinds (KINDS4: numbers with units in digits, numbers in words, names, dates and times, frequencies,
+# states); the update is stated in one of FORMS4: inside a question to the assistant ("Now that X is V, should
+# I ...?"), set against the value it replaces ("went from O to V"), by the assistant reading a document the user
+# attached and the user confirming it (the gold is the assistant's turn: the only one holding the value), as a
+# negation of the replaced value in a turn that does not name the entity ("not on O any more, V since Monday"), or
+# as one line of a list in a long message of several paragraphs with code. A third of the questions are updated
+# twice and a third have the first value told again after the update, the two thirds overlapping in part.
+FORMS4 = ("question", "compared", "confirmed", "negation", "list")
+KINDS4 = ("digits", "words", "name", "time", "frequency", "state")
+
+
+@dataclass(frozen=True)
+class Subject4:
+    kind: str  # of KINDS4
+    names: tuple[str, ...]  # ways to name the entity: {e}
+    old: tuple[str, ...]  # first statements: {v} the value
+    plain: tuple[str, ...]  # a later statement of another value (the middle update of a subject updated twice)
+    question: tuple[str, ...]  # the update inside a question to the assistant
+    compared: tuple[str, ...]  # the update set against the value it replaces: {o}
+    negation: tuple[str, ...]  # the replaced value {o} denied and the new one stated, without the entity's names
+    doc: tuple[str, ...]  # the user attaching a document about the subject (no value)
+    you: tuple[str, ...]  # the assistant's reading of that document: {v}
+    note: tuple[str, ...]  # the update as a terse line of a list
+    ask: tuple[str, ...]  # questions about the current value
+    values: tuple[str, ...]
+    near: tuple[str, ...]  # another entity's value of the same kind: {v}
+    history: tuple[str, ...]  # the first value told as history: {v}
+    other: tuple[str, ...] = ()  # the same entity's other facts
+
+
+SUBJECTS4 = (
+    Subject4(
+        "digits",
+        ("our home broadband", "the internet at home", "my home connection"),
+        ("{E} runs at {v}.", "Speed tests put {e} at {v}.", "We pay for {v} on {e}."),
+        ("The provider upgraded the line to {v}.", "Speed tests in the flat show {v} these days."),
+        (
+            "Now that {e} is {v}, is it worth getting a mesh router?",
+            "With {e} at {v}, can we stream 4K on two TVs at once?",
+        ),
+        (
+            "{E} went from {o} to {v} after the engineer's visit.",
+            "Speed tests on {e} say {v}, where I used to get {o}.",
+        ),
+        (
+            "No more {o} in the flat: the line tests at {v} since the fibre went in.",
+            "We're not stuck on {o} any longer, the router reports {v}.",
+        ),
+        ("The provider sent a letter about {e}, it's attached. What does it say?", "Here's the upgrade PDF for {e}."),
+        ("your home broadband now runs at {v}", "the line at home was upgraded to {v}"),
+        ("{e}: upgraded to {v}", "{e} tests at {v} now"),
+        (
+            "How fast is my internet at home these days?",
+            "What speed does our home broadband run at now?",
+            "What do speed tests show for the connection at home at the moment?",
+        ),
+        ("80 Mbps", "150 Mbps", "300 Mbps", "500 Mbps", "940 Mbps"),
+        ("My parents' connection runs at {v}.", "The office Wi-Fi tops out at {v}."),
+        ("When {e} ran at {v}, video calls kept freezing.",),
+        ("{E} comes with a static IP.", "The router for {e} sits in the hallway."),
+    ),
+    Subject4(
+        "digits",
+        ("the thermostat", "the heating setpoint", "the temperature setting at home"),
+        ("{E} is set to {v}.", "We keep the flat at {v} during the day."),
+        ("The heating holds the flat at {v} now.", "Daytime temperature at home is {v} these days."),
+        (
+            "Now that {e} is at {v}, should I get thicker curtains?",
+            "Since we keep the flat at {v} now, is that warm enough for the houseplants?",
+        ),
+        ("We turned {e} from {o} to {v} to save on gas.", "{E} reads {v} on the dial; it was {o} before."),
+        (
+            "The heating isn't on {o} any more; the dial says {v}.",
+            "No longer {o} in the living room: we keep it at {v}.",
+        ),
+        ("My partner sent a photo of {e}, attached. What does it say?", "Here's the energy app's report on {e}."),
+        ("the thermostat is now set to {v}", "the flat is now kept at {v}"),
+        ("{e}: {v} from now on", "turned {e} to {v}"),
+        (
+            "What temperature do we keep the flat at these days?",
+            "What is the thermostat set to at the moment?",
+            "How warm is it at home now?",
+        ),
+        ("18 °C", "19 °C", "20 °C", "21 °C", "22 °C"),
+        ("My office is kept at {v}.", "The baby's room is at {v}."),
+        ("When {e} was at {v}, we wore jumpers indoors.",),
+        ("{E} is a smart one we control from the phone.",),
+    ),
+    Subject4(
+        "digits",
+        ("my daily step goal", "the step target on my watch", "my step count target"),
+        ("{E} is {v}.", "I aim for {v} a day."),
+        ("My watch nags me until I hit {v} now.", "I've set the watch to {v} a day."),
+        (
+            "Now that {e} is {v}, should I walk to work instead of taking the bus?",
+            "With {e} at {v}, how long a walk do I need at lunch?",
+        ),
+        ("I moved {e} from {o} to {v}.", "{E} is {v}, it used to be {o}."),
+        (
+            "The watch isn't asking for {o} any more: it wants {v} a day.",
+            "Forget {o} a day; the target on my wrist is {v}.",
+        ),
+        ("The physio emailed a plan that covers {e}, attached.", "Here's a screenshot of {e} from the health app."),
+        ("your daily step goal is now {v}", "the plan sets your daily target at {v}"),
+        ("{e} raised to {v}", "{e}: {v} a day"),
+        (
+            "How many steps a day am I aiming for now?",
+            "What's my daily step goal at the moment?",
+            "What does my watch expect of me each day these days?",
+        ),
+        ("6,000 steps", "8,000 steps", "10,000 steps", "12,500 steps", "15,000 steps"),
+        ("My partner's watch asks for {v} a day.", "The office challenge goal is {v}."),
+        ("When {e} was {v}, I hit it just by commuting.",),
+        ("{E} resets at midnight.",),
+    ),
+    Subject4(
+        "words",
+        ("the wedding guest list", "our guest count for the wedding", "the RSVP list for the wedding"),
+        ("{E} is at {v}.", "We're planning for {v} at the wedding.", "{E} comes to {v} so far."),
+        ("We'll have {v} at the wedding after the last RSVPs.", "The caterer is cooking for {v} now."),
+        (
+            "Now that {e} is {v}, is the barn venue still big enough?",
+            "With {e} at {v}, how many tables of eight do we need?",
+        ),
+        ("{E} went from {o} to {v} once the cousins replied.", "We're at {v} for the wedding; we started with {o}."),
+        (
+            "We're not feeding {o} any more, the caterer has us down for {v}.",
+            "The seating plan no longer has {o}; it's {v}.",
+        ),
+        ("The venue's final confirmation is attached, it's about {e}.", "Here's the RSVP export for {e}."),
+        ("the wedding now has {v} confirmed", "the venue now expects {v}"),
+        ("{e}: {v} after the RSVPs", "{e} is {v}"),
+        (
+            "How many guests are coming to the wedding now?",
+            "What's the current size of our wedding guest list?",
+            "How many people will be at the wedding, as things stand?",
+        ),
+        ("forty guests", "sixty guests", "seventy-five guests", "ninety guests", "a hundred and twenty guests"),
+        ("My brother's wedding had {v}.", "The venue's smaller room fits {v}."),
+        ("When we planned for {v}, the budget looked fine.",),
+        ("{E} lives in a shared spreadsheet.",),
+    ),
+    Subject4(
+        "words",
+        ("my piano practice", "my daily practice at the piano", "practising piano"),
+        ("{E} takes {v} a day.", "I put {v} a day into {e}."),
+        ("My teacher wants {v} at the keys every day now.", "I'm doing {v} of scales and pieces daily."),
+        (
+            "Now that {e} is {v} a day, should I get a digital piano with headphones for the evenings?",
+            "Since {e} takes {v} a day now, how do I keep my wrists from aching?",
+        ),
+        ("{E} went from {o} to {v} a day before the exam.", "I'm at {v} a day with {e}, where it was {o}."),
+        (
+            "Not {o} at the keys any more; the teacher has me doing {v} a day.",
+            "The keyboard gets {v} a day from me, no longer {o}.",
+        ),
+        ("My teacher sent a new plan covering {e}, it's attached.", "Here's the note from my teacher about {e}."),
+        ("your daily piano practice is now {v}", "the plan asks for {v} at the piano each day"),
+        ("{e}: {v} a day", "{e} up to {v} daily"),
+        (
+            "How long do I practise piano each day now?",
+            "How much piano am I doing a day these days?",
+            "What's my daily piano practice at the moment?",
+        ),
+        ("twenty minutes", "forty-five minutes", "one hour", "ninety minutes", "two and a half hours"),
+        ("My daughter practises violin for {v} a day.", "The choir rehearsal lasts {v}."),
+        ("When {e} was {v} a day, I never got past the easy pieces.",),
+        ("{E} happens before breakfast.",),
+    ),
+    Subject4(
+        "words",
+        ("our coworking desks", "the desks we rent at the hub", "our coworking membership"),
+        ("We rent {v} at the coworking hub.", "The coworking hub bills us for {v} a month."),
+        ("The hub invoice is for {v} now.", "We've got {v} at the hub after the new hires."),
+        (
+            "Now that we rent {v} at the hub, is it cheaper to lease our own office?",
+            "With {v} booked at the hub, should we get a meeting room pass too?",
+        ),
+        ("We went from {o} to {v} at the hub this month.", "The hub now bills us for {v} instead of {o}."),
+        (
+            "We're done paying for {o}; the hub has us on {v}.",
+            "No longer {o} for us at the coworking place: {v} from the 1st.",
+        ),
+        ("The hub's new contract for {e} is attached.", "Here's this month's invoice for {e}, can you read it?"),
+        ("you now rent {v} at the hub", "the contract covers {v} at the coworking hub"),
+        ("{e}: {v} from the 1st", "{e} changed to {v}"),
+        (
+            "How many desks do we rent at the coworking hub now?",
+            "How big is our coworking membership these days?",
+            "What does the hub bill us for at the moment?",
+        ),
+        ("three desks", "five desks", "eight desks", "twelve desks", "fifteen desks"),
+        ("The design agency next to us has {v}.", "Our Berlin partners rent {v}."),
+        ("When we had {v} at the hub, everyone fit by the window.",),
+        ("The hub includes free coffee with {e}.",),
+    ),
+    Subject4(
+        "name",
+        ("our issue tracker", "the ticketing tool", "the bug tracker we use"),
+        ("{E} is {v}.", "We track all our tickets in {v}."),
+        ("The team files every ticket in {v} now.", "We moved the backlog over to {v}."),
+        (
+            "Now that {e} is {v}, how should I import the old epics?",
+            "Since we're on {v} for tickets these days, can I link it to Slack?",
+        ),
+        ("We swapped {e} from {o} to {v}.", "{E} is {v} now; before it was {o}."),
+        ("We're not on {o} any more — {v} since Monday.", "No more {o} for tickets, the backlog lives in {v}."),
+        ("Our CTO's announcement about {e} is attached.", "Here's the migration memo about {e}, can you read it?"),
+        ("your issue tracker is now {v}", "the team tracks tickets in {v} from now on"),
+        ("{e}: moved to {v}", "{e} is {v} as of Monday"),
+        (
+            "Which issue tracker does the team use now?",
+            "Where do we track tickets these days?",
+            "What tool holds our backlog at the moment?",
+        ),
+        ("Jira", "Linear", "GitHub Issues", "YouTrack", "Shortcut"),
+        ("The design team tracks work in {v}.", "My previous company used {v}."),
+        ("When we used {v}, nobody closed their tickets.",),
+        ("{E} is linked to our GitHub repositories.",),
+    ),
+    Subject4(
+        "name",
+        ("our babysitter", "the kids' sitter", "the sitter on Wednesday evenings"),
+        ("{E} is {v}.", "The kids stay with {v} when we go out."),
+        ("The kids are looked after by {v} these days.", "We book {v} when we go out now."),
+        (
+            "Now that {e} is {v}, should I give her a house key?",
+            "Since {v} looks after the kids now, how much should we pay per hour?",
+        ),
+        ("{E} is {v} now, after {o} moved away.", "We switched from {o} to {v} for the kids."),
+        ("It's no longer {o} who watches the kids; {v} does.", "The kids don't go to {o} any more, {v} comes over."),
+        ("The agency emailed about {e}, it's attached.", "Here's the agency's confirmation for {e}, can you read it?"),
+        ("your babysitter is now {v}", "the agency has assigned {v} to look after the kids"),
+        ("{e}: {v} from next week", "{e} is {v} now"),
+        (
+            "Who babysits our kids now?",
+            "Who's our babysitter these days?",
+            "Who looks after the kids when we go out, at the moment?",
+        ),
+        ("Hannah Brooks", "Lucia Ortega", "Grace Kim", "Olivia Novak", "Sofia Rossi"),
+        ("Our neighbours' babysitter is {v}.", "My sister's nanny is {v}."),
+        ("When {v} looked after the kids, they went to bed on time.",),
+        ("{E} charges extra after midnight.",),
+    ),
+    Subject4(
+        "name",
+        ("my work laptop", "the laptop I work on", "my main machine"),
+        ("{E} is a {v}.", "I do everything on a {v}."),
+        ("IT handed me a {v} to work on.", "I'm on a {v} for work these days."),
+        (
+            "Now that {e} is a {v}, which USB-C dock should I buy?",
+            "With a {v} as {e}, can I still run our Docker setup?",
+        ),
+        ("{E} went from a {o} to a {v}.", "I'm on a {v} now; before it was a {o}."),
+        ("Not a {o} any more: IT gave me a {v}.", "I handed the {o} back, I work on a {v} now."),
+        ("IT's hardware ticket about {e} is attached.", "Here's the delivery note for {e}, can you read it?"),
+        ("your work laptop is now a {v}", "IT has issued you a {v}"),
+        ("{e}: a {v} now", "swapped {e} for a {v}"),
+        (
+            "What laptop do I work on now?",
+            "Which machine is my work laptop these days?",
+            "What is my main computer at the moment?",
+        ),
+        ("ThinkPad X1 Carbon", "MacBook Air", "Dell XPS 13", "Framework 13", "MacBook Pro"),
+        ("My colleague uses a {v}.", "The designer's machine is a {v}."),
+        ("When I worked on a {v}, the fan was always loud.",),
+        ("{E} has a German keyboard.",),
+    ),
+    Subject4(
+        "time",
+        ("the dinner reservation for Mum's birthday", "our table for Mum's birthday", "the birthday dinner booking"),
+        ("{E} is at {v}.", "We've got a table for Mum's birthday at {v}."),
+        ("The restaurant moved us to {v}.", "We're eating at {v} for Mum's birthday now."),
+        (
+            "Now that {e} is at {v}, when should we leave the house?",
+            "Since we eat at {v} now, should I book a taxi back?",
+        ),
+        ("{E} moved from {o} to {v}.", "We sit down at {v} now rather than {o}."),
+        (
+            "The restaurant can't do {o} any more, so we're at {v}.",
+            "Not {o} on Saturday after all: the restaurant can only seat us at {v}.",
+        ),
+        ("The restaurant's email about {e} is attached.", "Here's the confirmation text for {e}, can you read it?"),
+        ("your table for Mum's birthday is now at {v}", "the restaurant has you down for {v}"),
+        ("{e}: {v} now", "{e} moved to {v}"),
+        (
+            "What time is Mum's birthday dinner now?",
+            "When is our table booked for Mum's birthday?",
+            "What time did the birthday dinner booking end up at?",
+        ),
+        ("6:45 pm", "7:00 pm", "7:30 pm", "8:00 pm", "8:15 pm"),
+        ("The cinema showing is at {v}.", "My sister lands at {v}."),
+        ("When the booking was for {v}, we'd have had to rush from work.",),
+        ("{E} is for six people.",),
+    ),
+    Subject4(
+        "time",
+        ("my passport appointment", "the passport office visit", "the appointment to renew my passport"),
+        ("{E} is on {v}.", "I'm booked at the passport office on {v}."),
+        ("The passport office rebooked me for {v}.", "I go to renew the passport on {v} now."),
+        (
+            "Now that {e} is on {v}, will the passport arrive before the trip?",
+            "Since I'm going to the passport office on {v}, do I need new photos?",
+        ),
+        ("{E} got pushed from {o} to {v}.", "It's {v} for {e} now, instead of {o}."),
+        ("The office cancelled {o}; I'm going in on {v}.", "Not {o} after all, the passport people have given me {v}."),
+        ("The letter about {e} is attached.", "Here's the booking email for {e}, can you read it?"),
+        ("your passport appointment is now on {v}", "the passport office has booked you for {v}"),
+        ("{e}: {v}", "{e} rebooked for {v}"),
+        (
+            "When is my passport appointment now?",
+            "What date do I go to the passport office?",
+            "When am I renewing my passport, as of now?",
+        ),
+        ("March 4", "March 18", "April 9", "April 22", "May 6"),
+        ("My partner's visa interview is on {v}.", "The car's inspection is due on {v}."),
+        ("When the appointment was on {v}, I'd have missed the trip.",),
+        ("{E} needs the old passport and two photos.",),
+    ),
+    Subject4(
+        "time",
+        ("the all-hands meeting", "our company all-hands", "the monthly all-hands"),
+        ("{E} is on {v}.", "We hold {e} on {v}."),
+        ("Leadership moved the all-hands to {v}.", "The all-hands takes place on {v} these days."),
+        (
+            "Now that {e} is on {v}, should I move my one-on-ones?",
+            "With {e} on {v}, can I still make the school pickup that day?",
+        ),
+        ("{E} moved from {o} to {v}.", "{E} is on {v}; it used to be {o}."),
+        (
+            "Leadership dropped the {o} slot; the company meeting is {v} now.",
+            "No more {o} for the whole-company meeting, it's {v}.",
+        ),
+        ("The CEO's calendar invite for {e} is attached.", "Here's the office manager's email about {e}."),
+        ("the all-hands is now on {v}", "the invite puts the company meeting on {v}"),
+        ("{e}: {v} from this month", "{e} moves to {v}"),
+        (
+            "When is the all-hands now?",
+            "What day and time is the company all-hands these days?",
+            "When does the whole company meet at the moment?",
+        ),
+        ("Monday at 4 pm", "Tuesday at 11 am", "Wednesday at 3 pm", "Thursday at 10 am", "Friday at 2 pm"),
+        ("The board meeting is on {v}.", "The design review is on {v}."),
+        ("When {e} was on {v}, half the team missed it.",),
+        ("{E} is recorded for people in other time zones.",),
+    ),
+    Subject4(
+        "frequency",
+        ("watering the fiddle-leaf fig", "the fig's watering schedule", "the big plant in the living room"),
+        ("I water the fiddle-leaf fig {v}.", "The fig gets water {v}."),
+        ("The plant shop said to water the fig {v}, so I do.", "The fig only needs water {v} now."),
+        (
+            "Now that I water the fig {v}, should I add fertiliser too?",
+            "If I'm watering the fig {v}, do I still need the drip tray?",
+        ),
+        ("I went from watering the fig {o} to {v}.", "The fig gets water {v} now instead of {o}."),
+        (
+            "No more watering {o}: the plant in the corner gets it {v}.",
+            "The leafy one by the window doesn't get water {o} any more, it's {v}.",
+        ),
+        ("The plant shop's care card about {e} is attached.", "Here's a photo of the care label, it's about {e}."),
+        ("you should now water the fig {v}", "the card says to water the fiddle-leaf fig {v}"),
+        ("water the fig {v} from now on", "fig: water {v}"),
+        (
+            "How often do I water the fiddle-leaf fig now?",
+            "How often does the fig get water these days?",
+            "What's the fig's watering routine at the moment?",
+        ),
+        ("once a week", "twice a week", "every ten days", "every other week", "every five days"),
+        ("The cactus gets water {v}.", "My neighbour waters her orchids {v}."),
+        ("When I watered the fig {v}, the leaves kept dropping.",),
+        ("The fig sits by the south window.",),
+    ),
+    Subject4(
+        "frequency",
+        ("our customer newsletter", "the email newsletter for customers", "the product newsletter"),
+        ("{E} goes out {v}.", "We send {e} {v}."),
+        ("Marketing sends the newsletter {v} now.", "Customers hear from us {v} by email these days."),
+        (
+            "Now that {e} goes out {v}, should we cut the number of sections?",
+            "Since we send {e} {v} these days, how far ahead should I write it?",
+        ),
+        ("{E} went from {o} to {v}.", "We send {e} {v} now; it was {o}."),
+        (
+            "Customers won't get mail from us {o} any more; it's {v}.",
+            "The email to customers isn't {o} now, marketing moved it to {v}.",
+        ),
+        ("Marketing's content calendar for {e} is attached.", "Here's the plan from marketing about {e}."),
+        ("the customer newsletter now goes out {v}", "marketing will send the newsletter {v}"),
+        ("{e}: {v} from now on", "{e} now goes out {v}"),
+        (
+            "How often does our customer newsletter go out now?",
+            "How often do we email customers these days?",
+            "What's the newsletter's schedule at the moment?",
+        ),
+        ("every week", "every other week", "once a month", "twice a month", "every quarter"),
+        ("The investor update goes out {v}.", "Our blog gets a new post {v}."),
+        ("When {e} went out {v}, the unsubscribe rate was high.",),
+        ("{E} is written in Markdown.",),
+    ),
+    Subject4(
+        "state",
+        ("my diet", "what I eat", "the way I eat"),
+        ("I'm {v} at the moment.", "{E} is {v}."),
+        ("I've gone {v} for good.", "I eat {v} these days."),
+        (
+            "Now that I'm {v}, what should I order at the Thai place tonight?",
+            "Since {e} is {v} now, can you suggest a lunch I can prep on Sundays?",
+        ),
+        ("I switched from {o} to {v}.", "I'm {v} now, I was {o} for years before."),
+        ("I'm not {o} any more; I've been {v} since March.", "No more {o} meals for me, it's {v} from now on."),
+        ("My nutritionist's plan is attached, it changes {e}.", "Here's the note from the nutritionist about {e}."),
+        ("you're now eating {v}", "the nutritionist has you on a {v} diet"),
+        ("{e}: {v} from now on", "{e} is {v} now"),
+        (
+            "What diet am I on now?",
+            "How do I eat these days?",
+            "What kind of food do I eat at the moment?",
+        ),
+        ("vegetarian", "vegan", "pescatarian", "gluten-free", "dairy-free"),
+        ("My partner is {v}.", "The client we're taking to lunch is {v}."),
+        ("When I was {v}, cooking for friends was easier.",),
+        ("{E} includes a lot of lentils.",),
+    ),
+    Subject4(
+        "state",
+        ("the Acme contract", "our deal with Acme", "the Acme agreement"),
+        ("{E} is {v}.", "Right now {e} is {v}."),
+        ("Acme's lawyers say the deal is {v}.", "The Acme paperwork is {v} as of this week."),
+        (
+            "Now that {e} is {v}, should I tell the team to start on the integration?",
+            "With {e} {v}, do I still need the Friday call with their buyer?",
+        ),
+        ("{E} went from {o} to {v}.", "{E} was {o}; now it's {v}."),
+        ("The deal with them isn't {o} any more — it's {v}.", "Acme's paperwork is no longer {o}; it's {v}."),
+        ("The latest email from Acme about {e} is attached.", "Here's the status note from legal on {e}."),
+        ("the Acme contract is now {v}", "the status of the Acme deal is now {v}"),
+        ("{e}: {v}", "{e} is {v} now"),
+        (
+            "What's the status of the Acme contract now?",
+            "Where do things stand with the Acme agreement at the moment?",
+            "What's the latest on our deal with Acme?",
+        ),
+        ("in negotiation", "under legal review", "on hold", "signed", "cancelled"),
+        ("The Globex contract is {v}.", "Our deal with Initech is {v}."),
+        ("When {e} was {v}, I couldn't plan the quarter.",),
+        ("{E} covers three years of support.",),
+    ),
+)
+
+ASKED_BACK = (
+    "Good question. It depends on a few things; I'd weigh what it costs against the time it saves you.",
+    "I'd check with the people it affects first, then decide; either way is reasonable.",
+    "Worth a small trial: try it for a couple of weeks and see how it feels.",
+)
+READS = ("I've read it: {y}.", "According to the document, {y}.", "Here's the gist: {y}.")
+CHECKS = ("Is that right?", "Does that match what you were told?", "Is that what you expected?")
+CONFIRMS = ("Yes, that's right.", "Yes, that matches.", "Correct, thanks.", "Yep, that's it.")
+NOTED = ("Great, noted.", "Thanks for confirming.", "Good, I'll keep that in mind.")
+LIST_OPEN = (
+    "Brain dump before the weekend, bear with me.",
+    "My notes from this week, in no particular order.",
+    "Catching up on my list; a few things and a question at the end.",
+)
+LIST_NOTES = (
+    "- renew the domain before it lapses",
+    "- book the boiler service",
+    "- reply to the recruiter about Thursday",
+    "- order printer paper",
+    "- ask Sam about the conference talk",
+    "- back up the photos from the trip",
+    "- pay the water bill",
+    "- try the new ramen place on Friday",
+)
+CODE = (
+    (
+        "Separately, this gives the wrong total, why?",
+        "python",
+        "def total(items):\n    for item in items:\n        s = 0\n        s += item.price\n    return s",
+    ),
+    (
+        "Also, can you tidy this up?",
+        "python",
+        "with open(path) as f:\n    rows = f.readlines()\nrows.sort(key=len)\nprint(rows[0])",
+    ),
+    (
+        "And why does this render nothing sometimes?",
+        "javascript",
+        "const res = await fetch(`/api/users/${id}`);\nif (res.ok) {\n  render(res.json());\n}",
+    ),
+)
+
+
+def _block4(form: str, s: Subject4, e: str, value: str, prior: str, rng: random.Random) -> list:
+    """Family 4: the update's turns, (role, text, is_gold) in order."""
+    if form == "question":
+        return [("user", _fill(rng.choice(s.question), e, value), True), ("assistant", rng.choice(ASKED_BACK), False)]
+    if form in ("compared", "negation"):
+        said = _fill(rng.choice(s.compared if form == "compared" else s.negation), e, value, prior)
+        return [("user", said, True)]
+    if form == "confirmed":  # the value is the assistant's reading of the attachment, which the user confirms
+        said = rng.choice(READS).format(y=rng.choice(s.you).format(v=value))
+        return [
+            ("user", _fill(rng.choice(s.doc), e, ""), False),
+            ("assistant", f"{said} {rng.choice(CHECKS)}", True),
+            ("user", rng.choice(CONFIRMS), False),
+            ("assistant", rng.choice(NOTED), False),
+        ]
+    # list: one line of a list in a message of several paragraphs with code
+    lines = list(rng.sample(LIST_NOTES, 4))
+    lines.insert(rng.randrange(len(lines) + 1), "- " + rng.choice(s.note).format(e=e, v=value))
+    ask, lang, code = rng.choice(CODE)
+    text = "\n".join(lines)
+    return [("user", f"{rng.choice(LIST_OPEN)}\n\n{text}\n\n{ask}\n\n```{lang}\n{code}\n```", True)]
+
+
+def write4(folder: Path, chats: int = 10, per_chat: int = 8, sessions: int = 10, seed: int = 0) -> Path:
+    """Family 4: other new subjects, the updates in FORMS4 (in turn over the set's questions), a third updated twice,
+    a third with the first value told again after the update."""
+
+    def flags(n: int, k: int) -> tuple[str, bool, bool]:
+        return FORMS4[n % len(FORMS4)], n % 3 == 2, n % 6 in (2, 3)
+
+    return _write_chained(
+        folder, random.Random(seed + 4), SUBJECTS4, _block4, flags, chats, per_chat, sessions, date(2025, 6, 2)
+    )
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -1035,12 +1601,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--family",
         type=int,
-        choices=(1, 2, 3),
+        choices=(1, 2, 3, 4),
         default=1,
-        help="1: updates in other words; 2: harder forms (FORMS); 3: new subjects and forms (FORMS3)",
+        help="1: updates in other words; 2: harder forms (FORMS); 3: new subjects and forms (FORMS3); "
+        "4: other new subjects and forms (FORMS4)",
     )
     args = parser.parse_args(argv)
-    print({1: write, 2: write2, 3: write3}[args.family](args.out, args.chats, seed=args.seed))
+    print({1: write, 2: write2, 3: write3, 4: write4}[args.family](args.out, args.chats, seed=args.seed))
 
 
 if __name__ == "__main__":
