@@ -982,7 +982,7 @@ S = TypeVar("S", "Subject3", "Subject4")  # a subject of family 3 or 4
 Block = Callable[[str, S, str, str, str, random.Random], list]  # (form, subject, entity, value, prior value, rng)
 
 
-def _chat3(
+def _chat_chained(
     rng: random.Random,
     subjects: Sequence[S],
     flags: list[tuple[str, bool, bool]],
@@ -1048,7 +1048,7 @@ def _write_chained(
         subjects = rng.sample(pool, min(per_chat, len(pool)))
         marks = [flags(n + k, k) for k in range(len(subjects))]
         n += len(subjects)
-        _save(folder / str(c), *_chat3(rng, subjects, marks, block, sessions, start + timedelta(days=40 * c)))
+        _save(folder / str(c), *_chat_chained(rng, subjects, marks, block, sessions, start + timedelta(days=40 * c)))
     return folder
 
 
