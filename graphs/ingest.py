@@ -1,5 +1,5 @@
 """The build plane (packetize -> extract -> place in Cells -> index) over the memory in $MEMCOMPILE_STORE."""
 
-from memcompile_langgraph.ingest_graph import ingest_graph as graph
+from memcompile_langgraph.served import served_ingest_graph
 
-__all__ = ["graph"]
+graph = served_ingest_graph()

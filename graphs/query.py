@@ -1,5 +1,5 @@
 """The query plane (one node per stage); runs read the memory in $MEMCOMPILE_STORE for context {"user_id": ...}."""
 
-from memcompile_langgraph.query_graph import query_graph as graph
+from memcompile_langgraph.served import served_query_graph
 
-__all__ = ["graph"]
+graph = served_query_graph()

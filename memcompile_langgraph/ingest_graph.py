@@ -112,8 +112,8 @@ NODES = {
 }
 
 
-def build_ingest_graph():
-    schemas = {"context_schema": MemoryContext, "input_schema": IngestState, "output_schema": IngestState}
+def build_ingest_graph(context_schema: type[MemoryContext] = MemoryContext):
+    schemas = {"context_schema": context_schema, "input_schema": IngestState, "output_schema": IngestState}
     builder = stage_graph(IngestWork, NODES, OPERATION, **schemas)
     names = list(NODES)
     builder.add_edge(START, names[0])

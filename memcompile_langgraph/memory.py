@@ -109,13 +109,13 @@ class MemCompile(Upkeep, Surfaces):
         requests: opens the vector store and imports the ingest graph now (most of it chromadb's import) and starts
         loading the model, which the first add after opening would otherwise wait for. A process that only reads
         should not call it (it would load Chroma for nothing)."""
-        from .runtime.warm import open_for_writes
+        from .warm import open_for_writes
 
         open_for_writes(self.host.engine)
 
     def add_turns(self, turns: Iterable[Any], user_id: str = "default", progress: bool = False) -> dict[str, int]:
         """Store turns (dicts or TurnInput); returns counts: stored, skipped_*, already_stored, descriptors."""
-        from .runtime.add_turns import ingest_turns  # imports the ingest graph: a process that only queries never does
+        from .add_turns import ingest_turns  # imports the ingest graph: a process that only queries never does
 
         user_id, numbered = validate_user_id(user_id), occurrences(turns)
         with telemetry.create_memory(user_id, numbered) as span:

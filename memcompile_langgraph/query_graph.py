@@ -1,8 +1,9 @@
 """The query plane as a LangGraph graph: one node per stage (Algorithm 1, lines 11-23).
 
 Nodes read the run's MemoryContext (runtime/context.py): the user's index snapshot, taken once per run, and the
-engine's config and components. The compiled graph is built once, here, and is the same object whether
-MemCompile.compile, Studio or a LangGraph server runs it.
+engine's config and components. The compiled graph is built once, here, for MemCompile.compile and for whoever
+runs it with `mem.context(user_id)`; Studio and a LangGraph server run the same nodes with the served memory's
+context (served.py).
 """
 
 from __future__ import annotations
@@ -228,9 +229,9 @@ NODES = {
 }
 
 
-def build_query_graph():
+def build_query_graph(context_schema: type[MemoryContext] = MemoryContext):
     # the stages share QueryWork; callers and Studio see QueryState (no per-packet arrays in inputs or outputs)
-    schemas = {"context_schema": MemoryContext, "input_schema": QueryState, "output_schema": QueryState}
+    schemas = {"context_schema": context_schema, "input_schema": QueryState, "output_schema": QueryState}
     builder = stage_graph(QueryWork, NODES, OPERATION, **schemas)
     builder.add_edge(START, "intent")
     builder.add_edge("intent", "bm25")

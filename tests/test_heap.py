@@ -2,12 +2,12 @@ import ctypes
 
 import pytest
 
-from memcompile_langgraph import process
+from memcompile_langgraph import add_turns, process
+from memcompile_langgraph.add_turns import INGEST_BATCH
 from memcompile_langgraph.bench.runner import rss_now_mb
 from memcompile_langgraph.bench.synthetic import generate
 from memcompile_langgraph.process import release_free_memory
-from memcompile_langgraph.runtime import add_turns, cache
-from memcompile_langgraph.runtime.add_turns import INGEST_BATCH
+from memcompile_langgraph.runtime import cache
 
 
 @pytest.mark.skipif(process._TRIM is None, reason="malloc_trim is glibc's")

@@ -23,19 +23,15 @@ LAYERS = (
     ("store", "embeddings"),
     ("runtime",),
     ("query_graph", "ingest_graph", "stage_graph", "state"),
-    ("memory", "upkeep", "surfaces"),
+    ("memory", "upkeep", "surfaces", "add_turns", "warm", "served"),
     ("integrations", "cli", "eval", "bench", "__main__"),
 )
 # imports that go up, each inside a function, each for a reason
 UPWARD = {
-    # a served graph run (langgraph dev, Studio) that was given no memory opens the process's one memory
-    ("runtime.served", "memory"),
     # MemCompile offers its LangChain / LangGraph surfaces, each imported on first use
     ("surfaces", "integrations.retriever"),
     ("surfaces", "integrations.memory_nodes"),
     ("surfaces", "integrations.tool"),
-    # add_turns runs the ingest graph batch by batch inside one writer unit of work
-    ("runtime.add_turns", "ingest_graph"),
 }
 
 
@@ -108,6 +104,20 @@ def test_every_import_goes_down_the_layers_but_the_named_few():
         upward |= {(module, t) for t in targets if t != PACKAGE and _layer(t) > _layer(module)}
     named = {(f"{PACKAGE}.{a}", f"{PACKAGE}.{b}") for a, b in UPWARD}
     assert upward == named
+
+
+def test_runtime_imports_nothing_above_it():
+    """What runs a graph (add_turns.py, warm.py, served.py) sits beside the facade, above the graphs: the runtime
+    the graphs' nodes read is below them, and nothing in it reaches up, not even inside a function."""
+    runtime = _layer(f"{PACKAGE}.runtime")
+    upward = {
+        (m, t)
+        for m, ts in _graph(everywhere=True).items()
+        if m.startswith(f"{PACKAGE}.runtime")
+        for t in ts
+        if t != PACKAGE and _layer(t) > runtime
+    }
+    assert upward == set()
 
 
 def test_graphs_and_runtime_sit_below_the_facade_and_integrations_above_it():

@@ -13,13 +13,13 @@ from hypothesis import strategies as st
 from support.ranking import assert_same_context
 
 from memcompile_langgraph import MemCompile
+from memcompile_langgraph import add_turns as ingest_module
 from memcompile_langgraph.address.dense import similarities
 from memcompile_langgraph.cli.demo_data import demo_turns
 from memcompile_langgraph.index import persistent as persistent_module
 from memcompile_langgraph.index.growarray import GrowArray
 from memcompile_langgraph.process import gc_paused
 from memcompile_langgraph.query_graph import query_graph
-from memcompile_langgraph.runtime import add_turns as ingest_module
 from memcompile_langgraph.runtime import cache as cache_module
 from memcompile_langgraph.runtime import unit_of_work as uow_module
 from memcompile_langgraph.runtime.user_state import UserState

@@ -122,7 +122,7 @@ def test_a_studio_header_reaches_no_users_memory_without_a_token(studio_server):
 
 @pytest.fixture
 def served(tmp_path, monkeypatch):
-    from memcompile_langgraph.runtime.served import served_memory
+    from memcompile_langgraph.served import served_memory
 
     monkeypatch.setenv("MEMCOMPILE_STORE", str(tmp_path / "store"))
     served_memory.cache_clear()
@@ -132,8 +132,9 @@ def served(tmp_path, monkeypatch):
 
 
 def test_served_runs_normalize_the_user_id_as_the_api_does(served):
-    from memcompile_langgraph.ingest_graph import ingest_graph
+    from memcompile_langgraph.served import served_ingest_graph
 
+    ingest_graph = served_ingest_graph()
     ingest_graph.invoke({"turns": [BEAGLE]}, context={"user_id": "Zoe\u0301"})  # decomposed, as a client may send it
     assert [t.packet.text for t in served.turns("Zo\u00e9")] == [BEAGLE["text"]]  # the API's (NFC) user
     served.forget("Zoe\u0301")
@@ -141,8 +142,10 @@ def test_served_runs_normalize_the_user_id_as_the_api_does(served):
 
 
 def test_served_runs_take_the_user_from_the_servers_auth_and_never_default(served):
-    from memcompile_langgraph.ingest_graph import ingest_graph
+    from memcompile_langgraph.served import served_ingest_graph
     from memcompile_langgraph.users import InvalidUserId, MissingUserId
+
+    ingest_graph = served_ingest_graph()
 
     as_tom = {"configurable": {"langgraph_auth_user": {"identity": "tom", "is_authenticated": True}}}
     ingest_graph.invoke({"turns": [BEAGLE]}, as_tom, context={})
@@ -154,8 +157,10 @@ def test_served_runs_take_the_user_from_the_servers_auth_and_never_default(serve
 
 
 def test_a_studio_session_reaches_no_memory_unless_the_operator_names_its_user(served, monkeypatch):
-    from memcompile_langgraph.ingest_graph import ingest_graph
+    from memcompile_langgraph.served import served_ingest_graph
     from memcompile_langgraph.users import InvalidUserId
+
+    ingest_graph = served_ingest_graph()
 
     studio = {"configurable": {"langgraph_auth_user": {"kind": "StudioUser", "identity": "dev"}}}
     with pytest.raises(InvalidUserId, match="names no user of this memory"):  # nor may it pick one
@@ -165,9 +170,19 @@ def test_a_studio_session_reaches_no_memory_unless_the_operator_names_its_user(s
     assert served.users() == ["ann"]
 
 
-def test_a_served_recall_for_an_unknown_user_says_nothing_is_stored(served):
+def test_the_package_graphs_given_no_memory_say_so_and_open_none(served):
+    """Only the served graphs open the served memory: a run of the package's graphs names its memory."""
     from memcompile_langgraph.query_graph import query_graph
 
+    with pytest.raises(ValueError, match="has no memory"):
+        query_graph.invoke({"query": "What is the beagle called?"}, context={"user_id": "tom"})
+    assert served.users() == []
+
+
+def test_a_served_recall_for_an_unknown_user_says_nothing_is_stored(served):
+    from memcompile_langgraph.served import served_query_graph
+
+    query_graph = served_query_graph()
     out = query_graph.invoke({"query": "What is the beagle called?"}, context={"user_id": "nobody"})
     assert out["context"] == "" and out["note"] == "nothing is stored for user_id 'nobody'"
     served.add_turns([BEAGLE], user_id="tom")

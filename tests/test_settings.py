@@ -15,7 +15,7 @@ import pytest
 
 from memcompile_langgraph import MemCompile
 from memcompile_langgraph.cli import main
-from memcompile_langgraph.runtime.served import served_memory
+from memcompile_langgraph.served import served_memory
 from memcompile_langgraph.store.open import open_records
 
 TURNS = [

@@ -23,10 +23,10 @@ from functools import partial
 from pathlib import Path
 from typing import Any, TypedDict
 
+from ..add_turns import INGEST_BATCH
 from ..config import MemCompileConfig
 from ..memory import MemCompile
 from ..process import release_free_memory
-from ..runtime.add_turns import INGEST_BATCH
 from .peer import NAME as PEER_NAME
 from .peer import PeerStore
 from .synthetic import generate, questions

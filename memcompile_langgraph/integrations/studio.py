@@ -1,6 +1,6 @@
-"""The memory `graphs/` serves in LangGraph Studio (see runtime/served.py)."""
+"""The memory `graphs/` serves in LangGraph Studio (see served.py)."""
 
-from ..runtime.served import DEFAULT_STORE
-from ..runtime.served import served_memory as studio_memory
+from ..served import DEFAULT_STORE
+from ..served import served_memory as studio_memory
 
 __all__ = ["DEFAULT_STORE", "studio_memory"]

@@ -1,9 +1,8 @@
 """The runtime context of a graph run (LangGraph's `context_schema`): whose memory, and what to read it from.
 
 `MemCompile` passes a context with its host (and, for a writer, the unit of work). A run served by `langgraph
-dev` or LangGraph Server sends only `{"user_id": ...}`; the host is then the served memory's (`served.py`:
-$MEMCOMPILE_STORE, $MEMCOMPILE_RECORDS_URL, $MEMCOMPILE_CHROMA_URL), and when the server has custom auth the user
-is the authenticated one (run_context). Keys it does not know are ignored (the server mirrors its configurable into
+dev` or LangGraph Server sends only `{"user_id": ...}`: the served graphs' context (../served.py) then opens the
+served memory as its host, and when the server has custom auth the user is the authenticated one (run_context). Keys it does not know are ignored (the server mirrors its configurable into
 the context). The user id is kept NFC-normalized, exactly as the API keeps it.
 """
 
@@ -30,7 +29,7 @@ class MemoryContext(BaseModel):
     model_config = ConfigDict(extra="ignore", arbitrary_types_allowed=True)
 
     user_id: str | None = None  # a served run may leave it to the server's authenticated user
-    host: SkipJsonSchema[Host] = cast("Host", None)  # the served memory's when not given (model_post_init)
+    host: SkipJsonSchema[Host] = cast("Host", None)  # default_host() when not given (model_post_init)
     writer: SkipJsonSchema[UnitOfWork | None] = None  # when add_turns holds the user
     _snapshot: UserIndex | None = PrivateAttr(default=None)
     _unsettled: bool = PrivateAttr(default=False)  # a served run whose user run_context has not settled yet
@@ -43,9 +42,11 @@ class MemoryContext(BaseModel):
             raise MissingUserId("a MemoryContext with a host needs a user_id")
         if self.host is None:
             self._unsettled = True
-            from .served import served_host
+            self.host = self.default_host()
 
-            self.host = served_host()
+    def default_host(self) -> Host:
+        """The host of a run that names none: a served graph's context opens the served memory (../served.py)."""
+        raise ValueError("this graph run has no memory: invoke it with context=mem.context(user_id)")
 
     @property
     def engine(self) -> Engine:

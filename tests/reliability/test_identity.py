@@ -9,8 +9,8 @@ import itertools
 from hypothesis import given
 from hypothesis import strategies as st
 
+from memcompile_langgraph.add_turns import INGEST_BATCH
 from memcompile_langgraph.ingest.build import MAX_SPEAKER
-from memcompile_langgraph.runtime.add_turns import INGEST_BATCH
 
 from .strategies import examples
 

@@ -120,7 +120,7 @@ def test_a_unit_of_work_whose_lock_is_lost_between_batches_stores_no_more(pg_sto
     from memcompile_langgraph import MemCompile
 
     url, _ = pg_store
-    monkeypatch.setattr("memcompile_langgraph.runtime.add_turns.INGEST_BATCH", 4)
+    monkeypatch.setattr("memcompile_langgraph.add_turns.INGEST_BATCH", 4)
     mem = MemCompile(tmp_path / "store", records_url=url, embeddings=None, dense=False)
     user = f"u{uuid.uuid4().hex[:8]}"
     real_commit = PostgresRecords.commit

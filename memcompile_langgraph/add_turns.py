@@ -1,14 +1,14 @@
-"""add_turns: the ingest graph run batch by batch inside one writer unit of work."""
+"""The ingest graph run batch by batch inside one writer unit of work (what MemCompile.add_turns does)."""
 
 from __future__ import annotations
 
-from ..ingest.progress import IngestProgress
-from ..ingest.turn_input import Occurrence
-from ..ingest_graph import ingest_graph
-from ..process import release_free_memory
-from .context import MemoryContext
-from .host import Host
-from .unit_of_work import UnitOfWork
+from .ingest.progress import IngestProgress
+from .ingest.turn_input import Occurrence
+from .ingest_graph import ingest_graph
+from .process import release_free_memory
+from .runtime.context import MemoryContext
+from .runtime.host import Host
+from .runtime.unit_of_work import UnitOfWork
 
 INGEST_BATCH = 256  # turns per ingest-graph run (one records transaction each)
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import logging
 
-from ..store.open import LazyVectors
-from .engine import Engine
+from .runtime.engine import Engine
+from .store.open import LazyVectors
 
 log = logging.getLogger(__name__)
 
