@@ -1,13 +1,24 @@
 """MemCompile for LangGraph: query-conditioned memory compilation for long-term agent memory."""
 
 from .config import DEFAULT_CONFIG, MemCompileConfig
-from .model import Candidate, Cell, CompiledContext, Descriptor, Intent, PacketScore, SourcePacket, TurnInput
+from .model import (
+    Candidate,
+    Cell,
+    CompiledContext,
+    Descriptor,
+    Intent,
+    PacketScore,
+    SelectedPacket,
+    SourcePacket,
+    TurnInput,
+)
 
 __all__ = [
     "MemCompile",
     "MemCompileConfig",
     "DEFAULT_CONFIG",
     "CompiledContext",
+    "SelectedPacket",
     "SourcePacket",
     "Descriptor",
     "Cell",

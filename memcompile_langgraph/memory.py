@@ -19,7 +19,7 @@ from .evidence.scheduler import Scheduler
 from .extract.base import Extractor
 from .index.user import UserIndex
 from .ingest.turn_input import occurrences
-from .model import CompiledContext
+from .model import CompiledContext, SelectedPacket
 from .query_graph import query_graph
 from .runtime import telemetry
 from .runtime.context import MemoryContext
@@ -138,10 +138,9 @@ class MemCompile(Upkeep, Surfaces):
         state = {"query": query, "view": view, "max_tokens": max_tokens}
         with telemetry.search_memory(user_id, query, view, max_tokens) as span:
             out = query_graph.invoke(state, context=self.context(user_id))
-            span.found(out.get("packets", []), lambda: self.index(user_id))
-        return CompiledContext(
-            query=query, text=out.get("context", ""), packets=out.get("packets", []), trace=out.get("trace", {})
-        )
+            packets = [SelectedPacket.from_dict(p) for p in out.get("packets", [])]
+            span.found(packets, lambda: self.index(user_id))
+        return CompiledContext(query=query, text=out.get("context", ""), packets=packets, trace=out.get("trace", {}))
 
     async def acompile(
         self, query: str, user_id: str = "default", view: str = "bundle", max_tokens: int | None = None

@@ -181,18 +181,44 @@ class DenseHit:
     similarity: float
 
 
+@dataclass(frozen=True, slots=True)
+class SelectedPacket:
+    """One packet `compile` selected (E_q), with its provenance. Its dict form (`to_dict`) is what the served query
+    graph outputs and MCP and the CLI print: the fields in this order, `superseded_by` only when set."""
+
+    dia_id: str
+    speaker: str
+    session: int
+    time: str  # the session's time: ISO 8601 when parsed, else as given
+    score: float  # its fused (pool) or dense score, 6 decimals
+    packet_id: str
+    rank: int  # 1-based, in schedule order: the order of the compiled text's blocks
+    source: str  # "anchor" (A_0) or "frontier" (added by the frontier stage)
+    superseded_by: str | None = None  # a knowledge-update mark: the dia_id of the newer statement
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        if self.superseded_by is None:
+            del out["superseded_by"]
+        return out
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> SelectedPacket:
+        return cls(**d)
+
+
 @dataclass(slots=True)
 class CompiledContext:
-    """What `compile` returns: the reader view, the selected packets in order, and a per-stage trace."""
+    """What `compile` returns: the reader view, the selected packets in schedule order, and a per-stage trace."""
 
     query: str
     text: str
-    packets: list[dict[str, Any]]
+    packets: list[SelectedPacket]
     trace: dict[str, Any]
 
     @property
     def dia_ids(self) -> list[str]:
-        return [p["dia_id"] for p in self.packets]
+        return [p.dia_id for p in self.packets]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"context": self.text, "packets": self.packets, "trace": self.trace}
+        return {"context": self.text, "packets": [p.to_dict() for p in self.packets], "trace": self.trace}

@@ -24,7 +24,7 @@ from .evidence.pool import closed_pool
 from .evidence.render import mark_notes, render_context, superseded
 from .evidence.scheduler import ScheduleInput
 from .evidence.updates import Supersession, newest_of_subjects
-from .model import DenseHit, Intent
+from .model import DenseHit, Intent, SelectedPacket
 from .runtime.context import MemoryContext, run_context
 from .runtime.telemetry import GraphOperation
 from .stage_graph import stage_graph
@@ -196,20 +196,18 @@ def render_node(state: QueryWork, runtime: Runtime[MemoryContext]) -> dict[str, 
     for rank, pid in enumerate(selected, 1):
         p = index.packets[pid]
         score = pool[pid].score if pid in pool else dense.get(pid, 0.0)
-        packets.append(
-            {
-                "dia_id": p.dia_id,
-                "speaker": p.speaker,
-                "session": p.session,
-                "time": p.session_time or p.session_time_raw,
-                "score": round(float(score), 6),
-                "packet_id": pid,
-                "rank": rank,
-                "source": "anchor" if pid in anchors else "frontier",
-            }
+        selected_packet = SelectedPacket(
+            dia_id=p.dia_id,
+            speaker=p.speaker,
+            session=p.session,
+            time=p.session_time or p.session_time_raw,
+            score=round(float(score), 6),
+            packet_id=pid,
+            rank=rank,
+            source="anchor" if pid in anchors else "frontier",
+            superseded_by=index.packets[found[pid].new].dia_id if pid in found else None,
         )
-        if pid in found:
-            packets[-1]["superseded_by"] = index.packets[found[pid].new].dia_id
+        packets.append(selected_packet.to_dict())  # the state holds the JSON form a served run outputs
     trace = {"packets": len(packets), "chars": len(text), "superseded": len(found)}
     out = {"context": text, "packets": packets, "_trace": trace}
     return {**out, "note": nothing_stored_note(ctx.user)} if not index.packets else out

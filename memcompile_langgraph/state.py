@@ -62,7 +62,7 @@ class QueryState(TypedDict, total=False):
     frontier_order: list[str]  # sigma_q
     selected: list[str]  # E_q
     context: str  # X_q
-    packets: list[dict[str, Any]]
+    packets: list[dict[str, Any]]  # the selected packets' JSON form (SelectedPacket.to_dict), in schedule order
     note: str  # set when nothing is stored for the user (users.nothing_stored_note)
     trace: Annotated[dict[str, Any], merge]
 

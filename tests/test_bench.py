@@ -149,10 +149,10 @@ def test_incremental_writes_on_the_synthetic_history_equal_a_reload():
     assert dict(reloaded.layout.of_descriptor) == dict(live.layout.of_descriptor)
     assert [d.descriptor_id for d in reloaded.descriptors] == [d.descriptor_id for d in live.descriptors]
     question = questions(generate(400, seed=2), 1, upto=400)[0]
-    first = [p["dia_id"] for p in mem.compile(question, user_id="u").packets]
+    first = [p.dia_id for p in mem.compile(question, user_id="u").packets]
     assert first  # the reloaded index answers
     mem.host.cache.publish(live)  # the same version: both snapshots must answer alike
-    live_answer = [p["dia_id"] for p in mem.compile(question, user_id="u").packets]
+    live_answer = [p.dia_id for p in mem.compile(question, user_id="u").packets]
     assert live_answer == first
 
 

@@ -154,10 +154,10 @@ def test_locomo_contexts_do_not_change_at_the_default_budget(tmp_path):
             index = mem.index(d.user_id)
             for q in d.questions:
                 ctx = mem.compile(q.question, user_id=d.user_id)
-                pids = [p["packet_id"] for p in ctx.packets]
+                pids = [p.packet_id for p in ctx.packets]
                 assert ctx.text == render_context(index, pids)  # no budget at all
                 small = mem.compile(q.question, user_id=d.user_id, max_tokens=30)
-                assert [p["dia_id"] for p in small.packets] == ctx.dia_ids  # the selection stays whole
+                assert [p.dia_id for p in small.packets] == ctx.dia_ids  # the selection stays whole
         with pytest.raises(ValueError, match="max_tokens"):
             mem.compile("Where does Priya work?", user_id="mini-1", max_tokens=0)
     finally:

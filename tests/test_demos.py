@@ -119,10 +119,10 @@ def test_every_demo_question_has_its_evidence_ahead_by_a_margin(embeddings):
     mem.add_turns(demo_turns(), user_id="demo")
     for question, (gold, _) in DEMO_ANSWERS.items():
         ctx = mem.compile(question, user_id="demo")
-        score = {p["dia_id"]: p["score"] for p in ctx.packets}
+        score = {p.dia_id: p.score for p in ctx.packets}
         runner_up = max(s for dia_id, s in score.items() if dia_id != gold)
         # first of the context, with a margin: in the retriever's top k for every k, whatever the CPU
-        assert ctx.packets[0]["dia_id"] == gold and score[gold] >= PACKET_RATIO * runner_up, (question, score)
+        assert ctx.packets[0].dia_id == gold and score[gold] >= PACKET_RATIO * runner_up, (question, score)
         gap = reader_gap(question, parse_claims(ctx.text), gold, embeddings)
         assert gap >= READER_GAP, (question, gap)
 

@@ -23,9 +23,9 @@ def test_reopened_store_answers_like_the_original(store, embeddings):
     a = MemCompile(store, embeddings=embeddings)
     ctx = a.compile("Where does Priya work now?", user_id="demo")
     assert ctx.packets and "Northwind" in ctx.text
-    assert len({p["packet_id"] for p in ctx.packets}) == len(ctx.packets) <= 12
+    assert len({p.packet_id for p in ctx.packets}) == len(ctx.packets) <= 12
     for p in ctx.packets:
-        assert f"[{p['dia_id']}]" in ctx.text
+        assert f"[{p.dia_id}]" in ctx.text
     stats = a.stats("demo")
     assert stats["packets"] == len(demo_turns()) == stats["vectors"]
     assert stats["descriptors"] >= stats["packets"] and stats["cells"] >= 1
@@ -54,7 +54,7 @@ def test_users_are_isolated(embeddings):
     mem.add_turns([{"speaker": "Ann", "text": "My cat Miso loves tuna.", "time": "2024-01-02"}], user_id="ann")
     mem.add_turns([{"speaker": "Bob", "text": "I repaired my bicycle.", "time": "2024-01-03"}], user_id="bob")
     ctx = mem.compile("What does the cat love?", user_id="bob")
-    assert all(p["speaker"] == "Bob" for p in ctx.packets)
+    assert all(p.speaker == "Bob" for p in ctx.packets)
     assert "Miso" not in ctx.text
     assert mem.compile("anything at all", user_id="nobody").packets == []
 
@@ -102,7 +102,7 @@ def test_query_graph_has_every_stage_and_trace(store, embeddings):
     ctx = mem.compile("When did Tom start the pottery class?", user_id="demo")
     assert set(STAGES) <= set(ctx.trace)
     assert all(ctx.trace[s]["ms"] >= 0 for s in STAGES)
-    assert ctx.packets[0]["dia_id"] == "D2:1"
+    assert ctx.packets[0].dia_id == "D2:1"
 
 
 def test_no_embedding_model_leaves_dense_empty():
@@ -127,10 +127,10 @@ def test_no_embedding_model_leaves_dense_empty():
 def test_ablation_switches_keep_the_contract(store, embeddings, overrides):
     mem = MemCompile(store, embeddings=embeddings, config=MemCompileConfig(**overrides))
     ctx = mem.compile("What kind of dog did Tom adopt?", user_id="demo")
-    ids = [p["packet_id"] for p in ctx.packets]
+    ids = [p.packet_id for p in ctx.packets]
     assert 0 < len(ids) == len(set(ids)) <= 12
     if overrides.get("use_frontier") is False:
-        assert all(p["source"] == "anchor" for p in ctx.packets)
+        assert all(p.source == "anchor" for p in ctx.packets)
 
 
 @pytest.mark.slow
@@ -147,7 +147,7 @@ def test_locomo_conversation_end_to_end(locomo_samples, embeddings, tmp_path):
     hits = 0
     for qa in sample["qa"][:40]:
         ctx = mem.compile(qa["question"], user_id=sample["sample_id"])
-        dia = [p["dia_id"] for p in ctx.packets]
+        dia = [p.dia_id for p in ctx.packets]
         assert len(dia) == len(set(dia)) <= 12
         assert all(f"[{d}]" in ctx.text for d in dia)
         hits += any(e in dia for e in qa.get("evidence", []))

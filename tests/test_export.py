@@ -22,8 +22,8 @@ def _selections(mem: MemCompile, questions: list[str]) -> list[tuple[str, list[t
     out = []
     for q in questions:
         ctx = mem.compile(q, user_id=USER)
-        provenance = [(p["dia_id"], p["speaker"], p["session"], p["time"]) for p in ctx.packets]
-        out.append((ctx.text, provenance, [p["score"] for p in ctx.packets]))
+        provenance = [(p.dia_id, p.speaker, p.session, p.time) for p in ctx.packets]
+        out.append((ctx.text, provenance, [p.score for p in ctx.packets]))
     return out
 
 

@@ -73,7 +73,7 @@ def test_users_timeline_and_query_show_the_store(demo_store):
     chosen = sorted((int(r["#"]), d) for d, r in table.items() if r["state"] == "selected")
     assert [d for _, d in chosen] == compiled.dia_ids
     assert table[gold]["state"] == "selected" and table[gold]["#"] == "1"
-    assert float(table[gold]["fused"]) == pytest.approx(compiled.packets[0]["score"], abs=1e-3)
+    assert float(table[gold]["fused"]) == pytest.approx(compiled.packets[0].score, abs=1e-3)
     # each channel's score, as the graph's own stages computed it
     out = mem.query_graph.invoke({"query": question}, context=mem.context(DEMO))
     gold_pid = index.by_dia[gold]

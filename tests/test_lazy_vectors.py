@@ -83,7 +83,7 @@ def test_a_small_lag_left_at_close_is_read_from_the_tail_file_without_opening_th
     got = reader.compile("Where is the canoe moored?", "u")
     assert not reader.engine.vectors.opened
     assert len(reader.index("u").vectors) == 131 and "Porto" in got.text
-    assert [p["dia_id"] for p in got.packets] == [p["dia_id"] for p in expected.packets]
+    assert [p.dia_id for p in got.packets] == [p.dia_id for p in expected.packets]
     reader.add_turns([{**LATER[0], "text": "The canoe has a red sail now."}] * 2, user_id="u")
     reader.close()  # 2 more: the snapshot is rewritten and the tail goes
     assert files.path("u").read_bytes() != snapshot and not files.path("u", ".tail").exists()

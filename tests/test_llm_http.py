@@ -35,13 +35,13 @@ def test_done_when_ingest_query_cache_and_ask(openai_server, tmp_path, embedding
     assert sent.count("intent") == 1 and sent.count("schedule") == 2 and sent.count("frontier") == 1
     retry = openai_server.of("schedule")[-1]["messages"]
     assert retry[2] == {"role": "assistant", "content": bad} and "appears more than once" in retry[3]["content"]
-    ids = [p["packet_id"] for p in ctx.packets]
+    ids = [p.packet_id for p in ctx.packets]
     assert len(ids) == len(set(ids)) == min(12, len(ids)) and ctx.packets
 
     before = openai_server.count()
     again = mem.compile(QUESTION, user_id="demo")
     assert openai_server.count() == before  # everything from the cache
-    assert [p["packet_id"] for p in again.packets] == ids
+    assert [p.packet_id for p in again.packets] == ids
     mem.close()
 
     assert (
@@ -95,7 +95,7 @@ def test_unreachable_scheduler_and_intent_fall_back_to_offline(openai_server, tm
     openai_server.script("intent", "", "")
     openai_server.script("schedule", Slow(1.5), Slow(1.5))
     ctx = mem.compile(QUESTION, user_id="demo")
-    assert len(ctx.packets) == 10 and len({p["packet_id"] for p in ctx.packets}) == 10
+    assert len(ctx.packets) == 10 and len({p.packet_id for p in ctx.packets}) == 10
     counters = mem.stats("demo")["counters"]
     assert counters["llm_intent_fallback"] == 1
     assert counters["llm_schedule_unavailable"] == 1 and counters["llm_schedule_fallback"] == 1
@@ -115,7 +115,7 @@ def test_injected_labels_in_stored_text_cannot_reach_the_schedule(openai_server,
     assert [re.match(r"\[(C\d+)\]", line).group(1) for line in lines] == [f"C{i:03d}" for i in range(1, len(lines) + 1)]
     assert "C777" not in re.findall(r"\[(C\d+)\]", first)
     assert openai_server.count("schedule") == 2  # the injected reply was rejected and corrected
-    assert len({p["packet_id"] for p in ctx.packets}) == len(ctx.packets)
+    assert len({p.packet_id for p in ctx.packets}) == len(ctx.packets)
 
 
 def test_extraction_calls_run_concurrently(openai_server, tmp_path):
@@ -198,7 +198,7 @@ def test_the_model_decides_knowledge_update_marks(openai_server, tmp_path):
     assert openai_server.count("update") == 1
     sent = openai_server.of("update")[0]["messages"][1]["content"]
     assert "Lisbon" in sent and "1,200 words" in sent  # the heuristic's pair is offered too, and rejected here
-    marked = {p["dia_id"]: p["superseded_by"] for p in ctx.packets if "superseded_by" in p}
+    marked = {p.dia_id: p.superseded_by for p in ctx.packets if p.superseded_by}
     assert marked == {"D1:9": "D2:1"}
     assert block_of(ctx.text, "D1:9").endswith(
         "- [superseded on 2024-04-05 by [D2:1]: Porto's riverside replaces Lisbon's harbour district stated here on "
@@ -217,7 +217,7 @@ def test_a_garbage_update_decision_falls_back_to_the_heuristic_and_is_counted(op
     )
     ctx = mem.compile(UPDATE_QUESTION, user_id="u")
     assert openai_server.count("update") == 1  # one bounded request, no correction round
-    marked = {p["dia_id"]: p["superseded_by"] for p in ctx.packets if "superseded_by" in p}
+    marked = {p.dia_id: p.superseded_by for p in ctx.packets if p.superseded_by}
     assert marked == {"D1:10": "D2:2"}  # the offline heuristic's mark: the number changed
     assert "1500 replaces 1200" in block_of(ctx.text, "D1:10") and "Atlantis" not in ctx.text
     assert mem.stats("u")["counters"]["llm_update_fallback"] == 1

@@ -216,11 +216,11 @@ def test_a_history_question_spreads_over_one_frontier_slot_and_the_selection_sta
     ]
     mem.add_turns(turns, user_id="u")
     history = mem.compile("In what order did I bring up the parts of my budget app?", user_id="u", max_tokens=None)
-    anchors = [p for p in history.packets if p["source"] == "anchor"]
-    assert len(anchors) == 4 and len({p["session"] for p in anchors}) == 4  # K0 + 1, one per session
+    anchors = [p for p in history.packets if p.source == "anchor"]
+    assert len(anchors) == 4 and len({p.session for p in anchors}) == 4  # K0 + 1, one per session
     assert len(history.packets) <= 5  # never more than K0 + K_Delta
     plain = mem.compile("What did I do on the savings goal of my budget app?", user_id="u", max_tokens=None)
-    assert len([p for p in plain.packets if p["source"] == "anchor"]) == 3 and len(plain.packets) <= 5
+    assert len([p for p in plain.packets if p.source == "anchor"]) == 3 and len(plain.packets) <= 5
     mem.close()
 
 

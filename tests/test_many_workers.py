@@ -79,7 +79,7 @@ rng, done, hits = random.Random(me), 0, 0
 while not (run / "stop").exists():
     u = rng.choice(list(questions))
     ctx = mem.compile(rng.choice(questions[u]), user_id=u)
-    got = {p["dia_id"] for p in ctx.packets}
+    got = {p.dia_id for p in ctx.packets}
     assert got <= dia[u], got - dia[u]  # never another user's turn
     done, hits = done + 1, hits + bool(got)
 (run / f"read-{me}").write_text(json.dumps({"queries": done, "with_packets": hits}))

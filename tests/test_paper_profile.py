@@ -193,13 +193,13 @@ def test_paper_a3_query_anchors_are_mmr_over_u_q(embeddings):
     mem = MemCompile(None, embeddings=embeddings, config=cfg)
     mem.add_turns(demo_turns(), user_id="demo")
     ctx = mem.compile(QUESTION, user_id="demo")
-    anchors = [p["packet_id"] for p in ctx.packets if p["source"] == "anchor"]
+    anchors = [p.packet_id for p in ctx.packets if p.source == "anchor"]
     index = mem.index("demo")
     inp = ScheduleInput(
         QUESTION, mem.engine.intent(QUESTION, list(index.people), "demo"), index, expected_u_q(mem, "demo", QUESTION)
     )
     assert anchors == mmr_select(inp, cfg.k0, cfg) and anchors
-    assert [p["packet_id"] for p in ctx.packets] == anchors  # offline, the paper has no frontier (A2's path)
+    assert [p.packet_id for p in ctx.packets] == anchors  # offline, the paper has no frontier (A2's path)
     mem.close()
 
 

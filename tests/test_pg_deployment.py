@@ -34,7 +34,7 @@ def test_a_memory_on_servers_compiles_as_the_embedded_one_and_writes_nothing_loc
         assert mem.add_turns(demo_turns(), user_id="demo")["stored"] == len(demo_turns())
     for q in QUESTIONS:
         a, b = served.compile(q, user_id="demo"), embedded.compile(q, user_id="demo")
-        assert a.text == b.text and [p["dia_id"] for p in a.packets] == [p["dia_id"] for p in b.packets]
+        assert a.text == b.text and [p.dia_id for p in a.packets] == [p.dia_id for p in b.packets]
     assert served.stats("demo")["vectors"] == len(demo_turns())
 
     other = MemCompile(None, embeddings=embeddings, records_url=url, chroma_url=chroma_url)  # another worker

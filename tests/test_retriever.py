@@ -8,7 +8,8 @@ from pydantic import ValidationError
 from memcompile_langgraph import MemCompile
 from memcompile_langgraph.cli.demo_data import demo_turns
 from memcompile_langgraph.evidence.render import render_block
-from memcompile_langgraph.integrations.retriever import METADATA_KEYS, MemCompileRetriever
+from memcompile_langgraph.integrations.retriever import MemCompileRetriever
+from memcompile_langgraph.model import SelectedPacket
 
 QUESTION = "What kind of dog did Tom adopt and what is its name?"
 
@@ -38,10 +39,11 @@ def test_one_document_per_packet_in_schedule_order(make_mem):
     assert 3 <= len(docs) == len(ctx.packets) <= 12
     index = mem.index("demo")
     for rank, (doc, packet) in enumerate(zip(docs, ctx.packets), 1):
-        assert isinstance(doc, Document) and doc.id == packet["packet_id"]
-        assert doc.metadata == {k: packet[k] for k in METADATA_KEYS} and doc.metadata["rank"] == rank
-        assert doc.page_content == render_block(index, packet["packet_id"])
-        assert doc.page_content.startswith(f"[{packet['dia_id']}] {packet['speaker']} | ")
+        assert isinstance(doc, Document) and doc.id == packet.packet_id
+        assert doc.metadata == packet.to_dict() and doc.metadata["rank"] == packet.rank == rank
+        assert SelectedPacket.from_dict(doc.metadata) == packet
+        assert doc.page_content == render_block(index, packet.packet_id)
+        assert doc.page_content.startswith(f"[{packet.dia_id}] {packet.speaker} | ")
     assert "\n\n".join(d.page_content for d in docs) == ctx.text
     assert "Biscuit" in docs[0].page_content
 
@@ -87,5 +89,5 @@ def test_a_superseded_statement_says_which_turn_replaced_it(tmp_path):
     docs = mem.as_retriever(user_id="u").invoke("How many words is my weekly writing target for the novel draft?")
     marks = {d.metadata["dia_id"]: d.metadata.get("superseded_by") for d in docs}
     assert marks["D1:3"] == "D2:1" and marks["D2:1"] is None
-    assert all(set(d.metadata) <= {*METADATA_KEYS, "superseded_by"} for d in docs)
+    assert all(SelectedPacket.from_dict(d.metadata).to_dict() == d.metadata for d in docs)
     mem.close()

@@ -154,11 +154,11 @@ def test_the_query_graph_calls_the_update_in_and_marks_the_older_statement(make_
     say(4, "Understood.", "Assistant")
     question = "How long does the CI test suite take?"
     off = make_mem(turns=turns, config=MemCompileConfig().with_overrides(update_newest_cosine=0.0))
-    assert "D4:3" not in [p["dia_id"] for p in off.compile(question, user_id="u").packets]
+    assert "D4:3" not in [p.dia_id for p in off.compile(question, user_id="u").packets]
     on = make_mem(turns=turns, config=MemCompileConfig())
     ctx = on.compile(question, user_id="u")
     packets = ctx.packets
     assert "by [D4:3]: 21 minutes replaces 9 minutes" in ctx.text
-    ids = [p["dia_id"] for p in packets]
+    ids = [p.dia_id for p in packets]
     assert ids.index("D4:3") == ids.index("D1:1") + 1 and len(ids) == 12
-    assert {p["dia_id"]: p.get("superseded_by") for p in packets}["D1:1"] == "D4:3"
+    assert {p.dia_id: p.superseded_by for p in packets}["D1:1"] == "D4:3"

@@ -24,7 +24,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
     finally:
         mem.close()
     if args.json:
-        print(json.dumps({"answer": answer, "packets": [p["dia_id"] for p in ctx.packets]}, indent=2))
+        print(json.dumps({"answer": answer, "packets": ctx.dia_ids}, indent=2))
     else:
         print(answer)
     return 0

@@ -155,7 +155,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
             ms = sum(v.get("ms", 0) for v in ctx.trace.values())
             found = answer(q, parse_claims(ctx.text), mem.embeddings)
             print(f"Q: {q}\nA: {found.render() if found else '(nothing in the context answers it)'}")
-            used = ", ".join(p["dia_id"] for p in ctx.packets)
+            used = ", ".join(p.dia_id for p in ctx.packets)
             print(f"   context: {len(ctx.packets)} packets in {ms:.1f} ms: {used}\n")
             if args.context:
                 print("   " + ctx.text.replace("\n", "\n   ") + "\n")
@@ -279,7 +279,7 @@ def cmd_query(args: argparse.Namespace) -> int:
     finally:
         mem.close()
     if args.json:
-        packets = [{k: p[k] for k in ("dia_id", "speaker", "session", "time", "score")} for p in ctx.packets]
+        packets = [{k: getattr(p, k) for k in ("dia_id", "speaker", "session", "time", "score")} for p in ctx.packets]
         print(json.dumps({"context": ctx.text, "packets": packets, "trace": ctx.trace}, indent=2))
     else:
         print(ctx.text or "(no memory matched)")

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from ..evidence.normalize import normalize
 from ..evidence.render import VIEWS, mark_notes, render_context, update_marks
 from ..evidence.updates import Supersession
+from ..model import SelectedPacket
 from .baselines import BASELINE_KS
 from .dataset import Question
 from .metrics import answer_coverage, budget_duplication
@@ -110,7 +111,7 @@ def evaluate_question(
         # the same packets whole and as the budget cut them (the context the reader gets)
         "replaced": list(q.replaced),
         # superseded packets as the run marked them (the model's decision when the memory has one)
-        "marked": sorted(p["dia_id"] for p in state.get("packets", []) if "superseded_by" in p),
+        "marked": sorted(p.dia_id for p in map(SelectedPacket.from_dict, state.get("packets", [])) if p.superseded_by),
         "budget": {
             "max_tokens": mem.config.context_max_tokens,
             "tokens": count_tokens(context),

@@ -15,26 +15,20 @@ from ..runtime import telemetry
 from ..text.terms import clean_text
 from ..users import validate_user_id
 
-METADATA_KEYS = ("dia_id", "speaker", "session", "time", "packet_id", "score", "rank", "source")
-OPTIONAL_KEYS = ("superseded_by",)  # a knowledge-update mark: the dia_id of the newer statement
-
 
 def packet_documents(mem: MemCompile, user_id: str, ctx: CompiledContext) -> list[Document]:
     """page_content = the packet's block of the compiled context (its claim bundle, Eq. 15, cut to the context
-    budget when it was over); packets deleted since the compile, or that the budget left out, are left out."""
+    budget when it was over), metadata = the packet's dict form (SelectedPacket.to_dict); packets deleted since the
+    compile, or that the budget left out, are left out."""
     index = mem.index(user_id)
     # stored text never holds a blank line (render.one_line): one block per packet, the budget keeps a prefix of them
     blocks = ctx.text.split("\n\n") if ctx.text else []
     if len(blocks) > len(ctx.packets):
-        blocks = [render_block(index, p["packet_id"]) if p["packet_id"] in index.packets else "" for p in ctx.packets]
+        blocks = [render_block(index, p.packet_id) if p.packet_id in index.packets else "" for p in ctx.packets]
     return [
-        Document(
-            id=p["packet_id"],
-            page_content=block,
-            metadata={k: p[k] for k in METADATA_KEYS} | {k: p[k] for k in OPTIONAL_KEYS if k in p},
-        )
+        Document(id=p.packet_id, page_content=block, metadata=p.to_dict())
         for p, block in zip(ctx.packets, blocks)
-        if p["packet_id"] in index.packets
+        if p.packet_id in index.packets
     ]
 
 

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from opentelemetry.trace import Span, Tracer, TracerProvider
 
     from ..index.user import UserIndex
+    from ..model import SelectedPacket
 
 CAPTURE_CONTENT = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 SCOPE = "memcompile_langgraph"
@@ -82,16 +83,16 @@ class Recorder:
             value = build()
             self.set({key: value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)})
 
-    def found(self, packets: Sequence[Mapping[str, Any]], index: Callable[[], UserIndex]) -> None:
+    def found(self, packets: Sequence[SelectedPacket], index: Callable[[], UserIndex]) -> None:
         """search_memory's result: the selected turns (with their text only when captured)."""
         self.set({"gen_ai.memory.record.count": len(packets)})
 
         def records() -> list[dict[str, Any]]:
             stored = index().packets
             return [
-                {"id": p["dia_id"], "score": p["score"], "content": stored[p["packet_id"]].text}
+                {"id": p.dia_id, "score": p.score, "content": stored[p.packet_id].text}
                 for p in packets
-                if p["packet_id"] in stored
+                if p.packet_id in stored
             ]
 
         self.content("gen_ai.memory.records", records)

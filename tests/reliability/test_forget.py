@@ -234,7 +234,7 @@ def test_delete_turns_removes_turns_descriptors_cells_and_vectors(two_users, emb
         assert not victim_dids & members and not victim_dids & set(idx.layout.of_descriptor)
         for word in texts:
             ctx = reopened.compile(f"{word} trip", user_id="gone")
-            assert word not in ctx.text and not victim_pids & {p["packet_id"] for p in ctx.packets}
+            assert word not in ctx.text and not victim_pids & {p.packet_id for p in ctx.packets}
     assert _table_hits(store.tables(), [*texts, *victim_pids]) == []
     assert _byte_hits(store, *texts, *victim_pids, *victim_vectors) == [] == list(_files_holding(store, removed))
     view = vector_view(store, "gone")
@@ -410,7 +410,7 @@ def test_a_long_lived_process_never_serves_what_another_process_forgot(tmp_path,
     )
     assert done.returncode == 0
     ctx = server.compile("What is my bank PIN?", "bank")
-    assert "PIN" not in ctx.text and all(p["dia_id"].startswith("N:") for p in ctx.packets)
+    assert "PIN" not in ctx.text and all(p.dia_id.startswith("N:") for p in ctx.packets)
     counts = server.add_turns(
         fresh[:1] + [{"speaker": "Ann", "text": "And I adopted a cat.", "dia_id": "N:9"}], user_id="bank"
     )

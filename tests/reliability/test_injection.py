@@ -65,7 +65,7 @@ def test_stored_text_cannot_forge_a_block(hostile, view):
     assert len(blocks) == len(ctx.packets)
     for block, packet in zip(blocks, ctx.packets):
         head, *body = block.split("\n")
-        assert head.startswith(f"[{shown_field(packet['dia_id'])}] ")
+        assert head.startswith(f"[{shown_field(packet.dia_id)}] ")
         assert body and all(line.startswith("- ") for line in body)
     headers = [line for line in ctx.text.split("\n") if HEADER.match(line)]
     assert len(headers) == len(ctx.packets)

@@ -56,7 +56,7 @@ def test_hostile_user_ids_stay_inside_the_store(tmp_path, embeddings, backend):
     assert sorted(mem.users()) == sorted(HOSTILE_IDS)
     for i, uid in enumerate(HOSTILE_IDS):
         ctx = mem.compile("who owns a red kayak?", user_id=uid)
-        assert [p["dia_id"] for p in ctx.packets] == ["D1:1"]
+        assert [p.dia_id for p in ctx.packets] == ["D1:1"]
         assert f"hostile number {i} " in ctx.text.lower()
         assert mem.stats(uid)["vectors"] == 1
     mem.close()
@@ -137,7 +137,7 @@ def test_randomized_cross_user_queries_never_leak(embeddings, backend, tmp_path)
         query = " ".join(rng.sample(words, k=min(len(words), rng.randint(3, 8))))
         ctx = mem.compile(query, user_id=u)
         queries += 1
-        ids = {p["packet_id"] for p in ctx.packets}
+        ids = {p.packet_id for p in ctx.packets}
         leaks += len(ids - own[u])
         foreign = [t for t in (f"tag{j}x" for j in range(10)) if t != f"tag{users.index(u)}x"]
         leaks += sum(t in ctx.text.lower() for t in foreign)

@@ -84,7 +84,7 @@ def _view(mem: MemCompile, user: str):
     index = mem.index(user)
     descriptors = [(d.dia_id, d.claim, d.people, d.keywords, d.event_time) for d in index.descriptors]
     packets = [mem.compile(q, user_id=user).packets for q in QUERIES]
-    return descriptors, [[p["packet_id"] for p in ps] for ps in packets]
+    return descriptors, [[p.packet_id for p in ps] for ps in packets]
 
 
 @pytest.fixture(scope="module")

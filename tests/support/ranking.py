@@ -8,6 +8,7 @@ only when the order came out the same."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 SCORE_TOL = 1e-4  # far above float32 noise (and the 6-decimal rounding of printed scores), far below real gaps
 
@@ -31,11 +32,15 @@ def assert_same_ranking(a: Sequence[tuple[str, float]], b: Sequence[tuple[str, f
                 assert abs(sa[x] - sa[y]) <= tol, f"{x} ({sa[x]}) and {y} ({sa[y]}) swapped: {list(a)} vs {list(b)}"
 
 
-def assert_same_context(a_packets: list[dict], a_text: str, b_packets: list[dict], b_text: str) -> None:
-    """Two compiled contexts (packets as the query graph lists them, and the text): the same ranking up to ties,
-    and the same text whenever the packets came out in the same order."""
-    ranking_a = [(p["dia_id"], p["score"]) for p in a_packets]
-    ranking_b = [(p["dia_id"], p["score"]) for p in b_packets]
+def _ranking(packets: Sequence[Any]) -> list[tuple[str, float]]:
+    """(dia_id, score) of SelectedPacket records or of their JSON form (the CLI's --json)."""
+    return [(p["dia_id"], p["score"]) if isinstance(p, dict) else (p.dia_id, p.score) for p in packets]
+
+
+def assert_same_context(a_packets: Sequence[Any], a_text: str, b_packets: Sequence[Any], b_text: str) -> None:
+    """Two compiled contexts (their packets and text): the same ranking up to ties, and the same text whenever the
+    packets came out in the same order."""
+    ranking_a, ranking_b = _ranking(a_packets), _ranking(b_packets)
     assert_same_ranking(ranking_a, ranking_b)
     if [x for x, _ in ranking_a] == [x for x, _ in ranking_b]:
         assert a_text == b_text

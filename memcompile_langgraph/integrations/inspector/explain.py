@@ -16,7 +16,7 @@ from ...evidence.render import shown_time, update_marks
 from ...evidence.updates import topic_terms
 from ...index.user import UserIndex
 from ...memory import MemCompile
-from ...model import Intent, SourcePacket
+from ...model import Intent, SelectedPacket, SourcePacket
 from ...query_graph import STAGES
 from ...text.terms import clean_query, count_tokens
 
@@ -189,14 +189,14 @@ def explain(mem: MemCompile, user: str, query: str, max_tokens: int | None = Non
     selected = out.get("selected", [])
     blocks = out.get("context", "").split("\n\n") if selected else []
     budget = out.get("max_tokens") or cfg.context_max_tokens
-    for packet in out.get("packets", []):
-        r = row(packet["packet_id"])
-        r.selected_rank, r.source = packet["rank"], packet["source"]
-        r.superseded_by = packet.get("superseded_by", "")
-        if packet["rank"] > len(blocks):
+    for packet in map(SelectedPacket.from_dict, out.get("packets", [])):
+        r = row(packet.packet_id)
+        r.selected_rank, r.source = packet.rank, packet.source
+        r.superseded_by = packet.superseded_by or ""
+        if packet.rank > len(blocks):
             r.left_out = True  # the budget was spent on the packets ranked before it
         else:
-            cut = (_CUT_LINE.fullmatch(line) for line in blocks[packet["rank"] - 1].splitlines())
+            cut = (_CUT_LINE.fullmatch(line) for line in blocks[packet.rank - 1].splitlines())
             r.cut = any(m is not None and m.group(1) is not None for m in cut)
     window = set(frontier_window(anchors, dense))
     k0, cutoff, cap = cfg.k0, cfg.frontier_rank_cutoff, cfg.frontier_append_cap
