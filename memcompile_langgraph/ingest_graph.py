@@ -31,17 +31,17 @@ def packetize_node(state: IngestWork, runtime: Runtime[MemoryContext]) -> dict[s
     # see what the writer that went first stored)
     work = ctx.writer.index if ctx.writer is not None else ctx.cache.snapshot(ctx.user).fork()
     result = packetize(state.get("turns", []), work, ctx.user)
-    contexts, trimmed = turn_contexts(result.packets, work, ctx.engine.config)
+    windows, trimmed = turn_contexts(result.packets, work, ctx.engine.config)
     counts = dict(result.counts)
     if trimmed:
         counts["trimmed_for_extraction"] = trimmed
-    update = {"packets": result.packets, "contexts": contexts, "work_index": work, "base_version": work.version}
+    update = {"packets": result.packets, "windows": windows, "work_index": work, "base_version": work.version}
     return {**update, "pending_counts": counts, "_trace": {"packets": len(result.packets), **counts}}
 
 
 def extract_facts_node(state: IngestWork, runtime: Runtime[MemoryContext]) -> dict[str, Any]:
     facts, counts = extract_all(
-        state.get("contexts", []), run_context(runtime).engine.extractor, run_context(runtime).engine.config
+        state.get("windows", []), run_context(runtime).engine.extractor, run_context(runtime).engine.config
     )
     pending = add_counts(state.get("pending_counts"), dict(counts))
     return {"facts": facts, "pending_counts": pending, "_trace": {"facts": sum(map(len, facts)), **counts}}
@@ -51,7 +51,7 @@ def extract_metadata_node(state: IngestWork, runtime: Runtime[MemoryContext]) ->
     ctx = run_context(runtime)
     index = state["work_index"]
     start = index.descriptors[-1].seq + 1 if index.descriptors else 0
-    descriptors = metadata_all(state.get("contexts", []), state.get("facts", []), ctx.engine.extractor, start)
+    descriptors = metadata_all(state.get("windows", []), state.get("facts", []), ctx.engine.extractor, start)
     if ctx.writer is not None:  # add_turns: the packet documents are complete, the model embeds them meanwhile
         ctx.writer.embed_ahead(state.get("packets", []), descriptors)
     return {"descriptors": descriptors, "_trace": {"descriptors": len(descriptors)}}
@@ -92,11 +92,11 @@ def _after_index(state: IngestWork) -> str:
     return "packetize" if state.get("retry") else END
 
 
-def _profiled(stage: str, fn):
-    """fn's time goes to its stage of the engine's ingest profile (runtime/engine.Engine.clock)."""
+def _profiled(part: str, fn):
+    """fn's time goes to its part of the writers' clock (runtime/writer_clock.py)."""
 
     def node(state: IngestWork, runtime: Runtime[MemoryContext]) -> dict[str, Any]:
-        with run_context(runtime).engine.clock.stage(stage, traced=False):  # the node has its span
+        with run_context(runtime).engine.clock.part(part, traced=False):  # the node has its span
             return fn(state, runtime)
 
     return node

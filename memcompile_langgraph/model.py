@@ -20,8 +20,8 @@ def stable_hash(*parts: object, length: int = 20) -> str:
 
 def from_columns(cls: type, columns: tuple[list, ...]) -> list:
     """Records of a slots dataclass from one list per field (a snapshot file's columns), built field by field
-    straight into their slots. Every loop runs in C: one Python call per record (the frozen __init__) was half of a
-    100k-turn snapshot's load."""
+    straight into their slots. Every loop runs in C: one Python call per record (the frozen __init__) would be much of
+    a large snapshot's load."""
     records: list[Any] = list(map(object.__new__, repeat(cls, len(columns[0]))))
     for f, column in zip(fields(cls), columns):
         deque(map(getattr(cls, f.name).__set__, records, column), maxlen=0)

@@ -1,8 +1,8 @@
 """Process-wide memory utilities: the cyclic collector paused while an index is built, and freed memory handed back
 to the system after bulk work.
 
-The collector: a 20k-turn snapshot is ~1M objects (records, term sets, postings). With the collector on, every
-allocation burst triggers collections that walk the ever-growing young heap again: half of the load time. The
+The collector: a large snapshot is millions of objects (records, term sets, postings). With the collector on, every
+allocation burst triggers collections that walk the ever-growing young heap again, much of the load time. The
 objects are records and containers without reference cycles, so deferring collection loses nothing; the collector
 resumes when the last concurrent load ends. They are long-lived, too: left in the youngest generation, the first
 collections after the load would walk all of them once per generation (a pause in each of the first queries after a
@@ -13,7 +13,7 @@ itself (then it is left as it is).
 Freed memory: a bulk ingest allocates and frees many blocks of every size from several threads (the writer, the
 embedding job, the vector store's own threads): glibc keeps the freed pages inside its arenas, so the process's
 resident memory stays far above what it holds. `malloc_trim(0)` returns the free pages of every arena to the
-system; it takes a few milliseconds, so it runs after batches of work, never per query or per single turn.
+system; it is not free, so it runs after batches of work, never per query or per single turn.
 Elsewhere than glibc it does nothing."""
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ def add_counts(left: dict | None, right: dict | None) -> dict:
 class IngestState(TypedDict, total=False):
     turns: list[Any]  # dicts {speaker, text, time, session?, dia_id?, image_caption?} or TurnInput, maybe Occurrence
     packets: list[SourcePacket]
-    contexts: list[TurnWindow]
+    windows: list[TurnWindow]  # what the extractor sees of each packet
     facts: list[list[str]]
     descriptors: list[Descriptor]
     cells: list[str]  # Cell id of each descriptor, same order

@@ -2,9 +2,9 @@
 
 The first add after opening a store would wait for chromadb's import and client and the ingest graph's import: a
 process that writes (a server, a worker) calls `MemCompile.warm_up()` once at its start for them. The per-user
-parts are not warmed: done on a background thread beside the first query, they slowed that query by more than they
-saved (both hold the GIL much of the time). They no longer weigh on the first add either: a fork layers the maps of
-an index read from a snapshot file instead of copying them (index/persistent.py), and a large user's first add
+parts are not warmed: on a background thread beside the first query they would slow that query by more than they
+save (both hold the GIL much of the time), and the first add does not wait for them: a fork layers the maps of an
+index read from a snapshot file instead of copying them (index/persistent.py), and a large user's first add
 publishes before Chroma has loaded its collection (runtime/unit_of_work.py). A command that only reads never warms
 up (it would load Chroma for nothing).
 """

@@ -24,7 +24,7 @@ from memcompile_langgraph.cli.bench_cmd import table
 from memcompile_langgraph.config import MemCompileConfig
 from memcompile_langgraph.memory import MemCompile
 from memcompile_langgraph.runtime.engine import bundles
-from memcompile_langgraph.runtime.stage_clock import StageClock
+from memcompile_langgraph.runtime.writer_clock import WriterClock
 from memcompile_langgraph.text.terms import count_tokens
 
 TURNS = 800  # the bench smoke's history: above the other user's 200 turns, enough Cells and a cold load to time
@@ -95,12 +95,12 @@ def test_resetting_the_phase_peak_keeps_the_process_peak():
     assert peak_rss_mb() >= peak
 
 
-def test_stage_clock_counts_a_nested_stage_once():
-    clock = StageClock()
+def test_writer_clock_counts_a_nested_part_once():
+    clock = WriterClock()
     start = time.perf_counter()
-    with clock.stage("outer"):
+    with clock.part("outer"):
         time.sleep(0.02)
-        with clock.stage("inner"):
+        with clock.part("inner"):
             time.sleep(0.05)
         time.sleep(0.01)
     wall = time.perf_counter() - start
@@ -221,7 +221,7 @@ def test_bench_smoke_json_shape_and_sane_values(tmp_path, capsys, embeddings):
     assert profile["background"]["embed"] > 0 and profile["writer"]["extract"] > 0
     assert abs(sum(profile["writer"].values()) - report["ingest_s"]) <= 0.1  # ingest_s is rounded to 0.1 s
     printed = table(report).splitlines()
-    header = printed[printed.index("ingest profile, seconds by stage (embedding on a background thread):") + 1].split()
+    header = printed[printed.index("writers' clock, seconds by part (embedding on a background thread):") + 1].split()
     assert header == ["turns", "ingest", "s", *WRITER_STAGES, "other", "bg", "embed", "bg", "store_vectors"]
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     with pytest.raises(ValueError, match="already holds a bench history"):

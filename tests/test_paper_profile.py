@@ -23,7 +23,7 @@ from memcompile_langgraph.evidence.render import render_context
 from memcompile_langgraph.evidence.scheduler import ScheduleInput
 from memcompile_langgraph.index.user import UserIndex
 from memcompile_langgraph.llm.models import chat_model
-from memcompile_langgraph.llm.settings import ModelSettingsError
+from memcompile_langgraph.llm.table6 import SamplingParametersError
 from memcompile_langgraph.model import Descriptor, Intent, PacketScore, SourcePacket
 
 MODEL = "fake-model"
@@ -234,7 +234,7 @@ def test_paper_applies_table6_settings_to_a_users_model(openai_server, caplog):
 def test_paper_refuses_a_model_whose_settings_it_cannot_set():
     model = FakeListChatModel(responses=["[]"])
     refusal = r"no temperature or max_tokens setting.*temperature None \(Table 6: 0.0\)"
-    with pytest.raises(ModelSettingsError, match=refusal):
+    with pytest.raises(SamplingParametersError, match=refusal):
         MemCompile(None, llm=model, config=MemCompileConfig.paper(), dense=False)
     MemCompile(None, llm=model, dense=False).close()  # the default runs it with its own settings
 

@@ -48,7 +48,7 @@ def table(report: dict) -> str:
         [
             _aligned(rows),
             "",
-            "ingest profile, seconds by stage (embedding on a background thread):",
+            "writers' clock, seconds by part (embedding on a background thread):",
             profile_table(report),
         ]
     )

@@ -123,7 +123,7 @@ class Reader:
     def ragged(
         self, name: str, rows: int, values: builtins.list[Any] | np.ndarray, row: Callable[[Any], Any] = tuple
     ) -> builtins.list[Any]:
-        """values cut into rows by the offsets array (each row made in C: ~190k rows per column at 100k turns)."""
+        """values cut into rows by the offsets array (each row made in C: a large user has hundreds of thousands)."""
         off = self.offsets(name, rows, len(values)).tolist()
         spans = map(slice, off[:-1], off[1:])
         if row is tuple or row is list:  # a slice of a tuple (list) is the row itself: one object per row

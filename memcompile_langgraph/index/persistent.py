@@ -1,16 +1,15 @@
 """Persistent containers for index snapshots: a writer's next version shares everything it did not change.
 
-A published snapshot is never changed, so a writer used to copy every dict and list of the index it extends:
-~400k references at 20k turns, touched twice (the copy, then freeing the superseded version), and each copy a
-young container the cyclic collector walks whole at its next passes (~20 ms each at 20k turns). Here a fork
-shares them: maps are HAMTs (immutables.Map, the structure behind contextvars, whose nodes are small objects of
+A published snapshot is never changed, so a writer that copied every dict and list of the index it extends would
+touch every reference twice (the copy, then freeing the superseded version), and each copy would be a young
+container the cyclic collector walks whole at its next passes. Here a fork shares them: maps are HAMTs (immutables.Map, the structure behind contextvars, whose nodes are small objects of
 their own), lists are `Column`s (tuples of fixed-size chunks plus a short tail). A fork is O(1), an insert
 O(log n) or O(CHUNK), and what a new version adds is a few small objects.
 
 An index built in one go (a rebuild, a snapshot file) holds plain dicts and lists, which build several times
-faster; its first fork takes them over without copying: a list becomes a Column (its chunks are slices, a
-millisecond at 40k rows), a large dict the base of a `Layered` map (whose writes go to a HAMT beside it), since
-building a HAMT of every entry took ~60 ms per 20k-entry map, most of the first write after a restart.
+faster; its first fork takes them over without copying: a list becomes a Column (its chunks are slices), a
+large dict the base of a `Layered` map (whose writes go to a HAMT beside it), since building a HAMT of every entry
+would be most of the first write after a restart.
 """
 
 from __future__ import annotations

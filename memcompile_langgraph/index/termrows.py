@@ -1,9 +1,9 @@
 """Append-only rows of terms held as one column of codes into a string table.
 
-Each descriptor keeps the distinct terms of its claim and of its keywords. A tuple per row cost ~190 bytes per
-descriptor (two tuple objects and their pointers); here a row is its int32 codes in one flat array, cut by an
-offsets array, and each distinct term is one string of the table. A row is made a tuple when it is read (a query
-reads a few hundred, ~1 us each).
+Each descriptor keeps the distinct terms of its claim and of its keywords. A tuple per row would cost two tuple
+objects and their pointers per descriptor; here a row is its int32 codes in one flat array, cut by an offsets
+array, and each distinct term is one string of the table. A row is made a tuple when it is read (a query reads a
+few hundred, each cheap).
 
 Forks share everything: both arrays are GrowArrays (appends past every view's rows are invisible to the others) and
 the table only ever gains terms, so a term another fork added is one no row of this one names.

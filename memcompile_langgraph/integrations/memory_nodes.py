@@ -38,7 +38,7 @@ from ..model import stable_hash
 from ..text.terms import clean_text
 from .extractive import block_dia_ids
 from .retriever import packet_documents, resolve_k
-from .run_settings import run_setting, run_user
+from .run_options import run_option, run_user
 
 RECALL_ID_PREFIX = "memcompile-recall-"
 RECALL_HEADER = (
@@ -146,8 +146,8 @@ def make_remember_node(
             return {}
         user = run_user(config, runtime, "the remember node")
         names = (
-            run_setting("user_name", config, runtime, user_name),
-            run_setting("assistant_name", config, runtime, assistant_name),
+            run_option("user_name", config, runtime, user_name),
+            run_option("assistant_name", config, runtime, assistant_name),
         )
         stored = mem.index(user).by_dia
         shown = _shown_dia_ids(messages)

@@ -14,7 +14,7 @@ from ..memory import MemCompile
 from ..text.terms import clean_text
 from ..users import validate_user_id
 from .retriever import nothing_stored, packet_documents, resolve_k
-from .run_settings import run_user
+from .run_options import run_user
 
 DESCRIPTION = (
     "Search the long-term memory of earlier conversations with this user. Give a standalone question or topic "

@@ -12,7 +12,7 @@ from typing import Any, Generic, TypeVar
 from ..config import DEFAULT_CONFIG, MemCompileConfig
 from ..text.terms import count_tokens
 from .replies import ResponseCache, identity
-from .settings import table6_model
+from .table6 import table6_model
 from .usage import UsageLedger
 
 log = logging.getLogger(__name__)

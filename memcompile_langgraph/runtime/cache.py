@@ -225,7 +225,7 @@ class IndexCache:
         vectors read and checked; a rebuild is saved to its snapshot file."""
         user_id = state.user_id
         index = base if base is not None else UserIndex(user_id, self.engine.config)
-        with gc_paused() if base is None else nullcontext():  # a rebuild: ~50 objects per turn
+        with gc_paused() if base is None else nullcontext():  # a rebuild makes many objects per turn
             loaded = self.engine.records.load(user_id, after=index.last_seqs)
             index.extend(loaded.packets, loaded.descriptors)
         index.version, index.epoch, index.digest = loaded.version, epoch, loaded.digest
@@ -277,7 +277,7 @@ class IndexCache:
     def persist_all(self) -> None:
         """Saves every cached snapshot whose file lags behind by 1/64 of its packets or more (at close: the next
         process starts warm). For a smaller lag only its vectors are saved, beside the file: the next process
-        replays its records instead of this one writing the whole file again (one turn added to 100k: 350 MB, ~20 s)."""
+        replays its records instead of this one writing the whole file again for a few turns."""
         with self._map_lock:
             cached = [(state, state.index) for state in self._states.values()]
         for state, index in cached:

@@ -25,7 +25,7 @@ from .engine import Engine, bundles
 from .user_state import Repair, Stamp
 
 log = logging.getLogger(__name__)
-READER_REPAIR_LIMIT = 256  # vectors a read (or a writer) makes on the spot (~1.4 s of embedding); more: the job
+READER_REPAIR_LIMIT = 256  # vectors a read (or a writer) makes on the spot; more: the job
 
 
 def reconcile(engine: Engine, index: UserIndex, read: dict[str, str | None] | None = None) -> Repair:

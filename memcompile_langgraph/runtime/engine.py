@@ -21,7 +21,7 @@ from ..model import Descriptor, Intent, SourcePacket
 from ..store.llm_file import LLMStore
 from ..store.protocols import RecordsStore, StoreError, VectorsStore, VectorStoreError
 from ..store.stats import user_stats
-from .stage_clock import StageClock
+from .writer_clock import WriterClock
 
 if TYPE_CHECKING:
     from ..address.llm_intent import LLMIntent
@@ -56,7 +56,7 @@ class Engine:
     reader: PoolReader | None = None  # the fitted pool reader config.pool_reader names, when it loads
     store_id: str = ""  # what the derived state was named after when the store opened
     embedding_id: str | None = field(init=False)
-    clock: StageClock = field(default_factory=StageClock, init=False, repr=False)  # writers' time by stage
+    clock: WriterClock = field(default_factory=WriterClock, init=False, repr=False)  # writers' time by part
     _warned: set[str] = field(default_factory=set, init=False, repr=False)
 
     def __post_init__(self) -> None:

@@ -86,7 +86,7 @@ class SnapshotFiles:
         }
         head_bytes = json.dumps(head, sort_keys=True, default=str).encode()
         signer = hmac.new(self._key, head_bytes + b"\n", hashlib.sha256)
-        signer.update(payload)  # the payload is hundreds of MB at 100k turns: never joined into another copy
+        signer.update(payload)  # the payload grows with the user: never joined into another copy
         mac = signer.hexdigest().encode()
         for level in [self.folder.parent, self.folder][-self._private_levels :]:
             private_folder(level)
@@ -115,7 +115,7 @@ class SnapshotFiles:
 
     def write_tail(self, index: UserIndex, packet_ids: Sequence[str]) -> None:
         """The vectors of packets newer than the snapshot file, so that the next process reads them from here
-        instead of opening the vector store (importing and opening Chroma: ~2 s)."""
+        instead of opening the vector store (importing and opening Chroma, the slow part of a cold start)."""
         ids = [p for p in packet_ids if p in index.vectors.row]
         matrix = index.vectors.matrix()[[index.vectors.row[p] for p in ids]]
         self._write(self.path(index.user_id, TAIL), index, encode_tail(ids, matrix))
@@ -175,7 +175,7 @@ class SnapshotFiles:
     def _read_of_another_model(self, user_id: str, records_head: Head, template: UserIndex) -> UserIndex | None:
         """The user's file of this format and config made under another embedding model, without its vectors: after a
         model change the records part holds (the job makes the vectors), and reading it spares the first call after
-        the change a rebuild from the records (~5 s at 20k turns)."""
+        the change a rebuild from the records, which is much slower."""
         mine = self.path(user_id)
         for file in self.folder.glob(f"{user_key(user_id)}.*.snapshot") if self.folder.is_dir() else ():
             if file == mine or file.name.endswith(f"{TAIL}.snapshot"):
@@ -219,7 +219,7 @@ class SnapshotFiles:
                 with open(file, "rb") as fh:
                     fh.readline()
                     header = json.loads(fh.readline())
-                # a file of an earlier format is never read again: one 100k-turn user leaves ~350 MB per upgrade
+                # a file of an earlier format is never read again: a large user's would stay behind after every upgrade
                 stale = header["format"] != FORMAT or not self._backed(header, head(header["user"]))
             except (OSError, ValueError, KeyError, TypeError):
                 stale = True  # unreadable: it would be ignored and rebuilt anyway

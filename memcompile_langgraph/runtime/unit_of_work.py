@@ -11,8 +11,8 @@ go (`Where`): nowhere when it is never committed, into the vector store now, or 
 records and vectors leaves vectors missing, which the next load of the user repairs (runtime/cache.py,
 consistency.py).
 
-The first write of a large user after opening would wait for the vector store to load the user's collection (a
-few hundred ms at 20k turns, holding the GIL): there the last batch's vectors go into the published snapshot as soon
+The first write of a large user after opening would wait for the vector store to load the user's collection (its
+time grows with the user, and it holds the GIL): there the last batch's vectors go into the published snapshot as soon
 as they are embedded, and the vector store gets them after the unit, from the embedding thread, which takes the
 user's writer lock for it and stores them only while the records still hold those packets (Stamp.extends: no
 delete, forget or re-embed since). The snapshot file follows them. That job is the user's pending vectors
@@ -44,8 +44,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 JOB_START_WAIT = 0.05  # seconds a writer waits for its embedding job to start
-# packets from which a user's collection takes long enough to load (~10 ms per 1,000 vectors) that its first write
-# after opening stores its last vectors behind it (see the module doc)
+# packets from which a user's collection takes long enough to load that its first write after opening stores its
+# last vectors behind it (see the module doc)
 STORE_BEHIND_FROM = 2048
 
 
@@ -89,7 +89,7 @@ class UnitOfWork:
         self._behind = False  # the vector store has not loaded the user's collection yet: see the module doc
 
     def __enter__(self) -> UnitOfWork:
-        with self.engine.clock.stage("open"):
+        with self.engine.clock.part("open"):
             return self._open()
 
     def _open(self) -> UnitOfWork:
@@ -134,7 +134,7 @@ class UnitOfWork:
         """Records of one batch (descriptors already placed in self.index's Cells) in one transaction; then they are
         made searchable in the private index and their vectors stored (embedded ahead, or queued now)."""
         index = self.index
-        with self.engine.clock.stage("commit", packets=len(packets), descriptors=len(placed)):
+        with self.engine.clock.part("commit", packets=len(packets), descriptors=len(placed)):
             self.engine.records.commit(self.user_id, packets, placed, counts)
         index.version, index.epoch, index.digest = self.engine.records.head(self.user_id)  # (a new user: its epoch)
         for p in packets:
@@ -170,7 +170,7 @@ class UnitOfWork:
         started.set()
         clock = self.engine.clock
         try:
-            with clock.stage("embed", packets=len(items)):
+            with clock.part("embed", packets=len(items)):
                 embedded = self.engine.packet_vectors(items)
         except BaseException as exc:
             batch.vectors.set_exception(exc)
@@ -184,7 +184,7 @@ class UnitOfWork:
                 self._on_embedded(len(items))  # searchable once published: the vector store follows now
             self._store_behind(items, embedded)
             return
-        with clock.stage("store_vectors"):
+        with clock.part("store_vectors"):
             self.engine.store_vectors(self.user_id, items, embedded, self.index)
         if self._on_embedded is not None:
             self._on_embedded(len(items))
@@ -194,7 +194,7 @@ class UnitOfWork:
         their packets, then the snapshot file saved when due. A failure leaves them to the next load's repair."""
         engine, index = self.engine, self.index
         try:
-            with engine.records.write_lock(self.user_id), engine.clock.stage("store_vectors"):
+            with engine.records.write_lock(self.user_id), engine.clock.part("store_vectors"):
                 head = engine.records.head(self.user_id)
                 if not Stamp.of(index).extends(head, partial(engine.records.digest_at, self.user_id)):
                     return  # deleted from, forgotten or re-embedded since: the load that follows repairs the vectors
@@ -212,7 +212,7 @@ class UnitOfWork:
             batch.decide(Where.NOW if batch.committed else Where.DROP)
         pending, self._pending = self._pending, None
         if pending is not None:
-            with self.engine.clock.stage("wait"):
+            with self.engine.clock.part("wait"):
                 pending.result()
 
     def __exit__(
@@ -229,7 +229,7 @@ class UnitOfWork:
                 if exc_type is None:
                     raise
             if exc_type is None:
-                with self.engine.clock.stage("publish"):
+                with self.engine.clock.part("publish"):
                     state = self.cache.publish(self.index)
                     self.cache.persist(state, self.index)
         finally:
@@ -239,7 +239,7 @@ class UnitOfWork:
         """Publishes once the last batch is embedded into the index; its job stores the vectors after the unit."""
         pending, self._pending, self._batch = self._pending, None, None
         assert pending is not None  # a batch belongs to a submitted job
-        with self.engine.clock.stage("wait"):
+        with self.engine.clock.part("wait"):
             try:
                 embedded = batch.vectors.result()
             except BaseException:  # the job failed: its error is raised here, nothing is published
@@ -247,7 +247,7 @@ class UnitOfWork:
                 pending.result()
                 raise
         self.index.set_vectors(batch.packet_ids, embedded.vectors)
-        with self.engine.clock.stage("publish"):
+        with self.engine.clock.part("publish"):
             self._state = self.cache.publish(self.index)
         self._state.leave_pending(pending)  # before the job may run: a settle() meanwhile waits for it
         batch.decide(Where.AFTER)

@@ -1,7 +1,7 @@
 """The re-embed job: a user's vectors made again off the write path, after the embedding model changed or when more
 are missing or stale than a reader makes on the spot.
 
-A writer that meets such a user does not embed its old packets (at 20k turns that took the first add ~40 s): when
+A writer that meets such a user does not embed its old packets (a large user's would hold up its add): when
 the vectors are another model's, it drops them (step 2 below) and hands the user to this job, which runs on a thread
 of its own; a read that finds more vectors to make than it makes on the spot starts it too, and `memcompile repair`
 runs it in the caller's thread:
@@ -49,8 +49,8 @@ class Snapshots(Protocol):
 
 
 def hand_over(snapshots: Snapshots, index: UserIndex) -> None:
-    """As the user's writer (lock held), for vectors another model made: they are dropped now (step 2, ~0.1 s at 20k
-    vectors), and the job makes them again; `index` (the writer's private next version) follows the records."""
+    """As the user's writer (lock held), for vectors another model made: they are dropped now (step 2, quick), and the
+    job makes them again; `index` (the writer's private next version) follows the records."""
     engine, user_id = snapshots.engine, index.user_id
     log.warning(
         "vectors of user %r were made by %s: they are made again in the background (or by `memcompile repair`); "

@@ -1,4 +1,4 @@
-"""Table 6's model settings (temperature 0, 2,048 completion tokens) for a chat model someone else built."""
+"""Table 6's sampling parameters (temperature 0, 2,048 completion tokens) for a chat model someone else built."""
 
 from __future__ import annotations
 
@@ -11,12 +11,12 @@ log = logging.getLogger(__name__)
 _WARNED: set[tuple[str, str]] = set()  # (model class and name, what differs): each said once per process
 
 
-class ModelSettingsError(ValueError):
-    """The paper profile was given a model whose settings differ from Table 6 and cannot be set."""
+class SamplingParametersError(ValueError):
+    """The paper profile was given a model whose sampling parameters differ from Table 6 and cannot be set."""
 
 
-def settings_gap(model: Any, cfg: MemCompileConfig) -> dict[str, tuple[Any, Any]]:
-    """setting -> (the model's value, Table 6's value), for each one that differs."""
+def parameter_gap(model: Any, cfg: MemCompileConfig) -> dict[str, tuple[Any, Any]]:
+    """parameter -> (the model's value, Table 6's value), for each one that differs."""
     wanted = {"temperature": cfg.llm_temperature, "max_tokens": cfg.llm_max_tokens}
     return {k: (getattr(model, k, None), v) for k, v in wanted.items() if getattr(model, k, None) != v}
 
@@ -26,9 +26,9 @@ def _describe(gap: dict[str, tuple[Any, Any]]) -> str:
 
 
 def table6_model(model: Any, cfg: MemCompileConfig) -> Any:
-    """The model at Table 6's settings when cfg.llm_table6_settings (a copy with them set, or ModelSettingsError
-    naming what differs and cannot be set); else the model as given, with one warning when its settings differ."""
-    gap = settings_gap(model, cfg)
+    """The model at Table 6's parameters when cfg.llm_table6_settings (a copy with them set, or SamplingParametersError
+    naming what differs and cannot be set); else the model as given, with one warning when its parameters differ."""
+    gap = parameter_gap(model, cfg)
     if not gap:
         return model
     name = f"{type(model).__name__} {getattr(model, 'model_name', None) or getattr(model, 'model', '')}".strip()
@@ -40,7 +40,7 @@ def table6_model(model: Any, cfg: MemCompileConfig) -> Any:
     fields = getattr(type(model), "model_fields", {})
     missing = [k for k in gap if k not in fields]
     if missing or not hasattr(model, "model_copy"):
-        raise ModelSettingsError(
+        raise SamplingParametersError(
             f"the paper profile runs its models at Table 6's settings, but {name} differs and has no "
             f"{' or '.join(missing or list(gap))} setting to change: {_describe(gap)}"
         )

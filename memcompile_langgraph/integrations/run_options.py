@@ -1,4 +1,4 @@
-"""Per-run settings of the chat integrations (user id, speaker names): configurable first, then runtime context."""
+"""Per-run options of the chat integrations (user id, speaker names): configurable first, then runtime context."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ def _current_runtime() -> Any:
         return None
 
 
-def run_setting(key: str, config: RunnableConfig | None, runtime: Any = None, default: Any = None) -> Any:
+def run_option(key: str, config: RunnableConfig | None, runtime: Any = None, default: Any = None) -> Any:
     """config["configurable"][key], else the graph's runtime context (a mapping or an object), else default."""
     value = ((config or {}).get("configurable") or {}).get(key)
     if value is None:
@@ -33,4 +33,4 @@ def run_user(config: RunnableConfig | None, runtime: Any = None, surface: str = 
     """Whose memory a run reads and writes: the LangGraph server's authenticated user when custom auth is configured,
     else the run's user_id (configurable, then runtime context); no user is an error (see users.resolve_user)."""
     identity = auth_identity((config or {}).get("configurable"))
-    return resolve_user(run_setting("user_id", config, runtime, None), identity, surface)
+    return resolve_user(run_option("user_id", config, runtime, None), identity, surface)

@@ -1,4 +1,6 @@
-"""Seconds per stage of a writer's work, summed over an engine's life: the ingest profile `memcompile bench` reports."""
+"""Seconds per part of the writers' work (open, packetize, extract, place, index, commit, embed, store_vectors, wait,
+publish), summed over an engine's life: what `memcompile bench` reports below its table. A part is not a graph stage:
+the two extract stages are one part, and commit, embed or wait belong to no stage."""
 
 from __future__ import annotations
 
@@ -11,9 +13,9 @@ from typing import Any
 from . import telemetry
 
 
-class StageClock:
-    """Exclusive per thread: a stage entered inside another pauses the outer one, so a thread's stages never count the
-    same second twice and add up to no more than the time it spent in them. Stages of another thread (the background
+class WriterClock:
+    """Exclusive per thread: a part entered inside another pauses the outer one, so a thread's parts never count the
+    same second twice and add up to no more than the time it spent in them. Parts on another thread (the background
     embedding) overlap the writer's."""
 
     def __init__(self) -> None:
@@ -30,9 +32,9 @@ class StageClock:
             self._totals[name] = self._totals.get(name, 0.0) + seconds
 
     @contextmanager
-    def stage(self, name: str, traced: bool = True, **counts: Any) -> Iterator[None]:
-        """traced: a span of the stage (with its counts) when tracing; a graph node's stage has its node's span."""
-        stack = self._local.__dict__.setdefault("stack", [])  # [stage, running since] of each open stage
+    def part(self, name: str, traced: bool = True, **counts: Any) -> Iterator[None]:
+        """traced: a span of the part (with its counts) when tracing; a part a graph node times has the node's span."""
+        stack = self._local.__dict__.setdefault("stack", [])  # [part, running since] of each open part
         now = time.perf_counter()
         if stack:
             self._add(stack[-1][0], now - stack[-1][1])
