@@ -17,7 +17,7 @@ from langgraph.store.memory import InMemoryStore
 from support.paths import ROOT
 
 from memcompile_langgraph import MemCompile
-from memcompile_langgraph.integrations.base_store import MemCompileItem, MemCompileStore, namespace_user, user_namespace
+from memcompile_langgraph.integrations.base_store import MemCompileStore, namespace_user, user_namespace
 from memcompile_langgraph.runtime.served import served_memory
 
 BEAGLE = {"speaker": "Tom", "text": "I adopted a beagle named Biscuit.", "time": "4 March 2024"}
@@ -55,7 +55,7 @@ def test_scores_are_similarities_in_the_unit_interval(store):
 def test_values_come_back_as_put_and_provenance_is_an_attribute(store):
     store.put(("tom",), "dog", BEAGLE)
     [hit] = store.search(("tom",), query="What is the beagle called?")
-    assert isinstance(hit, MemCompileItem) and hit.value == BEAGLE
+    assert hit.value == BEAGLE
     assert hit.memcompile["compiled"].startswith("[dog] Tom | 2024-03-04") and hit.memcompile["rank"] == 1
     hit.value["text"] = "changed by the caller"
     assert store.get(("tom",), "dog").value == BEAGLE

@@ -1,23 +1,28 @@
 """MemCompileStore: MemCompile behind LangGraph's long-term memory API (`BaseStore`), a drop-in for InMemoryStore.
 
-Namespace <-> user (namespace_user / user_namespace, one-to-one): the labels joined with "/", each written in the
-user id with "%" as "%25" and "/" as "%2F"; a label writes a "." of the user id as "%2E" (LangGraph forbids "."
-in labels) and a "%" as "%25". ("tom",) is the user "tom", ("memories", "tom") the user "memories/tom",
-("tom%2Esmith",) the user "tom.smith". No two namespaces share a user, a prefix matches whole labels, and a user id
-that is no namespace's ("50%") is hidden from the store. A server where each caller owns one memory maps with
-one_label_user / one_label_namespace: the user is the namespace's only label (("tom%2Esmith",) is "tom.smith"),
-deeper namespaces are refused, so no namespace lies below another user's. Change it with namespace_to_user /
+Namespace <-> user (namespace_user / user_namespace, one-to-one): the labels' parts joined with "/". A label's part
+is the label with "%2E" read as "." (LangGraph forbids "." in labels; ("tom%2Esmith",) is the user "tom.smith"), and
+"%", "/", characters no user id holds, every character of a label not in Unicode NFC and a blank label's spaces
+written %XX (UTF-8): any label InMemoryStore accepts names a user of its own ("a%b" is "a%25b"), a prefix matches
+whole labels, and a user id that is no namespace's ("50%") is hidden from the store. A server where each caller owns
+one memory maps with one_label_user / one_label_namespace: the user is the namespace's only label, deeper
+namespaces are refused, so no namespace lies below another user's. Change it with namespace_to_user /
 user_to_namespace.
 
 Item <-> turn (store_values.py): the value is kept as given beside one turn MemCompile indexes; the key is the
 turn's dia_id. Where store semantics and MemCompile's differ (docs/integrations.md lists every difference):
-- a put that changes the turn's text, speaker, time or session replaces its packet (packets are immutable: delete +
-  add, claims and Cells rebuilt); the item keeps its place in listings. created_at == updated_at (the packet's).
-- search with a query: the compiled selection (per user under the prefix) by score, higher first, scores in
-  [0, 1]; then every other matching item in listing order with score 0.0 (an `index=False` item: None). A hit's
-  value carries "memcompile": rank, source, packet_id and the compiled block.
+- a put runs as one writer unit of work of the user (its writer lock held throughout): a put that changes the
+  turn's text, speaker, time or session replaces its packet (packets are immutable) in the records transaction that
+  adds the new one, with the value's document and expiry; the item keeps its place in listings.
+  created_at == updated_at (the packet's).
+- search with a query: one ranking over every user under the prefix: the items of each user's compiled selection
+  by their similarity to the query (in [0, 1]), then every other matching item in listing order with score 0.0
+  (an `index=False` item: None). A hit is a MemCompileItem whose `memcompile` attribute says where the compiled
+  selection holds it; its value is the one put.
 - listings: per namespace (in namespace order) the items in the order of their first put.
-- a batch's reads see the store before its puts, as in InMemoryStore. No TTL.
+- TTL as LangGraph's (minutes, the store's TTLConfig, refresh on read); an expired item is hidden at once and
+  removed by sweep_ttl as delete removes it.
+- a batch's reads see the store before its puts, as in InMemoryStore.
 """
 
 from __future__ import annotations
@@ -59,6 +64,7 @@ from ..ingest.turn_input import coerce_turn, occurrences
 from ..ingest_graph import ingest_graph
 from ..memory import MemCompile, check_ttl
 from ..model import SourcePacket
+from ..runtime import telemetry
 from ..runtime.context import MemoryContext
 from ..runtime.unit_of_work import UnitOfWork
 from ..store.protocols import Expiry, StoredTurn
@@ -468,8 +474,12 @@ class MemCompileStore(BaseStore):
                 self.memory.engine.records.put_items(user, rewrite, expiring)
             unit.replace(remove)
             if add:
-                context = MemoryContext(user_id=user, host=host, writer=unit)
-                out = ingest_graph.invoke({"turns": occurrences(add)}, context=context)
+                numbered = occurrences(add)
+                with telemetry.create_memory(user, numbered) as span:
+                    out = ingest_graph.invoke(
+                        {"turns": numbered}, context=MemoryContext(user_id=user, host=host, writer=unit)
+                    )
+                    span.counts("add_turns", {"stored": len(out.get("packets", [])), **out.get("counts", {})})
                 if len(out.get("packets", [])) != len(add):  # checked before: a turn that would not be stored
                     raise ValueError(f"user {user!r}: {len(add)} turns put, {out.get('counts')}")
             elif remove:
