@@ -323,7 +323,7 @@ class MemCompileStore(BaseStore):
             user = validate_user_id(self.namespace_to_user(tuple(namespace)))
         except InvalidUserId as exc:
             raise InvalidNamespaceError(f"namespace {namespace!r} names no memory: {exc}") from None
-        if self.user_to_namespace(user) != tuple(namespace):
+        if self.namespace_to_user is namespace_user and user_namespace(user) != tuple(namespace):
             raise InvalidNamespaceError(f"namespace {namespace!r} names no user of its own")  # e.g. NFC merges it
         return user
 
@@ -354,21 +354,19 @@ class MemCompileStore(BaseStore):
         return await asyncio.to_thread(self.batch, list(ops))
 
     # --- reading -------------------------------------------------------------------------------
-    def _entries(self, user: str, stored: list[StoredTurn], now: float | None) -> list[_Entry]:
-        """The items of these turns; with now, those expired by then are left out (the sweep removes them)."""
-        records, ids = self.memory.engine.records, [t.packet.packet_id for t in stored]
-        docs, expiries = records.items(user, ids), records.expiries(user, ids)
+    def _entries(self, user: str, dia_ids: list[str] | None, now: float | None) -> list[_Entry]:
+        """The user's items (all, or those of these dia_ids) in dialogue order, read in one consistent view; with
+        now, those expired by then are left out (the sweep removes them)."""
         entries = []
-        for t in stored:
-            text = docs.get(t.packet.packet_id)
-            entry = _Entry(t, None if text is None else read_document(text), expiries.get(t.packet.packet_id))
+        for stored, text, expiry in self.memory.engine.records.turns_with_items(user, dia_ids):
+            entry = _Entry(stored, None if text is None else read_document(text), expiry)
             if now is None or not entry.expired(now):
                 entries.append(entry)
         return entries
 
     def _all_entries(self, user: str, now: float) -> list[_Entry]:
         """Every item of the user in listing order (the order of first puts)."""
-        return sorted(self._entries(user, self.memory.turns(user), now), key=lambda e: e.position)
+        return sorted(self._entries(user, None, now), key=lambda e: e.position)
 
     def _item(self, namespace: tuple[str, ...], entry: _Entry) -> Item:
         at = _time(entry.stored.created_at)
@@ -394,7 +392,7 @@ class MemCompileStore(BaseStore):
 
     def _get(self, op: GetOp, now: float, read: dict[str, dict[str, Expiry]]) -> Item | None:
         user = self.user(op.namespace)
-        found = self._entries(user, self.memory.turns(user, dia_ids=[key_dia_id(op.key)]), now)
+        found = self._entries(user, [key_dia_id(op.key)], now)
         self._read(read, user, found, op.refresh_ttl)
         return self._item(tuple(op.namespace), found[0]) if found else None
 
@@ -435,7 +433,7 @@ class MemCompileStore(BaseStore):
 
         host = self.memory.host
         with UnitOfWork(host, user, rows=rows) as unit:
-            stored = self._entries(user, self.memory.turns(user, dia_ids=list(ops)), None)
+            stored = self._entries(user, list(ops), None)
             old = {e.stored.packet.dia_id: e for e in stored}
             remove: dict[str, str] = {}  # dia_id -> packet id
             add: list[dict[str, Any]] = []

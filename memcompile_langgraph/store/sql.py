@@ -425,6 +425,28 @@ class SqlRecords(ABC):
     def turns(
         self, user_id: str, dia_ids: list[str] | None = None, limit: int | None = None, offset: int = 0
     ) -> list[StoredTurn]:
+        with self._read() as tx:
+            return self._turns(tx, user_id, dia_ids, limit, offset)
+
+    def turns_with_items(
+        self, user_id: str, dia_ids: list[str] | None = None
+    ) -> list[tuple[StoredTurn, str | None, Expiry | None]]:
+        """The user's turns (all, or those with these dia_ids) in dialogue order, each with the document and the
+        expiry kept beside it, in one consistent read: a replace committed meanwhile is seen whole or not at all."""
+        with self._read(consistent=True) as tx:
+            stored = self._turns(tx, user_id, dia_ids, None, 0)
+            ids = [t.packet.packet_id for t in stored]
+            docs = dict(self._keyed(tx, item_key(user_id, ""), ids))
+            expiries = dict(self._keyed(tx, expiry_key(user_id, ""), ids))
+        out = []
+        for t in stored:
+            read = _expiry(expiries[t.packet.packet_id]) if t.packet.packet_id in expiries else None
+            out.append((t, docs.get(t.packet.packet_id), read[0] if read else None))
+        return out
+
+    def _turns(
+        self, tx: Tx, user_id: str, dia_ids: list[str] | None, limit: int | None, offset: int
+    ) -> list[StoredTurn]:
         sql = f"SELECT {PACKET_COLS}, created_at FROM packets WHERE user_id=?"
         args: tuple[Any, ...] = (user_id,)
         if dia_ids is not None:
@@ -433,7 +455,7 @@ class SqlRecords(ABC):
             args += values
         sql += " ORDER BY seq LIMIT ? OFFSET ?"
         args += (self.NO_LIMIT if limit is None else limit, offset)
-        return [StoredTurn(SourcePacket(*r[:-1]), r[-1]) for r in self._all(sql, args)]
+        return [StoredTurn(SourcePacket(*r[:-1]), r[-1]) for r in tx.all(sql, args)]
 
     def commit(
         self,
@@ -586,7 +608,9 @@ class SqlRecords(ABC):
     def expiries(self, user_id: str, packet_ids: Sequence[str]) -> dict[str, Expiry]:
         """The expiries of these packets (packets that never expire are absent)."""
         found = {}
-        for key, text in self._keyed(expiry_key(user_id, ""), packet_ids):
+        with self._read() as tx:
+            rows = self._keyed(tx, expiry_key(user_id, ""), packet_ids)
+        for key, text in rows:
             read = _expiry(text)
             if read is not None:
                 found[key] = read[0]
@@ -603,15 +627,16 @@ class SqlRecords(ABC):
 
     def items(self, user_id: str, packet_ids: Sequence[str]) -> dict[str, str]:
         """The documents put_items kept beside these packets (packet id -> text; packets without one are absent)."""
-        return dict(self._keyed(item_key(user_id, ""), packet_ids))
+        with self._read() as tx:
+            return dict(self._keyed(tx, item_key(user_id, ""), packet_ids))
 
-    def _keyed(self, prefix: str, packet_ids: Sequence[str]) -> list[tuple[str, str]]:
+    def _keyed(self, tx: Tx, prefix: str, packet_ids: Sequence[str]) -> list[tuple[str, str]]:
         found = []
         for start in range(0, len(packet_ids), MAX_MEMBERS):
             member, values = self._member("key", [prefix + p for p in packet_ids[start : start + MAX_MEMBERS]])
             found += [
                 (key[len(prefix) :], text)
-                for key, text in self._all(f"SELECT key, value FROM meta WHERE {member}", values)
+                for key, text in tx.all(f"SELECT key, value FROM meta WHERE {member}", values)
             ]
         return found
 
