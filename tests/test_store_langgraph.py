@@ -63,15 +63,16 @@ def test_values_come_back_as_put_and_provenance_is_an_attribute(store):
 
 def test_ttl_per_put_default_refresh_and_sweeper(tmp_path):
     mem = MemCompile(tmp_path / "store", dense=False)
-    store = MemCompileStore(mem, ttl={"default_ttl": 0.03, "refresh_on_read": True, "sweep_interval_minutes": 0.01})
-    assert store.supports_ttl and store.ttl_config["default_ttl"] == 0.03
-    store.put(("a",), "refreshed", {"text": "Read often."})  # the default: 1.8 seconds
-    store.put(("a",), "fixed", {"text": "Never read."}, ttl=0.03)
+    store = MemCompileStore(mem, ttl={"default_ttl": 0.1, "refresh_on_read": True, "sweep_interval_minutes": 0.01})
+    assert store.supports_ttl and store.ttl_config["default_ttl"] == 0.1
+    store.put(("a",), "refreshed", {"text": "Read often."})  # the default: 6 seconds
+    store.put(("a",), "fixed", {"text": "Never read."}, ttl=0.1)
     store.put(("a",), "forever", {"text": "No time to live."}, ttl=None)
-    time.sleep(1.0)
-    assert store.get(("a",), "refreshed") is not None  # lives 1.8 seconds from now
+    start = time.time()
+    time.sleep(3.5)
+    assert store.get(("a",), "refreshed") is not None  # lives 6 seconds from now
     assert store.get(("a",), "fixed", refresh_ttl=False) is not None
-    time.sleep(1.0)
+    time.sleep(max(0.0, start + 7.0 - time.time()))
     assert {i.key for i in store.search(("a",))} == {"refreshed", "forever"}
     store.start_ttl_sweeper()
     deadline = time.time() + 20

@@ -154,13 +154,12 @@ def test_concurrent_puts_of_one_key_from_processes(backend, tmp_path):
 def test_an_expired_item_is_forgotten_as_delete_forgets(backend, tmp_path):
     where, store = _open(backend, tmp_path)
     mem = store.memory
-    store.put(NS, "pin", {"text": f"My bank {SECRET}."}, ttl=0.01)  # 0.6 seconds
-    store.put(NS, "kept", {"text": "I like tea."})
-    mem.add_turns(
-        [{"speaker": "Ann", "text": "A zqxwv turn that lives a second.", "time": "2024-03-04"}], "ann", ttl=0.01
-    )
+    store.put(NS, "pin", {"text": f"My bank {SECRET}."}, ttl=0.05)  # 3 seconds
     assert store.get(NS, "pin", refresh_ttl=False) is not None
-    time.sleep(1.0)
+    store.put(NS, "kept", {"text": "I like tea."})
+    turn = {"speaker": "Ann", "text": "A zqxwv turn that lives three seconds.", "time": "2024-03-04"}
+    mem.add_turns([turn], "ann", ttl=0.05)
+    time.sleep(3.5)
     assert store.get(NS, "pin") is None  # hidden once expired, before any sweep
     assert [i.key for i in store.search(NS)] == ["kept"]
     assert store.sweep_ttl() == 2
