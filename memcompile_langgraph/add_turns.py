@@ -8,12 +8,14 @@ from .ingest_graph import ingest_graph
 from .process import release_free_memory
 from .runtime.context import MemoryContext
 from .runtime.host import Host
-from .runtime.unit_of_work import UnitOfWork
+from .runtime.unit_of_work import PacketRows, UnitOfWork
 
 INGEST_BATCH = 256  # turns per ingest-graph run (one records transaction each)
 
 
-def ingest_turns(host: Host, user_id: str, turns: list[Occurrence], progress: bool = False) -> dict[str, int]:
+def ingest_turns(
+    host: Host, user_id: str, turns: list[Occurrence], progress: bool = False, rows: PacketRows | None = None
+) -> dict[str, int]:
     engine = host.engine
     totals: dict[str, int] = {"stored": 0, "descriptors": 0}
     bulk = len(turns) >= INGEST_BATCH  # its freed blocks go back to the system batch by batch (not a single turn's)
@@ -21,7 +23,7 @@ def ingest_turns(host: Host, user_id: str, turns: list[Occurrence], progress: bo
     if hasattr(engine.extractor, "progress"):
         engine.extractor.progress = progress
     try:
-        with UnitOfWork(host, user_id, bars.embedded) as unit:
+        with UnitOfWork(host, user_id, bars.embedded, rows) as unit:
             context = MemoryContext(user_id=user_id, host=host, writer=unit)
             for start in range(0, len(turns), INGEST_BATCH):
                 batch = turns[start : start + INGEST_BATCH]

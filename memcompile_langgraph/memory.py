@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
+import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -19,7 +21,7 @@ from .evidence.scheduler import Scheduler
 from .extract.base import Extractor
 from .index.user import UserIndex
 from .ingest.turn_input import occurrences
-from .model import CompiledContext, SelectedPacket
+from .model import CompiledContext, SelectedPacket, SourcePacket
 from .query_graph import query_graph
 from .runtime import telemetry
 from .runtime.context import MemoryContext
@@ -27,12 +29,20 @@ from .runtime.host import open_host
 from .settings import store_settings, vectors_per_process
 from .store.chroma_server import chroma_unreachable
 from .store.layout import check_store_path
+from .store.protocols import Expiry
 from .surfaces import Surfaces
 from .text.terms import clean_query
 from .upkeep import Upkeep
 from .users import validate_user_id
 
 log = logging.getLogger(__name__)
+
+
+def check_ttl(minutes: Any) -> float:
+    """A time to live in minutes: a positive finite number; ValueError (one line) otherwise."""
+    if isinstance(minutes, bool) or not isinstance(minutes, (int, float)) or not math.isfinite(minutes) or minutes <= 0:
+        raise ValueError(f"ttl must be a positive number of minutes, got {minutes!r}")
+    return float(minutes)
 
 
 class MemCompile(Upkeep, Surfaces):
@@ -113,20 +123,30 @@ class MemCompile(Upkeep, Surfaces):
 
         open_for_writes(self.host.engine)
 
-    def add_turns(self, turns: Iterable[Any], user_id: str = "default", progress: bool = False) -> dict[str, int]:
-        """Store turns (dicts or TurnInput); returns counts: stored, skipped_*, already_stored, descriptors."""
+    def add_turns(
+        self, turns: Iterable[Any], user_id: str = "default", progress: bool = False, ttl: float | None = None
+    ) -> dict[str, int]:
+        """Store turns (dicts or TurnInput); returns counts: stored, skipped_*, already_stored, descriptors. With
+        `ttl` (minutes), the turns stored expire then: `sweep_expired` removes them as delete_turns does."""
         from .add_turns import ingest_turns  # imports the ingest graph: a process that only queries never does
 
         user_id, numbered = validate_user_id(user_id), occurrences(turns)
+        rows = None
+        if ttl is not None:
+            at = time.time() + check_ttl(ttl) * 60
+
+            def rows(packets: list[SourcePacket]) -> tuple[dict[str, str], dict[str, Expiry]]:
+                return {}, {p.packet_id: Expiry(at, None) for p in packets}
+
         with telemetry.create_memory(user_id, numbered) as span:
-            totals = ingest_turns(self.host, user_id, numbered, progress)
+            totals = ingest_turns(self.host, user_id, numbered, progress, rows)
             span.counts("add_turns", totals)
         return totals
 
     async def aadd_turns(
-        self, turns: Iterable[Any], user_id: str = "default", progress: bool = False
+        self, turns: Iterable[Any], user_id: str = "default", progress: bool = False, ttl: float | None = None
     ) -> dict[str, int]:
-        return await asyncio.to_thread(self.add_turns, list(turns), user_id, progress)
+        return await asyncio.to_thread(self.add_turns, list(turns), user_id, progress, ttl)
 
     # --- query plane ---------------------------------------------------------------------------
     def compile(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterable, Iterator
 from datetime import datetime, timezone
 from typing import Any
@@ -87,6 +88,11 @@ class Upkeep:
             removed = maintenance.delete_turns(self.host, user_id, ids)
             span.counts("delete_turns", {"removed": removed})
         return removed
+
+    def sweep_expired(self) -> int:
+        """Remove every turn whose time to live has passed (add_turns' `ttl`, a store item's), as delete_turns
+        removes; returns how many."""
+        return maintenance.delete_expired(self.host, time.time())
 
     def reembed(self, user_id: str = "default") -> int:
         """Embed every packet of the user again with this memory's model (what the next add_turns does anyway when

@@ -146,12 +146,12 @@ def test_a_batch_is_embedded_while_it_commits_and_its_vectors_stored_only_once_c
         embedding.set()
         return embed(texts)
 
-    def commit_second_fails(user, packets, placed, counts):
+    def commit_second_fails(user, packets, placed, counts, **rows):
         seen.append(embedding.wait(timeout=10))  # the model already runs on this batch's packet documents
         embedding.clear()
         if len(seen) == 2:
             raise RuntimeError("disk full")
-        return commit(user, packets, placed, counts)
+        return commit(user, packets, placed, counts, **rows)
 
     monkeypatch.setattr(mem.engine.embeddings, "embed_documents", embed_documents)
     monkeypatch.setattr(mem.engine.records, "commit", commit_second_fails)

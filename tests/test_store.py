@@ -60,7 +60,7 @@ def test_put_under_an_existing_key_replaces_the_turn_and_keeps_its_place(filled)
     assert filled.memory.stats("memories/tom")["packets"] == 2
     assert [i.key for i in filled.search(TOM)] == ["beagle", "nurse"]  # an update keeps its place
     found = filled.search(TOM, query="Which dog did Tom adopt?")
-    compiled = found[0].value["memcompile"]["compiled"]
+    compiled = found[0].memcompile["compiled"]
     assert found[0].key == "beagle" and "poodle" in compiled and "a beagle" not in compiled
     filled.put(TOM, "beagle", {**after.value, "tags": ["pets"]})  # same turn, other fields: the packet stays
     assert (
@@ -83,9 +83,9 @@ def test_search_with_a_query_ranks_by_score_in_the_unit_interval(filled):
     assert [i.score for i in items] == sorted((i.score for i in items), reverse=True)
     assert all(0.0 <= i.score <= 1.0 for i in items)
     top = items[0]
-    assert top.key == "beagle" and top.value["memcompile"]["source"] in ("anchor", "frontier")
-    assert top.value["memcompile"]["compiled"].startswith("[beagle] Tom | 2024-03-04")
-    assert {k: v for k, v in top.value.items() if k != "memcompile"} == BEAGLE
+    assert top.key == "beagle" and top.memcompile["source"] in ("anchor", "frontier")
+    assert top.memcompile["compiled"].startswith("[beagle] Tom | 2024-03-04")
+    assert top.value == BEAGLE  # as put: where MemCompile holds it is an attribute of the item
     assert [i.key for i in filled.search(TOM, query=query, offset=1, limit=1)] == [items[1].key]
     assert [i.key for i in filled.search(TOM, query=query, filter={"role": "user"})] == ["nurse"]
     # a prefix spans users: one ranking by score, not namespace by namespace
@@ -176,10 +176,7 @@ def test_bad_input_is_one_clear_error_and_loses_nothing(filled):
         (("a.b",), "k", BEAGLE, InvalidNamespaceError),
         (("langgraph",), "k", BEAGLE, InvalidNamespaceError),
         ((), "k", BEAGLE, InvalidNamespaceError),
-        (("x" * 300,), "k", BEAGLE, InvalidUserId),
-        (("tom\u202e",), "k", BEAGLE, InvalidUserId),
-        (("50%",), "k", BEAGLE, InvalidNamespaceError),
-        (("e\u0301",), "k", BEAGLE, InvalidNamespaceError),
+        (("x" * 300,), "k", BEAGLE, InvalidNamespaceError),  # a memory's id holds at most 256 characters
         (TOM, "beagle", {"text": "x", "at": float("nan")}, ValueError),
         (TOM, " spaced ", BEAGLE, ValueError),
     ]:
@@ -187,8 +184,9 @@ def test_bad_input_is_one_clear_error_and_loses_nothing(filled):
             filled.put(namespace, key, value)
     with pytest.raises(ValueError, match="JSON object"):
         filled.batch([PutOp(TOM, "nurse", None), PutOp(TOM, "beagle", ["not", "an", "object"])])
-    with pytest.raises(NotImplementedError):
-        filled.put(TOM, "beagle", BEAGLE, ttl=5)
+    for ttl in (0, -1, float("nan"), "5"):
+        with pytest.raises(ValueError, match="ttl must be a positive number of minutes"):
+            filled.put(TOM, "beagle", BEAGLE, ttl=ttl)
     assert filled.search(("memories",)) == before  # the batch's delete did not run either
 
 

@@ -1,6 +1,8 @@
 """`langgraph dev` with MemCompileStore as its long-term store (graphs/langgraph.store.json): /store/items and the
 chat graph read and write one memory."""
 
+import time
+
 import httpx
 import pytest
 from support.servers import langgraph_dev
@@ -46,10 +48,18 @@ def test_store_api_and_chat_graph_share_compiled_memory(server):
     assert [i["score"] for i in items] == sorted((i["score"] for i in items), reverse=True)
     assert all(0 <= i["score"] <= 1 for i in items)
     pet = next(i for i in items if i["key"] == "pet")
-    compiled = pet["value"]["memcompile"]["compiled"]
-    assert compiled.startswith("[pet] Tom | 2024-03-04") and "Biscuit" in compiled
+    assert pet["value"] == PET and pet["score"] > 0  # the value as put
 
     spaces = server.post("/store/namespaces", json={}).raise_for_status().json()["namespaces"]
     assert spaces == [["tom"]]
     server.request("DELETE", "/store/items", json={"namespace": ["tom"], "key": "pet"}).raise_for_status()
     assert server.get("/store/items", params={"namespace": "tom", "key": "pet"}).raise_for_status().json() is None
+
+
+def test_an_item_put_with_a_ttl_expires(server):
+    code = {"namespace": ["ann"], "key": "code", "value": {"text": "The door code is 4711."}, "ttl": 0.02}
+    server.put("/store/items", json=code).raise_for_status()  # 1.2 seconds
+    params = {"namespace": "ann", "key": "code", "refresh_ttl": "false"}
+    assert server.get("/store/items", params=params).raise_for_status().json()["value"] == code["value"]
+    time.sleep(1.5)
+    assert server.get("/store/items", params=params).raise_for_status().json() is None

@@ -1,8 +1,9 @@
-"""MemCompileStore beside LangGraph's InMemoryStore: the same operation sequences, the same items in the same order,
-except where docs/integrations.md names a difference (listings across namespaces come in namespace order; a query
-ranks by MemCompile's scores; list_namespaces shows namespaces that hold items)."""
+"""MemCompileStore beside LangGraph's InMemoryStore: the same operation sequences, sequential and concurrent, the same
+items in the same order, except where docs/integrations.md names a difference (listings across namespaces come in
+namespace order; a query ranks by MemCompile's scores; list_namespaces shows namespaces that hold items)."""
 
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -12,7 +13,7 @@ from langgraph.store.memory import InMemoryStore
 from memcompile_langgraph import MemCompile
 from memcompile_langgraph.integrations.base_store import MemCompileStore
 
-NAMESPACES = [("a",), ("a", "b"), ("c",), ("a%2Ex",)]
+NAMESPACES = [("a",), ("a", "b"), ("c",), ("a%2Ex",), ("a%b",), ("c", "x\ny")]
 PREFIXES = [("a",), ("a", "b"), ("c",), ("z",)]
 VALUE = st.fixed_dictionaries(
     {"kind": st.sampled_from(["vehicle", "pet"]), "n": st.integers(0, 3)},
@@ -30,6 +31,12 @@ OP = st.one_of(
     st.tuples(st.just("query"), st.sampled_from(PREFIXES), FILTER),
     st.tuples(st.just("namespaces"), st.sampled_from([None, ("a",), ("*", "b")]), st.sampled_from([None, 1])),
     st.tuples(st.just("batch"), st.sampled_from(NAMESPACES), st.sampled_from("kpq"), VALUE),
+    st.tuples(
+        st.just("concurrent"),
+        st.sampled_from(NAMESPACES),
+        st.sampled_from("kpq"),
+        st.lists(VALUE, min_size=2, max_size=4),
+    ),
 )
 
 
@@ -60,9 +67,10 @@ def _check(ref: InMemoryStore, ours: MemCompileStore, op: tuple) -> None:
     elif kind == "query":
         _, prefix, filter_ = op
         found = ours.search(prefix, query="What car do I drive?", filter=filter_, limit=1000)
-        plain = [(ns, key, {k: v for k, v in value.items() if k != "memcompile"}) for ns, key, value in _listing(found)]
         expected = _listing(ref.search(prefix, filter=filter_, limit=1000))
-        assert sorted(plain, key=repr) == sorted(expected, key=repr)  # the same set; the order is MemCompile's
+        assert sorted(_listing(found), key=repr) == sorted(
+            expected, key=repr
+        )  # the same set; the order is MemCompile's
         assert all(i.score is None or 0.0 <= i.score <= 1.0 for i in found)
         scored = [i.score for i in found if i.score is not None]
         assert scored == sorted(scored, reverse=True)
@@ -79,6 +87,15 @@ def _check(ref: InMemoryStore, ours: MemCompileStore, op: tuple) -> None:
         a, b = ref.batch(ops), ours.batch(ops)
         assert [x and (x.key, x.value) for x in a[:3]] == [x and (x.key, x.value) for x in b[:3]]
         assert sorted(_listing(a[3]), key=lambda t: t[0]) == _listing(b[3])
+    elif kind == "concurrent":  # puts of one key at once: it ends with one of the values, whole, on both
+        _, ns, key, values = op
+        for s in (ref, ours):
+            with ThreadPoolExecutor(len(values)) as pool:
+                list(pool.map(lambda v, s=s: s.put(ns, key, v), values))
+        a, b = ref.get(ns, key), ours.get(ns, key)
+        assert a.value in values and b.value in values
+        if a.value != b.value:  # which put came last differs between the two: make them agree again
+            ref.put(ns, key, b.value)
 
 
 @settings(max_examples=25, deadline=None)

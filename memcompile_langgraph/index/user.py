@@ -305,6 +305,12 @@ class UserIndex(Forkable):
         self.session_packets[p.session] = self.session_packets.get(p.session, 0) + 1
         self.last_session = p.session if self.last_session is None else max(self.last_session, p.session)
 
+    def release(self, dia_ids: Iterable[str]) -> None:
+        """In a fork that replaces the packets of these dia_ids (and is never published: the records are loaded again
+        after the replace), new turns may take the dia_ids."""
+        for dia_id in dia_ids:
+            self._drop("by_dia", dia_id)
+
     def register(self, descriptors: list[Descriptor]) -> None:
         """Make placed descriptors addressable: BM25 documents, term sets, packet bundles."""
         documents: list[list[str]] = []

@@ -1,40 +1,52 @@
 """MemCompileStore: MemCompile behind LangGraph's long-term memory API (`BaseStore`), a drop-in for InMemoryStore.
 
-Namespace <-> user (namespace_user / user_namespace, one-to-one): the labels joined with "/", each written in the
-user id with "%" as "%25" and "/" as "%2F"; a label writes a "." of the user id as "%2E" (LangGraph forbids "."
-in labels) and a "%" as "%25". ("tom",) is the user "tom", ("memories", "tom") the user "memories/tom",
-("tom%2Esmith",) the user "tom.smith". No two namespaces share a user, a prefix matches whole labels, and a user id
-that is no namespace's ("50%") is hidden from the store. A server where each caller owns one memory maps with
-one_label_user / one_label_namespace: the user is the namespace's only label (("tom%2Esmith",) is "tom.smith"),
-deeper namespaces are refused, so no namespace lies below another user's. Change it with namespace_to_user /
+Namespace <-> user (namespace_user / user_namespace, one-to-one): the labels' parts joined with "/". A label's part
+is the label with "%2E" read as "." (LangGraph forbids "." in labels; ("tom%2Esmith",) is the user "tom.smith"), and
+"%", "/", characters no user id holds, every character of a label not in Unicode NFC and a blank label's spaces
+written %XX (UTF-8): any label InMemoryStore accepts names a user of its own ("a%b" is "a%25b"), a prefix matches
+whole labels, and a user id that is no namespace's ("50%") is hidden from the store. A server where each caller owns
+one memory maps with one_label_user / one_label_namespace: the user is the namespace's only label, deeper
+namespaces are refused, so no namespace lies below another user's. Change it with namespace_to_user /
 user_to_namespace.
 
 Item <-> turn (store_values.py): the value is kept as given beside one turn MemCompile indexes; the key is the
 turn's dia_id. Where store semantics and MemCompile's differ (docs/integrations.md lists every difference):
-- a put that changes the turn's text, speaker, time or session replaces its packet (packets are immutable: delete +
-  add, claims and Cells rebuilt); the item keeps its place in listings. created_at == updated_at (the packet's).
-- search with a query: the compiled selection (per user under the prefix) by score, higher first, scores in
-  [0, 1]; then every other matching item in listing order with score 0.0 (an `index=False` item: None). A hit's
-  value carries "memcompile": rank, source, packet_id and the compiled block.
+- a put runs as one writer unit of work of the user (its writer lock held throughout): a put that changes the
+  turn's text, speaker, time or session replaces its packet (packets are immutable) in the records transaction that
+  adds the new one, with the value's document and expiry; the item keeps its place in listings.
+  created_at == updated_at (the packet's).
+- search with a query: one ranking over every user under the prefix: the items of each user's compiled selection
+  by their similarity to the query (in [0, 1]), then every other matching item in listing order with score 0.0
+  (an `index=False` item: None). A hit is a MemCompileItem whose `memcompile` attribute says where the compiled
+  selection holds it; its value is the one put.
 - listings: per namespace (in namespace order) the items in the order of their first put.
-- a batch's reads see the store before its puts, as in InMemoryStore. No TTL.
+- TTL as LangGraph's (minutes, the store's TTLConfig, refresh on read); an expired item is hidden at once and
+  removed by sweep_ttl as delete removes it.
+- a batch's reads see the store before its puts, as in InMemoryStore.
 """
 
 from __future__ import annotations
 
 import asyncio
+import copy
+import json
 import logging
-import math
+import os
+import threading
+import time
 import unicodedata
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, TimeoutError
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from itertools import islice
 from typing import Any
 
+import numpy as np
 from langgraph.store.base import (
     BaseStore,
     GetOp,
+    IndexConfig,
     InvalidNamespaceError,
     Item,
     ListNamespacesOp,
@@ -43,15 +55,21 @@ from langgraph.store.base import (
     Result,
     SearchItem,
     SearchOp,
+    TTLConfig,
     validate_op_namespace,
 )
+from langgraph.store.base.embed import ensure_embeddings
 
-from ..ingest.turn_input import coerce_turn
-from ..memory import MemCompile
+from ..ingest.turn_input import coerce_turn, occurrences
+from ..ingest_graph import ingest_graph
+from ..memory import MemCompile, check_ttl
 from ..model import SourcePacket
-from ..store.protocols import StoredTurn
-from ..text.terms import clean_text
-from ..users import validate_user_id
+from ..runtime import telemetry
+from ..runtime.context import MemoryContext
+from ..runtime.unit_of_work import UnitOfWork
+from ..store.protocols import Expiry, StoredTurn
+from ..text.terms import clean_text, term_set
+from ..users import InvalidUserId, validate_user_id
 from .retriever import packet_documents
 from .store_values import (
     ItemDocument,
@@ -67,8 +85,80 @@ from .store_values import (
 log = logging.getLogger(__name__)
 
 SEPARATOR = "/"
-IN_USER_ID = {"%25": "%", "%2F": "/"}  # escapes inside one label's part of a user id
-IN_LABEL = {"%25": "%", "%2E": "."}  # escapes inside a namespace label
+DOT = "%2E"  # a label's "%2E" is a "." of the user id (LangGraph forbids "." in labels)
+REFUSED_IN_USER_ID = ("Cc", "Cf", "Cs")  # the Unicode categories validate_user_id refuses
+IN_LABEL = {"%25": "%", "%2E": "."}  # escapes inside a label of one_label_user's namespaces
+
+
+def _percent(ch: str) -> str:
+    return "".join(f"%{b:02X}" for b in ch.encode("utf-8", "surrogatepass"))
+
+
+def _label_part(label: str) -> str:
+    """A label's part of the user id: "%2E" is ".", and "%", "/", characters no user id holds, the characters of a
+    label not in Unicode NFC (NFC would merge it with another) and a blank label's spaces are written %XX (UTF-8)."""
+    nfc, blank = unicodedata.normalize("NFC", label) == label, not label.strip()
+    out, i = [], 0
+    while i < len(label):
+        if label.startswith(DOT, i):
+            out.append(".")
+            i += len(DOT)
+            continue
+        ch = label[i]
+        escape = ch in "%/" or unicodedata.category(ch) in REFUSED_IN_USER_ID
+        out.append(_percent(ch) if escape or (not nfc and ord(ch) > 127) or (blank and ch.isspace()) else ch)
+        i += 1
+    return "".join(out)
+
+
+def _part_label(part: str) -> str | None:
+    """_label_part's inverse; None when the text is no label's part."""
+    out, i = [], 0
+    while i < len(part):
+        if part[i] == "%":
+            raw = bytearray()
+            while part.startswith("%", i) and len(part) >= i + 3:
+                try:
+                    raw.append(int(part[i + 1 : i + 3], 16))
+                except ValueError:
+                    return None
+                i += 3
+            try:
+                out.append(raw.decode("utf-8", "surrogatepass"))
+            except UnicodeDecodeError:
+                return None
+            if i < len(part) and part[i] == "%":
+                return None  # a "%" that starts no escape
+        else:
+            out.append(DOT if part[i] == "." else part[i])
+            i += 1
+    return "".join(out)
+
+
+def namespace_user(namespace: tuple[str, ...]) -> str:
+    """The user id of a namespace (one-to-one): the labels' parts joined with "/"; InvalidNamespaceError for one that
+    names no user id (longer than a user id may be)."""
+    if not all(isinstance(label, str) and label and "." not in label for label in namespace):
+        raise InvalidNamespaceError(f"namespace {namespace!r}: labels are non-empty strings without '.'")
+    user = SEPARATOR.join(_label_part(label) for label in namespace)
+    try:
+        if validate_user_id(user) != user:
+            raise InvalidUserId("not in Unicode NFC")
+    except InvalidUserId as exc:
+        raise InvalidNamespaceError(f"namespace {namespace!r} names no memory: {exc}") from None
+    return user
+
+
+def user_namespace(user_id: str) -> tuple[str, ...] | None:
+    """The namespace of a user id (namespace_user's inverse); None when the id is no namespace's."""
+    labels = tuple(_part_label(part) for part in user_id.split(SEPARATOR))
+    if any(label is None or not label or "." in label for label in labels):
+        return None
+    namespace = tuple(label for label in labels if label is not None)
+    try:
+        return namespace if namespace_user(namespace) == user_id else None
+    except InvalidNamespaceError:
+        return None
 
 
 def _unescape(text: str, escapes: dict[str, str]) -> str | None:
@@ -93,32 +183,6 @@ def _escape(text: str, escapes: dict[str, str]) -> str:
     return "".join(next((code for code, ch in escapes.items() if ch == c), c) for c in text)
 
 
-def namespace_user(namespace: tuple[str, ...]) -> str:
-    """The user id of a namespace (one-to-one); InvalidNamespaceError for a label not written canonically."""
-    parts = []
-    for label in namespace:
-        text = _unescape(label, IN_LABEL) if isinstance(label, str) else None
-        if text is None or unicodedata.normalize("NFC", label) != label:
-            raise InvalidNamespaceError(
-                f"namespace label {label!r}: write '%' as '%25' and '.' as '%2E' (Unicode NFC text)"
-            )
-        parts.append(_escape(text, IN_USER_ID))
-    return SEPARATOR.join(parts)
-
-
-def user_namespace(user_id: str) -> tuple[str, ...] | None:
-    """The namespace of a user id (namespace_user's inverse); None when the id is no namespace's."""
-    if unicodedata.normalize("NFC", user_id) != user_id:
-        return None  # validated user ids are NFC
-    labels = []
-    for part in user_id.split(SEPARATOR):
-        text = _unescape(part, IN_USER_ID)
-        if text is None:
-            return None
-        labels.append(_escape(text, IN_LABEL))
-    return tuple(labels)
-
-
 def one_label_user(namespace: tuple[str, ...]) -> str:
     """The user of a namespace of one label (a "." of the user id written "%2E" in it); deeper namespaces and labels
     not written canonically are refused. For a store where each caller owns one memory: no namespace lies below
@@ -141,21 +205,51 @@ def _matches_path(labels: tuple[str, ...], path: tuple[str, ...]) -> bool:
     return len(labels) == len(path) and all(p == "*" or p == label for p, label in zip(path, labels))
 
 
-def _unit_score(score: float) -> float:
-    """A packet's score in (0, 1), order kept (the scheduler's scores are unbounded and may be negative)."""
-    return 0.5 * (1.0 + math.tanh(score / 2.0))  # the logistic function, without overflow
+def _same_embed(embeddings: Any, embed: Any) -> bool:
+    """The memory's embeddings are the index config's `embed` (an Embeddings object, or the function wrapped)."""
+    return embeddings is not None and any(
+        x is embed for x in (embeddings, getattr(embeddings, "func", None), getattr(embeddings, "afunc", None))
+    )
+
+
+def served_ttl() -> TTLConfig | None:
+    """The `ttl` section of the `store` in langgraph.json, as a LangGraph server hands it to the process
+    ($LANGGRAPH_STORE); None without one. A served custom store reads it itself: the server only reads it for its
+    own store."""
+    try:
+        config = json.loads(os.environ.get("LANGGRAPH_STORE") or "{}")
+    except ValueError:
+        return None
+    ttl = config.get("ttl") if isinstance(config, dict) else None
+    return TTLConfig(**ttl) if isinstance(ttl, dict) else None
+
+
+class MemCompileItem(SearchItem):
+    """A search result of MemCompileStore: the item as put, its score, and `memcompile`: where MemCompile's compiled
+    selection for the query holds it (rank, source, packet_id and its compiled block), None when it does not."""
+
+    __slots__ = ("memcompile",)
+
+    def __init__(self, *args: Any, memcompile: dict[str, Any] | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.memcompile = memcompile
 
 
 @dataclass(frozen=True)
 class _Entry:
-    """One item as stored: its turn, and the document of its put (None: a turn another surface wrote)."""
+    """One item as stored: its turn, the document of its put (None: a turn another surface wrote), its expiry."""
 
     stored: StoredTurn
     doc: ItemDocument | None
+    expiry: Expiry | None
 
     @property
     def key(self) -> str:
         return dia_id_key(self.stored.packet.dia_id)
+
+    @property
+    def packet_id(self) -> str:
+        return self.stored.packet.packet_id
 
     @property
     def position(self) -> int:
@@ -163,15 +257,20 @@ class _Entry:
 
     @property
     def value(self) -> dict[str, Any]:
-        return dict(self.doc.value) if self.doc is not None else turn_value(self.stored.packet)
+        return copy.deepcopy(self.doc.value) if self.doc is not None else turn_value(self.stored.packet)
 
     @property
     def indexed(self) -> bool:
         return self.doc is None or self.doc.indexed
 
+    def expired(self, now: float) -> bool:
+        return self.expiry is not None and self.expiry.at <= now
+
 
 class MemCompileStore(BaseStore):
     """A LangGraph store over a MemCompile: one user per namespace, one turn per item."""
+
+    supports_ttl = True
 
     def __init__(
         self,
@@ -181,14 +280,49 @@ class MemCompileStore(BaseStore):
         user_to_namespace: Callable[[str], tuple[str, ...] | None] = user_namespace,
         user_speaker: str = "User",
         assistant_speaker: str = "Assistant",
+        index: IndexConfig | None = None,
+        ttl: TTLConfig | None = None,
     ):
+        """index: LangGraph's IndexConfig. `fields` name the text of a value (a put's `index=[...]` overrides
+        them); `embed`, when given, must be the memory's embeddings (MemCompileStore.open makes them so): they are
+        the dense channel's. ttl: LangGraph's TTLConfig (default_ttl, refresh_on_read, sweep_interval_minutes for
+        start_ttl_sweeper)."""
+        if index and index.get("embed") is not None and not _same_embed(memory.embeddings, index["embed"]):
+            raise ValueError(
+                "index['embed'] must be the memory's embeddings: open it with MemCompile(..., embeddings=...) or "
+                "use MemCompileStore.open(path, index=...)"
+            )
+        if ttl and ttl.get("default_ttl") is not None:
+            check_ttl(ttl["default_ttl"])
         self.memory = memory
         self.namespace_to_user = namespace_to_user
         self.user_to_namespace = user_to_namespace
         self.speakers = (user_speaker, assistant_speaker)
+        self.index_config = dict(index) if index else None
+        self.ttl_config = ttl
+        self._fields = list(index.get("fields") or []) or None if index else None
+        self._sweeper: tuple[threading.Event, Future[None]] | None = None
+
+    @classmethod
+    def open(
+        cls,
+        path: str | None = None,
+        *,
+        index: IndexConfig | None = None,
+        ttl: TTLConfig | None = None,
+        **options: Any,
+    ) -> MemCompileStore:
+        """A store over a MemCompile opened here (options: MemCompile's); an index config's `embed` becomes the
+        memory's embeddings."""
+        if index and index.get("embed") is not None:
+            options["embeddings"] = ensure_embeddings(index["embed"])
+        return cls(MemCompile(path, **options), index=index, ttl=ttl)
 
     def user(self, namespace: tuple[str, ...]) -> str:
-        user = validate_user_id(self.namespace_to_user(tuple(namespace)))
+        try:
+            user = validate_user_id(self.namespace_to_user(tuple(namespace)))
+        except InvalidUserId as exc:
+            raise InvalidNamespaceError(f"namespace {namespace!r} names no memory: {exc}") from None
         if self.namespace_to_user is namespace_user and user_namespace(user) != tuple(namespace):
             raise InvalidNamespaceError(f"namespace {namespace!r} names no user of its own")  # e.g. NFC merges it
         return user
@@ -199,110 +333,155 @@ class MemCompileStore(BaseStore):
         ops = list(ops)
         for op in ops:
             validate_op_namespace(op)
+        now = time.time()
         results: list[Result] = [None] * len(ops)
+        read: dict[str, dict[str, Expiry]] = {}  # user -> packet id -> expiry, of the items a read refreshes
         for i, op in enumerate(ops):
             if isinstance(op, GetOp):
-                results[i] = self._get(op)
+                results[i] = self._get(op, now, read)
             elif isinstance(op, SearchOp):
-                results[i] = self._search(op)
+                results[i] = self._search(op, now, read)
             elif isinstance(op, ListNamespacesOp):
                 results[i] = self._list_namespaces(op)
             elif not isinstance(op, PutOp):
                 raise ValueError(f"unknown store operation: {type(op).__name__}")
-        self._put_all([op for op in ops if isinstance(op, PutOp)])
+        for user, expiries in read.items():
+            self._refresh(user, expiries, now)
+        self._put_all([op for op in ops if isinstance(op, PutOp)], now)
         return results
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         return await asyncio.to_thread(self.batch, list(ops))
 
     # --- reading -------------------------------------------------------------------------------
-    def _entries(self, user: str, stored: list[StoredTurn]) -> list[_Entry]:
-        docs = self.memory.engine.records.items(user, [t.packet.packet_id for t in stored])
+    def _entries(self, user: str, dia_ids: list[str] | None, now: float | None) -> list[_Entry]:
+        """The user's items (all, or those of these dia_ids) in dialogue order, read in one consistent view; with
+        now, those expired by then are left out (the sweep removes them)."""
         entries = []
-        for t in stored:
-            text = docs.get(t.packet.packet_id)
-            entries.append(_Entry(t, None if text is None else read_document(text)))
+        for stored, text, expiry in self.memory.engine.records.turns_with_items(user, dia_ids):
+            entry = _Entry(stored, None if text is None else read_document(text), expiry)
+            if now is None or not entry.expired(now):
+                entries.append(entry)
         return entries
 
-    def _all_entries(self, user: str) -> list[_Entry]:
+    def _all_entries(self, user: str, now: float) -> list[_Entry]:
         """Every item of the user in listing order (the order of first puts)."""
-        return sorted(self._entries(user, self.memory.turns(user)), key=lambda e: e.position)
+        return sorted(self._entries(user, None, now), key=lambda e: e.position)
 
-    def _item(self, namespace: tuple[str, ...], entry: _Entry, **score: Any) -> Any:
+    def _item(self, namespace: tuple[str, ...], entry: _Entry) -> Item:
         at = _time(entry.stored.created_at)
-        if score:
-            return SearchItem(namespace, entry.key, entry.value, at, at, **score)
         return Item(value=entry.value, key=entry.key, namespace=namespace, created_at=at, updated_at=at)
 
-    def _get(self, op: GetOp) -> Item | None:
+    def _found(
+        self, namespace: tuple[str, ...], entry: _Entry, score: float | None, memcompile: dict[str, Any] | None = None
+    ) -> MemCompileItem:
+        at = _time(entry.stored.created_at)
+        return MemCompileItem(namespace, entry.key, entry.value, at, at, score=score, memcompile=memcompile)
+
+    @staticmethod
+    def _read(read: dict[str, dict[str, Expiry]], user: str, entries: Iterable[_Entry], refresh: bool) -> None:
+        for e in entries if refresh else ():
+            if e.expiry is not None and e.expiry.ttl is not None:
+                read.setdefault(user, {})[e.packet_id] = e.expiry
+
+    def _refresh(self, user: str, expiries: dict[str, Expiry], now: float) -> None:
+        """Read items live their ttl again from now: under the user's writer lock, for packets that still exist."""
+        renewed = {p: Expiry(now + e.ttl * 60, e.ttl) for p, e in expiries.items() if e.ttl is not None}
+        with self.memory.engine.records.write_lock(user):
+            self.memory.engine.records.put_items(user, {}, renewed)
+
+    def _get(self, op: GetOp, now: float, read: dict[str, dict[str, Expiry]]) -> Item | None:
         user = self.user(op.namespace)
-        found = self._entries(user, self.memory.turns(user, dia_ids=[key_dia_id(op.key)]))
+        found = self._entries(user, [key_dia_id(op.key)], now)
+        self._read(read, user, found, op.refresh_ttl)
         return self._item(tuple(op.namespace), found[0]) if found else None
 
     # --- put -----------------------------------------------------------------------------------
-    def _put_all(self, puts: list[PutOp]) -> None:
-        """Every value is checked before anything changes; then per user: replaced turns removed, new ones added."""
+    def _paths(self, op: PutOp) -> list[str] | None:
+        """The field paths that hold the put value's text (None: store_values.value_text's default)."""
+        return op.index or None if op.index is not None else self._fields
+
+    def _put_all(self, puts: list[PutOp], now: float) -> None:
+        """Every value is checked before anything changes; then per user, one writer unit of work."""
         latest: dict[tuple[str, str], PutOp] = {}  # a key put twice in one batch: the last value wins
         for op in puts:
             if op.ttl is not None:
-                raise NotImplementedError("MemCompileStore keeps turns until they are deleted: ttl is not supported")
+                check_ttl(op.ttl)
             if op.value is not None:
-                value_turn(op.value, key_dia_id(op.key), *self.speakers, index=op.index or None)
+                value_turn(op.value, key_dia_id(op.key), *self.speakers, index=self._paths(op))
                 item_document(op.value, 0, True)
             latest[(self.user(op.namespace), key_dia_id(op.key))] = op
         by_user: dict[str, dict[str, PutOp]] = {}
         for (user, dia_id), op in latest.items():
             by_user.setdefault(user, {})[dia_id] = op
         for user, ops in by_user.items():
-            self._put_user(user, ops)
+            self._put_user(user, ops, now)
 
-    def _put_user(self, user: str, ops: dict[str, PutOp]) -> None:
-        old = {e.stored.packet.dia_id: e for e in self._entries(user, self.memory.turns(user, dia_ids=list(ops)))}
-        remove: list[str] = []
-        add: list[dict[str, Any]] = []
-        docs: dict[str, ItemDocument] = {}  # dia_id -> document; position -1: the new packet's seq
-        rewrite: dict[str, str] = {}  # packet_id -> document text, for a kept packet whose value changed
-        for dia_id, op in ops.items():
-            entry = old.get(dia_id)
-            if op.value is None:
-                if entry is not None:
-                    remove.append(dia_id)
-                continue
-            time = entry.stored.packet.session_time_raw if entry is not None else None  # a re-put keeps its time
-            turn = value_turn(op.value, dia_id, *self.speakers, index=op.index or None, time=time)
-            doc = item_document(op.value, entry.position if entry is not None else -1, op.index is not False)
-            if entry is not None and _same_turn(entry.stored.packet, turn):
-                if entry.doc != doc:
-                    rewrite[entry.stored.packet.packet_id] = doc.dumps()
-                continue  # the stored packet stays (and its created time)
-            if entry is not None:
-                remove.append(dia_id)
-                if "session" not in turn:  # the replacement stays in the turn's session
-                    turn = {
-                        **turn,
-                        "session": entry.stored.packet.session,
-                        "session_label": entry.stored.packet.session_label,
-                    }
-            add.append(turn)
-            docs[dia_id] = doc
-        records = self.memory.engine.records
-        if rewrite:
-            records.put_items(user, rewrite)
-        if remove:
-            self.memory.delete_turns(user, remove)
-        if add:
-            counts = self.memory.add_turns(add, user_id=user)
-            if counts["stored"] != len(add):
-                raise ValueError(f"user {user!r}: {len(add)} turns put, {counts['stored']} stored ({counts})")
-            stored = self.memory.turns(user, dia_ids=list(docs))
-            records.put_items(
-                user,
-                {
-                    t.packet.packet_id: _placed(docs[t.packet.dia_id], t.packet.seq).dumps()
-                    for t in stored
-                    if t.packet.dia_id in docs
-                },
+    def _put_user(self, user: str, ops: dict[str, PutOp], now: float) -> None:
+        """Under the user's writer lock (concurrent puts of a key: the last one wins, whole): kept packets get their
+        new document; a changed turn replaces its packet in the records transaction that adds the new one, which
+        keeps the new documents and expiries beside their packets (a forget waits for the lock, then removes all)."""
+        docs: dict[str, ItemDocument] = {}  # dia_id -> document of an added turn; position -1: the new packet's seq
+        expiries: dict[str, Expiry] = {}
+
+        def rows(packets: list[SourcePacket]) -> tuple[dict[str, str], dict[str, Expiry]]:
+            kept = [p for p in packets if p.dia_id in docs]
+            return (
+                {p.packet_id: _placed(docs[p.dia_id], p.seq).dumps() for p in kept},
+                {p.packet_id: expiries[p.dia_id] for p in kept if p.dia_id in expiries},
             )
+
+        host = self.memory.host
+        with UnitOfWork(host, user, rows=rows) as unit:
+            stored = self._entries(user, list(ops), None)
+            old = {e.stored.packet.dia_id: e for e in stored}
+            remove: dict[str, str] = {}  # dia_id -> packet id
+            add: list[dict[str, Any]] = []
+            rewrite: dict[str, str] = {}  # packet id -> document text, for a kept packet whose value changed
+            expiring: dict[str, Expiry | None] = {}  # packet id -> expiry, for a kept packet
+            for dia_id, op in ops.items():
+                entry = old.get(dia_id)
+                if entry is not None and (op.value is None or entry.expired(now)):
+                    remove[dia_id] = entry.packet_id  # an expired item is gone: a put makes it anew
+                    entry = None
+                if op.value is None:
+                    continue
+                expiry = None if op.ttl is None else Expiry(now + op.ttl * 60, op.ttl)
+                time_ = entry.stored.packet.session_time_raw if entry is not None else None  # a re-put keeps its time
+                turn = value_turn(op.value, dia_id, *self.speakers, index=self._paths(op), time=time_)
+                doc = item_document(op.value, entry.position if entry is not None else -1, op.index is not False)
+                if entry is not None and _same_turn(entry.stored.packet, turn):
+                    if entry.doc != doc:
+                        rewrite[entry.packet_id] = doc.dumps()
+                    if entry.expiry != expiry:
+                        expiring[entry.packet_id] = expiry
+                    continue  # the stored packet stays (and its created time)
+                if entry is not None:
+                    remove[dia_id] = entry.packet_id
+                    if "session" not in turn:  # the replacement stays in the turn's session
+                        turn = {
+                            **turn,
+                            "session": entry.stored.packet.session,
+                            "session_label": entry.stored.packet.session_label,
+                        }
+                add.append(turn)
+                docs[dia_id] = doc
+                if expiry is not None:
+                    expiries[dia_id] = expiry
+            if rewrite or expiring:
+                self.memory.engine.records.put_items(user, rewrite, expiring)
+            unit.replace(remove)
+            if add:
+                numbered = occurrences(add)
+                with telemetry.create_memory(user, numbered) as span:
+                    out = ingest_graph.invoke(
+                        {"turns": numbered}, context=MemoryContext(user_id=user, host=host, writer=unit)
+                    )
+                    span.counts("add_turns", {"stored": len(out.get("packets", [])), **out.get("counts", {})})
+                if len(out.get("packets", [])) != len(add):  # checked before: a turn that would not be stored
+                    raise ValueError(f"user {user!r}: {len(add)} turns put, {out.get('counts')}")
+            elif remove:
+                unit.commit([], [], {})
 
     # --- search --------------------------------------------------------------------------------
     def _users_under(self, prefix: tuple[str, ...]) -> list[tuple[tuple[str, ...], str]]:
@@ -316,22 +495,33 @@ class MemCompileStore(BaseStore):
                 found.append((tuple(namespace), user))
         return sorted(found)
 
-    def _search(self, op: SearchOp) -> list[SearchItem]:
+    def _search(self, op: SearchOp, now: float, read: dict[str, dict[str, Expiry]]) -> list[SearchItem]:
         if op.limit < 0 or op.offset < 0:
             raise ValueError("limit and offset must not be negative")
         users = self._users_under(op.namespace_prefix)
-        listed = [(ns, e) for ns, user in users for e in self._all_entries(user) if matches_filter(e.value, op.filter)]
+        listed = [
+            (ns, e) for ns, user in users for e in self._all_entries(user, now) if matches_filter(e.value, op.filter)
+        ]
         if not op.query:
-            found: Iterator[SearchItem] = (self._item(ns, e, score=None) for ns, e in listed)
+            found: Iterator[MemCompileItem] = (self._found(ns, e, None) for ns, e in listed)
         else:
             found = self._ranked(op.query, users, listed)
-        return list(islice(found, op.offset, op.offset + op.limit))
+        page: list[SearchItem] = list(islice(found, op.offset, op.offset + op.limit))
+        user_of = dict(users)
+        by_key = {(ns, e.key): e for ns, e in listed}
+        for item in page:
+            self._read(
+                read, user_of[tuple(item.namespace)], [by_key[(tuple(item.namespace), item.key)]], op.refresh_ttl
+            )
+        return page
 
     def _ranked(
         self, query: str, users: list[tuple[tuple[str, ...], str]], listed: list[tuple[tuple[str, ...], _Entry]]
-    ) -> Iterator[SearchItem]:
-        """The compiled selections of every user by score (higher first), then the other items in listing order."""
-        wanted = {(ns, e.stored.packet.packet_id): e for ns, e in listed if e.indexed}
+    ) -> Iterator[MemCompileItem]:
+        """One ranking over every namespace under the prefix: the items of each user's compiled selection by their
+        similarity to the query (higher first), then the other items in listing order with score 0.0 (an
+        `index=False` item: None)."""
+        wanted = {(ns, e.packet_id): e for ns, e in listed if e.indexed}
         hits = []
         for namespace, user in users if clean_text(query) else ():
             ctx = self.memory.compile(query, user_id=user)
@@ -341,15 +531,76 @@ class MemCompileStore(BaseStore):
                 if entry is None:
                     continue  # filtered out, `index=False`, or deleted since the compile
                 provenance = {k: meta[k] for k in ("rank", "source", "packet_id")} | {"compiled": doc.page_content}
-                hits.append((_unit_score(meta["score"]), namespace, meta["rank"], entry, provenance))
-        hits.sort(key=lambda h: (-h[0], h[1], h[2]))
-        for score, namespace, _, entry, provenance in hits:
-            item = self._item(namespace, entry, score=score)
-            item.value["memcompile"] = provenance
-            yield item
+                hits.append((namespace, entry, provenance))
+        scores = self._similarities(query, [entry.stored.packet.text for _, entry, _ in hits])
+        ranked = sorted(zip(scores, hits), key=lambda h: (-h[0], h[1][0], h[1][1].position))
+        for score, (namespace, entry, provenance) in ranked:
+            yield self._found(namespace, entry, score, provenance)
         for namespace, entry in listed:
-            if (namespace, entry.stored.packet.packet_id) in wanted or not entry.indexed:
-                yield self._item(namespace, entry, score=0.0 if entry.indexed else None)
+            if (namespace, entry.packet_id) in wanted or not entry.indexed:
+                yield self._found(namespace, entry, 0.0 if entry.indexed else None)
+
+    def _similarities(self, query: str, texts: list[str]) -> list[float]:
+        """Each text's similarity to the query in [0, 1], comparable across namespaces and queries: the cosine of
+        their embeddings (negative: 0) with the memory's model, else the share of the query's terms the text holds."""
+        if not texts:
+            return []
+        embeddings = self.memory.embeddings
+        if embeddings is not None:
+            q = np.asarray(embeddings.embed_query(query), dtype=float)
+            docs = np.asarray(embeddings.embed_documents(texts), dtype=float)
+            norms = np.linalg.norm(docs, axis=1) * np.linalg.norm(q)
+            cosines = docs @ q / np.where(norms > 0, norms, 1.0)
+            return [float(min(1.0, max(0.0, c))) for c in cosines]
+        asked = term_set(query)
+        return [len(asked & term_set(t)) / len(asked) if asked else 0.0 for t in texts]
+
+    # --- time to live --------------------------------------------------------------------------
+    def sweep_ttl(self) -> int:
+        """Removes every expired item (and turn added with a ttl) as delete removes it; returns how many."""
+        return self.memory.sweep_expired()
+
+    async def asweep_ttl(self) -> int:
+        return await asyncio.to_thread(self.sweep_ttl)
+
+    def start_ttl_sweeper(self, sweep_interval_minutes: float | None = None) -> Future[None]:
+        """Sweeps every `sweep_interval_minutes` (default: the ttl config's) on a thread until stop_ttl_sweeper; a
+        done future when there is no interval. A failed sweep is logged and tried again at the next interval."""
+        interval = sweep_interval_minutes or (self.ttl_config or {}).get("sweep_interval_minutes")
+        if self._sweeper is not None:
+            return self._sweeper[1]
+        future: Future[None] = Future()
+        if not interval:
+            future.set_result(None)
+            return future
+        stop = threading.Event()
+
+        def sweep() -> None:
+            while not stop.wait(float(interval) * 60):
+                try:
+                    removed = self.sweep_ttl()
+                    if removed:
+                        log.info("ttl sweep removed %d expired items", removed)
+                except Exception as exc:  # noqa: BLE001 - the sweeper outlives one failed sweep
+                    log.warning("ttl sweep failed (%s); tried again in %s minutes", exc, interval)
+            future.set_result(None)
+
+        self._sweeper = (stop, future)
+        threading.Thread(target=sweep, name="memcompile-ttl-sweeper", daemon=True).start()
+        return future
+
+    def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:
+        """Stops the sweeper; whether it ended within timeout."""
+        if self._sweeper is None:
+            return True
+        stop, future = self._sweeper
+        stop.set()
+        try:
+            future.result(timeout)
+        except TimeoutError:
+            return False
+        self._sweeper = None
+        return True
 
     # --- namespaces ----------------------------------------------------------------------------
     def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:

@@ -77,12 +77,37 @@ def delete_turns(host: Host, user_id: str, dia_ids: list[str]) -> int:
         index = host.cache.snapshot(user_id)
         pids = [index.by_dia[d] for d in dict.fromkeys(dia_ids) if d in index.by_dia]
         if pids:
-            engine.records.delete_packets(user_id, pids)
-            engine.vectors.delete(user_id, pids)
-            if engine.llm_store is not None:  # cached replies may quote the deleted turns
-                engine.llm_store.delete_user(user_id, whole_user=False)
-            host.cache.drop(user_id)
+            _remove(host, user_id, pids)
         return len(pids)
+
+
+def delete_expired(host: Host, now: float) -> int:
+    """Removes every packet whose expiry passed, as delete_turns removes; returns how many. Each user's are checked
+    again under its writer lock (a read may have refreshed them meanwhile)."""
+    engine = host.engine
+    by_user: dict[str, list[str]] = {}
+    for user_id, packet_id in engine.records.expired(now):
+        by_user.setdefault(user_id, []).append(packet_id)
+    removed = 0
+    for user_id, packet_ids in by_user.items():
+        with engine.records.write_lock(user_id):
+            engine.check_store()
+            expiries = engine.records.expiries(user_id, packet_ids)
+            pids = [p for p in packet_ids if p in expiries and expiries[p].at <= now]
+            if pids:
+                _remove(host, user_id, pids)
+                removed += len(pids)
+    return removed
+
+
+def _remove(host: Host, user_id: str, packet_ids: list[str]) -> None:
+    """The packets' records, vectors and the LLM replies that may quote them (the caller holds the writer lock)."""
+    engine = host.engine
+    engine.records.delete_packets(user_id, packet_ids)
+    engine.vectors.delete(user_id, packet_ids)
+    if engine.llm_store is not None:  # cached replies may quote the deleted turns
+        engine.llm_store.delete_user(user_id, whole_user=False)
+    host.cache.drop(user_id)
 
 
 def reembed_user(host: Host, user_id: str) -> int:

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 
 from ..index.user import UserIndex
 from ..model import Descriptor, SourcePacket
-from ..store.protocols import StoreError
+from ..store.protocols import Expiry, StoreError
 from . import telemetry
 from .consistency import prepare_writer
 from .engine import Bundles, Embedded
@@ -76,9 +76,22 @@ class _Batch:
             self.where.set_result(where)
 
 
+# the documents (packet id -> text) and expiries kept beside new packets, in their commit's transaction
+PacketRows = Callable[[list[SourcePacket]], tuple[dict[str, str], dict[str, Expiry]]]
+
+
 class UnitOfWork:
-    def __init__(self, host: Host, user_id: str, on_embedded: Callable[[int], None] | None = None):
+    def __init__(
+        self,
+        host: Host,
+        user_id: str,
+        on_embedded: Callable[[int], None] | None = None,
+        rows: PacketRows | None = None,
+    ):
         self.host, self.engine, self.cache, self.user_id = host, host.engine, host.cache, user_id
+        self._rows = rows
+        self._removed: list[str] = []  # packets the next commit removes in its transaction
+        self._replaced = False  # the unit removed packets: the records are loaded again instead of publishing
         self._state: UserState | None = None  # the user's, once this unit published
         self.index: UserIndex  # the private next version, forked by __enter__
         self.base_version = -1
@@ -121,6 +134,14 @@ class UnitOfWork:
             raise WriteConflict(f"user {self.user_id!r} changed since this ingest run started")
         self.index = index
 
+    def replace(self, packets: dict[str, str]) -> None:
+        """The packets (dia_id -> packet id) are removed by the unit's next commit, in its transaction (a replace
+        is never a moment without either); new turns may take their dia_ids meanwhile."""
+        self._removed += packets.values()
+        self.index.release(packets)
+        self._replaced = self._replaced or bool(packets)
+        self._behind = False  # the private index is not published, so vectors go in as they are embedded
+
     def embed_ahead(self, packets: list[SourcePacket], descriptors: list[Descriptor]) -> None:
         """Starts embedding the packet documents of a batch whose records are not committed yet."""
         if self.engine.embeddings is None or not packets:
@@ -134,8 +155,16 @@ class UnitOfWork:
         """Records of one batch (descriptors already placed in self.index's Cells) in one transaction; then they are
         made searchable in the private index and their vectors stored (embedded ahead, or queued now)."""
         index = self.index
+        items, expiries = self._rows(packets) if self._rows is not None else ({}, {})
+        removed, self._removed = self._removed, []
         with self.engine.clock.part("commit", packets=len(packets), descriptors=len(placed)):
-            self.engine.records.commit(self.user_id, packets, placed, counts)
+            self.engine.records.commit(
+                self.user_id, packets, placed, counts, removed=removed, items=items, expiries=expiries
+            )
+        if removed:
+            self.engine.vectors.delete(self.user_id, removed)
+            if self.engine.llm_store is not None:  # cached replies may quote the removed turns
+                self.engine.llm_store.delete_user(self.user_id, whole_user=False)
         index.version, index.epoch, index.digest = self.engine.records.head(self.user_id)  # (a new user: its epoch)
         for p in packets:
             index.add_packet(p)
@@ -228,7 +257,9 @@ class UnitOfWork:
             except BaseException:
                 if exc_type is None:
                     raise
-            if exc_type is None:
+            if self._replaced:
+                self.cache.drop(self.user_id)  # the private index still holds the removed packets
+            elif exc_type is None:
                 with self.engine.clock.part("publish"):
                     state = self.cache.publish(self.index)
                     self.cache.persist(state, self.index)

@@ -6,7 +6,7 @@ tests/contracts/ holds one suite per protocol that every implementation must pas
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager as ContextManager
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol, runtime_checkable
@@ -31,6 +31,13 @@ class Head(NamedTuple):
 
 
 NO_RECORDS = Head(0, 0, "")
+
+
+class Expiry(NamedTuple):
+    """When a packet expires (seconds since the epoch) and its time to live in minutes (None: no refresh on read)."""
+
+    at: float
+    ttl: float | None
 
 
 class Moved(NamedTuple):
@@ -105,6 +112,10 @@ class RecordsStore(Protocol):
         packets: list[SourcePacket],
         placed: list[tuple[Descriptor, str]],
         counts: dict[str, int] | None = None,
+        *,
+        removed: Sequence[str] = (),
+        items: Mapping[str, str] | None = None,
+        expiries: Mapping[str, Expiry] | None = None,
     ) -> int: ...
     def delete_packets(self, user_id: str, packet_ids: list[str]) -> int: ...
     def forget(self, user_id: str) -> None: ...
@@ -115,8 +126,15 @@ class RecordsStore(Protocol):
     def apart(self, deployment: str | None = None) -> tuple[str, str] | None: ...
     def moved_swept(self, store_id: str) -> None: ...
     def forget_done(self, user_id: str) -> None: ...
-    def put_items(self, user_id: str, items: dict[str, str]) -> None: ...
+    def put_items(
+        self, user_id: str, items: Mapping[str, str], expiries: Mapping[str, Expiry | None] | None = None
+    ) -> None: ...
     def items(self, user_id: str, packet_ids: Sequence[str]) -> dict[str, str]: ...
+    def expiries(self, user_id: str, packet_ids: Sequence[str]) -> dict[str, Expiry]: ...
+    def turns_with_items(
+        self, user_id: str, dia_ids: list[str] | None = None
+    ) -> list[tuple[StoredTurn, str | None, Expiry | None]]: ...
+    def expired(self, now: float) -> list[tuple[str, str]]: ...
     def turns(
         self, user_id: str, dia_ids: list[str] | None = None, limit: int | None = None, offset: int = 0
     ) -> list[StoredTurn]: ...

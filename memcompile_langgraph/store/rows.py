@@ -43,6 +43,15 @@ def item_key(user_id: str, packet_id: str) -> str:
     return f"item:{user_key(user_id)}:{packet_id}"
 
 
+EXPIRY = "expires:"
+
+
+def expiry_key(user_id: str, packet_id: str) -> str:
+    """The meta key of a packet's expiry (a JSON object: at, when it expires; ttl, its minutes; the user's id);
+    expiry_key(user, "") prefixes all of the user's."""
+    return f"{EXPIRY}{user_key(user_id)}:{packet_id}"
+
+
 def chain(prev: str, packets: list[tuple[Any, ...]], descriptors: list[tuple[Any, ...]]) -> list[str]:
     """The digests of `packets` (rows in PACKET_COLS order, by seq) chained after `prev`: each over the previous
     digest, the packet and its descriptors with their Cells (rows in user_id + DESC_COLS order), in canonical

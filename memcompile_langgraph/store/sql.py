@@ -15,20 +15,22 @@ import sqlite3
 import time
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from ..model import Descriptor, SourcePacket
-from .protocols import NO_RECORDS, Head, LoadedRecords, Moved, StoredTurn, StoreError
+from .protocols import NO_RECORDS, Expiry, Head, LoadedRecords, Moved, StoredTurn, StoreError
 from .rows import (
     DESC_COLS,
+    EXPIRY,
     PACKET_COLS,
     chain,
     chained_rows,
     descriptors_from_rows,
     embedding_key,
+    expiry_key,
     forgetting_key,
     item_key,
 )
@@ -423,6 +425,28 @@ class SqlRecords(ABC):
     def turns(
         self, user_id: str, dia_ids: list[str] | None = None, limit: int | None = None, offset: int = 0
     ) -> list[StoredTurn]:
+        with self._read() as tx:
+            return self._turns(tx, user_id, dia_ids, limit, offset)
+
+    def turns_with_items(
+        self, user_id: str, dia_ids: list[str] | None = None
+    ) -> list[tuple[StoredTurn, str | None, Expiry | None]]:
+        """The user's turns (all, or those with these dia_ids) in dialogue order, each with the document and the
+        expiry kept beside it, in one consistent read: a replace committed meanwhile is seen whole or not at all."""
+        with self._read(consistent=True) as tx:
+            stored = self._turns(tx, user_id, dia_ids, None, 0)
+            ids = [t.packet.packet_id for t in stored]
+            docs = dict(self._keyed(tx, item_key(user_id, ""), ids))
+            expiries = dict(self._keyed(tx, expiry_key(user_id, ""), ids))
+        out = []
+        for t in stored:
+            read = _expiry(expiries[t.packet.packet_id]) if t.packet.packet_id in expiries else None
+            out.append((t, docs.get(t.packet.packet_id), read[0] if read else None))
+        return out
+
+    def _turns(
+        self, tx: Tx, user_id: str, dia_ids: list[str] | None, limit: int | None, offset: int
+    ) -> list[StoredTurn]:
         sql = f"SELECT {PACKET_COLS}, created_at FROM packets WHERE user_id=?"
         args: tuple[Any, ...] = (user_id,)
         if dia_ids is not None:
@@ -431,7 +455,7 @@ class SqlRecords(ABC):
             args += values
         sql += " ORDER BY seq LIMIT ? OFFSET ?"
         args += (self.NO_LIMIT if limit is None else limit, offset)
-        return [StoredTurn(SourcePacket(*r[:-1]), r[-1]) for r in self._all(sql, args)]
+        return [StoredTurn(SourcePacket(*r[:-1]), r[-1]) for r in tx.all(sql, args)]
 
     def commit(
         self,
@@ -439,8 +463,14 @@ class SqlRecords(ABC):
         packets: list[SourcePacket],
         placed: list[tuple[Descriptor, str]],
         counts: dict[str, int] | None = None,
+        *,
+        removed: Sequence[str] = (),
+        items: Mapping[str, str] | None = None,
+        expiries: Mapping[str, Expiry] | None = None,
     ) -> int:
-        """Packets, their descriptors and the Cell memberships in one transaction; returns the new version."""
+        """Packets, their descriptors and the Cell memberships in one transaction; returns the new version. In the
+        same transaction: the packets `removed` go (a replace: never a moment without either), and the documents
+        and expiries of the new packets are kept beside them."""
         now = time.time()
         with self.transaction() as tx:
             self._fence(tx, user_id)
@@ -449,6 +479,8 @@ class SqlRecords(ABC):
                 (user_id,),
             ):
                 self._bump(tx, user_id, epoch=True)  # a user made again after forget starts a new epoch
+            if removed:
+                self._delete(tx, user_id, list(removed))
             prev, epoch = tx.row(f"SELECT digest, epoch FROM users WHERE user_id=?{self.ROW_LOCK}", (user_id,))
             if packets:  # one range read; the unique (user_id, seq) index stops whatever gets past it
                 seqs = {p.seq for p in packets}
@@ -468,7 +500,11 @@ class SqlRecords(ABC):
                 "UPDATE users SET digest=?, epoch=? WHERE user_id=?", (digests[-1] if digests else prev, epoch, user_id)
             )
             self._count(tx, user_id, counts or {})
-            return self._bump(tx, user_id, epoch=False)
+            self._put_item_rows(tx, user_id, items or {}, expiries or {})
+            version = self._bump(tx, user_id, epoch=bool(removed))
+        if removed:
+            self._scrub()
+        return version
 
     @staticmethod
     def _count(tx: Tx, user_id: str, counts: dict[str, int]) -> None:
@@ -501,21 +537,25 @@ class SqlRecords(ABC):
     def delete_packets(self, user_id: str, packet_ids: list[str]) -> int:
         with self.transaction() as tx:
             self._fence(tx, user_id)
-            first = None
-            for start in range(0, len(packet_ids), MAX_MEMBERS):
-                member, values = self._member("packet_id", packet_ids[start : start + MAX_MEMBERS])
-                low = tx.row(f"SELECT MIN(seq) FROM packets WHERE user_id=? AND {member}", (user_id, *values))[0]
-                first = low if first is None or (low is not None and low < first) else first
-                for table in ("descriptors", "packets"):
-                    tx.run(f"DELETE FROM {table} WHERE user_id=? AND {member}", (user_id, *values))
-                keys = [item_key(user_id, p) for p in packet_ids[start : start + MAX_MEMBERS]]
-                member, values = self._member("key", keys)
-                tx.run(f"DELETE FROM meta WHERE {member}", values)
-            if first is not None:
-                rechain(tx, user_id, first)
+            self._delete(tx, user_id, packet_ids)
             version = self._bump(tx, user_id, epoch=True)
         self._scrub()
         return version
+
+    def _delete(self, tx: Tx, user_id: str, packet_ids: list[str]) -> None:
+        """The packets with their descriptors, documents and expiries, and the chain recomputed after them."""
+        first = None
+        for start in range(0, len(packet_ids), MAX_MEMBERS):
+            member, values = self._member("packet_id", packet_ids[start : start + MAX_MEMBERS])
+            low = tx.row(f"SELECT MIN(seq) FROM packets WHERE user_id=? AND {member}", (user_id, *values))[0]
+            first = low if first is None or (low is not None and low < first) else first
+            for table in ("descriptors", "packets"):
+                tx.run(f"DELETE FROM {table} WHERE user_id=? AND {member}", (user_id, *values))
+            chunk = packet_ids[start : start + MAX_MEMBERS]
+            member, values = self._member("key", [k(user_id, p) for p in chunk for k in (item_key, expiry_key)])
+            tx.run(f"DELETE FROM meta WHERE {member}", values)
+        if first is not None:
+            rechain(tx, user_id, first)
 
     def forget(self, user_id: str) -> None:
         with self.transaction() as tx:
@@ -523,8 +563,8 @@ class SqlRecords(ABC):
             for table in ("descriptors", "packets", "counters", "users", "writer_epochs"):
                 tx.run(f"DELETE FROM {table} WHERE user_id=?", (user_id,))
             tx.run("DELETE FROM meta WHERE key=?", (embedding_key(user_id),))
-            prefix = item_key(user_id, "")
-            tx.run("DELETE FROM meta WHERE substr(key, 1, ?) = ?", (len(prefix), prefix))
+            for prefix in (item_key(user_id, ""), expiry_key(user_id, "")):
+                tx.run("DELETE FROM meta WHERE substr(key, 1, ?) = ?", (len(prefix), prefix))
             tx.put_meta(forgetting_key(user_id), "1")  # until forget_done: the derived state goes after this commit
         self._scrub()
 
@@ -537,20 +577,77 @@ class SqlRecords(ABC):
         with self.transaction() as tx:
             tx.run("DELETE FROM meta WHERE key=?", (forgetting_key(user_id),))
 
-    def put_items(self, user_id: str, items: dict[str, str]) -> None:
-        """Keeps a document beside each given packet (packet id -> text); delete and forget remove it with the
-        packet. MemCompileStore keeps a put's JSON value here, since a packet holds only the turn."""
+    def put_items(
+        self, user_id: str, items: Mapping[str, str], expiries: Mapping[str, Expiry | None] | None = None
+    ) -> None:
+        """Keeps a document beside each given packet (packet id -> text) and sets or clears (None) packet expiries,
+        in one transaction; a packet that no longer exists gets nothing (the caller holds the user's writer lock, so
+        a forget is either before, leaving no packet, or after, removing these too). Delete and forget remove them
+        with the packet. MemCompileStore keeps a put's JSON value here, since a packet holds only the turn."""
         with self.transaction() as tx:
-            for packet_id, text in items.items():
-                tx.put_meta(item_key(user_id, packet_id), text)
+            self._fence(tx, user_id)
+            self._put_item_rows(tx, user_id, items, expiries or {})
+
+    def _put_item_rows(
+        self, tx: Tx, user_id: str, items: Mapping[str, str], expiries: Mapping[str, Expiry | None]
+    ) -> None:
+        exists = "EXISTS (SELECT 1 FROM packets WHERE user_id=? AND packet_id=?)"
+        upsert = f"INSERT INTO meta (key, value) SELECT CAST(? AS TEXT), CAST(? AS TEXT) WHERE {exists} ON CONFLICT (key) DO UPDATE SET value = excluded.value"
+        rows = [(item_key(user_id, p), text, user_id, p) for p, text in items.items()]
+        rows += [
+            (expiry_key(user_id, p), json.dumps({"at": e.at, "ttl": e.ttl, "user": user_id}), user_id, p)
+            for p, e in expiries.items()
+            if e is not None
+        ]
+        tx.many(upsert, rows)
+        cleared = [expiry_key(user_id, p) for p, e in expiries.items() if e is None]
+        for start in range(0, len(cleared), MAX_MEMBERS):
+            member, values = self._member("key", cleared[start : start + MAX_MEMBERS])
+            tx.run(f"DELETE FROM meta WHERE {member}", values)
+
+    def expiries(self, user_id: str, packet_ids: Sequence[str]) -> dict[str, Expiry]:
+        """The expiries of these packets (packets that never expire are absent)."""
+        found = {}
+        with self._read() as tx:
+            rows = self._keyed(tx, expiry_key(user_id, ""), packet_ids)
+        for key, text in rows:
+            read = _expiry(text)
+            if read is not None:
+                found[key] = read[0]
+        return found
+
+    def expired(self, now: float) -> list[tuple[str, str]]:
+        """(user, packet id) of every packet whose expiry is before `now`."""
+        out = []
+        for key, text in self._all("SELECT key, value FROM meta WHERE substr(key, 1, ?) = ?", (len(EXPIRY), EXPIRY)):
+            read = _expiry(text)
+            if read is not None and read[0].at <= now:
+                out.append((read[1], key.rpartition(":")[2]))
+        return out
 
     def items(self, user_id: str, packet_ids: Sequence[str]) -> dict[str, str]:
         """The documents put_items kept beside these packets (packet id -> text; packets without one are absent)."""
-        prefix, found = item_key(user_id, ""), dict[str, str]()
+        with self._read() as tx:
+            return dict(self._keyed(tx, item_key(user_id, ""), packet_ids))
+
+    def _keyed(self, tx: Tx, prefix: str, packet_ids: Sequence[str]) -> list[tuple[str, str]]:
+        found = []
         for start in range(0, len(packet_ids), MAX_MEMBERS):
             member, values = self._member("key", [prefix + p for p in packet_ids[start : start + MAX_MEMBERS]])
-            found.update(
+            found += [
                 (key[len(prefix) :], text)
-                for key, text in self._all(f"SELECT key, value FROM meta WHERE {member}", values)
-            )
+                for key, text in tx.all(f"SELECT key, value FROM meta WHERE {member}", values)
+            ]
         return found
+
+
+def _expiry(text: str) -> tuple[Expiry, str] | None:
+    """A stored expiry read back with its user; None when it is not one (stored text is untrusted)."""
+    try:
+        row = json.loads(text)
+        at, ttl, user = row["at"], row.get("ttl"), row.get("user")
+    except (ValueError, TypeError, KeyError, AttributeError):
+        return None
+    if not isinstance(at, (int, float)) or not isinstance(user, str):
+        return None
+    return Expiry(float(at), float(ttl) if isinstance(ttl, (int, float)) else None), user

@@ -1,0 +1,175 @@
+"""MemCompileStore as LangGraph defines a store: one ranking across namespaces with scores that are similarities,
+TTL (per put, the store's default, refresh on read, the sweeper, the served store's langgraph.json), the index
+config, values returned as put, and every label InMemoryStore accepts."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import runpy
+import time
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from langgraph.store.base import InvalidNamespaceError
+from langgraph.store.memory import InMemoryStore
+from support.paths import ROOT
+
+from memcompile_langgraph import MemCompile
+from memcompile_langgraph.integrations.base_store import MemCompileStore, namespace_user, user_namespace
+from memcompile_langgraph.runtime.served import served_memory
+
+BEAGLE = {"speaker": "Tom", "text": "I adopted a beagle named Biscuit.", "time": "4 March 2024"}
+
+
+@pytest.fixture(params=[False, True], ids=["lexical", "dense"])
+def store(request, tmp_path):
+    kwargs = {"embeddings": request.getfixturevalue("embeddings")} if request.param else {"dense": False}
+    mem = MemCompile(tmp_path / "store", **kwargs)
+    yield MemCompileStore(mem)
+    mem.close()
+
+
+def test_one_search_over_several_namespaces_is_one_ranking(store):
+    store.put(("memories", "ann"), "pizza", {"text": "My favourite pizza is margherita with basil."})
+    store.put(("memories", "ann"), "job", {"text": "I work as an architect in Lisbon."})
+    store.put(("memories", "tom"), "dog", BEAGLE)
+    found = store.search(("memories",), query="What is the name of the beagle?")
+    assert found[0].key == "dog" and found[0].namespace == ("memories", "tom")
+    assert [i.score for i in found] == sorted((i.score for i in found), reverse=True)
+
+
+def test_scores_are_similarities_in_the_unit_interval(store):
+    store.put(("tom",), "dog", BEAGLE)
+    store.put(("tom",), "job", {"text": "I work as a night nurse in Boston."})
+    related = store.search(("tom",), query="the beagle named Biscuit")
+    assert related[0].key == "dog" and 0.3 <= related[0].score <= 1.0
+    unrelated = store.search(("tom",), query="poisson")
+    assert all(0.0 <= i.score <= 0.25 for i in unrelated) and max(i.score for i in unrelated) < related[0].score
+    store.put(("tom",), "dog", {**BEAGLE, "text": "I repaired the roof of the garden shed."})  # edited away
+    after = next(i for i in store.search(("tom",), query="the beagle named Biscuit") if i.key == "dog")
+    assert after.score < related[0].score - 0.2
+
+
+def test_values_come_back_as_put_and_provenance_is_an_attribute(store):
+    store.put(("tom",), "dog", BEAGLE)
+    [hit] = store.search(("tom",), query="What is the beagle called?")
+    assert hit.value == BEAGLE
+    assert hit.memcompile["compiled"].startswith("[dog] Tom | 2024-03-04") and hit.memcompile["rank"] == 1
+    hit.value["text"] = "changed by the caller"
+    assert store.get(("tom",), "dog").value == BEAGLE
+
+
+def test_ttl_per_put_default_refresh_and_sweeper(tmp_path):
+    mem = MemCompile(tmp_path / "store", dense=False)
+    store = MemCompileStore(mem, ttl={"default_ttl": 0.1, "refresh_on_read": True, "sweep_interval_minutes": 0.01})
+    assert store.supports_ttl and store.ttl_config["default_ttl"] == 0.1
+    store.put(("a",), "refreshed", {"text": "Read often."})  # the default: 6 seconds
+    store.put(("a",), "fixed", {"text": "Never read."}, ttl=0.1)
+    store.put(("a",), "forever", {"text": "No time to live."}, ttl=None)
+    start = time.time()
+    time.sleep(3.5)
+    assert store.get(("a",), "refreshed") is not None  # lives 6 seconds from now
+    assert store.get(("a",), "fixed", refresh_ttl=False) is not None
+    time.sleep(max(0.0, start + 7.0 - time.time()))
+    assert {i.key for i in store.search(("a",))} == {"refreshed", "forever"}
+    store.start_ttl_sweeper()
+    deadline = time.time() + 20
+    while len(mem.turns("a")) > 1 and time.time() < deadline:
+        time.sleep(0.2)
+    assert store.stop_ttl_sweeper(timeout=5)
+    assert [t.packet.text for t in mem.turns("a")] == ["No time to live."]
+    mem.close()
+
+
+def test_the_served_store_reads_the_ttl_of_langgraph_json(tmp_path, monkeypatch):
+    monkeypatch.setenv("MEMCOMPILE_STORE", str(tmp_path / "served"))
+    ttl = {"default_ttl": 60, "refresh_on_read": False, "sweep_interval_minutes": 5}
+    monkeypatch.setenv("LANGGRAPH_STORE", json.dumps({"path": "./graphs/store.py:store", "ttl": ttl}))
+    served_memory.cache_clear()  # the memory of this test's $MEMCOMPILE_STORE
+    store = runpy.run_path(str(ROOT / "graphs" / "store.py"))["store"]
+    try:
+        assert store.ttl_config == ttl and store._sweeper is not None
+        store.put(("tom",), "k", {"text": "Expires in an hour."})
+        [expiry] = store.memory.engine.records.expiries(
+            "tom", [t.packet.packet_id for t in store.memory.turns("tom")]
+        ).values()
+        assert abs(expiry.at - time.time() - 3600) < 60 and expiry.ttl == 60
+    finally:
+        store.stop_ttl_sweeper(timeout=1)
+        store.memory.close()
+        served_memory.cache_clear()
+
+
+def _embed(texts: list[str]) -> list[list[float]]:
+    """A deterministic embedding of 64 dimensions: each word counted in a bucket chosen by its hash."""
+    calls.append(len(texts))
+    out = []
+    for text in texts:
+        vec = [0.0] * 64
+        for word in text.lower().split():
+            vec[hashlib.sha256(word.strip(".,?!").encode()).digest()[0] % 64] += 1.0
+        out.append(vec)
+    return out
+
+
+calls: list[int] = []
+
+
+def test_the_index_config_names_fields_and_embeddings(tmp_path):
+    index = {"fields": ["memo", "tags[*]"], "dims": 64, "embed": _embed}
+    store = MemCompileStore.open(str(tmp_path / "store"), index=index)
+    try:
+        assert store.index_config == index
+        store.put(("tom",), "k", {"memo": "I adopted a beagle.", "tags": ["pets"], "noise": "xyzzy"})
+        assert [t.packet.text for t in store.memory.turns("tom")] == ["I adopted a beagle.\npets"]
+        assert sum(calls) > 0  # the dense channel embeds with the given function
+        store.put(("tom",), "j", {"memo": "Only this.", "noise": "xyzzy"}, index=["noise"])  # a put's index wins
+        assert store.memory.turns("tom")[-1].packet.text == "xyzzy"
+        assert store.search(("tom",), query="beagle")[0].key == "k"
+    finally:
+        store.memory.close()
+    plain = MemCompile(tmp_path / "plain", dense=False)
+    with pytest.raises(ValueError, match="must be the memory's embeddings"):
+        MemCompileStore(plain, index=index)
+    plain.close()
+
+
+LABELS = ["a%b", "line\n", "tab\tx", "%2", "50%", "e\u0301", "tom\u202e", " ", "x/y", "%25", "a%25b", "\u2205"]
+
+
+def test_every_label_the_in_memory_store_accepts_is_a_namespace(tmp_path):
+    mem = MemCompile(tmp_path / "store", dense=False)
+    ours, ref = MemCompileStore(mem), InMemoryStore()
+    for n, label in enumerate(LABELS):
+        for s in (ours, ref):
+            s.put((label, "x"), "k", {"text": f"Note {n}."})
+    for n, label in enumerate(LABELS):
+        assert ours.get((label, "x"), "k").value == ref.get((label, "x"), "k").value == {"text": f"Note {n}."}
+    assert sorted(ours.list_namespaces()) == sorted(ref.list_namespaces())
+    assert [i.key for i in ours.search(("a%b",))] == ["k"]
+    for bad in [("a.b",), ("langgraph",), ("",)]:
+        for s in (ours, ref):
+            with pytest.raises(InvalidNamespaceError):
+                s.put(bad, "k", {"text": "x"})
+    mem.close()
+
+
+@pytest.fixture(scope="module")
+def in_memory():
+    mem = MemCompile(None, dense=False)
+    yield MemCompileStore(mem)
+    mem.close()
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(namespace=st.lists(st.text(min_size=1, max_size=8), min_size=1, max_size=3).map(tuple))
+def test_a_namespace_is_refused_exactly_as_the_in_memory_store_refuses_it(in_memory, namespace):
+    try:
+        InMemoryStore().put(namespace, "k", {"text": "x"})
+    except InvalidNamespaceError:
+        with pytest.raises(InvalidNamespaceError):
+            in_memory.put(namespace, "k", {"text": "x"})
+        return
+    assert user_namespace(namespace_user(namespace)) == namespace  # accepted: a namespace of its own
