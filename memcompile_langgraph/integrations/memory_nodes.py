@@ -38,7 +38,7 @@ from ..model import stable_hash
 from ..text.terms import clean_text
 from .extractive import block_dia_ids
 from .retriever import packet_documents, resolve_k
-from .run_settings import run_setting, run_user
+from .run_settings import run_speakers, run_user
 
 RECALL_ID_PREFIX = "memcompile-recall-"
 RECALL_HEADER = (
@@ -137,7 +137,8 @@ def make_remember_node(
     """A node storing the new exchange as turns at the current time; returns no state update.
 
     Speaker names: a message's own `name`, else "user_name" / "assistant_name" from the run's configurable or
-    runtime context, else the names given here.
+    runtime context, else the names given here; behind a LangGraph server's auth, the signed-in user's id and the
+    name given here (run_settings.run_speakers).
     """
 
     def remember(state: Any, config: Optional[RunnableConfig] = None, runtime: Any = None) -> dict[str, Any]:
@@ -145,10 +146,7 @@ def make_remember_node(
         if not any(isinstance(m, HumanMessage) for m in messages):
             return {}
         user = run_user(config, runtime, "the remember node")
-        names = (
-            run_setting("user_name", config, runtime, user_name),
-            run_setting("assistant_name", config, runtime, assistant_name),
-        )
+        names = run_speakers(config, runtime, user, user_name, assistant_name)
         stored = mem.index(user).by_dia
         shown = _shown_dia_ids(messages)
         # every message not stored yet, wherever it is (a stored one is no sign that those before it were stored)
