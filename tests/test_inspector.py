@@ -216,6 +216,11 @@ def test_the_cookie_is_a_session_of_its_own_never_the_token(make_mem, tmp_path):
         TestClient(build_app(mem, Tokens.load(tmp_path / "tokens")), cookies={COOKIE: session}).get("/").status_code
         == 401
     )  # another server (another port, another run) does not know this session
+    # a token removed from the tokens file ends its sessions
+    operator = signed_in(app, TOKEN_ALL)
+    assert TestClient(app, cookies={COOKIE: operator}).get("/").status_code == 200
+    (tmp_path / "tokens").write_text(f"{TOKEN_DEMO} {DEMO}\n")
+    assert TestClient(app, cookies={COOKIE: operator}).get("/").status_code == 401
     # sign-out ends the session on the server: the cookie, kept and sent again, opens nothing
     client.post("/logout", data={"csrf": csrf_of(client.get("/").text)}).raise_for_status()
     assert TestClient(app, cookies={COOKIE: session}).get("/timeline", params={"user": DEMO}).status_code == 401
