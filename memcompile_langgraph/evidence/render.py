@@ -17,6 +17,14 @@ from .updates import Supersession, superseded_note, supersessions
 
 VIEWS = ("bundle", "raw", "claim")
 
+
+def validate_view(view: object) -> str:
+    """The reader view, when it is one of VIEWS; ValueError (one line naming them) otherwise."""
+    if view not in VIEWS:
+        raise ValueError(f"view must be one of {', '.join(VIEWS)}; got {view!r}")
+    return str(view)
+
+
 # what every surface that hands memory to a model puts before the blocks (framed_memory)
 MEMORY_FRAME = (
     "Long-term memory of earlier conversations with this user. Each block below is one earlier turn, headed "
@@ -136,6 +144,7 @@ def render_context(
     """X_q = Render(p_1, B_p1) || ... || Render(p_L, B_pL), Eq. 16; over max_tokens (text.count_tokens), the tokens
     are spent by rank: the best packets whole, the next one cut to its answer-bearing lines, the rest left out
     (evidence/budget.py). `marks`: update notes already decided (update_marks), else the offline ones for the query."""
+    view = validate_view(view)
     reps = representatives or {}
     blocks = [packet_block(index, pid, view, reps.get(pid)) for pid in packet_ids]
     if marks is None:
