@@ -17,6 +17,7 @@ from langchain_core.embeddings import Embeddings
 from .config import DEFAULT_CONFIG, MemCompileConfig
 from .evidence.budget import validate_max_tokens
 from .evidence.fusion_model import with_fusion_model
+from .evidence.render import validate_view
 from .evidence.scheduler import Scheduler
 from .extract.base import Extractor
 from .index.user import UserIndex
@@ -155,7 +156,7 @@ class MemCompile(Upkeep, Surfaces):
         user_id = validate_user_id(user_id)
         query = clean_query(query)  # ValueError when nothing usable is left
         max_tokens = validate_max_tokens(max_tokens)
-        state = {"query": query, "view": view, "max_tokens": max_tokens}
+        state = {"query": query, "view": validate_view(view), "max_tokens": max_tokens}
         with telemetry.search_memory(user_id, query, view, max_tokens) as span:
             out = query_graph.invoke(state, context=self.context(user_id))
             packets = [SelectedPacket.from_dict(p) for p in out.get("packets", [])]

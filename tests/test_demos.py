@@ -10,8 +10,9 @@ from support.paths import ROOT
 
 from memcompile_langgraph import MemCompile
 from memcompile_langgraph.cli.demo_data import QUESTIONS, demo_turns
+from memcompile_langgraph.evidence.render import MEMORY_FRAME
 from memcompile_langgraph.integrations.extractive import Claim, parse_claims, ranked
-from memcompile_langgraph.integrations.memory_nodes import RECALL_HEADER, is_recall_message
+from memcompile_langgraph.integrations.memory_nodes import is_recall_message
 from memcompile_langgraph.integrations.offline_model import memory_claims
 
 # each demo question -> the turn that answers it and words the answer must quote
@@ -102,7 +103,7 @@ def test_chat_agent_demo_uses_chat_openai_when_a_key_is_set(tmp_path, monkeypatc
     assert len(bodies) == 6 and all(b["model"] == "gpt-4o-mini" for b in bodies)
     last = bodies[-1]["messages"]
     assert [m["role"] for m in last[:1] + last[-2:]] == ["system", "user", "system"]  # persona, question, its memory
-    assert last[-1]["content"].startswith(RECALL_HEADER) and "Anika" in last[-1]["content"]
+    assert last[-1]["content"].startswith(MEMORY_FRAME) and "Anika" in last[-1]["content"]
     assert proc.stdout.count("Aria: Biscuit") == 6  # the server's reply, printed as the assistant's
 
 

@@ -186,7 +186,57 @@ def test_a_token_bound_to_one_user_sees_and_forgets_only_that_user(demo_store, t
     )
     header = TestClient(app, headers={"Authorization": f"Bearer {TOKEN_ALL}"})
     assert "flowerpot" in header.get("/timeline", params={"user": OTHER}).text
-    assert TestClient(app, cookies={COOKIE: TOKEN_ALL}).get("/").text.count('class="user"') == 2
+    assert TestClient(app, cookies={COOKIE: TOKEN_ALL}).get("/").status_code == 401  # a token is no session
+
+
+def signed_in(app, token: str) -> str:
+    """The session cookie a sign-in with the token sets."""
+    client = TestClient(app)
+    done = client.post("/login", data={"token": token}, follow_redirects=False)
+    assert done.status_code == 303
+    return client.cookies[COOKIE]
+
+
+def test_the_cookie_is_a_session_of_its_own_never_the_token(make_mem, tmp_path):
+    mem = make_mem("store", turns=demo_turns()[:2], user_id=DEMO, dense=False)
+    (tmp_path / "tokens").write_text(f"{TOKEN_DEMO} {DEMO}\n{TOKEN_ALL} *\n")
+    app = build_app(mem, Tokens.load(tmp_path / "tokens"))
+    client = TestClient(app)
+    done = client.post("/login", data={"token": TOKEN_DEMO}, follow_redirects=False)
+    cookie, session = done.headers["set-cookie"], client.cookies[COOKIE]
+    assert TOKEN_DEMO not in cookie and session != TOKEN_DEMO and len(session) >= 32
+    assert "HttpOnly" in cookie and "SameSite=strict" in cookie and "Path=/" in cookie and "Max-Age=" in cookie
+    assert session != signed_in(app, TOKEN_DEMO)  # each sign-in its own
+    assert DEMO in client.get("/").text
+    for token in (TOKEN_DEMO, TOKEN_ALL):  # a token presented as the cookie is refused, with nothing shown
+        refused = TestClient(app, cookies={COOKIE: token}).get("/", params={"user": DEMO})
+        assert refused.status_code == 401 and DEMO not in refused.text
+        assert TestClient(app, cookies={COOKIE: token}).get("/timeline", params={"user": DEMO}).status_code == 401
+    assert (
+        TestClient(build_app(mem, Tokens.load(tmp_path / "tokens")), cookies={COOKIE: session}).get("/").status_code
+        == 401
+    )  # another server (another port, another run) does not know this session
+    # a token removed from the tokens file ends its sessions
+    operator = signed_in(app, TOKEN_ALL)
+    assert TestClient(app, cookies={COOKIE: operator}).get("/").status_code == 200
+    (tmp_path / "tokens").write_text(f"{TOKEN_DEMO} {DEMO}\n")
+    assert TestClient(app, cookies={COOKIE: operator}).get("/").status_code == 401
+    # sign-out ends the session on the server: the cookie, kept and sent again, opens nothing
+    client.post("/logout", data={"csrf": csrf_of(client.get("/").text)}).raise_for_status()
+    assert TestClient(app, cookies={COOKIE: session}).get("/timeline", params={"user": DEMO}).status_code == 401
+
+
+def test_a_session_ends_when_it_expires(make_mem, tmp_path):
+    import time
+
+    mem = make_mem("store", turns=demo_turns()[:2], user_id=DEMO, dense=False)
+    (tmp_path / "tokens").write_text(f"{TOKEN_DEMO} {DEMO}\n")
+    app = build_app(mem, Tokens.load(tmp_path / "tokens"), session_seconds=1)
+    session = signed_in(app, TOKEN_DEMO)
+    assert TestClient(app, cookies={COOKIE: session}).get("/").status_code == 200
+    time.sleep(1.2)
+    expired = TestClient(app, cookies={COOKIE: session}).get("/")
+    assert expired.status_code == 401 and "session has ended" in expired.text
 
 
 def test_host_origin_and_body_size_are_bounded(make_mem):

@@ -134,3 +134,29 @@ def test_non_loopback_needs_tokens_and_bad_tokens_files_are_one_line(tmp_path, e
     run = run_cli("mcp", "--store", str(tmp_path / "s"), "--http", f"0.0.0.0:{free_port()}", *args)
     assert run.returncode == 2 and run.stderr.count("\n") == 1 and fragment in run.stderr, run.stderr
     assert not (tmp_path / "s").exists()
+
+
+async def test_the_tokens_file_is_read_again_when_it_changes(tmp_path):
+    """Revoking is an edit of the file: a removed token gets 401 at its next request, an added one works, and a
+    changed file that cannot be used lets nobody in (it is not the old file that stays in force)."""
+    tokens = tmp_path / "tokens"
+    tokens.write_text(f"{TOM} tom\n{ANN} ann\n")
+    tokens.chmod(0o600)
+    server, url, log = serve(tmp_path, "127.0.0.1", "--tokens", str(tokens))
+
+    def status(token: str) -> int:
+        return httpx.post(url, json=INIT, headers={**MCP_HEADERS, "Authorization": f"Bearer {token}"}).status_code
+
+    with server:
+        assert status(TOM) == 200 and status(ANN) == 200
+        replaced = tmp_path / "tokens.new"
+        replaced.write_text(f"{ANN} ann\n{ADMIN} *\n")
+        replaced.chmod(0o600)
+        replaced.replace(tokens)  # as an editor saves: a new file in the old one's place
+        assert status(TOM) == 401 and status(ANN) == 200 and status(ADMIN) == 200
+        with tokens.open("a") as f:  # an edit in place that breaks the file
+            f.write("not-a-valid-line\n")
+        assert status(ANN) == 401 and status(ADMIN) == 401
+        tokens.write_text(f"{TOM} tom\n")
+        assert status(TOM) == 200 and status(ANN) == 401
+    assert "no token is accepted until it is fixed" in log.read_text()

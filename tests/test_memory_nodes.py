@@ -10,8 +10,9 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, MessagesState, StateGraph
 from pydantic import Field
 
+from memcompile_langgraph.evidence.render import MEMORY_FRAME
 from memcompile_langgraph.integrations.chat_agent import build_chat_agent
-from memcompile_langgraph.integrations.memory_nodes import RECALL_HEADER, is_recall_message, make_recall_node
+from memcompile_langgraph.integrations.memory_nodes import is_recall_message, make_recall_node
 from memcompile_langgraph.users import MissingUserId
 
 
@@ -60,7 +61,7 @@ def test_next_recall_finds_the_stored_exchange(make_mem):
         )
     out = say(agent, "What is my dog called?", "later", user_id="tom")
     memory = [m for m in model.seen[-1] if is_recall_message(m)]
-    assert len(memory) == 1 and memory[0].text.startswith(RECALL_HEADER)
+    assert len(memory) == 1 and memory[0].text.startswith(MEMORY_FRAME)
     today = datetime.now().date().isoformat()
     assert f"[{turns[0].dia_id}] Tom | {today}" in memory[0].text and "Biscuit" in memory[0].text
     assert out["messages"][-1].text == "Your dog is called Biscuit."

@@ -238,3 +238,86 @@ def test_a_studio_user_names_no_memory_user_unless_the_operator_chose_one(tmp_pa
         assert [t.packet.text for t in mem.turns("studio-demo")] == [BEAGLE["text"]] and mem.users() == ["studio-demo"]
     finally:
         mem.close()
+
+
+def chat_assistant(c: httpx.Client) -> dict:
+    found = c.post("/assistants/search", json={"graph_id": "memcompile_chat"}).raise_for_status().json()
+    return next(a for a in found if a["metadata"].get("created_by") == "system")
+
+
+def test_shared_assistants_are_read_by_all_and_changed_by_none_but_their_owner(server):
+    base, store = server
+    with client(base, TOM) as tom, client(base, ANN) as ann:
+        shared = chat_assistant(ann)  # readable by every signed-in user
+        path = f"/assistants/{shared['assistant_id']}"
+        spoof = {"context": {"user_name": "Mallory", "assistant_name": "Tom"}}
+        assert ann.patch(path, json=spoof).status_code in (403, 404)
+        assert ann.patch(path, json={"name": "renamed"}).status_code in (403, 404)  # nobody changes the graphs' own
+        assert ann.delete(path).status_code in (403, 404)
+        assert tom.get(path).raise_for_status().json()["context"] == shared["context"]
+        # an assistant of one's own: no identity in it; only its creator changes or deletes it
+        refused = ann.post("/assistants", json={"graph_id": "memcompile_chat", "context": {"user_name": "Tom"}})
+        assert refused.status_code == 403 and "user_name" in refused.text
+        config = {"configurable": {"user_id": "tom"}}
+        assert ann.post("/assistants", json={"graph_id": "memcompile_chat", "config": config}).status_code == 403
+        own = ann.post("/assistants", json={"graph_id": "memcompile_chat", "name": "ann's"}).raise_for_status().json()
+        mine = f"/assistants/{own['assistant_id']}"
+        assert tom.get(mine).raise_for_status().json()["name"] == "ann's"
+        assert tom.patch(mine, json={"name": "tom's now"}).status_code in (403, 404)
+        assert tom.delete(mine).status_code in (403, 404)
+        assert ann.patch(mine, json={"context": {"assistant_name": "Tom"}}).status_code == 403
+        assert ann.patch(mine, json={"name": "still ann's", "metadata": {"owner": "tom"}}).raise_for_status()
+        assert tom.patch(mine, json={"name": "tom's now"}).status_code in (403, 404)  # ownership is not handed over
+        # tom's turns are stored as tom's, whatever ann did
+        chat = {"messages": [{"role": "user", "content": "I planted three apple trees."}]}
+        tom.post("/runs/wait", json={"assistant_id": "memcompile_chat", "input": chat}).raise_for_status()
+        ann.delete(mine).raise_for_status()
+        assert ann.get(mine).status_code == 404
+    mem = MemCompile(store, dense=False)
+    try:
+        said = {t.packet.text: t.packet.speaker for t in mem.turns("tom")}
+        assert said["I planted three apple trees."] == "tom"
+        assert {speaker for speaker in said.values()} <= {"tom", "Tom", "Assistant"}
+    finally:
+        mem.close()
+
+
+def test_crons_are_their_owners_and_no_resource_is_left_without_a_rule(server):
+    base, _ = server
+    with client(base, TOM) as tom, client(base, ANN) as ann:
+        made = tom.post(
+            "/runs/crons",
+            json={"assistant_id": "memcompile_query", "schedule": "0 0 1 1 *", "input": {"query": "beagle"}},
+        )
+        cron = made.raise_for_status().json()["cron_id"]
+        assert [c["cron_id"] for c in tom.post("/runs/crons/search", json={}).raise_for_status().json()] == [cron]
+        assert ann.post("/runs/crons/search", json={}).raise_for_status().json() == []
+        assert ann.delete(f"/runs/crons/{cron}").status_code in (403, 404)
+        assert [c["cron_id"] for c in tom.post("/runs/crons/search", json={}).json()] == [cron]
+        tom.delete(f"/runs/crons/{cron}").raise_for_status()
+
+
+def test_every_resource_langgraph_auth_names_has_a_rule(monkeypatch, tmp_path):
+    """The handler module: each resource and action of LangGraph's AuthContext reaches a rule of its own, and one it
+    does not name is refused."""
+    import asyncio
+    import importlib.util
+    import typing
+
+    from langgraph_sdk import Auth
+
+    (tmp_path / "tokens").write_text(f"{TOM} tom\n")
+    monkeypatch.setenv("MEMCOMPILE_AUTH_TOKENS", str(tmp_path / "tokens"))
+    spec = importlib.util.spec_from_file_location("served_auth_example", ROOT / "graphs" / "auth.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    handlers = module.auth._handlers
+    hints = typing.get_type_hints(Auth.types.AuthContext)
+    for resource in typing.get_args(hints["resource"]):
+        named = resource in {r for r, _ in handlers}
+        assert named or resource == "runs", resource  # LangGraph authorizes runs as their thread's
+    user = Auth.types.MinimalUserDict(identity="tom")  # type: ignore[call-arg]
+    unnamed = Auth.types.AuthContext(user=user, permissions=[], resource="runs", action="read")
+    with pytest.raises(Auth.exceptions.HTTPException) as refused:
+        asyncio.run(module.auth._global_handlers[-1](ctx=unnamed, value={}))
+    assert refused.value.status_code == 403

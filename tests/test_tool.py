@@ -7,6 +7,7 @@ from langgraph.prebuilt import ToolNode
 from typing_extensions import TypedDict
 
 from memcompile_langgraph.cli.demo_data import demo_turns
+from memcompile_langgraph.evidence.render import MEMORY_FRAME
 from memcompile_langgraph.integrations.tool import NOTHING_STORED
 from memcompile_langgraph.users import MissingUserId
 
@@ -29,7 +30,7 @@ def test_tool_call_returns_context_and_packet_artifact(make_mem):
     msg = mem.as_tool().invoke(call(QUESTION), {"configurable": {"user_id": "demo"}})
     assert isinstance(msg, ToolMessage) and msg.tool_call_id == "c1"
     assert "Biscuit" in msg.content
-    assert msg.content == mem.compile(QUESTION, user_id="demo").text
+    assert msg.content == f"{MEMORY_FRAME}\n\n{mem.compile(QUESTION, user_id='demo').text}"
     assert [p["dia_id"] for p in msg.artifact] == mem.compile(QUESTION, user_id="demo").dia_ids
     assert {"dia_id", "time", "score", "rank"} <= set(msg.artifact[0])
 
@@ -38,7 +39,7 @@ def test_fixed_user_and_k(make_mem):
     mem = make_mem(turns=demo_turns(), user_id="demo")
     tool = mem.as_tool(user_id="demo", k=2)
     msg = tool.invoke(call(QUESTION), {"configurable": {"user_id": "someone-else"}})
-    assert len(msg.artifact) == 2 and msg.content.count("\n\n") == 1
+    assert len(msg.artifact) == 2 and msg.content.count("\n\n") == 2  # the frame, then two blocks
     assert mem.as_tool().invoke({"query": QUESTION}, {"configurable": {"user_id": "someone-else"}}) == NOTHING_STORED
     with pytest.raises(MissingUserId, match="search_memory needs a user_id"):  # no silent "default" user
         mem.as_tool().invoke({"query": QUESTION})

@@ -34,3 +34,17 @@ def run_user(config: RunnableConfig | None, runtime: Any = None, surface: str = 
     else the run's user_id (configurable, then runtime context); no user is an error (see users.resolve_user)."""
     identity = auth_identity((config or {}).get("configurable"))
     return resolve_user(run_option("user_id", config, runtime, None), identity, surface)
+
+
+def run_speakers(
+    config: RunnableConfig | None, runtime: Any, user: str, user_name: str, assistant_name: str
+) -> tuple[str, str]:
+    """The speaker names a run's turns are stored under. Behind a server's auth: the signed-in user's id and the
+    graph's own assistant name, never a run or assistant setting (an assistant's config is written by whoever may
+    change it, not by the user whose turns these are). Else "user_name" / "assistant_name" of the run, else the
+    defaults."""
+    if auth_identity((config or {}).get("configurable")) is not None:
+        return user, assistant_name
+    return run_option("user_name", config, runtime, user_name), run_option(
+        "assistant_name", config, runtime, assistant_name
+    )

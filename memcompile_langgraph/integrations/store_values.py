@@ -15,6 +15,7 @@ Turns written by other surfaces (add_turns, the chat nodes) have no document: th
 from __future__ import annotations
 
 import json
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -111,6 +112,12 @@ def value_turn(
     except BadTurn as exc:
         raise ValueError(f"store value under key {key!r} cannot be a turn: {exc}") from None
     if coerced.dia_id != key:
+        composed = unicodedata.normalize("NFC", key)
+        if composed != key and coerce_turn({**turn, "dia_id": composed}).dia_id == composed:
+            raise ValueError(
+                f"store key {ascii(key)} is in decomposed Unicode (NFD); keys are kept composed (NFC): "
+                f"send {ascii(composed)}"
+            )
         raise ValueError(f"store key {key!r} must be printable text without surrounding spaces")
     return turn
 
@@ -139,10 +146,22 @@ class ItemDocument:
         )
 
 
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """One JSON object, refused when two of its keys became one when written as JSON (True and "true", 1 and "1"):
+    json keeps the last silently, and a field would be lost."""
+    keys = [k for k, _ in pairs]
+    twice = next((k for k in keys if keys.count(k) > 1), None)
+    if twice is not None:
+        raise ValueError(
+            f"two keys of one object are both {twice!r} in JSON (a key such as True or 1 is written as a string): rename one"
+        )
+    return dict(pairs)
+
+
 def item_document(value: Mapping[str, Any], position: int, indexed: bool) -> ItemDocument:
     """The document of a put; ValueError (one line) when the value is not JSON (LangGraph's servers store JSON)."""
     try:
-        copy = json.loads(json.dumps(value, allow_nan=False))
+        copy = json.loads(json.dumps(value, allow_nan=False), object_pairs_hook=_unique_keys)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"store value must be JSON: {exc}") from None
     return ItemDocument(copy, position, indexed)

@@ -2,17 +2,22 @@
 
 A tokens file has one token a line: `TOKEN USER_ID` (the token acts only as that user) or `TOKEN *` (any user);
 blank lines and lines starting with # are skipped. Tokens are compared in constant time, and every token is
-compared, so the time taken says nothing about which one came close.
+compared, so the time taken says nothing about which one came close. A loaded file is read again when it changes
+(its modification time, size or inode), so removing a line revokes its token at the next request; a changed file
+that cannot be used grants nothing until it is fixed (revoking must not depend on getting the edit right).
 """
 
 from __future__ import annotations
 
 import hmac
+import logging
 import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..users import InvalidUserId, validate_user_id
+
+log = logging.getLogger(__name__)
 
 ANY_USER = "*"
 MIN_TOKEN = 16  # characters: a short token is guessable over the network
@@ -43,14 +48,32 @@ class Grant:
         return self.user_id is None or self.user_id == user_id
 
 
+def _stamp(path: Path) -> tuple[int, int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size, st.st_ino
+
+
 class Tokens:
-    def __init__(self, grants: dict[str, Grant]):
+    def __init__(self, grants: dict[str, Grant], path: str | Path | None = None):
+        self._grants = self._encoded(grants)
+        self._path = Path(path) if path is not None else None
+        self._stamp = _stamp(self._path) if self._path is not None else None
+
+    @staticmethod
+    def _encoded(grants: dict[str, Grant]) -> list[tuple[bytes, Grant]]:
         if not grants:
             raise BadTokensFile("no tokens: add lines 'TOKEN USER_ID' or 'TOKEN *'")
-        self._grants = [(token.encode(), grant) for token, grant in grants.items()]
+        return [(token.encode(), grant) for token, grant in grants.items()]
 
     @classmethod
     def load(cls, path: str | Path) -> Tokens:
+        return cls(cls._read(path), path)
+
+    @staticmethod
+    def _read(path: str | Path) -> dict[str, Grant]:
         try:
             text = Path(path).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
@@ -71,7 +94,21 @@ class Tokens:
                 grants[token] = Grant(None if user == ANY_USER else validate_user_id(user))
             except InvalidUserId as exc:
                 raise BadTokensFile(f"tokens file {path}, line {n}: {exc}") from None
-        return cls(grants)
+        return grants
+
+    def _current(self) -> list[tuple[bytes, Grant]]:
+        """The grants of the file as it is now: read again when it changed since the last read."""
+        if self._path is None:
+            return self._grants
+        stamp = _stamp(self._path)
+        if stamp != self._stamp:
+            self._stamp = stamp
+            try:
+                self._grants = self._encoded(self._read(self._path))
+            except BadTokensFile as exc:
+                self._grants = []
+                log.warning("%s: no token is accepted until it is fixed", exc)
+        return self._grants
 
     def grant(self, presented: str | None) -> Grant | None:
         """The grant of a presented token, None when it is no token of the file."""
@@ -79,7 +116,7 @@ class Tokens:
             return None
         given = presented.encode("utf-8", "surrogatepass")
         found = None
-        for token, grant in self._grants:  # no early exit: each comparison takes its full time
+        for token, grant in self._current():  # no early exit: each comparison takes its full time
             if hmac.compare_digest(token, given):
                 found = grant
         return found

@@ -10,6 +10,7 @@ from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, Field
 
 from ..evidence.budget import validate_max_tokens
+from ..evidence.render import framed_memory
 from ..memory import MemCompile
 from ..text.terms import clean_text
 from ..users import validate_user_id
@@ -33,7 +34,7 @@ def make_search_memory_tool(
 ) -> BaseTool:
     """The user is fixed here, else taken per run from config["configurable"]["user_id"] or the runtime context.
 
-    Content is the compiled context; the artifact is the selected packets' metadata (dia_id, time, score, ...).
+    Content is the compiled context, framed as records (evidence/render.framed_memory); the artifact is the selected packets' metadata (dia_id, time, score, ...).
     """
     k = resolve_k(k, None)
     max_tokens = validate_max_tokens(max_tokens)
@@ -47,7 +48,7 @@ def make_search_memory_tool(
         docs = packet_documents(mem, user, mem.compile(query, user_id=user, max_tokens=max_tokens))[:k]
         if not docs:
             return NOTHING_STORED if nothing_stored(mem, user) else NOTHING_FOUND, []
-        return "\n\n".join(d.page_content for d in docs), [d.metadata for d in docs]
+        return framed_memory([d.page_content for d in docs]), [d.metadata for d in docs]
 
     async def aanswer(query: str, config: RunnableConfig) -> tuple[str, list[dict[str, Any]]]:
         return await asyncio.to_thread(answer, query, config)  # to_thread keeps the run's context variables

@@ -1,11 +1,13 @@
 """The inspector's web app (Starlette) and its server (uvicorn, which the `mcp` extra brings, as http_limits runs it).
 
 Access is the MCP server's (docs/security.md): without a tokens file every user is shown (loopback, or --no-auth);
-with one, a request carries a token of the file, in the cookie the sign-in form sets or as `Authorization: Bearer`,
-and a token bound to one user reaches that user only, on every page and action. Host and Origin are checked as the
-MCP server checks them (against DNS rebinding). Forgetting is a POST with a confirm field and a form token tied to
-the caller's credential (CSRF: another site's page cannot read it); the cookie is SameSite=Strict and HttpOnly.
-Request bodies and headers are bounded before anything reads them.
+with one, a request carries `Authorization: Bearer TOKEN`, or the cookie of a session the sign-in form started, and a
+token bound to one user reaches that user only, on every page and action. The cookie is never the token: it names a
+random session of this process (HttpOnly, SameSite=Strict), which ends SESSION_SECONDS after sign-in, at sign-out, or
+when its token leaves the tokens file; a cookie sent to another server on the host is worth nothing there. Host and
+Origin are checked as the MCP server checks them (against DNS rebinding). Forgetting is a POST with a confirm field and
+a form token tied to the caller's credential (CSRF: another site's page cannot read it). Request bodies and headers
+are bounded before anything reads them.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -45,6 +48,8 @@ COOKIE = "memcompile_inspector"
 MAX_BODY = 64 * 1024  # bytes of a form: a token, a user id and a dia_id fit many times over
 MAX_HEADERS = 16 * 1024  # bytes of a request's head: its target and headers
 MAX_QUERY = 2000  # characters of a question or a parameter
+SESSION_SECONDS = 3600  # a sign-in lasts an hour: a cookie copied off a machine is soon worth nothing
+MAX_SESSIONS = 1024  # live sign-ins held; past it the oldest ends (a sign-in loop cannot grow the process)
 HEADERS = {
     # no script, no frames, forms to this server only: stored text that slipped through escaping could not run
     "Content-Security-Policy": "default-src 'none'; style-src 'self'; form-action 'self'; frame-ancestors 'none'; "
@@ -84,6 +89,35 @@ class Caller:
         if not self.credential:
             return "no authentication: every user"
         return f"signed in as {self.grant.user_id}" if self.grant.user_id else "signed in: every user"
+
+
+class Sessions:
+    """The sign-in sessions of one process: a random id (the cookie) -> the token it signed in with and its end.
+    The token is checked against the tokens file on every request, so a token removed from it ends its sessions."""
+
+    def __init__(self, lifetime: float = SESSION_SECONDS):
+        self.lifetime = lifetime
+        self._live: dict[str, tuple[str, float]] = {}
+
+    def start(self, token: str) -> str:
+        now = time.monotonic()
+        self._live = {sid: held for sid, held in self._live.items() if held[1] > now}
+        while len(self._live) >= MAX_SESSIONS:
+            del self._live[next(iter(self._live))]
+        sid = secrets.token_urlsafe(32)
+        self._live[sid] = (token, now + self.lifetime)
+        return sid
+
+    def token(self, sid: str) -> str | None:
+        """The token a live session signed in with; None for an unknown, ended or expired one."""
+        held = self._live.get(sid)
+        if held is None or held[1] <= time.monotonic():
+            self._live.pop(sid, None)
+            return None
+        return held[0]
+
+    def end(self, sid: str) -> None:
+        self._live.pop(sid, None)
 
 
 class BoundHead:
@@ -150,16 +184,25 @@ async def form(request: Request) -> dict[str, str]:
 
 
 def build_app(
-    mem: MemCompile, tokens: Tokens | None = None, security: TransportSecuritySettings | None = None
+    mem: MemCompile,
+    tokens: Tokens | None = None,
+    security: TransportSecuritySettings | None = None,
+    session_seconds: float = SESSION_SECONDS,
 ) -> Starlette:
     secret = secrets.token_bytes(32)  # per process: a form token of an earlier run is worthless
+    sessions = Sessions(session_seconds)
 
     def caller_of(request: Request) -> Caller | None:
         if tokens is None:
             return caller(Grant(None), "")
-        cookie, header = request.cookies.get(COOKIE, ""), request.headers.get("authorization", "")
-        grant = tokens.grant(cookie) if cookie else tokens.bearer(header)
-        return caller(grant, cookie or header.partition(" ")[2].strip()) if grant is not None else None
+        header = request.headers.get("authorization", "")
+        if header:
+            grant = tokens.bearer(header)
+            return caller(grant, header.partition(" ")[2].strip()) if grant is not None else None
+        sid = request.cookies.get(COOKIE, "")
+        token = sessions.token(sid) if sid else None
+        grant = tokens.grant(token) if token is not None else None
+        return caller(grant, sid) if grant is not None else None
 
     def caller(grant: Grant, credential: str) -> Caller:
         token = hmac.new(secret, credential.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()
@@ -169,9 +212,13 @@ def build_app(
         async def handle(request: Request) -> Response:
             caller = caller_of(request)
             if caller is None:
-                if request.method == "GET":
+                if request.method == "GET" and not request.cookies.get(COOKIE):
                     return see_other("/login")
-                return page("Sign in", pages.login_page("Sign in first."), status=401)
+                ended = request.cookies.get(COOKIE) and not request.headers.get("authorization")
+                message = "Your session has ended: sign in again." if ended else "Sign in first."
+                response = page("Sign in", pages.login_page(message), status=401)
+                response.delete_cookie(COOKIE, path="/")
+                return response
             try:
                 return await fn(request, caller)
             except Refused as exc:
@@ -237,12 +284,16 @@ def build_app(
         if tokens.grant(presented) is None:
             return page("Sign in", pages.login_page("That is not a token of this server."), status=401)
         response = see_other("/")
-        response.set_cookie(COOKIE, presented, httponly=True, samesite="strict", path="/")
+        lifetime = int(sessions.lifetime)
+        response.set_cookie(
+            COOKIE, sessions.start(presented), max_age=lifetime, httponly=True, samesite="strict", path="/"
+        )
         return response
 
     async def logout(request: Request, caller: Caller) -> Response:
         if not hmac.compare_digest((await form(request)).get("csrf", ""), caller.form_token):
             raise Refused(403, "Stale form", "this form was not made by this server for you: open it again")
+        sessions.end(request.cookies.get(COOKIE, ""))
         response = see_other("/login")
         response.delete_cookie(COOKIE, path="/")
         return response
