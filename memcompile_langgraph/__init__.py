@@ -1,5 +1,7 @@
 """MemCompile for LangGraph: query-conditioned memory compilation for long-term agent memory."""
 
+__version__ = "0.1.0"  # the package's version (pyproject.toml reads it from here)
+
 from .config import DEFAULT_CONFIG, MemCompileConfig
 from .model import (
     Candidate,
@@ -14,6 +16,7 @@ from .model import (
 )
 
 __all__ = [
+    "__version__",
     "MemCompile",
     "MemCompileConfig",
     "DEFAULT_CONFIG",

@@ -65,12 +65,12 @@ class Upkeep:
         """Adds to the user's counters (what `stats` shows), e.g. input lines a loader skipped."""
         self.engine.records.add_counts(validate_user_id(user_id), counts)
 
-    def forget(self, user_id: str) -> None:
+    def forget(self, user_id: str) -> dict[str, int]:
         """Remove every record, vector, snapshot file, cached LLM reply and ledger row of the user (idempotent:
-        re-run after a crash)."""
+        re-run after a crash); returns {"forgot_turns": how many turns were stored}, as MCP's forget does."""
         user_id = validate_user_id(user_id)
         with telemetry.delete_memory_store(user_id):
-            maintenance.forget(self.host, user_id)
+            return {"forgot_turns": maintenance.forget(self.host, user_id)}
 
     def finish_removals(self) -> None:
         """Finishes the forgets that a crash or a kill interrupted, and sweeps what a moved store left under its

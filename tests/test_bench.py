@@ -1,5 +1,6 @@
 import json
 import statistics
+import sys
 import time
 
 import pytest
@@ -266,3 +267,12 @@ def test_the_bench_measures_the_dense_document_it_is_given(tmp_path, capsys):
     assert len(ids) == len(index.packets) and stored == mem.engine.sources(bundles(index, ids))
     papers = MemCompile(None, config=MemCompileConfig(dense_document="packet")).engine
     assert stored != papers.sources(bundles(index, ids))
+
+
+def test_plot_without_matplotlib_fails_before_the_bench_runs(tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # as without the `plots` extra: its import fails
+    args = ["bench", "--turns", "200", "--queries", "1", "--no-peer", "--store", str(tmp_path / "s")]
+    assert main([*args, "--plot", str(tmp_path / "bench.png")]) == 2
+    err = capsys.readouterr().err
+    assert err.strip() == "memcompile: error: --plot needs matplotlib: pip install 'memcompile-langgraph[plots]'"
+    assert not (tmp_path / "s").exists()  # no bench ran: nothing measured was thrown away

@@ -3,7 +3,9 @@ whose tools come from langchain-mcp-adapters."""
 
 import json
 import os
+import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from mcp import ClientSession, StdioServerParameters
@@ -52,6 +54,8 @@ async def exercise(session: ClientSession) -> None:
     ]:
         result = await session.call_tool(tool, args)
         assert result.isError, (tool, args)
+        reason = result.content[0].text.removeprefix(f"Error executing tool {tool}").strip(": ")
+        assert reason, (tool, args, result.content)  # the reason, not the bare prefix (mcp 2 for any exception)
     assert payload(await session.call_tool("stats", {"user_id": "tom"}))["packets"] == 2  # nothing lost
     removed = payload(await session.call_tool("forget", {"user_id": "tom", "dia_ids": ["D1:2", "D9:9"]}))
     assert removed["removed_turns"] == 1
@@ -136,3 +140,24 @@ async def test_langchain_mcp_adapters_agent_remembers_then_recalls(tmp_path):
         out = await agent.ainvoke({"messages": [("user", "What is my beagle called?")]})
         recalled = json.loads(last_tool_result(out["messages"]))
         assert recalled["packets"][0]["dia_id"] == "D1:1" and out["messages"][-1].content == "Your beagle is Biscuit."
+
+
+@pytest.mark.parametrize("page, heading", [("README.md", "### MCP server"), ("docs/integrations.md", "## MCP server")])
+def test_the_pages_mcp_clients_run_and_leave_no_store_behind(tmp_path, page, heading):
+    """The pages' client examples, as written, on this environment's SDK (CI's first contact runs them on the
+    newest): the answer, a bad argument's reason, no traceback from the server, no temporary store left."""
+    block = subprocess.run(
+        [sys.executable, str(ROOT / ".ci" / "readme_block.py"), heading, page], capture_output=True, text=True
+    )
+    (tmp_path / "example.py").write_text(block.stdout)
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    env = {**os.environ, **ENV, "TMPDIR": str(temp), "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    run = subprocess.run(
+        [sys.executable, "example.py"], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300
+    )
+    assert run.returncode == 0, run.stderr
+    assert "Biscuit" in run.stdout and "Traceback" not in run.stderr
+    if "bad =" in block.stdout:
+        assert "query must contain a word" in run.stdout
+    assert not [p for p in temp.iterdir() if p.is_dir()]  # the store went with the example

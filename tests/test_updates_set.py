@@ -1,4 +1,4 @@
-"""The generated knowledge-update sets (eval/updates_set.py) as BEAM's loader reads them: every question's gold is the
+"""The generated knowledge-update sets (eval/updates_set.py over the templates of updates_set.json) as BEAM's loader reads them: every question's gold is the
 later statement, in a later session, holding the answer the earlier one does not. Every family is frozen: their
 files' digests are pinned, so a change to the templates or the generator shows here before any figure moves."""
 
@@ -10,23 +10,11 @@ from collections import Counter
 from pathlib import Path
 
 from memcompile_langgraph.eval.beam import load_beam
-from memcompile_langgraph.eval.updates_set import (
-    CONFIRMS,
-    FORMS,
-    FORMS3,
-    FORMS4,
-    HARDER,
-    KINDS4,
-    RECAPS,
-    SUBJECTS,
-    SUBJECTS3,
-    SUBJECTS4,
-    main,
-    write,
-    write2,
-    write3,
-    write4,
-)
+from memcompile_langgraph.eval.updates_set import DATA, FAMILIES, KINDS4, PHRASES, main, write
+
+SUBJECTS, SUBJECTS3, SUBJECTS4 = (FAMILIES[n].subjects for n in (1, 3, 4))
+FORMS, FORMS3, FORMS4 = (FAMILIES[n].forms for n in (2, 3, 4))
+CONFIRMS = PHRASES["confirms"]
 
 # sha256 over each chat folder's files (relative path, then bytes), chats in numeric order, as written by the
 # default command line of each family
@@ -36,7 +24,7 @@ SET_DIGESTS = {
     3: "fe3ec975dd95dd60c4b5e7d54c143f7409a919289c37e97c91888eaeddfeb28e",
     4: "c1a09f708d7f6260b6bc92b85b1a64fd02cf60412653e74a3b545aa9263e8c17",
 }
-RECAP_OPENINGS = tuple(r.split("{")[0] for r in RECAPS)
+RECAP_OPENINGS = tuple(r.split("{")[0] for r in PHRASES["recaps"])
 
 
 def _digest(folder: Path) -> str:
@@ -69,8 +57,10 @@ def test_every_family_is_frozen_and_a_later_family_leaves_the_earlier_ones_uncha
 
 
 def test_family_2_states_each_update_in_its_form_with_the_older_value_told_again_later(tmp_path):
-    assert set(HARDER) == {s.names[0] for s in SUBJECTS}
-    folder = write2(tmp_path / "hard")
+    assert [(s.names, s.values, s.ask, s.said["old"]) for s in FAMILIES[2].subjects] == [
+        (s.names, s.values, s.ask, s.said["old"]) for s in SUBJECTS
+    ]  # family 1's subjects, with harder forms of their own
+    folder = write(tmp_path / "hard", family=2)
     bench = load_beam(folder)
     assert bench.questions == 80
     raw = {
@@ -121,7 +111,7 @@ def test_family_3_has_new_subjects_and_states_each_update_in_its_form(tmp_path):
     assert not {q for s in SUBJECTS for q in s.ask} & {q for s in SUBJECTS3 for q in s.ask}
     forms: Counter[str] = Counter()
     twice = 0
-    for turns, at, q, item in _questions(write3(tmp_path / "three")):
+    for turns, at, q, item in _questions(write(tmp_path / "three", family=3)):
         form = item["update_form"]
         forms[form] += 1
         subject = next(s for s in SUBJECTS3 if q.question in s.ask)
@@ -176,7 +166,7 @@ def test_family_4_has_new_subjects_of_every_kind_and_states_each_update_in_its_f
         assert not [(a, b) for a in s.values for b in s.values if a != b and a.lower() in b.lower()]
     subjects: Counter[str] = Counter()
     n = twice = history = 0
-    for turns, at, q, item in _questions(write4(tmp_path / "four")):
+    for turns, at, q, item in _questions(write(tmp_path / "four", family=4)):
         form = item["update_form"]
         assert form == FORMS4[n % len(FORMS4)]  # the forms in turn over the set's questions
         n += 1
@@ -214,3 +204,9 @@ def test_family_4_has_new_subjects_of_every_kind_and_states_each_update_in_its_f
     assert len(subjects) == 16 and min(subjects.values()) >= 2
     assert {s.kind for s in SUBJECTS4 if s.names[0] in subjects} == set(KINDS4)
     assert 20 <= twice <= 30 and 20 <= history <= 30
+
+
+def test_the_templates_are_data_the_installed_package_ships():
+    pyproject = (Path(__file__).parents[1] / "pyproject.toml").read_text()
+    assert f'"eval/{DATA.name}"' in pyproject  # package-data: an installed package has the templates
+    assert set(json.loads(DATA.read_text())["families"]) == {str(n) for n in FAMILIES}

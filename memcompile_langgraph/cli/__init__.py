@@ -9,6 +9,8 @@ import sqlite3
 import sys
 from importlib import import_module
 
+from .. import __version__
+
 COMMAND_MODULES = (
     "core",
     "stats_cmd",
@@ -30,6 +32,7 @@ class UsageError(Exception):
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="memcompile", description="MemCompile long-term memory for LangGraph agents")
     parser.add_argument("--debug", action="store_true", help="show tracebacks and debug logs")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     for name in COMMAND_MODULES:
         import_module(f"{__name__}.{name}").register(sub)

@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from . import UsageError
 from .profile_args import add_profile_arg, profile_config
@@ -75,8 +76,8 @@ def _aligned(rows: list[list[str]]) -> str:
     return "\n".join("  ".join(cell.rjust(w) for cell, w in zip(r, widths)) for r in rows)
 
 
-def plot(report: dict, path: Path) -> None:
-    """Latency and ingest rate against N, MemCompile beside the peer."""
+def pyplot() -> Any:
+    """matplotlib's pyplot, drawing to files; checked before the bench runs, so a missing extra costs no run."""
     try:
         import matplotlib
 
@@ -84,6 +85,11 @@ def plot(report: dict, path: Path) -> None:
         import matplotlib.pyplot as plt
     except ImportError:
         raise UsageError("--plot needs matplotlib: pip install 'memcompile-langgraph[plots]'") from None
+    return plt
+
+
+def plot(report: dict, path: Path, plt: Any) -> None:
+    """Latency and ingest rate against N, MemCompile beside the peer."""
     points = report["sizes"]
     n = [p["turns"] for p in points]
     fig, (lat, rate) = plt.subplots(1, 2, figsize=(11, 4.2))
@@ -136,6 +142,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         raise UsageError("give --turns N or --sizes N1,N2,...")
     if args.queries < 1:
         raise UsageError("--queries must be positive")
+    plt = pyplot() if args.plot else None
     from ..settings import CHROMA_URL, resolved
     from ..store.open import records_url_from
 
@@ -152,7 +159,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     log = (lambda msg: None) if args.quiet else (lambda msg: print(msg, file=sys.stderr, flush=True))
     report = run_bench(opts, log)
     if args.plot:
-        plot(report, Path(args.plot))
+        plot(report, Path(args.plot), plt)
     print(json.dumps(report, indent=2) if args.json else table(report))
     return 0
 

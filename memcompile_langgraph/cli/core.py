@@ -143,9 +143,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from .demo_data import QUESTIONS, demo_turns
 
     with tempfile.TemporaryDirectory(prefix="memcompile-demo-") as tmp:
-        mem = MemCompile(args.store or tmp)
-        if mem.embeddings is None:
-            print("(no embedding model found: dense channel off; set MEMCOMPILE_MODEL_DIR)")
+        mem = MemCompile(args.store or tmp)  # without a model, the memory's own warning says so (once)
         counts = mem.add_turns(demo_turns(), user_id="demo", progress=True)
         stats = mem.stats("demo")
         print(f"stored {counts['stored']} turns -> {stats['descriptors']} descriptors in {stats['cells']} Cells")
@@ -301,11 +299,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--context", action="store_true", help="also print each compiled context")
     p.set_defaults(func=cmd_demo)
 
-    p = sub.add_parser("ingest", help="store a LoCoMo JSON or JSONL turn file")
+    p = sub.add_parser("ingest", help="store a LoCoMo or BEAM chat file, or a JSON or JSONL file of turns")
     p.add_argument(
         "file",
-        help='a LoCoMo file (locomo10.json format) or JSONL, one turn a line: {"speaker", "text", '
-        '"time", "session", "dia_id", ...}',
+        help="a LoCoMo file (locomo10.json format), a BEAM chat.json, a JSON list of turns or JSONL, one turn a line: "
+        '{"speaker", "text", "time", "session", "dia_id", ...} or a chat message {"role", "content", ...}',
     )
     add_store_args(p, create=True)
     p.add_argument(

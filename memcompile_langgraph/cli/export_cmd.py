@@ -32,7 +32,8 @@ def cmd_export(args: argparse.Namespace) -> int:
                 out.write(json.dumps(turn, ensure_ascii=False) + "\n")
                 n += 1
             out.write(json.dumps({EXPORT_END: n}) + "\n")  # `ingest` refuses a file without it: one cut short
-        print(f"{user}: exported {n} turns" + (f" to {args.output}" if args.output else ""), file=sys.stderr)
+        to_file = args.output not in (None, "-")
+        print(f"{user}: exported {n} turns" + (f" to {args.output}" if to_file else ""), file=sys.stderr)
         return 0
     finally:
         mem.close()
@@ -43,7 +44,7 @@ def _output(path: str | None) -> Iterator[TextIO]:
     """stdout, or a file only its owner can read (what it holds is as private as the store), written whole or not
     at all: into a temporary file beside it, renamed over it once synced, so a failed export (a full disk) leaves
     an earlier file at that path as it was."""
-    if path is None:
+    if path is None or path == "-":  # "-": stdout, as the command-line convention has it
         yield sys.stdout
         return
     target = Path(path)
@@ -78,6 +79,6 @@ def register(sub: argparse._SubParsersAction) -> None:
         "-o",
         default=None,
         metavar="FILE",
-        help="write here (mode 0600; whole or not at all) instead of stdout",
+        help="write here (mode 0600; whole or not at all) instead of stdout ('-': stdout)",
     )
     p.set_defaults(func=cmd_export)

@@ -6,13 +6,12 @@ One user per chat; each batch is one session dated by its time anchor; message i
 from __future__ import annotations
 
 import json
-import re
 from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from ..ingest.loaders import UnusableInput
+from ..ingest.loaders import UnusableInput, chat_turns
 from .dataset import Benchmark, Dialogue, Question, answer_text, select
 
 # the retrieval-scored categories, in report order; the others (abstention, summarization, instruction and
@@ -28,7 +27,6 @@ CATEGORIES = (
 QUESTION_FILES = ("probing_questions.json", "probing_questions/probing_questions.json")
 UPDATED = "updated_info"  # knowledge_update gold: the statement that is current, not the one it replaced
 ORIGINAL = "original_info"
-_MARKER = re.compile(r"\s*->->\s*\d+\s*,\s*\d+\s*$")  # the generator's "->-> batch,turn" tag ending user messages
 
 
 def _read_json(path: Path) -> Any:
@@ -38,50 +36,6 @@ def _read_json(path: Path) -> Any:
         raise UnusableInput(f"{path}: cannot read ({exc.strerror or exc})") from None
     except (json.JSONDecodeError, RecursionError):
         raise UnusableInput(f"{path}: not valid JSON") from None
-
-
-def _batch_time(batch: dict[str, Any]) -> str:
-    """The batch's time anchor, or the first one its messages carry (the published chats put it there)."""
-    anchor = batch.get("time_anchor")
-    if not isinstance(anchor, str) or not anchor.strip():
-        messages = (
-            m for turn in batch.get("turns") or [] if isinstance(turn, list) for m in turn if isinstance(m, dict)
-        )
-        anchor = next((m["time_anchor"] for m in messages if isinstance(m.get("time_anchor"), str)), "")
-    return anchor.strip()
-
-
-def chat_turns(chat: Any) -> tuple[list[Any], dict[int, str]]:
-    """Turns in the loaders' schema and message id -> dia_id; a malformed message becomes a turn the ingest counts."""
-    if not isinstance(chat, list):
-        raise ValueError("chat.json is not a list of batches")
-    turns: list[Any] = []
-    dia: dict[int, str] = {}
-    for n, batch in enumerate(chat, 1):
-        if not isinstance(batch, dict) or not isinstance(batch.get("turns"), list):
-            continue
-        number = batch.get("batch_number")
-        b = number if isinstance(number, int) and not isinstance(number, bool) and number > 0 else n
-        time = _batch_time(batch)
-        for message in (m for turn in batch["turns"] for m in (turn if isinstance(turn, list) else [turn])):
-            if not isinstance(message, dict) or not isinstance(message.get("id"), int) or message["id"] in dia:
-                turns.append(message)  # no usable id: stored nowhere, counted as a bad turn
-                continue
-            role, content = message.get("role"), message.get("content")
-            dia_id = dia[message["id"]] = f"D{b}:{message['id']}"
-            text = _MARKER.sub("", content) if isinstance(content, str) else content
-            speaker = role.strip().capitalize() if isinstance(role, str) else role
-            turns.append(
-                {
-                    "speaker": speaker,
-                    "text": text,
-                    "time": time,
-                    "session": b,
-                    "session_label": f"batch {b}",
-                    "dia_id": dia_id,
-                }
-            )
-    return turns, dia
 
 
 def gold_ids(category: str, source: Any, key: str = UPDATED) -> list[int]:

@@ -1,4 +1,5 @@
-"""Input files: LoCoMo JSON (a list of samples or one sample), a JSON list of turns, or JSONL turns."""
+"""Input files: LoCoMo JSON (a list of samples or one sample), a BEAM chat.json, a JSON list of turns, or JSONL turns.
+A turn is {speaker, text, ...} or a chat message {role, content, ...} (the role, capitalised, is its speaker)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,11 @@ from pathlib import Path
 from typing import Any
 
 _SESSION = re.compile(r"^session_(\d+)$")
+_MARKER = re.compile(r"\s*->->\s*\d+\s*,\s*\d+\s*$")  # BEAM's generator's "->-> batch,turn" tag ending user messages
+FORMATS = (
+    "LoCoMo samples, a BEAM chat.json, a JSON list of turns or JSONL turns (a turn: {speaker, text} or a chat "
+    "message {role, content})"
+)
 # the first and last lines of a `memcompile export` file: a file without its last line was cut short (a full disk,
 # a copy interrupted) and is refused whole
 EXPORT_HEAD = "memcompile_export"
@@ -55,6 +61,50 @@ def locomo_turns(conversation: dict[str, Any]) -> list[dict[str, Any]]:
     return turns
 
 
+def _batch_time(batch: dict[str, Any]) -> str:
+    """The batch's time anchor, or the first one its messages carry (the published chats put it there)."""
+    anchor = batch.get("time_anchor")
+    if not isinstance(anchor, str) or not anchor.strip():
+        messages = (
+            m for turn in batch.get("turns") or [] if isinstance(turn, list) for m in turn if isinstance(m, dict)
+        )
+        anchor = next((m["time_anchor"] for m in messages if isinstance(m.get("time_anchor"), str)), "")
+    return anchor.strip()
+
+
+def chat_turns(chat: Any) -> tuple[list[Any], dict[int, str]]:
+    """Turns in the loaders' schema and message id -> dia_id; a malformed message becomes a turn the ingest counts."""
+    if not isinstance(chat, list):
+        raise ValueError("chat.json is not a list of batches")
+    turns: list[Any] = []
+    dia: dict[int, str] = {}
+    for n, batch in enumerate(chat, 1):
+        if not isinstance(batch, dict) or not isinstance(batch.get("turns"), list):
+            continue
+        number = batch.get("batch_number")
+        b = number if isinstance(number, int) and not isinstance(number, bool) and number > 0 else n
+        time = _batch_time(batch)
+        for message in (m for turn in batch["turns"] for m in (turn if isinstance(turn, list) else [turn])):
+            if not isinstance(message, dict) or not isinstance(message.get("id"), int) or message["id"] in dia:
+                turns.append(message)  # no usable id: stored nowhere, counted as a bad turn
+                continue
+            role, content = message.get("role"), message.get("content")
+            dia_id = dia[message["id"]] = f"D{b}:{message['id']}"
+            text = _MARKER.sub("", content) if isinstance(content, str) else content
+            speaker = role.strip().capitalize() if isinstance(role, str) else role
+            turns.append(
+                {
+                    "speaker": speaker,
+                    "text": text,
+                    "time": time,
+                    "session": b,
+                    "session_label": f"batch {b}",
+                    "dia_id": dia_id,
+                }
+            )
+    return turns, dia
+
+
 def _from_json(data: Any, path: Path) -> list[Conversation]:
     if isinstance(data, dict) and "conversation" in data:
         data = [data]
@@ -63,7 +113,9 @@ def _from_json(data: Any, path: Path) -> list[Conversation]:
     if isinstance(data, dict) and isinstance(data.get("turns"), list):
         return [Conversation(None, data["turns"])]
     if not isinstance(data, list) or not data:
-        raise UnusableInput(f"{path}: expected LoCoMo samples, a list of turns or JSONL turns")
+        raise UnusableInput(f"{path}: expected {FORMATS}")
+    if all(isinstance(b, dict) and isinstance(b.get("turns"), list) for b in data):  # BEAM: a list of batches
+        return [Conversation(None, chat_turns(data)[0])]
     if all(isinstance(s, dict) and isinstance(s.get("conversation"), dict) for s in data):
         out = []
         for i, s in enumerate(data):
@@ -76,9 +128,19 @@ def _from_json(data: Any, path: Path) -> list[Conversation]:
                 )
             )
         return out
-    if any(isinstance(t, dict) and "speaker" in t for t in data):
-        return [Conversation(None, data)]
-    raise UnusableInput(f"{path}: no LoCoMo samples or turns with a 'speaker' found")
+    if any(isinstance(t, dict) and ("speaker" in t or "role" in t) for t in data):
+        return [Conversation(None, [message_turn(t) for t in data])]
+    raise UnusableInput(f"{path}: no turns found; expected {FORMATS}")
+
+
+def message_turn(record: Any) -> Any:
+    """A chat message {role, content, ...} as a turn (its role, capitalised, is the speaker); anything else as is."""
+    if not isinstance(record, dict) or "speaker" in record or not isinstance(record.get("role"), str):
+        return record
+    turn = {k: v for k, v in record.items() if k not in ("role", "content")}
+    turn["speaker"] = record["role"].strip().capitalize()
+    turn.setdefault("text", record.get("content"))
+    return turn
 
 
 def _from_jsonl(text: str, path: Path) -> list[Conversation]:
@@ -88,7 +150,7 @@ def _from_jsonl(text: str, path: Path) -> list[Conversation]:
         if not line.strip():
             continue
         try:
-            conv.turns.append(json.loads(line))
+            conv.turns.append(message_turn(json.loads(line)))
             places.append(f"line {n}")
         except (json.JSONDecodeError, RecursionError):  # a line nested past the parser's depth costs that line
             conv.bad_lines += 1
@@ -200,6 +262,6 @@ def _require_usable_turn(conversations: list[Conversation], path: Path) -> None:
             except BadTurn as exc:
                 reasons[str(exc)] += 1
     if not reasons:
-        raise UnusableInput(f"{path}: no turns found")
+        raise UnusableInput(f"{path}: no turns found; expected {FORMATS}")
     detail = ", ".join(f"{k}={v}" for k, v in reasons.most_common())
-    raise UnusableInput(f"{path}: no usable turns ({detail})")
+    raise UnusableInput(f"{path}: no usable turns ({detail}); expected {FORMATS}")

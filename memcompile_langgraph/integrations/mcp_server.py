@@ -122,8 +122,8 @@ class MemoryServer(SDKServer):
         return self.streamable_http_app(transport_security=self.security, host=self.host)
 
     async def call_tool(self, name: str, arguments: dict[str, Any], *context: Any) -> Any:
-        """Refuses arguments a tool does not take (the SDK would drop them silently); mcp 2 also passes the
-        request's context."""
+        """Refuses arguments a tool does not take (the SDK would drop them silently) and answers a bad argument with
+        its reason on both majors; mcp 2 also passes the request's context."""
         tool = self._tool_manager.get_tool(name)
         if tool is not None:
             known = tool.parameters.get("properties", {})
@@ -132,7 +132,14 @@ class MemoryServer(SDKServer):
                 raise ToolError(
                     f"{name} does not take {', '.join(map(repr, unknown))}; its arguments are {', '.join(known)}"
                 )
-        return await super().call_tool(name, arguments, *context)
+        try:
+            return await super().call_tool(name, arguments, *context)
+        except ToolError as error:
+            # a ValueError is a bad argument (user id, query, k, turns): its reason goes back to the caller and no
+            # traceback to the log (mcp 2 answers any other exception than a ToolError without its reason)
+            if isinstance(error.__cause__, ValueError):
+                raise ToolError(f"Error executing tool {name}: {error.__cause__}") from None
+            raise
 
 
 def _host_header(host: str) -> str:

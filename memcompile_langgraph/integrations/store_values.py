@@ -18,7 +18,8 @@ import json
 import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime
+from datetime import time as time_of_day
 from typing import Any
 
 from langgraph.store.base import get_text_at_path
@@ -100,6 +101,7 @@ def value_turn(
     stored, before anything is changed."""
     if not isinstance(value, Mapping):
         raise ValueError(f"store value must be a JSON object, got {type(value).__name__}")
+    value = json_copy(value)
     turn: dict[str, Any] = {
         "speaker": value_speaker(value, user_speaker, assistant_speaker),
         "text": value_text(value, index),
@@ -158,13 +160,27 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return dict(pairs)
 
 
-def item_document(value: Mapping[str, Any], position: int, indexed: bool) -> ItemDocument:
-    """The document of a put; ValueError (one line) when the value is not JSON (LangGraph's servers store JSON)."""
+def _iso(obj: Any) -> str:
+    if isinstance(obj, (date, time_of_day)):  # a datetime too: ISO 8601, as LangGraph's JSON serialiser writes it
+        return obj.isoformat()
+    raise TypeError(f"a {type(obj).__name__} is not JSON")
+
+
+def json_copy(value: Mapping[str, Any]) -> dict[str, Any]:
+    """The value as a JSON store keeps it (dates and times as ISO 8601 text); ValueError (one line) for anything JSON
+    cannot hold (LangGraph's servers store JSON)."""
     try:
-        copy = json.loads(json.dumps(value, allow_nan=False), object_pairs_hook=_unique_keys)
-    except (TypeError, ValueError) as exc:
+        copy: dict[str, Any] = json.loads(
+            json.dumps(value, allow_nan=False, default=_iso), object_pairs_hook=_unique_keys
+        )
+    except (TypeError, ValueError, RecursionError) as exc:
         raise ValueError(f"store value must be JSON: {exc}") from None
-    return ItemDocument(copy, position, indexed)
+    return copy
+
+
+def item_document(value: Mapping[str, Any], position: int, indexed: bool) -> ItemDocument:
+    """The document of a put: the value as JSON keeps it (json_copy)."""
+    return ItemDocument(json_copy(value), position, indexed)
 
 
 def read_document(text: str) -> ItemDocument | None:

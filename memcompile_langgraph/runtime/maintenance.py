@@ -19,12 +19,15 @@ from .host import Host
 UserProgress = Callable[[str, int, int], None]  # (user, vectors made so far, vectors to make)
 
 
-def forget(host: Host, user_id: str) -> None:
+def forget(host: Host, user_id: str) -> int:
+    """Forgets the user; returns how many turns were stored."""
     engine = host.engine
     with engine.records.write_lock(user_id):
         engine.check_store()
+        turns = engine.records.counts(user_id)["packets"]
         engine.records.forget(user_id)  # recorded as pending in the same transaction
         _forget_derived(host, user_id)
+    return turns
 
 
 def finish_forgets(host: Host) -> list[str]:

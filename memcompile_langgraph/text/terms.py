@@ -101,8 +101,8 @@ def clean_query(query: object) -> str:
     if not isinstance(query, str):
         raise ValueError(f"query must be a string, got {type(query).__name__}")
     query = clean_text(query)
-    if not query:
-        raise ValueError("query must be a non-empty string")
+    if not any(ch.isalnum() for ch in query):  # "" and "??" alike: no channel has anything to match
+        raise ValueError("query must contain a word (a letter or digit)")
     return query
 
 
