@@ -129,4 +129,4 @@ def test_studio_ingest_runs_and_add_turns_in_another_process_lose_and_duplicate_
         for p in out["packets"]:
             assert p["dia_id"] in set(dia_ids) and f"[{p['dia_id']}]" in out["context"]
     final = mem.compile("glacier note 7", "race")
-    assert final.trace["dense"]["hits"] > 0 and "S:7" in {p["dia_id"] for p in final.packets}
+    assert final.trace["dense"]["hits"] > 0 and "S:7" in {p.dia_id for p in final.packets}
