@@ -45,7 +45,7 @@ async def refuse_the_rest(ctx: Auth.types.AuthContext, value: dict) -> None:
 @auth.on.crons
 async def own_threads(ctx: Auth.types.AuthContext, value: dict) -> Auth.types.FilterType:
     """Threads (and their runs) and crons carry their owner; each caller sees only its own (recalled memory lives in
-    them, and a cron runs as the user who made it)."""
+    threads, and a cron starts runs with what its owner gave it)."""
     metadata = value.get("metadata") if isinstance(value, dict) else None
     if isinstance(metadata, dict):
         metadata["owner"] = ctx.user.identity
