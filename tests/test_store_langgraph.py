@@ -18,7 +18,7 @@ from support.paths import ROOT
 
 from memcompile_langgraph import MemCompile
 from memcompile_langgraph.integrations.base_store import MemCompileStore, namespace_user, user_namespace
-from memcompile_langgraph.runtime.served import served_memory
+from memcompile_langgraph.served import served_memory
 
 BEAGLE = {"speaker": "Tom", "text": "I adopted a beagle named Biscuit.", "time": "4 March 2024"}
 
