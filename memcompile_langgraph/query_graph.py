@@ -20,7 +20,7 @@ from .address.routing import Routing, route
 from .evidence.frontier import admit, frontier_window
 from .evidence.mmr import offline_anchors
 from .evidence.pool import closed_pool
-from .evidence.render import mark_notes, render_context, superseded
+from .evidence.render import fit_context, mark_notes, superseded
 from .evidence.scheduler import ScheduleInput
 from .evidence.updates import Supersession, newest_of_subjects
 from .model import DenseHit, Intent
@@ -190,7 +190,8 @@ def render_node(state: QueryWork, runtime: Runtime[MemoryContext]) -> dict[str, 
     called = {a: Supersession(**s) for a, s in state.get("newest", {}).items()}
     found = {**{a: s for a, s in called.items() if s.new in selected}, **found}
     view = state.get("view") or "bundle"
-    text = render_context(index, selected, view, reps, state["query"], budget, mark_notes(index, found))
+    fitted = fit_context(index, selected, view, reps, state["query"], budget, mark_notes(index, found))
+    text = fitted.text()
     packets = []
     for rank, pid in enumerate(selected, 1):
         p = index.packets[pid]
@@ -205,11 +206,13 @@ def render_node(state: QueryWork, runtime: Runtime[MemoryContext]) -> dict[str, 
                 "packet_id": pid,
                 "rank": rank,
                 "source": "anchor" if pid in anchors else "frontier",
+                "shown": fitted.shown[rank - 1],  # False: the budget left it out of the text
             }
         )
         if pid in found:
             packets[-1]["superseded_by"] = index.packets[found[pid].new].dia_id
-    trace = {"packets": len(packets), "chars": len(text), "superseded": len(found)}
+    cut = [rank for rank, c in enumerate(fitted.cut, 1) if c]  # the ranks whose blocks lost lines to the budget
+    trace = {"packets": len(packets), "chars": len(text), "superseded": len(found), "cut": cut}
     out = {"context": text, "packets": packets, "_trace": trace}
     return {**out, "note": nothing_stored_note(ctx.user)} if not index.packets else out
 

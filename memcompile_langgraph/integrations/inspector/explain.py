@@ -4,12 +4,10 @@ the snapshot the run read; nothing here scores anything the graph did not."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from ...address.routing import Routing
-from ...evidence.budget import CUT_MARKER
 from ...evidence.frontier import frontier_window
 from ...evidence.normalize import normalize
 from ...evidence.render import shown_time, update_marks
@@ -19,9 +17,6 @@ from ...memory import MemCompile
 from ...model import Intent, SourcePacket
 from ...query_graph import STAGES
 from ...text.terms import clean_query, count_tokens
-
-# the line fit_blocks ends the kept blocks with: "3 of 5 lines" the last one lost, "and 7 more packets" left out
-_CUT_LINE = re.compile(re.escape(CUT_MARKER).replace(r"\{\}", r"(\d+ of \d+ \w+)?(?: and )?(?:\d+ more packets?)?"))
 
 
 def when(p: SourcePacket) -> str:
@@ -114,7 +109,7 @@ class Row:
     detail: str = ""
     superseded_by: str = ""
     cut: bool = False  # its block lost lines to the token budget
-    left_out: bool = False  # selected, but the budget was spent before its block
+    left_out: bool = False  # selected, but the budget was spent on other packets' lines
 
 
 @dataclass
@@ -186,18 +181,14 @@ def explain(mem: MemCompile, user: str, query: str, max_tokens: int | None = Non
     order = out.get("frontier_order", [])
     for rank, pid in enumerate(order, 1):
         row(pid).frontier_rank = rank
-    selected = out.get("selected", [])
-    blocks = out.get("context", "").split("\n\n") if selected else []
+    cut = set(out.get("trace", {}).get("render", {}).get("cut", []))
     budget = out.get("max_tokens") or cfg.context_max_tokens
     for packet in out.get("packets", []):
         r = row(packet["packet_id"])
         r.selected_rank, r.source = packet["rank"], packet["source"]
         r.superseded_by = packet.get("superseded_by", "")
-        if packet["rank"] > len(blocks):
-            r.left_out = True  # the budget was spent on the packets ranked before it
-        else:
-            cut = (_CUT_LINE.fullmatch(line) for line in blocks[packet["rank"] - 1].splitlines())
-            r.cut = any(m is not None and m.group(1) is not None for m in cut)
+        r.left_out = not packet["shown"]  # the budget went to the lines of other packets
+        r.cut = packet["rank"] in cut
     window = set(frontier_window(anchors, dense))
     k0, cutoff, cap = cfg.k0, cfg.frontier_rank_cutoff, cfg.frontier_append_cap
     for pid, r in rows.items():
@@ -207,7 +198,7 @@ def explain(mem: MemCompile, user: str, query: str, max_tokens: int | None = Non
             if r.cut:
                 r.detail += f"; lines cut to fit the {budget}-token budget"
             elif r.left_out:
-                r.detail += f"; left out of the context: the {budget}-token budget went to the packets ranked before it"
+                r.detail += f"; left out of the context: the {budget}-token budget went to other packets' lines"
         elif r.pool_rank is None and cfg.fusion:
             r.why = "budget"
             r.detail = f"not in the closed pool: the best {cfg.pool_budget} packets by fused score were kept"
