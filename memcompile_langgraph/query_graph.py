@@ -211,8 +211,7 @@ def render_node(state: QueryWork, runtime: Runtime[MemoryContext]) -> dict[str, 
         )
         if pid in found:
             packets[-1]["superseded_by"] = index.packets[found[pid].new].dia_id
-    cut = [rank for rank, c in enumerate(fitted.cut, 1) if c]  # the ranks whose blocks lost lines to the budget
-    trace = {"packets": len(packets), "chars": len(text), "superseded": len(found), "cut": cut}
+    trace = {"packets": len(packets), "chars": len(text), "superseded": len(found), "cut": sum(fitted.cut)}
     out = {"context": text, "packets": packets, "_trace": trace}
     return {**out, "note": nothing_stored_note(ctx.user)} if not index.packets else out
 

@@ -3,8 +3,8 @@
 Packets come in schedule order, the best first, and stay the unit of provenance. When the whole rendering is over
 the budget, every unit (a packet's lines: claims, or the sentences of a one-line block) gets a value: the packet's
 rank weight times the unit's own weight, which is highest for the packet's lead unit (the claim that selected it,
-else its line holding the query's rarest terms), lower for its other query-bearing lines (by the query terms they
-hold) and lowest for the rest. The budget keeps the longest prefix of the units in value order that fits, then the
+else its line holding the query's rarest terms); any other unit weighs its share of the packet (one line of a short
+packet is more likely the answer than one of a long one) plus the weight of the query terms it holds. The budget keeps the longest prefix of the units in value order that fits, then the
 start of the next unit when it says something; a lower packet's best lines can thus come before a higher packet's
 filler, while a packet's lead unit always comes before any other unit of a lower packet (so the packets shown are
 the first ones). Kept units are shown in their packet's own order under its header. One line of its own at the end
@@ -30,8 +30,8 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 # A unit's weight within its packet. The lead outweighs any other unit, so that a packet's lead comes before every
 # non-lead unit of the packets ranked below it (RANK_DECAY < 1 keeps the rank weights strictly falling).
 LEAD_WEIGHT = 1.0
-QUERY_WEIGHT = 0.6  # over FILLER_WEIGHT for a line holding the query's weight the best line holds, less for less
-FILLER_WEIGHT = 0.05  # a line holding no query term
+OTHER_MAX = 0.9  # any other unit stays below the lead
+QUERY_WEIGHT = 0.6  # added for a line holding the query's weight the best line holds, less for less
 RANK_DECAY = 0.8  # the rank weight of packet r (0-based) is RANK_DECAY ** r
 
 
@@ -147,8 +147,9 @@ def value_order(blocks: Sequence[Block], idf: dict[str, float]) -> list[_Unit]:
         for pos, i in enumerate(priority(b, scores)):
             if pos == 0:
                 own = LEAD_WEIGHT
-            else:  # the priority order holds the query-bearing units first: their values fall along it
-                own = FILLER_WEIGHT + QUERY_WEIGHT * scores[i] / best
+            else:  # a unit's share of its packet (the answer is more likely in a line of a short one), plus its
+                # query terms; the priority order holds the query-bearing units first, so values fall along it
+                own = min(OTHER_MAX, 1 / len(scores) + QUERY_WEIGHT * scores[i] / best)
             out.append((-weight * own, r, pos, _Unit(r, i)))
     return [u for *_, u in sorted(out, key=lambda t: t[:3])]
 

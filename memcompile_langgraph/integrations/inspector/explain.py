@@ -8,9 +8,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...address.routing import Routing
+from ...evidence.budget import is_marker
 from ...evidence.frontier import frontier_window
 from ...evidence.normalize import normalize
-from ...evidence.render import shown_time, update_marks
+from ...evidence.render import render_block, shown_time, update_marks
 from ...evidence.updates import topic_terms
 from ...index.user import UserIndex
 from ...memory import MemCompile
@@ -181,14 +182,20 @@ def explain(mem: MemCompile, user: str, query: str, max_tokens: int | None = Non
     order = out.get("frontier_order", [])
     for rank, pid in enumerate(order, 1):
         row(pid).frontier_rank = rank
-    cut = set(out.get("trace", {}).get("render", {}).get("cut", []))
+    reps = {p.packet_id: p.representative for p in out.get("pool", [])}
+    blocks = [b for b in out.get("context", "").split("\n\n") if not is_marker(b)]
+    shown = [p["packet_id"] for p in out.get("packets", []) if p["shown"]]
+    # a shown block that does not start with the packet's whole block (its notes follow that) lost lines
+    kept = dict(zip(shown, blocks))
     budget = out.get("max_tokens") or cfg.context_max_tokens
     for packet in out.get("packets", []):
         r = row(packet["packet_id"])
         r.selected_rank, r.source = packet["rank"], packet["source"]
         r.superseded_by = packet.get("superseded_by", "")
         r.left_out = not packet["shown"]  # the budget went to the lines of other packets
-        r.cut = packet["rank"] in cut
+        r.cut = packet["shown"] and not kept[r.packet.packet_id].startswith(
+            render_block(index, r.packet.packet_id, "bundle", reps.get(r.packet.packet_id))
+        )
     window = set(frontier_window(anchors, dense))
     k0, cutoff, cap = cfg.k0, cfg.frontier_rank_cutoff, cfg.frontier_append_cap
     for pid, r in rows.items():
