@@ -194,6 +194,7 @@ class SelectedPacket:
     packet_id: str
     rank: int  # 1-based, in schedule order: the order of the compiled text's blocks
     source: str  # "anchor" (A_0) or "frontier" (added by the frontier stage)
+    shown: bool = True  # False: the token budget left it out of the compiled text
     superseded_by: str | None = None  # a knowledge-update mark: the dia_id of the newer statement
 
     def to_dict(self) -> dict[str, Any]:

@@ -21,7 +21,7 @@ from .address.routing import Routing, route
 from .evidence.frontier import admit, frontier_window
 from .evidence.mmr import offline_anchors
 from .evidence.pool import closed_pool
-from .evidence.render import mark_notes, render_context, superseded
+from .evidence.render import fit_context, mark_notes, superseded
 from .evidence.scheduler import ScheduleInput
 from .evidence.updates import Supersession, newest_of_subjects
 from .model import DenseHit, Intent, SelectedPacket
@@ -191,7 +191,8 @@ def render_node(state: QueryWork, runtime: Runtime[MemoryContext]) -> dict[str, 
     called = {a: Supersession(**s) for a, s in state.get("newest", {}).items()}
     found = {**{a: s for a, s in called.items() if s.new in selected}, **found}
     view = state.get("view") or "bundle"
-    text = render_context(index, selected, view, reps, state["query"], budget, mark_notes(index, found))
+    fitted = fit_context(index, selected, view, reps, state["query"], budget, mark_notes(index, found))
+    text = fitted.text()
     packets = []
     for rank, pid in enumerate(selected, 1):
         p = index.packets[pid]
@@ -205,10 +206,11 @@ def render_node(state: QueryWork, runtime: Runtime[MemoryContext]) -> dict[str, 
             packet_id=pid,
             rank=rank,
             source="anchor" if pid in anchors else "frontier",
+            shown=fitted.shown[rank - 1],
             superseded_by=index.packets[found[pid].new].dia_id if pid in found else None,
         )
         packets.append(selected_packet.to_dict())  # the state holds the JSON form a served run outputs
-    trace = {"packets": len(packets), "chars": len(text), "superseded": len(found)}
+    trace = {"packets": len(packets), "chars": len(text), "superseded": len(found), "cut": sum(fitted.cut)}
     out = {"context": text, "packets": packets, "_trace": trace}
     return {**out, "note": nothing_stored_note(ctx.user)} if not index.packets else out
 

@@ -375,8 +375,8 @@ def test_a_user_with_nothing_stored_and_bad_parameters_get_a_page_that_says_so(m
 
 
 def test_a_tight_budget_says_which_selected_turns_it_cut_or_left_out(make_mem):
-    """The context budget spends tokens by rank: the first turns stay whole, one is cut, the rest are left out; the
-    page says which, as the compiled context does."""
+    """The context budget spends tokens on the lines most likely to answer: turns are cut or left out; the page says
+    which, as the compiled context's packets do."""
     from memcompile_langgraph.integrations.inspector.explain import explain
 
     mem = make_mem("store", turns=demo_turns(), user_id=DEMO)
@@ -386,5 +386,8 @@ def test_a_tight_budget_says_which_selected_turns_it_cut_or_left_out(make_mem):
     kept = [r for r in selected if not r.left_out]
     assert shown.context == compiled.text and kept and len(kept) < len(selected)
     assert all(r.left_out for r in selected[len(kept) :]) and "left out of the context" in selected[-1].detail
-    assert not any(r.cut for r in kept[:-1])  # only the last kept one can have lost lines
+    assert [not r.left_out for r in selected] == [p.shown for p in compiled.packets]
+    headers = [block.split("\n")[0] for block in compiled.text.split("\n\n")[: len(kept)]]
+    assert all(h.startswith(f"[{r.packet.dia_id}]") for h, r in zip(headers, kept))
+    assert any(r.cut for r in kept) and all(("lines cut" in r.detail) == r.cut for r in kept)
     assert kept[0].packet.dia_id == GOLD and GOLD in compiled.text

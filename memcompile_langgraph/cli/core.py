@@ -78,7 +78,7 @@ def add_max_tokens_arg(p: argparse.ArgumentParser) -> None:
         type=positive_int,
         default=None,
         metavar="N",
-        help="context budget in tokens, spent by rank: the best packets whole, lower ones cut or left out (default: 2000)",
+        help="context budget in tokens, spent on the lines most likely to answer: packet leads first (default: 2000)",
     )
 
 

@@ -36,9 +36,10 @@ _F1_PUNCT = re.compile(r"[.,!?]")
 _BLEU_TOKEN = re.compile(r"\w+|[^\w\s]")
 
 
-def answer_coverage(answer: str, context: str) -> float | None:
-    """Share of the gold answer's content terms (stemmed, stop words out) the context holds; None without any."""
-    wanted = term_set(answer)
+def answer_coverage(answer: str, context: str, held: str | None = None) -> float | None:
+    """Share of the gold answer's content terms (stemmed, stop words out) the context holds; None without any.
+    `held`: count only the answer terms this text holds (the gold turns' own text: what a context can carry)."""
+    wanted = term_set(answer) & term_set(held) if held is not None else term_set(answer)
     return len(wanted & term_set(context)) / len(wanted) if wanted else None
 
 

@@ -92,6 +92,7 @@ def evaluate_question(
     called = {a: Supersession(**s) for a, s in state.get("newest", {}).items() if s["new"] in selected}
     marks = {**mark_notes(index, called), **marks}
     curve = {b: render_context(index, selected, view, reps, q.question, b, marks) for b in BUDGET_CURVE}
+    held = "\n".join(index.packets[index.by_dia[g]].text for g in q.gold if g in index.by_dia)  # the gold turns
     record: dict[str, Any] = {
         "qid": q.qid,
         "dialogue": q.dialogue,
@@ -115,10 +116,11 @@ def evaluate_question(
         "budget": {
             "max_tokens": mem.config.context_max_tokens,
             "tokens": count_tokens(context),
-            "coverage_whole": answer_coverage(q.answer, whole),
-            "coverage": answer_coverage(q.answer, context),
+            "coverage_whole": answer_coverage(q.answer, whole, held),
+            "coverage": answer_coverage(q.answer, context, held),
             "by_max_tokens": {
-                str(b): {"tokens": count_tokens(c), "coverage": answer_coverage(q.answer, c)} for b, c in curve.items()
+                str(b): {"tokens": count_tokens(c), "coverage": answer_coverage(q.answer, c, held)}
+                for b, c in curve.items()
             },
         },
         "ms": round(ms, 3),

@@ -1,26 +1,38 @@
-"""A context budget in tokens (engineering, not in the paper): tokens are spent by rank.
+"""A context budget in tokens (engineering, not in the paper): tokens go to the units most likely to hold the answer.
 
 Packets come in schedule order, the best first, and stay the unit of provenance. When the whole rendering is over
-the budget, the first packets stay whole; the first one that does not fit keeps its header and as many of its lines
-(claims, or the sentences of a one-line block) as fit, the answer-bearing ones first: the claim that selected the
-packet, then the lines holding the query's rarest terms, then the rest, shown in the packet's own order. The packets
-after it are left out, header and all. One marker line at the end says what was cut. Every choice is a prefix of a
-fixed order, so a larger budget never keeps less of any packet.
+the budget, every unit (a packet's lines: claims, or the sentences of a one-line block) gets a value: the packet's
+rank weight times the unit's own weight, which is highest for the packet's lead unit (the claim that selected it,
+else its line holding the query's rarest terms); any other unit weighs its share of the packet (one line of a short
+packet is more likely the answer than one of a long one) plus the weight of the query terms it holds. The budget keeps the longest prefix of the units in value order that fits, then the
+start of the next unit when it says something; a lower packet's best lines can thus come before a higher packet's
+filler, while a packet's lead unit always comes before any other unit of a lower packet (so the packets shown are
+the first ones). Kept units are shown in their packet's own order under its header. One line of its own at the end
+says what was cut. Every choice is a prefix of a fixed order, so a larger budget never keeps less of any packet.
 """
 
 from __future__ import annotations
 
+import bisect
 import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ..text.terms import term_set
+from ..text.terms import count_tokens, term_set
 
-CUT_MARKER = "- [... {} cut to fit the token budget]"
-MIN_FRAGMENT = 12  # tokens: the start of a line that is alone over the room left; a shorter start tells nothing
+CUT_MARKER = "[... {} to fit the token budget]"
+MIN_FRAGMENT = 12  # tokens: the start of a unit that is alone over the room left; a shorter start tells nothing
 FRAGMENT_END = " [... {} more characters]"  # text.bounded's marker
+GAP = " ... "  # between the kept sentences of a one-line block where some were left out
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+# A unit's weight within its packet. The lead outweighs any other unit, so that a packet's lead comes before every
+# non-lead unit of the packets ranked below it (RANK_DECAY < 1 keeps the rank weights strictly falling).
+LEAD_WEIGHT = 1.0
+OTHER_MAX = 0.9  # any other unit stays below the lead
+QUERY_WEIGHT = 0.6  # added for a line holding the query's weight the best line holds, less for less
+RANK_DECAY = 0.8  # the rank weight of packet r (0-based) is RANK_DECAY ** r
 
 
 @dataclass(frozen=True)
@@ -42,15 +54,32 @@ class Block:
 
     def shown(self, kept: dict[int, str]) -> list[str]:
         """The body lines keeping these units (index -> its text, a fragment for a unit cut short), in order; the
-        sentences of a one-line block joined as they were, with " ... " where some were left out."""
+        sentences of a one-line block joined as they were, with GAP where some were left out."""
         if len(self.lines) != 1:
             return [kept[i] for i in sorted(kept)]
         parts: list[str] = []
         for i in sorted(kept):
             if parts:
-                parts.append(" " if i - 1 in kept else " ... ")
+                parts.append(" " if i - 1 in kept else GAP)
             parts.append(kept[i])
         return ["- " + "".join(parts)] if parts else []
+
+
+@dataclass(frozen=True)
+class Fitted:
+    """What the budget kept: each block's text as shown (None: left out), whether a shown block lost units, and the
+    marker line ("" when nothing was cut)."""
+
+    blocks: tuple[str | None, ...]
+    cut: tuple[bool, ...]
+    marker: str = ""
+
+    @property
+    def shown(self) -> tuple[bool, ...]:
+        return tuple(b is not None for b in self.blocks)
+
+    def text(self) -> str:
+        return "\n\n".join([*(b for b in self.blocks if b is not None), *([self.marker] if self.marker else [])])
 
 
 def query_idf(query: str, lines: Sequence[str]) -> dict[str, float]:
@@ -65,23 +94,22 @@ def line_scores(lines: Sequence[str], idf: dict[str, float]) -> list[float]:
     return [sum(idf[t] for t in idf.keys() & term_set(line)) for line in lines]
 
 
-def marker(left: int, cut: int = 0, total: int = 0, unit: str = "lines") -> str:
-    """The one line saying what the budget cut: units of the packet it ends (whole or cut short), packets after it."""
-    said = [f"{cut} of {total} {unit}"] if cut else []
-    said += [f"{left} more packet{'s' if left > 1 else ''}"] if left else []
+def marker(cut: int, left: int) -> str:
+    """The line saying what the budget cut: how many shown packets lost units, how many were left out."""
+    said = [f"{cut} packet{'s' if cut != 1 else ''} cut short"] if cut else []
+    if left:
+        said.append(f"{left} {'more ' if cut else ''}packet{'s' if left != 1 else ''} left out")
     return CUT_MARKER.format(" and ".join(said))
 
 
-MARKER_RESERVE = marker(2, 2, 2, "sentences")  # its cost whatever it reports: a number is one token, as a unit word
+MARKER_RESERVE = count_tokens(marker(2, 2))  # its cost whatever it reports: a number is one token
 
 
-def priority(block: Block, idf: dict[str, float]) -> list[int]:
-    """The order a cut keeps units in: the claim that selected the packet, then by relevance to the query, ties (and
-    the units holding no query term) in the packet's own order."""
-    units = block.units
-    scores = line_scores(units, idf)
+def priority(block: Block, scores: Sequence[float]) -> list[int]:
+    """The order a packet's units are kept in: the claim that selected the packet, then by relevance to the query,
+    ties (and the units holding no query term) in the packet's own order."""
     lead = block.lead if len(block.lines) > 1 else None
-    return sorted(range(len(units)), key=lambda i: (i != lead, -scores[i], i))
+    return sorted(range(len(scores)), key=lambda i: (i != lead, -scores[i], i))
 
 
 def fragment(unit: str, room: int, count: Callable[[str], int]) -> str:
@@ -100,52 +128,118 @@ def fragment(unit: str, room: int, count: Callable[[str], int]) -> str:
     return start + FRAGMENT_END.format(len(unit) - len(start))
 
 
-def cut_block(block: Block, idf: dict[str, float], room: int, left: int, count: Callable[[str], int]) -> str | None:
-    """The header, the longest prefix of the block's priority order that fits `room` with the notes and the marker
-    (which also counts the `left` packets after it); None when not one unit, nor a fragment of the first, fits."""
-    units, order = block.units, priority(block, idf)
-    fixed = count(block.header) + sum(map(count, block.notes)) + count(MARKER_RESERVE)
-    kept: dict[int, str] = {}
-    best: dict[int, str] = {}
-    for i in order:  # the largest prefix that fits (a sentence closing a " ... " gap costs less than it holds)
-        kept[i] = units[i]
-        if fixed + count("\n".join(block.shown(kept))) <= room:
-            best = dict(kept)
-    if not best and order:
-        first = order[0]
-        start = fragment(units[first], room - fixed - count("\n".join(block.shown({first: ""}))), count)
-        best = {first: start} if start else {}
-    if not best:
-        return None
-    whole = sum(best[i] == units[i] for i in best)
-    unit = "lines" if len(block.lines) > 1 else "sentences"
-    return "\n".join(
-        [block.header, *block.shown(best), *block.notes, marker(left, len(units) - whole, len(units), unit)]
-    )
+@dataclass(frozen=True)
+class _Unit:
+    block: int
+    index: int  # in the block's units; -1 for a block without any (its header alone)
 
 
-def fit_blocks(blocks: Sequence[Block], query: str, max_tokens: int | None, count: Callable[[str], int]) -> list[str]:
-    """The rendered blocks, spent by rank to at most max_tokens in total (the blocks the budget left out are not in
-    the list); unchanged when they fit or no budget is given."""
-    whole = [b.text() for b in blocks]
+def value_order(blocks: Sequence[Block], idf: dict[str, float]) -> list[_Unit]:
+    """Every unit of the context, the most valuable first (module docstring); ties by rank, then by the packet's
+    priority order, so that a packet's units come in its priority order."""
+    scored = [line_scores(b.units, idf) for b in blocks]
+    best = max((s for ss in scored for s in ss), default=0.0) or 1.0
+    out = []
+    for r, (b, scores) in enumerate(zip(blocks, scored)):
+        weight = RANK_DECAY**r
+        if not scores:
+            out.append((-weight * LEAD_WEIGHT, r, 0, _Unit(r, -1)))
+        for pos, i in enumerate(priority(b, scores)):
+            if pos == 0:
+                own = LEAD_WEIGHT
+            else:  # a unit's share of its packet (the answer is more likely in a line of a short one), plus its
+                # query terms; the priority order holds the query-bearing units first, so values fall along it
+                own = min(OTHER_MAX, 1 / len(scores) + QUERY_WEIGHT * scores[i] / best)
+            out.append((-weight * own, r, pos, _Unit(r, i)))
+    return [u for *_, u in sorted(out, key=lambda t: t[:3])]
+
+
+class _Spend:
+    """The context's token cost as units are added in value order: a block's header and notes (and a one-line
+    block's "- ") come with its first unit, a sentence of a one-line block changes the gaps around it, the marker is
+    reserved. Lines and blocks are joined by whitespace, which count_tokens does not count, so costs add up."""
+
+    def __init__(self, blocks: Sequence[Block], count: Callable[[str], int]):
+        self.blocks, self.count = blocks, count
+        self.opened = [False] * len(blocks)
+        self.kept: list[list[int]] = [[] for _ in blocks]  # sorted unit indexes per block
+        self.total = MARKER_RESERVE
+        self.gap = count(GAP)
+
+    def cost(self, u: _Unit, text: str) -> int:
+        """What adding unit u, shown as `text`, adds to the total."""
+        b = self.blocks[u.block]
+        add = 0
+        if not self.opened[u.block]:
+            add += self.count(b.header) + sum(map(self.count, b.notes)) + (self.count("- ") if len(b.lines) == 1 else 0)
+        if u.index < 0:
+            return add
+        add += self.count(text)
+        if len(b.lines) == 1:
+            kept = self.kept[u.block]
+            at = bisect.bisect(kept, u.index)
+            before, after = (kept[at - 1] if at else None), (kept[at] if at < len(kept) else None)
+            add += self._gap(before, u.index) + self._gap(u.index, after) - self._gap(before, after)
+        return add
+
+    def _gap(self, a: int | None, b: int | None) -> int:
+        return self.gap if a is not None and b is not None and b != a + 1 else 0
+
+    def add(self, u: _Unit, text: str) -> None:
+        self.total += self.cost(u, text)
+        self.opened[u.block] = True
+        if u.index >= 0:
+            bisect.insort(self.kept[u.block], u.index)
+
+
+def fit(blocks: Sequence[Block], query: str, max_tokens: int | None, count: Callable[[str], int]) -> Fitted:
+    """The blocks spent to at most max_tokens in all (module docstring); unchanged when they fit or no budget is
+    given."""
+    whole = tuple(b.text() for b in blocks)
+    none_cut = (False,) * len(blocks)
     if max_tokens is None or sum(count(t) for t in whole) <= max_tokens:
-        return whole
+        return Fitted(whole, none_cut)
     idf = query_idf(query, [u for b in blocks for u in b.units])
-    room, out = max_tokens, []
-    for i, (b, text) in enumerate(zip(blocks, whole)):
-        left = len(blocks) - i - 1
-        cost = count(text)
-        if cost + count(MARKER_RESERVE) <= room:
-            out.append(text)
-            room -= cost
-            continue
-        cut = cut_block(b, idf, room, left, count) if b.units else None
-        if cut is not None:
-            out.append(cut)
-        elif out:  # this packet and the ones after it are left out: the last kept one says so
-            out[-1] += "\n" + marker(left + 1)
-        break
-    return out
+    order = value_order(blocks, idf)
+    spend, fits = _Spend(blocks, count), 0
+    for k, u in enumerate(order, 1):  # the longest prefix that fits (closing a gap can cost less than it holds)
+        spend.add(u, blocks[u.block].units[u.index] if u.index >= 0 else "")
+        if spend.total <= max_tokens:
+            fits = k
+    spend = _Spend(blocks, count)
+    kept: list[dict[int, str]] = [{} for _ in blocks]
+    for u in order[:fits]:
+        text = blocks[u.block].units[u.index] if u.index >= 0 else ""
+        spend.add(u, text)
+        if u.index >= 0:
+            kept[u.block][u.index] = text
+    if fits < len(order) and order[fits].index >= 0:  # the start of the next unit, when it says something
+        u = order[fits]
+        start = fragment(blocks[u.block].units[u.index], max_tokens - spend.total - spend.cost(u, ""), count)
+        if start:
+            spend.add(u, start)
+            kept[u.block][u.index] = start
+    shown = tuple(
+        "\n".join([b.header, *b.shown(k), *b.notes]) if spend.opened[r] else None
+        for r, (b, k) in enumerate(zip(blocks, kept))
+    )
+    cut = tuple(
+        spend.opened[r] and sum(k.get(i) == x for i, x in enumerate(b.units)) < len(b.units)
+        for r, (b, k) in enumerate(zip(blocks, kept))
+    )
+    if not any(spend.opened):
+        return Fitted((None,) * len(blocks), none_cut)
+    return Fitted(shown, cut, marker(sum(cut), spend.opened.count(False)))
+
+
+def fit_blocks(blocks: Sequence[Block], query: str, max_tokens: int | None, count: Callable[[str], int]) -> str:
+    """The rendered context of the blocks, spent to at most max_tokens (fit)."""
+    return fit(blocks, query, max_tokens, count).text()
+
+
+def is_marker(block: str) -> bool:
+    """The budget's closing line, a block of its own after the packets it kept."""
+    return block.startswith(CUT_MARKER.split("{}")[0]) and block.endswith(CUT_MARKER.split("{}")[1])
 
 
 def validate_max_tokens(value: object) -> int | None:

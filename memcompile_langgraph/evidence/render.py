@@ -12,7 +12,7 @@ import numpy as np
 from ..index.user import UserIndex
 from ..model import SourcePacket
 from ..text.terms import bounded, count_tokens, header_field, one_line
-from .budget import Block, fit_blocks
+from .budget import Block, Fitted, fit
 from .updates import Supersession, superseded_note, supersessions
 
 VIEWS = ("bundle", "raw", "claim")
@@ -132,6 +132,27 @@ def update_marks(index: UserIndex, packet_ids: list[str], query: str, decide: An
     return mark_notes(index, superseded(index, packet_ids, query, decide))
 
 
+def fit_context(
+    index: UserIndex,
+    packet_ids: list[str],
+    view: str = "bundle",
+    representatives: dict[str, str] | None = None,
+    query: str = "",
+    max_tokens: int | None = None,
+    marks: dict[str, str] | None = None,
+) -> Fitted:
+    """X_q = Render(p_1, B_p1) || ... || Render(p_L, B_pL), Eq. 16, block by block; over max_tokens
+    (text.count_tokens), the tokens go to the lines most likely to hold the answer (evidence/budget.py).
+    `marks`: update notes already decided (update_marks), else the offline ones for the query."""
+    view = validate_view(view)
+    reps = representatives or {}
+    blocks = [packet_block(index, pid, view, reps.get(pid)) for pid in packet_ids]
+    if marks is None:
+        marks = update_marks(index, packet_ids, query) if query else {}
+    blocks = [replace(b, notes=(marks[pid],)) if pid in marks else b for pid, b in zip(packet_ids, blocks)]
+    return fit(blocks, query, max_tokens, count_tokens)
+
+
 def render_context(
     index: UserIndex,
     packet_ids: list[str],
@@ -141,13 +162,5 @@ def render_context(
     max_tokens: int | None = None,
     marks: dict[str, str] | None = None,
 ) -> str:
-    """X_q = Render(p_1, B_p1) || ... || Render(p_L, B_pL), Eq. 16; over max_tokens (text.count_tokens), the tokens
-    are spent by rank: the best packets whole, the next one cut to its answer-bearing lines, the rest left out
-    (evidence/budget.py). `marks`: update notes already decided (update_marks), else the offline ones for the query."""
-    view = validate_view(view)
-    reps = representatives or {}
-    blocks = [packet_block(index, pid, view, reps.get(pid)) for pid in packet_ids]
-    if marks is None:
-        marks = update_marks(index, packet_ids, query) if query else {}
-    blocks = [replace(b, notes=(marks[pid],)) if pid in marks else b for pid, b in zip(packet_ids, blocks)]
-    return "\n\n".join(fit_blocks(blocks, query, max_tokens, count_tokens))
+    """The context's text (fit_context)."""
+    return fit_context(index, packet_ids, view, representatives, query, max_tokens, marks).text()

@@ -7,7 +7,7 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field, field_validator
 
-from ..evidence.budget import validate_max_tokens
+from ..evidence.budget import is_marker, validate_max_tokens
 from ..evidence.render import render_block
 from ..memory import MemCompile
 from ..model import CompiledContext
@@ -21,13 +21,14 @@ def packet_documents(mem: MemCompile, user_id: str, ctx: CompiledContext) -> lis
     budget when it was over), metadata = the packet's dict form (SelectedPacket.to_dict); packets deleted since the
     compile, or that the budget left out, are left out."""
     index = mem.index(user_id)
-    # stored text never holds a blank line (render.one_line): one block per packet, the budget keeps a prefix of them
-    blocks = ctx.text.split("\n\n") if ctx.text else []
-    if len(blocks) > len(ctx.packets):
-        blocks = [render_block(index, p.packet_id) if p.packet_id in index.packets else "" for p in ctx.packets]
+    # stored text never holds a blank line (render.one_line): one block per shown packet, then the budget's marker
+    blocks = [b for b in ctx.text.split("\n\n") if not is_marker(b)] if ctx.text else []
+    shown = [p for p in ctx.packets if p.shown]
+    if len(blocks) != len(shown):
+        blocks = [render_block(index, p.packet_id) if p.packet_id in index.packets else "" for p in shown]
     return [
         Document(id=p.packet_id, page_content=block, metadata=p.to_dict())
-        for p, block in zip(ctx.packets, blocks)
+        for p, block in zip(shown, blocks)
         if p.packet_id in index.packets
     ]
 

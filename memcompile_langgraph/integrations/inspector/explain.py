@@ -4,24 +4,20 @@ the snapshot the run read; nothing here scores anything the graph did not."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from ...address.routing import Routing
-from ...evidence.budget import CUT_MARKER
+from ...evidence.budget import is_marker
 from ...evidence.frontier import frontier_window
 from ...evidence.normalize import normalize
-from ...evidence.render import shown_time, update_marks
+from ...evidence.render import render_block, shown_time, update_marks
 from ...evidence.updates import topic_terms
 from ...index.user import UserIndex
 from ...memory import MemCompile
 from ...model import Intent, SelectedPacket, SourcePacket
 from ...query_graph import STAGES
 from ...text.terms import clean_query, count_tokens
-
-# the line fit_blocks ends the kept blocks with: "3 of 5 lines" the last one lost, "and 7 more packets" left out
-_CUT_LINE = re.compile(re.escape(CUT_MARKER).replace(r"\{\}", r"(\d+ of \d+ \w+)?(?: and )?(?:\d+ more packets?)?"))
 
 
 def when(p: SourcePacket) -> str:
@@ -114,7 +110,7 @@ class Row:
     detail: str = ""
     superseded_by: str = ""
     cut: bool = False  # its block lost lines to the token budget
-    left_out: bool = False  # selected, but the budget was spent before its block
+    left_out: bool = False  # selected, but the budget was spent on other packets' lines
 
 
 @dataclass
@@ -186,18 +182,20 @@ def explain(mem: MemCompile, user: str, query: str, max_tokens: int | None = Non
     order = out.get("frontier_order", [])
     for rank, pid in enumerate(order, 1):
         row(pid).frontier_rank = rank
-    selected = out.get("selected", [])
-    blocks = out.get("context", "").split("\n\n") if selected else []
+    reps = {p.packet_id: p.representative for p in out.get("pool", [])}
+    blocks = [b for b in out.get("context", "").split("\n\n") if not is_marker(b)]
+    shown = [p["packet_id"] for p in out.get("packets", []) if p["shown"]]
+    # a shown block that does not start with the packet's whole block (its notes follow that) lost lines
+    kept = dict(zip(shown, blocks))
     budget = out.get("max_tokens") or cfg.context_max_tokens
     for packet in map(SelectedPacket.from_dict, out.get("packets", [])):
         r = row(packet.packet_id)
         r.selected_rank, r.source = packet.rank, packet.source
         r.superseded_by = packet.superseded_by or ""
-        if packet.rank > len(blocks):
-            r.left_out = True  # the budget was spent on the packets ranked before it
-        else:
-            cut = (_CUT_LINE.fullmatch(line) for line in blocks[packet.rank - 1].splitlines())
-            r.cut = any(m is not None and m.group(1) is not None for m in cut)
+        r.left_out = not packet.shown  # the budget went to the lines of other packets
+        r.cut = packet.shown and not kept[packet.packet_id].startswith(
+            render_block(index, packet.packet_id, "bundle", reps.get(packet.packet_id))
+        )
     window = set(frontier_window(anchors, dense))
     k0, cutoff, cap = cfg.k0, cfg.frontier_rank_cutoff, cfg.frontier_append_cap
     for pid, r in rows.items():
@@ -207,7 +205,7 @@ def explain(mem: MemCompile, user: str, query: str, max_tokens: int | None = Non
             if r.cut:
                 r.detail += f"; lines cut to fit the {budget}-token budget"
             elif r.left_out:
-                r.detail += f"; left out of the context: the {budget}-token budget went to the packets ranked before it"
+                r.detail += f"; left out of the context: the {budget}-token budget went to other packets' lines"
         elif r.pool_rank is None and cfg.fusion:
             r.why = "budget"
             r.detail = f"not in the closed pool: the best {cfg.pool_budget} packets by fused score were kept"
