@@ -13,7 +13,7 @@ from memcompile_langgraph.cli.demo_data import demo_turns
 from memcompile_langgraph.query_graph import query_graph
 
 QUESTION = "What kind of dog did Tom adopt and what is its name?"
-JSON_KEYS = ["dia_id", "speaker", "session", "time", "score", "packet_id", "rank", "source"]
+JSON_KEYS = ["dia_id", "speaker", "session", "time", "score", "packet_id", "rank", "source", "shown"]
 
 
 def test_compile_returns_records_whose_json_is_the_query_graphs(make_mem):
@@ -39,6 +39,7 @@ records = st.builds(
     packet_id=st.text(max_size=20),
     rank=st.integers(1, 12),
     source=st.sampled_from(["anchor", "frontier"]),
+    shown=st.booleans(),
     superseded_by=st.none() | st.text(max_size=8),
 )
 
