@@ -21,6 +21,7 @@ from .evidence.frontier import admit, frontier_window
 from .evidence.mmr import offline_anchors
 from .evidence.pool import closed_pool
 from .evidence.render import mark_notes, render_context, superseded
+from .evidence.repeats import one_per_statement, statements_first
 from .evidence.scheduler import ScheduleInput
 from .evidence.updates import Supersession, newest_of_subjects
 from .model import DenseHit, Intent
@@ -83,7 +84,10 @@ def normalize_node(state: QueryWork, runtime: Runtime[MemoryContext]) -> dict[st
         state.get("similarities"),
         ctx.engine.reader,
     )
-    return {"pool": pool, "fused": scores, "_trace": {"packets": len(pool), "address_packets": address}}
+    # copies of a turn take one slot from here on: the pool and D_q hold the newest copy once
+    pool, dense, scores = one_per_statement(ctx.snapshot(), pool, state.get("dense", []), scores)
+    trace = {"packets": len(pool), "address_packets": address}
+    return {"pool": pool, "dense": dense, "fused": scores, "_trace": trace}
 
 
 def _schedule_input(state: QueryState, ctx: MemoryContext) -> ScheduleInput:
@@ -168,6 +172,7 @@ def frontier_node(state: QueryWork, runtime: Runtime[MemoryContext]) -> dict[str
     newest: dict[str, Supersession] = {}
     if cfg.update_newest_cosine and cfg.fusion:
         selected, newest = newest_of_subjects(inp, selected, cfg)
+    selected = statements_first(inp.index, selected)
     return {
         "frontier_order": order,
         "selected": selected,
