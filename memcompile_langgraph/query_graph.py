@@ -21,7 +21,7 @@ from .evidence.frontier import admit, frontier_window
 from .evidence.mmr import offline_anchors
 from .evidence.pool import closed_pool
 from .evidence.render import mark_notes, render_context, superseded
-from .evidence.repeats import one_per_statement, statements_first
+from .evidence.repeats import asked_scores, one_per_statement, statements_first
 from .evidence.scheduler import ScheduleInput
 from .evidence.updates import Supersession, newest_of_subjects
 from .model import DenseHit, Intent
@@ -196,10 +196,12 @@ def render_node(state: QueryWork, runtime: Runtime[MemoryContext]) -> dict[str, 
     found = {**{a: s for a, s in called.items() if s.new in selected}, **found}
     view = state.get("view") or "bundle"
     text = render_context(index, selected, view, reps, state["query"], budget, mark_notes(index, found))
+    scores = {pid: pool[pid].score if pid in pool else dense.get(pid, 0.0) for pid in selected}
+    scores = asked_scores(index, selected, scores)
     packets = []
     for rank, pid in enumerate(selected, 1):
         p = index.packets[pid]
-        score = pool[pid].score if pid in pool else dense.get(pid, 0.0)
+        score = scores[pid]
         packets.append(
             {
                 "dia_id": p.dia_id,

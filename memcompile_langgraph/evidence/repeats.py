@@ -76,3 +76,15 @@ def statements_first(index: UserIndex, packet_ids: list[str]) -> list[str]:
         return packet_ids
     asking = set(asks)
     return [pid for pid in packet_ids if pid not in asking] + asks
+
+
+def asked_scores(index: UserIndex, packet_ids: list[str], scores: dict[str, float]) -> dict[str, float]:
+    """The selection's scores with each turn that only asks scored at most as the lowest statement before it: a
+    caller ordering by score (the LangGraph store) keeps the questions after the statements too."""
+    out, lowest = dict(scores), float("inf")
+    for pid in packet_ids:
+        if asks_only(index.packets[pid]):
+            out[pid] = min(out[pid], lowest)
+        else:
+            lowest = min(lowest, out[pid])
+    return out
