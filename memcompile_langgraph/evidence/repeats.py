@@ -1,4 +1,4 @@
-"""What was said, once: a turn repeated word for word takes one slot, and a question comes after the statements.
+"""Copies of a turn take one slot, and a turn that only asks comes after the statements selected with it.
 
 A chat agent's store fills with its own traffic: the same user sentence sent again in every run, the same question
 asked again. Copies of a turn (same speaker, same words, same image) score alike on every channel, so without this
