@@ -2,7 +2,7 @@
 
 First person becomes the speaker ("I'm" -> "Caroline is", "my" -> "Caroline's"); "we"/"us" become "<Speaker> and
 others" and "our" "<Speaker>'s", because "we" is as often friends or a partner as it is family; a reflexive
-("myself", "ourselves") becomes "themselves". Second person becomes the addressee, when there is one. The verb next
+("myself", "ourselves") becomes "themselves" after the name it refers back to, else the name. Second person becomes the addressee, when there is one. The verb next
 to a rewritten "I"/"you" is put in the third person, past the adverbs between them ("I now have" -> "Caroline now
 has"), and an auxiliary before an asking "I" agrees ("do I" -> "does Caroline"); after "you" that is any content
 word unless "you" is an object there ("makes you feel").
@@ -35,7 +35,7 @@ _AUXILIARIES = frozenset(
 )
 # After "I'd" these make it "I had" ("I'd been", "I'd never seen"); any other word makes it "I would".
 _PARTICIPLES = frozenset("been better had gone done seen known taken given got gotten made come become".split())
-_REFLEXIVE = frozenset(["myself", "ourselves", "yourself", "yourselves"])
+_REFLEXIVE = frozenset(["myself", "ourselves"])
 _LY_VERBS = frozenset("apply reply fly rely supply comply multiply bully rally tally ally".split())
 # After "I" these stay as they are: modals, past tenses and forms that do not take an -s.
 _KEEP_VERB = frozenset(
@@ -125,7 +125,7 @@ class Rewriter:
         self.first = {
             "i": speaker,
             "me": speaker,
-            "myself": "themselves",
+            "myself": speaker,
             "my": f"{speaker}'s",
             "mine": f"{speaker}'s",
             "i'm": f"{speaker} is",
@@ -133,7 +133,7 @@ class Rewriter:
             "i'll": f"{speaker} will",
             "we": group,
             "us": group,
-            "ourselves": "themselves",
+            "ourselves": group,
             "our": f"{speaker}'s",
             "ours": f"{speaker}'s",
             "we're": f"{group} are",
@@ -145,14 +145,14 @@ class Rewriter:
         if addressee:
             self.second = {
                 "you": addressee,
-                "yourself": "themselves",
+                "yourself": addressee,
                 "your": f"{addressee}'s",
                 "yours": f"{addressee}'s",
                 "you're": f"{addressee} is",
                 "you've": f"{addressee} has",
                 "you'll": f"{addressee} will",
                 "you'd": f"{addressee} would",
-                "yourselves": "themselves",
+                "yourselves": f"{addressee} and others",
                 "y'all": f"{addressee} and others",
             }
 
@@ -177,6 +177,9 @@ class Rewriter:
             return
         if lower in _REFLEXIVE and _word(source, at, n - 1) in ("i", "we", "and", "or"):
             raise _Inexact  # "I myself think", "my wife and myself went": no reflexive reads right there
+        if lower in _REFLEXIVE and any(self.speaker in t for t in out[: at[n]]):
+            out[at[n]] = "themselves"  # its antecedent, the speaker's name, is already in the sentence
+            return
         if lower == "i'd":
             k = _past_adverbs(source, at, n + 1)
             word = _word(source, at, k)
@@ -193,8 +196,6 @@ class Rewriter:
         if lower == "you" and _word(source, at, n + 1) in _YOU_GROUP and _adjacent(source, at, n):
             out[at[n]], out[at[n] + 1], out[at[n + 1]] = f"{self.addressee} and others", "", ""
             return
-        if lower in _REFLEXIVE and _word(source, at, n - 1) in ("you", "and", "or"):
-            raise _Inexact
         out[at[n]] = self.second[lower]
         if lower == "you":
             self._agree(source, out, at, n, always=False)
