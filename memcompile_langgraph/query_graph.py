@@ -22,6 +22,7 @@ from .evidence.frontier import admit, frontier_window
 from .evidence.mmr import offline_anchors
 from .evidence.pool import closed_pool
 from .evidence.render import fit_context, mark_notes, superseded
+from .evidence.repeats import asked_scores, one_per_statement, statements_first
 from .evidence.scheduler import ScheduleInput
 from .evidence.updates import Supersession, newest_of_subjects
 from .model import DenseHit, Intent, SelectedPacket
@@ -84,7 +85,10 @@ def normalize_node(state: QueryWork, runtime: Runtime[MemoryContext]) -> dict[st
         state.get("similarities"),
         ctx.engine.reader,
     )
-    return {"pool": pool, "fused": scores, "_trace": {"packets": len(pool), "address_packets": address}}
+    # copies of a turn take one slot from here on: the pool and D_q hold the newest copy once
+    pool, dense, scores = one_per_statement(ctx.snapshot(), pool, state.get("dense", []), scores)
+    trace = {"packets": len(pool), "address_packets": address}
+    return {"pool": pool, "dense": dense, "fused": scores, "_trace": trace}
 
 
 def _schedule_input(state: QueryState, ctx: MemoryContext) -> ScheduleInput:
@@ -169,6 +173,7 @@ def frontier_node(state: QueryWork, runtime: Runtime[MemoryContext]) -> dict[str
     newest: dict[str, Supersession] = {}
     if cfg.update_newest_cosine and cfg.fusion:
         selected, newest = newest_of_subjects(inp, selected, cfg)
+    selected = statements_first(inp.index, selected)
     return {
         "frontier_order": order,
         "selected": selected,
@@ -193,10 +198,12 @@ def render_node(state: QueryWork, runtime: Runtime[MemoryContext]) -> dict[str, 
     view = state.get("view") or "bundle"
     fitted = fit_context(index, selected, view, reps, state["query"], budget, mark_notes(index, found))
     text = fitted.text()
+    scores = {pid: pool[pid].score if pid in pool else dense.get(pid, 0.0) for pid in selected}
+    scores = asked_scores(index, selected, scores)
     packets = []
     for rank, pid in enumerate(selected, 1):
         p = index.packets[pid]
-        score = pool[pid].score if pid in pool else dense.get(pid, 0.0)
+        score = scores[pid]
         selected_packet = SelectedPacket(
             dia_id=p.dia_id,
             speaker=p.speaker,

@@ -83,7 +83,7 @@ def test_chat_agent_demo_recalls_across_conversations(tmp_path):
         assert words in reply, reply
     # the very first message: empty memory
     assert "(recalled: nothing)" in out.split("=== conversation 'friday' ===")[0]
-    assert "memory of 'tom': 12 turns" in out
+    assert "memory of 'tom': 6 turns" in out  # the user's; the replies acknowledged or quoted: nothing of their own
     assert (tmp_path / "mem" / "memcompile.sqlite3").is_file()
 
 

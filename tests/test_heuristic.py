@@ -76,7 +76,9 @@ def test_first_person_is_rewritten_to_the_speaker(ex):
         ("I'd love to visit Sweden.", "Caroline would love to visit Sweden."),
         ("I don't like horror movies.", "Caroline doesn't like horror movies."),
         ("I really miss my grandma.", "Caroline really misses Caroline's grandma."),
-        ("I went hiking by myself.", "Caroline went hiking by Caroline."),
+        ("I went hiking by myself.", "Caroline went hiking by themselves."),
+        ("I now have 3 cats.", "Caroline now has 3 cats."),
+        ("I now live in Lisbon.", "Caroline now lives in Lisbon."),
         ("My sister and I love pottery.", "Caroline's sister and Caroline love pottery."),
     ],
 )

@@ -39,8 +39,8 @@ def test_store_api_and_chat_graph_share_compiled_memory(server):
     listed = listed.raise_for_status().json()
     assert (listed["items"][0]["key"], listed["items"][0]["value"]) == ("pet", PET)
     written = [i["value"]["text"] for i in listed["items"][1:]]
-    # the run's turns, through the store: the reply quoted the put item, so it is kept as a pointer to it
-    assert "[pet]" in messages[2]["content"] and written == ["What is my beagle called?", "(quoted from memory: pet)"]
+    # the run's turns, through the store: the reply only quoted the put item, which stands for it
+    assert "[pet]" in messages[2]["content"] and written == ["What is my beagle called?"]
 
     query = {"namespace_prefix": ["tom"], "query": "What is the beagle called?"}
     found = server.post("/store/items/search", json=query)

@@ -138,16 +138,19 @@ def test_the_query_graph_calls_the_update_in_and_marks_the_older_statement(make_
     say(1, "Our CI test suite takes 9 minutes to finish.")
     say(1, "Nice, that is quick.", "Assistant")
     for s in range(1, 4):
-        for f in (
-            "Can you help me write a unit test for the date parser?",
-            "How should I name feature branches?",
-            "What should go into a good README?",
-            "Any tips for keeping a reading habit going?",
-            "How do I make a pie chart in matplotlib?",
-            "What's a quick healthy lunch to prep?",
+        for n, f in enumerate(
+            (
+                "Can you help me write a unit test for the date parser?",
+                "How should I name feature branches?",
+                "What should go into a good README?",
+                "Any tips for keeping a reading habit going?",
+                "How do I make a pie chart in matplotlib?",
+                "What's a quick healthy lunch to prep?",
+            )
         ):
             say(s, f)
-            say(s, "Sure, here is how I would go about the test suite question: keep it simple and small.", "Assistant")
+            # each reply its own (copies of one would take one slot): fillers that share the question's words
+            say(s, f"Sure, here is how I would go about the test suite question {s}.{n}: keep it simple.", "Assistant")
     say(4, "Quick note about the CI test suite.")
     say(4, "Go on.", "Assistant")
     say(4, "That changed, a run is 21 minutes these days.")

@@ -11,6 +11,8 @@ stand alone:
   "Caroline, answering Melanie's question 'where did Caroline move from', said: Sweden, four years ago."
   (reply.py);
 - content-bearing questions become "<Speaker> asked [<addressee>]: <question>";
+- a sentence whose first person cannot be rewritten exactly keeps the speaker's words, quoted: '<Speaker>: "I ..."'
+  (rewrite.py);
 - an attached image becomes "<Speaker> shared a photo: <caption> (<query>).";
 - a fenced block of code becomes what it is, not its lines: "<Speaker> shared python code defining login,
   create_app." (nothing when it names neither a language nor a definition); display math is left out.
@@ -50,6 +52,11 @@ def _capitalize(text: str) -> str:
     return text[:1].upper() + text[1:]
 
 
+def _own_words(sentence: str) -> str:
+    """A sentence kept as its speaker said it, quoted: its first person is the speaker's."""
+    return f'"{sentence.strip()}"'
+
+
 def _finish(claim: str) -> str:
     claim = _capitalize(clean_text(_SPACES.sub(" ", claim)).strip(" ,;:-"))
     return claim if claim[-1:] in ".!?\"'" else f"{claim}."
@@ -74,7 +81,7 @@ class HeuristicExtractor:
         answer = opening_answer(units, names, self.reply_max_words) if question else None
         if answer:
             reply, start, end = answer
-            reply = _capitalize(rewrite(reply))
+            reply = _capitalize(rewrite(reply) or _own_words(reply))
             claims.append(f"{packet.speaker}, answering {addressee}'s question '{question}', said: {reply}")
             units = units[:start] + units[end:]
         for unit in units:
@@ -108,16 +115,18 @@ class HeuristicExtractor:
     def _claim(unit: str, speaker: str, addressee: str | None, rewrite: Rewriter, names: Names) -> str | None:
         sentence = strip_vocatives(unit, names)
         content = content_words(sentence, names)
+        rewritten = rewrite(sentence)
         if is_question(sentence):
             if len(content) < 2:
                 return None
-            question = lower_function_word(rewrite(sentence))
+            question = lower_function_word(rewritten) if rewritten is not None else _own_words(sentence)
             ask = f"{speaker} asked {addressee}" if addressee and addressee not in question else f"{speaker} asked"
             return f"{ask}: {question}"
         if not content or ACKNOWLEDGEMENT.match(unit) or not has_words(sentence):
             return None
-        claim = rewrite(sentence)
-        return claim if names.find(claim) else f"{speaker} said: {_capitalize(claim)}"
+        if rewritten is None:  # no exact rewrite: the speaker's own words, attributed
+            return f"{speaker}: {_own_words(sentence)}"
+        return rewritten if names.find(rewritten) else f"{speaker} said: {_capitalize(rewritten)}"
 
     @staticmethod
     def _code_claim(speaker: str, block: CodeBlock) -> str | None:

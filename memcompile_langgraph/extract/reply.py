@@ -65,7 +65,9 @@ def open_question(previous: SourcePacket, speaker: str, names: Names) -> str | N
         if is_question(sentence):
             if not content_words(sentence, names):
                 return None
-            return lower_function_word(rewriter(previous.speaker, speaker)(sentence).rstrip(" ?!."))
+            # no exact rewrite: the question as it was asked
+            said = rewriter(previous.speaker, speaker)(sentence) or sentence
+            return lower_function_word(said.rstrip(" ?!."))
         if content_words(sentence, names):
             return None
     return None

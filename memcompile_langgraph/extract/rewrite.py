@@ -1,9 +1,15 @@
 """First and second person rewritten to names so a claim stands alone (Sec. 3.2.1): "I love" -> "Caroline loves".
 
 First person becomes the speaker ("I'm" -> "Caroline is", "my" -> "Caroline's"); "we"/"us" become "<Speaker> and
-others" and "our" "<Speaker>'s", because "we" is as often friends or a partner as it is family. Second person
-becomes the addressee, when there is one. The verb next to a rewritten "I"/"you" is put in the third person; after
-"you" that is any content word unless "you" is an object there ("makes you feel").
+others" and "our" "<Speaker>'s", because "we" is as often friends or a partner as it is family; a reflexive
+("myself", "ourselves") becomes "themselves" after the name it refers back to, else the name. Second person becomes the addressee, when there is one. The verb next
+to a rewritten "I"/"you" is put in the third person, past the adverbs between them ("I now have" -> "Caroline now
+has"), and an auxiliary before an asking "I" agrees ("do I" -> "does Caroline"); after "you" that is any content
+word unless "you" is an object there ("makes you feel").
+
+A sentence whose first person cannot be rewritten exactly (the word after "I" is neither a verb nor a known adverb,
+or the verb is not where it is looked for: "I, too, love it", "I so want it") is not rewritten: the rewriter
+returns None and the caller keeps the speaker's own words.
 """
 
 from __future__ import annotations
@@ -19,8 +25,17 @@ _FIRST_PERSON = frozenset(
 )
 _ADVERBS = frozenset(
     """also just still even never always often sometimes already ever first too usually recently finally really
-    actually totally definitely truly kinda sorta only once soon almost mostly""".split()
+    actually totally definitely truly kinda sorta only once soon almost mostly now then again seldom maybe perhaps
+    sometime somehow""".split()
 )
+# Forms that are a verb of their own: a word before one of them after "I" was not the verb ("I now have").
+_AUXILIARIES = frozenset(
+    """am is are was were have has had do does did can could will would shall should may might must don't doesn't
+    didn't can't couldn't won't wouldn't shouldn't haven't hasn't hadn't isn't aren't wasn't weren't""".split()
+)
+# After "I'd" these make it "I had" ("I'd been", "I'd never seen"); any other word makes it "I would".
+_PARTICIPLES = frozenset("been better had gone done seen known taken given got gotten made come become".split())
+_REFLEXIVE = frozenset(["myself", "ourselves"])
 _LY_VERBS = frozenset("apply reply fly rely supply comply multiply bully rally tally ally".split())
 # After "I" these stay as they are: modals, past tenses and forms that do not take an -s.
 _KEEP_VERB = frozenset(
@@ -58,7 +73,8 @@ _ADJECTIVE_ENDINGS = ("able", "ible", "ful", "ous", "less")
 _YOU_GROUP = frozenset(["guys", "all", "both", "two"])
 _INVERTING_AUX = frozenset(
     "am are were have do don't haven't aren't weren't did didn't can can't could will won't would should "
-    "shall might must may let to does has how'd what'd where'd why'd when'd who'd".split()
+    "shall might must may let to does has how'd what'd where'd why'd when'd who'd was wasn't had hadn't couldn't "
+    "wouldn't shouldn't doesn't hasn't is isn't".split()
 )
 # After these "you" is an object and a verb that follows is bare ("makes you feel", "help you find", "gives you
 # hope", "proud of you"); after any other word a "you" followed by a verb (_verb_after_you) is its subject ("the
@@ -140,23 +156,35 @@ class Rewriter:
                 "y'all": f"{addressee} and others",
             }
 
-    def __call__(self, sentence: str) -> str:
+    def __call__(self, sentence: str) -> str | None:
+        """The sentence rewritten, or None when its first person cannot be rewritten exactly."""
         source = _TOKEN.findall(sentence)  # read from the original tokens, write to `out`
         out = list(source)
         at = [i for i, t in enumerate(source) if t[0].isalnum() or t[0] == "_"]
-        for n, i in enumerate(at):
-            lower = source[i].lower()
-            if lower in _FIRST_PERSON:
-                self._first(source, out, at, n, lower)
-            elif lower in self.second:
-                self._second(source, out, at, n, lower)
+        try:
+            for n, i in enumerate(at):
+                lower = source[i].lower()
+                if lower in _FIRST_PERSON:
+                    self._first(source, out, at, n, lower)
+                elif lower in self.second:
+                    self._second(source, out, at, n, lower)
+        except _Inexact:
+            return None
         return "".join(out)
 
     def _first(self, source: list[str], out: list[str], at: list[int], n: int, lower: str) -> None:
         if lower == "us" and source[at[n]] == "US":  # the country
             return
+        if lower in _REFLEXIVE and _word(source, at, n - 1) in ("i", "we", "and", "or"):
+            raise _Inexact  # "I myself think", "my wife and myself went": no reflexive reads right there
+        if lower in _REFLEXIVE and any(self.speaker in t for t in out[: at[n]]):
+            out[at[n]] = "themselves"  # its antecedent, the speaker's name, is already in the sentence
+            return
         if lower == "i'd":
-            out[at[n]] = f"{self.speaker} {'had' if _word(source, at, n + 1) in ('been', 'better') else 'would'}"
+            k = _past_adverbs(source, at, n + 1)
+            word = _word(source, at, k)
+            had = word in _PARTICIPLES or (word.endswith("ed") and not word.endswith("eed"))
+            out[at[n]] = f"{self.speaker} {'had' if had else 'would'}"
             return
         out[at[n]] = self.first[lower]
         if lower == "i" and _word(source, at, n - 1) != "and":  # "Mel and I love" stays plural
@@ -188,12 +216,44 @@ class Rewriter:
             word = _word(source, at, k)
             if word in ("kind", "sort") and _word(source, at, k + 1) == "of":
                 k += 2
+            elif word == "no" and _word(source, at, k + 1) == "longer":
+                k += 2
             elif _is_adverb(word):
                 k += 1
             else:
-                if always or _verb_after_you(source[at[k]]):
+                if always:
+                    out[at[k]] = _verb_after_i(source, at, k)
+                elif _verb_after_you(source[at[k]]):
                     out[at[k]] = _third_person(source[at[k]])
                 return
+        if always and k < len(at) and k > n and "".join(source[at[k - 1] + 1 : at[k]]).strip()[:1] in ",;(-–—":
+            raise _Inexact  # "I, too, love it": the verb is past an aside, whose end is not known
+
+
+class _Inexact(Exception):
+    """The first person of a sentence cannot be rewritten exactly."""
+
+
+def _past_adverbs(source: list[str], at: list[int], k: int) -> int:
+    """The first word from k on that is not an adverb next to the one before."""
+    while k < len(at) and _is_adverb(_word(source, at, k)) and _adjacent(source, at, k):
+        k += 1
+    return k
+
+
+def _verb_after_i(source: list[str], at: list[int], k: int) -> str:
+    """Word k, the verb after a subject "I", in the third person; _Inexact when it does not read as that verb: a
+    function word ("I so want"), a form that is no present ("I loving", "I gets"), or a word followed by a verb of
+    its own, so that it was an adverb not known as one ("I now have")."""
+    token, lower = source[at[k]], source[at[k]].lower()
+    if lower in _THIRD_PERSON or _keeps_form(lower):
+        return _third_person(token)
+    plural = lower.endswith("s") and not lower.endswith(("ss", "us"))
+    if (lower in STOPWORDS and lower not in ("like", "get")) or not token.isalpha() or lower.endswith("ing") or plural:
+        raise _Inexact
+    if _adjacent(source, at, k) and _word(source, at, k + 1) in _AUXILIARIES:
+        raise _Inexact
+    return _third_person(token)
 
 
 def _verb_after_you(token: str) -> bool:

@@ -3,9 +3,11 @@
 recall: compiles memory for the last human message and adds one system message with the compiled context
 (the previous recall message is removed, so the history holds one current memory message).
 remember: stores every human and assistant message not stored yet as a turn. Each turn's dia_id is derived
-from its message id, so nothing is stored twice, across threads and processes alike. What an assistant reply quotes
-from the memory it was shown is stored as a pointer to its sources ("(quoted from memory: m-...)"), never as a
-second copy: a later recall would rank the copy as evidence in place of the user's own turn.
+from its message id, so nothing is stored twice, across threads and processes alike. An assistant reply is stored
+as what the assistant said in its own words: what it quotes from the memory it was shown is left to its sources
+(a reply's QUOTED_KEY metadata, or the dia_ids it cites, point to them), never stored as a second copy that a later
+recall would rank as evidence in place of the user's own turn; a reply that only quotes, or that states nothing
+(SCRIPTED_KEY: an acknowledgement), stores nothing.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from .run_options import run_speakers, run_user
 RECALL_ID_PREFIX = "memcompile-recall-"
 
 QUOTED_KEY = "memcompile_quoted"  # response_metadata of a reply that is wholly a quote: the dia_ids it quotes
+SCRIPTED_KEY = "memcompile_scripted"  # response_metadata of a reply that states nothing (an acknowledgement): True
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 _CITED = re.compile(r"\[([^\[\]]{1,400})\]")
 
@@ -109,20 +112,16 @@ def _shown_dia_ids(messages: list[BaseMessage]) -> set[str]:
 
 
 def own_words(message: AIMessage, shown: set[str]) -> str:
-    """The reply as stored: a reply that is wholly a quote (QUOTED_KEY), or each sentence of it citing a dia_id the
-    model was shown, becomes one pointer to those sources; the rest is the assistant's own words."""
-    quoted = message.response_metadata.get(QUOTED_KEY)
-    kept: list[str] = []
-    cited: list[str] = [str(dia) for dia in quoted] if isinstance(quoted, list) else []
-    for sentence in [] if cited else _SENTENCE.split(message.text.strip()):
-        ids = [dia.strip() for group in _CITED.findall(sentence) for dia in group.split(",") if dia.strip() in shown]
-        if ids:
-            cited.extend(ids)
-        else:
-            kept.append(sentence)
-    if cited:
-        kept.append(f"(quoted from memory: {', '.join(dict.fromkeys(cited))})")
-    return " ".join(kept)
+    """The reply as stored: its sentences that cite no dia_id the model was shown, "" for a reply that is wholly a
+    quote (QUOTED_KEY) or states nothing (SCRIPTED_KEY). The quoted sentences' sources stand for them."""
+    metadata = message.response_metadata
+    if metadata.get(SCRIPTED_KEY) is True or isinstance(metadata.get(QUOTED_KEY), list):
+        return ""
+    return " ".join(
+        sentence
+        for sentence in _SENTENCE.split(message.text.strip())
+        if not any(dia.strip() in shown for group in _CITED.findall(sentence) for dia in group.split(","))
+    )
 
 
 def make_remember_node(
@@ -145,13 +144,11 @@ def make_remember_node(
         shown = _shown_dia_ids(messages)
         # every message not stored yet, wherever it is (a stored one is no sign that those before it were stored)
         pending = [
-            {
-                "speaker": _speaker(message, *names),
-                "text": own_words(message, shown) if isinstance(message, AIMessage) else message.text,
-                "dia_id": turn_dia_id(message, position),
-            }
+            {"speaker": _speaker(message, *names), "text": text, "dia_id": turn_dia_id(message, position)}
             for position, message in enumerate(messages)
             if _storable(message) and turn_dia_id(message, position) not in stored
+            for text in [own_words(message, shown) if isinstance(message, AIMessage) else message.text]
+            if text.strip()
         ]
         if pending:
             now = datetime.now().isoformat(timespec="seconds")

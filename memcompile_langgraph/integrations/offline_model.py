@@ -14,7 +14,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 
 from .extractive import Claim, answer, parse_claims
-from .memory_nodes import QUOTED_KEY
+from .memory_nodes import QUOTED_KEY, SCRIPTED_KEY
 
 DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
 NOTED = "Noted, I will remember that."
@@ -42,7 +42,8 @@ class OfflineMemoryReader(BaseChatModel):
         question = human.text if human is not None else ""
         found = answer(question, memory_claims(messages), self.embeddings) if "?" in question else None
         if found is None:
-            reply = AIMessage(content=UNKNOWN if "?" in question else NOTED)
+            # scripted lines state nothing: remember stores none of them
+            reply = AIMessage(content=UNKNOWN if "?" in question else NOTED, response_metadata={SCRIPTED_KEY: True})
         else:  # the whole reply is a quote: remember stores it as a pointer to its sources (memory_nodes)
             reply = AIMessage(content=found.render(), response_metadata={QUOTED_KEY: list(found.dia_ids)})
         return ChatResult(generations=[ChatGeneration(message=reply)])
