@@ -25,7 +25,10 @@ def cmd_repair(args: argparse.Namespace) -> int:
     finally:
         mem.close()
     if report["moved_aside"]:
-        print(f"the damaged vector store was moved to {report['moved_aside']}")
+        print(
+            f"the damaged vector store was moved to {report['moved_aside']} (its vectors are made again below; the "
+            "next forget or delete_turns removes it whole)"
+        )
     for user, packets in report["users"].items():
         print(f"{user}: {packets} turns, {report['made'][user]} vectors made again from the records")
     if not report["users"]:
