@@ -195,15 +195,18 @@ def build_engine(
     extractor: Extractor | None,
     scheduler: Scheduler | None,
     dense: bool,
+    open_indexes: int = 64,
 ) -> Engine:
     """The stores and components of one memory: SQLite records and Chroma vectors under `path` (or in memory), the
-    offline stages, and the paper's LLM stages through `llm` where one is given."""
+    offline stages, and the paper's LLM stages through `llm` where one is given. open_indexes: the users' vector
+    indexes a local Chroma keeps loaded (the memory's cache_size)."""
     from ..evidence.mmr import DeterministicScheduler
     from ..extract.heuristic import HeuristicExtractor
     from ..store.open import open_records, open_vectors
 
     records = open_records(path, records_url)  # PostgreSQL by URL or $MEMCOMPILE_RECORDS_URL, else SQLite
-    vectors = open_vectors(path, records, chroma_url)  # opened at its first use: writes, repairs, reads of vectors
+    # opened at its first use: writes, repairs, reads of vectors
+    vectors = open_vectors(path, records, chroma_url, open_indexes)
     if dense and embeddings is None:
         from ..embeddings.minilm import default_embeddings
 

@@ -36,6 +36,7 @@ _P = ParamSpec("_P")
 _R = TypeVar("_R")
 _T = TypeVar("_T")
 
+OPEN_INDEXES = 64  # user indexes a local Chroma keeps loaded when the memory names no bound (its cache_size's default)
 SOURCE = "source"  # metadata key of what a vector was built from: a digest of the packet document it embedded
 log = logging.getLogger(__name__)
 
@@ -100,7 +101,9 @@ class _Settings(TypedDict):
 _SETTINGS: _Settings = {"anonymized_telemetry": False, "allow_reset": False}
 
 
-def make_client(path: str | Path | None, url: str | None = None) -> ClientAPI:
+def make_client(path: str | Path | None, url: str | None = None, open_indexes: int = OPEN_INDEXES) -> ClientAPI:
+    """A client of the server at url, else of the directory's Chroma (keeping at most `open_indexes` user indexes
+    loaded, each with its four open files), else in memory."""
     if url:
         host, port, ssl = server_address(url)
         timeout = server_timeout()
@@ -116,20 +119,55 @@ def make_client(path: str | Path | None, url: str | None = None) -> ClientAPI:
             log.warning("cannot give this chromadb's HTTP client a timeout: calls to %s may wait forever", url)
         return client
     if path is not None:
-        return chromadb.PersistentClient(path=str(Path(path) / "chroma"), settings=Settings(**_SETTINGS))
+        directory = str(Path(path) / "chroma")
+        _bounded_system(Settings(**_SETTINGS, is_persistent=True, persist_directory=directory), open_indexes)
+        return chromadb.PersistentClient(path=directory, settings=Settings(**_SETTINGS))
     return chromadb.EphemeralClient(settings=Settings(**_SETTINGS))
 
 
-def open_chroma(path: str | Path | None, url: str | None = None) -> DirectChroma | LocalChroma:
-    """A local directory is shared across processes through LocalChroma; a server or memory client is used as is."""
+def _bounded_system(settings: Settings, open_indexes: int) -> None:
+    """Starts Chroma's system for a directory as its PersistentClient would, but with its cache of loaded indexes
+    bounded by `open_indexes`: chromadb sizes it by the open-files limit alone (a fifth of it), so a process serving
+    many users kept every index it had touched, memory and files, until that limit stopped it. Chroma holds at least
+    one index per shard of that cache (about 64) whatever the bound. A system already started is left as it is."""
+    from chromadb.api import ServerAPI
+    from chromadb.api.shared_system_client import SharedSystemClient
+    from chromadb.config import System
+    from chromadb.telemetry.product import ProductTelemetryClient
+
+    identifier = SharedSystemClient._get_identifier_from_settings(settings)
+    if identifier in SharedSystemClient._identifier_to_system:
+        return
+    system = System(settings)
+    SharedSystemClient._identifier_to_system[identifier] = system
+    system.instance(ProductTelemetryClient)  # type: ignore[type-abstract]  # as chromadb asks for its components
+    api = system.instance(ServerAPI)  # type: ignore[type-abstract]
+    if hasattr(api, "hnsw_cache_size"):  # the Rust core's API, which reads it when the system starts
+        api.hnsw_cache_size = max(1, open_indexes)
+    system.start()
+
+
+def open_chroma(
+    path: str | Path | None, url: str | None = None, open_indexes: int = OPEN_INDEXES
+) -> DirectChroma | LocalChroma:
+    """A local directory is shared across processes through LocalChroma (its first opener in this process sets
+    `open_indexes`); a server or memory client is used as is."""
     if path is not None and not url:
-        return LocalChroma.shared(Path(path) / "chroma", Path(path) / "locks", lambda d: make_client(d.parent))
+        return LocalChroma.shared(
+            Path(path) / "chroma", Path(path) / "locks", lambda d: make_client(d.parent, None, open_indexes)
+        )
     return DirectChroma(make_client(path, url))
 
 
 class ChromaVectors:
-    def __init__(self, path: str | Path | None = None, url: str | None = None, namespace: str | None = None) -> None:
-        self._path, self._url = path, url
+    def __init__(
+        self,
+        path: str | Path | None = None,
+        url: str | None = None,
+        namespace: str | None = None,
+        open_indexes: int = OPEN_INDEXES,
+    ) -> None:
+        self._path, self._url, self._open_indexes = path, url, open_indexes
         self._silent_until, self._silent_line = 0.0, ""  # a server that let a deadline pass: not asked till then
         self.where = url or (str(Path(path) / "chroma") if path is not None else "in memory")
         self.chroma = self._connect()
@@ -143,7 +181,7 @@ class ChromaVectors:
 
     def _connect(self) -> DirectChroma | LocalChroma | UnavailableChroma:
         try:
-            return open_chroma(self._path, self._url)
+            return open_chroma(self._path, self._url, self._open_indexes)
         except BaseException as exc:
             # chromadb's client says ValueError for a server it could not reach or that failed as it opened; its
             # Rust core panics on some damaged files (pyo3's PanicException, a BaseException)

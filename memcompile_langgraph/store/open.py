@@ -43,8 +43,10 @@ def open_records(path: str | Path | None, records_url: str | None = None, create
     return SqliteRecords(path, create=create)
 
 
-def open_vectors(path: str | Path | None, records: RecordsStore, chroma_url: str | None = None) -> LazyVectors:
-    """The store's vectors; on a shared Chroma server, collections are named per store so two stores never meet, and
+def open_vectors(
+    path: str | Path | None, records: RecordsStore, chroma_url: str | None = None, open_indexes: int = 64
+) -> LazyVectors:
+    """The store's vectors (a local Chroma keeps at most `open_indexes` users' indexes loaded); on a shared Chroma server, collections are named per store so two stores never meet, and
     per deployment where one store's records are reached under a second one (a physical copy of its database)."""
     namespace = None
     if chroma_url:
@@ -66,7 +68,7 @@ def open_vectors(path: str | Path | None, records: RecordsStore, chroma_url: str
     def connect() -> VectorsStore:
         from .chroma import ChromaVectors
 
-        return ChromaVectors(path, url=chroma_url, namespace=namespace)
+        return ChromaVectors(path, url=chroma_url, namespace=namespace, open_indexes=open_indexes)
 
     return LazyVectors(connect)
 
