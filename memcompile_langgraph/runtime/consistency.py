@@ -115,11 +115,15 @@ def embed(engine: Engine, index: UserIndex, packet_ids: Rows[str]) -> None:
 
 def prepare_writer(snapshots: upgrade.Snapshots, index: UserIndex, repair: bool) -> None:
     """What a writer does before adding vectors of its model: replace foreign vectors (a small user's now, else by the
-    re-embed job, off the write path); with repair, hand what a reader left to the job (Repair.FOR_JOB)."""
+    re-embed job, off the write path) when its model is the store's, else nothing (the unit then stores no vectors);
+    with repair, hand what a reader left to the job (Repair.FOR_JOB)."""
     engine = snapshots.engine
     if engine.embeddings is None:
         return
     if engine.foreign_vectors(index.user_id):
+        if not engine.makes_vectors(claim=True):  # another model is the store's: its vectors are kept as they are
+            engine.warn_other_model()
+            return
         if len(index.packets) <= READER_REPAIR_LIMIT:
             reembed(engine, index)
         else:
