@@ -95,10 +95,22 @@ class Upkeep:
         return maintenance.delete_expired(self.host, time.time())
 
     def reembed(self, user_id: str = "default") -> int:
-        """Embed every packet of the user again with this memory's model (what the next add_turns does anyway when
-        the store's vectors came from another model); returns how many packets were embedded."""
+        """Embed every packet of the user again with this memory's model, which it makes the store's (switch_model);
+        returns how many packets were embedded."""
         user_id = validate_user_id(user_id)
         return maintenance.reembed_user(self.host, user_id) if self.engine.embeddings is not None else 0
+
+    def switch_model(self, now: bool = False, progress: UserProgress | None = None) -> dict[str, int]:
+        """Makes this memory's embedding model the store's. A store has one model at a time: workers on it make
+        vectors and re-embed each user made by another as they write to it (in the background); workers on any other
+        model answer from the lexical channels and store turns without vectors, said once. now: every user
+        re-embedded here, as `repair` does (progress as there). Returns the vectors made per user (none without
+        now). `memcompile reembed` runs it with now."""
+        if self.engine.embedding_id is None:
+            raise ValueError("this memory has no embedding model to make the store's (dense=False)")
+        self.engine.check_store()
+        self.engine.records.set_store_model(self.engine.embedding_id)
+        return maintenance.repair(self.host, None, progress)["made"] if now else {}
 
     def repair(self, user_id: str | None = None, progress: UserProgress | None = None) -> dict[str, Any]:
         """Rebuild vectors from the records: a damaged local vector store is moved aside and every user re-embedded;

@@ -120,6 +120,7 @@ def test_store_made_with_another_model_is_reembedded_by_the_next_writer(tmp_path
         ctx.packets and ctx.trace["dense"]["foreign_vectors"] and mem.engine.records.embedding("ann") == fp32.identity
     )
     assert mem.stats("ann")["vector_model"] == {"recorded": fp32.identity, "current": False}
+    mem.switch_model()  # the explicit step: this model becomes the store's, its writers re-embed
     mem.add_turns(
         [{"speaker": "Priya", "text": "I start at the observatory next week.", "time": "2024-06-01T09:00"}], "ann"
     )
@@ -142,6 +143,7 @@ def test_store_opened_with_an_embedder_of_another_dimension(tmp_path, embeddings
     assert {len(v) for v in _stored_vectors(mem, "ann").values()} == {16}
     bigger = MemCompile(tmp_path, embeddings=DeterministicFakeEmbedding(size=32))
     assert bigger.engine.embedding_id != mem.engine.embedding_id  # same class, other output size: another model
+    bigger.switch_model()
     bigger.add_turns([{"speaker": "Tom", "text": "Biscuit learned to sit.", "time": "2024-06-02T10:00"}], "ann")
     assert {len(v) for v in _stored_vectors(bigger, "ann").values()} == {32}
 
@@ -150,17 +152,19 @@ def test_two_writers_with_different_models_never_mix_vectors(tmp_path, embedding
     w = MemCompile(tmp_path, embeddings=fp32)
     w.add_turns(demo_turns()[:20], "ann")  # w keeps its index cached, fp32 vectors inside
     r = MemCompile(tmp_path, embeddings=embeddings)
-    r.reembed("ann")  # another process re-embeds with int8
-    w.add_turns(demo_turns()[20:], "ann")  # w must not append fp32 vectors to int8 ones: it re-embeds all
-    assert w.engine.records.embedding("ann") == fp32.identity
-    index = w.index("ann")
-    stored = _stored_vectors(w, "ann")
+    r.reembed("ann")  # another process re-embeds with int8, which makes it the store's model
+    # w must not append fp32 vectors to int8 ones, nor re-embed them back: it stores its turns without vectors
+    w.add_turns(demo_turns()[20:], "ann")
+    assert w.engine.records.embedding("ann") == embeddings.identity
+    assert w.compile("Where does Priya work now?", "ann").trace["dense"]["foreign_vectors"]
+    r.compile("Where does Priya work now?", "ann")  # r's load makes the vectors w's turns lack, with int8
+    index = r.index("ann")
+    stored = _stored_vectors(r, "ann")
     assert set(stored) == set(index.packets)
     for pid in index.packet_order:
-        doc = packet_document(index.packets[pid], index.by_packet[pid])[: w.config.embed_max_chars]
-        assert np.allclose(stored[pid], fp32.embed_query(doc), atol=1e-6)
-    reader = MemCompile(tmp_path, embeddings=fp32)
-    assert reader.compile("Where does Priya work now?", "ann").trace["dense"]["hits"] > 0
+        doc = packet_document(index.packets[pid], index.by_packet[pid])[: r.config.embed_max_chars]
+        assert np.allclose(stored[pid], embeddings.embed_query(doc), atol=1e-6)
+    assert r.compile("Where does Priya work now?", "ann").trace["dense"]["hits"] > 0
 
 
 def test_reader_picks_up_vectors_another_process_reembedded(tmp_path, embeddings, fp32):
@@ -276,6 +280,7 @@ def test_ingest_graph_run_directly_never_joins_another_models_vectors(tmp_path):
     a, b = DeterministicFakeEmbedding(size=8), DeterministicFakeEmbedding(size=16)
     MemCompile(tmp_path, embeddings=a).add_turns(demo_turns()[:10], "ann")
     studio = MemCompile(tmp_path, embeddings=b)  # what graphs/ingest.py serves: the graph, not add_turns
+    studio.switch_model()
     studio.ingest_graph.invoke({"turns": demo_turns()[10:20]}, context=studio.context("ann"))
     assert studio.engine.records.embedding("ann") == studio.engine.embedding_id
     assert {len(v) for v in _stored_vectors(studio, "ann").values()} == {16}

@@ -3,6 +3,7 @@ whose snapshot lags the records does (for the newer packets' vectors) unless clo
 tail file, and a writer does; the open happens once however many threads ask at the same moment."""
 
 import threading
+import time
 
 import pytest
 from support.ranking import assert_same_context
@@ -128,7 +129,8 @@ def test_the_store_opens_once_whichever_threads_ask_first():
     assert len(opened) == 1 and results == [{"u"}] * 8
 
 
-def test_a_failed_open_raises_to_its_caller_and_the_next_use_tries_again():
+def test_a_failed_open_raises_to_its_caller_and_the_next_use_after_the_deadline_tries_again(monkeypatch):
+    monkeypatch.setenv("MEMCOMPILE_CHROMA_TIMEOUT", "0.3")
     attempts = []
 
     class Store:
@@ -144,7 +146,10 @@ def test_a_failed_open_raises_to_its_caller_and_the_next_use_tries_again():
     lazy = LazyVectors(connect)
     with pytest.raises(VectorStoreError, match="cannot be opened"):
         lazy.ids("u")
-    assert not lazy.opened
+    with pytest.raises(VectorStoreError, match="cannot be opened"):  # within the deadline: not asked again
+        lazy.ids("u")
+    assert not lazy.opened and len(attempts) == 1
+    time.sleep(0.4)
     assert lazy.ids("u") == set() and lazy.opened and len(attempts) == 2
 
 

@@ -79,6 +79,7 @@ def test_first_add_after_a_model_change_leaves_the_old_packets_to_the_job(backen
     mem = where.memory(embeddings=new)
     try:
         assert mem.compile("Where does Priya work now?", "ann").trace["dense"]["foreign_vectors"]
+        mem.switch_model()  # the explicit step: this model becomes the store's
         mem.add_turns([ONE], "ann")
         assert new.other_docs() == 1  # the writer embedded its own turn only
         assert new.waiting.wait(60)  # the job replaced the old vectors and is making them again
@@ -115,6 +116,7 @@ def test_the_first_add_after_a_model_change_reads_the_old_snapshot_file_without_
     load = mem.engine.records.load
     mem.engine.records.load = lambda user_id, after=(-1, -1): loads.append(after) or load(user_id, after=after)
     try:
+        mem.switch_model()
         mem.add_turns([ONE], "ann")
         assert loads and loads[0] != (-1, -1)  # the file's records were read, not all replayed from the records
         index = mem.index("ann")
@@ -165,7 +167,7 @@ class Stalls(DeterministicFakeEmbedding):
         return super().embed_documents(texts)
 
 url = sys.argv[2] or ""
-MemCompile(sys.argv[1], records_url=url, embeddings=Stalls(size=16)).repair("ann")
+MemCompile(sys.argv[1], records_url=url, embeddings=Stalls(size=16)).switch_model(now=True)
 """
 
 
@@ -200,7 +202,7 @@ def test_repair_says_its_progress_on_stderr(tmp_path, capsys, model_dir, monkeyp
     monkeypatch.setenv("MEMCOMPILE_MODEL_DIR", str(model_dir))
     _old_store(Where(tmp_path))
     capsys.readouterr()
-    assert main(["repair", "--store", str(tmp_path), "--user", "ann"]) == 0  # the local model: another one
+    assert main(["reembed", "--store", str(tmp_path)]) == 0  # the local model: another one, made the store's
     out, err = capsys.readouterr()
     lines = [line for line in err.splitlines() if line.startswith("memcompile: re-embed ann")]
     assert lines[-1] == f"memcompile: re-embed ann {len(TURNS)}/{len(TURNS)} vectors" and 2 <= len(lines) <= 4

@@ -1,4 +1,5 @@
-"""`memcompile repair`: rebuild the vectors of a store (or of one user) from its records."""
+"""`memcompile repair`: rebuild the vectors of a store (or of one user) from its records; `memcompile reembed`: the
+same for every user after making this process's embedding model the store's."""
 
 from __future__ import annotations
 
@@ -20,12 +21,19 @@ def cmd_repair(args: argparse.Namespace) -> int:
     if not Path(args.store).is_dir():
         raise UsageError(f"no store at {args.store}")  # repairing must not create one
     mem = MemCompile(args.store, chroma_url=args.chroma_url)
+    progress = None if args.quiet else RepairProgress()
     try:
-        report = mem.repair(args.user, progress=None if args.quiet else RepairProgress())
+        if args.switch:
+            mem.switch_model()
+            print(f"the store's embedding model is now {mem.engine.embedding_id}")
+        report = mem.repair(args.user, progress=progress)
     finally:
         mem.close()
     if report["moved_aside"]:
-        print(f"the damaged vector store was moved to {report['moved_aside']}")
+        print(
+            f"the damaged vector store was moved to {report['moved_aside']} (its vectors are made again below; the "
+            "next forget or delete_turns removes it whole)"
+        )
     for user, packets in report["users"].items():
         print(f"{user}: {packets} turns, {report['made'][user]} vectors made again from the records")
     if not report["users"]:
@@ -62,4 +70,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--chroma-url", default=None, help="vectors kept in a Chroma server")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
-    p.set_defaults(func=cmd_repair)
+    p.set_defaults(func=cmd_repair, switch=False)
+    p = sub.add_parser(
+        "reembed",
+        help="make this process's embedding model the store's and re-embed every user with it (the one step that "
+        "changes a store's model)",
+    )
+    p.add_argument("--store", required=True, help="store directory (must exist)")
+    p.add_argument("--chroma-url", default=None, help="vectors kept in a Chroma server")
+    p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    p.set_defaults(func=cmd_repair, switch=True, user=None)

@@ -15,7 +15,7 @@ from ..index.user import UserIndex
 from ..model import Descriptor, SourcePacket, TurnInput, stable_hash
 from ..text.terms import count_tokens
 from ..text.timeparse import parse_session_time
-from .turn_input import BadTurn, CheckedTurn, check_turn, occurrences
+from .turn_input import BadTurn, CheckedTurn, check_turn, occurrences, place_hash
 
 MAX_SPEAKER = 200  # characters of a speaker name kept in the store (identity uses the whole name)
 
@@ -94,6 +94,8 @@ def packetize(turns: Iterable[Any], index: UserIndex, user_id: str) -> Packetize
             content_hash = stable_hash(
                 "place", given.key, content_hash, length=32
             )  # the word stored ids were made with
+        elif placed := place_hash(given.raw):  # an exported turn first stored so: the same identity again
+            content_hash = placed
         if dia_id and dia_id in seen_dias:
             existing = seen_dias[dia_id]
             same = (

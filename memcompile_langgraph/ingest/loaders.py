@@ -173,7 +173,9 @@ def _exported(conv: Conversation, path: Path) -> Conversation:
     turns = conv.turns[1:-1]
     if len(conv.turns) < 2 or not _marks(end, EXPORT_END) or end[EXPORT_END] != len(turns) or conv.bad_lines:
         raise UnusableInput(f"{path}: an export cut short (no end mark after its last turn): nothing stored")
-    return Conversation(None, turns, places=(conv.places or [])[1:-1])
+    user = conv.turns[0].get("user")
+    # the user the export names is whose turns these are (ingest stores them there unless --user says otherwise)
+    return Conversation(user if isinstance(user, str) and user else None, turns, places=(conv.places or [])[1:-1])
 
 
 def _skip_value(text: str, start: int) -> int:

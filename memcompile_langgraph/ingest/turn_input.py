@@ -152,7 +152,8 @@ def coerce_turn(raw: Any) -> TurnInput:
 
 def turn_record(packet: SourcePacket) -> dict[str, Any]:
     """A stored turn as add_turns takes it back: the inverse of check_turn for what the store keeps (the raw time,
-    the session's number and label, the dia_id), so that re-adding it anywhere gives the same packet."""
+    the session's number and label, the dia_id, and for a turn stored without a dia_id its place hash), so that
+    re-adding it anywhere gives the same packet."""
     record: dict[str, Any] = {
         "speaker": packet.speaker,
         "text": packet.text,
@@ -162,4 +163,21 @@ def turn_record(packet: SourcePacket) -> dict[str, Any]:
         "dia_id": packet.dia_id,
     }
     record.update({f: getattr(packet, f) for f in ("image_caption", "image_query") if getattr(packet, f)})
+    plain = SourcePacket.hash_content(
+        packet.speaker, packet.text, packet.session_time_raw, packet.image_caption, packet.image_query
+    )
+    if packet.content_hash != plain:  # stored without a dia_id: known by its place in what was sent, kept here
+        record[PLACE_HASH] = packet.content_hash
     return record
+
+
+PLACE_HASH = "place_hash"  # an exported turn's identity when it was first stored without a dia_id
+_HASH = re.compile(r"[0-9a-f]{32}")
+
+
+def place_hash(raw: Any) -> str | None:
+    """The place hash an exported turn carries (turn_record), when well formed: re-adding it anywhere gives the
+    packet the identity it had, so the file first sent is known there too, and the export is known where it came
+    from."""
+    value = raw.get(PLACE_HASH) if isinstance(raw, Mapping) else None
+    return value if isinstance(value, str) and _HASH.fullmatch(value) else None

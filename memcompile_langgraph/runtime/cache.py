@@ -26,7 +26,7 @@ from ..process import gc_paused, release_free_memory
 from ..store.protocols import Head, VectorStoreError
 from . import upgrade
 from .consistency import reconcile
-from .engine import Engine
+from .engine import Engine, bundles
 from .snapshot_file import SnapshotFiles
 from .user_state import Repair, Stamp, UserState
 
@@ -200,13 +200,14 @@ class IndexCache:
             if self.files is not None:
                 self.files.drop_build(user_id)
             published = None
-        base, tail, forked = None, {}, False
+        base, tail, forked, previous = None, {}, False, None
         if published is not None and published[1].extends(head, partial(self.engine.records.digest_at, user_id)):
             base, forked = published[0].fork(), True  # published: readers may be inside it
         else:
             if published is not None:  # the records do not back it (a restore went back past it): it goes, also
                 with self._map_lock:  # when its version is newer, which publish() would otherwise keep
                     state.published = None
+                previous = published[0]
             if self.files is not None and version:
                 template = UserIndex(user_id, self.engine.config)
                 base = self.files.read(user_id, head, template)
@@ -215,14 +216,23 @@ class IndexCache:
                     if base.version < version:
                         tail = self.files.read_tail(user_id, head, template)
         try:
-            return self._fill(state, base, epoch, tail)
+            return self._fill(state, base, epoch, tail, previous)
         finally:
             if not forked:  # what the file's read or the replay freed goes back now: a single write never trims
                 release_free_memory()
 
-    def _fill(self, state: UserState, base: UserIndex | None, epoch: int, tail: dict[str, np.ndarray]) -> UserIndex:
+    def _fill(
+        self,
+        state: UserState,
+        base: UserIndex | None,
+        epoch: int,
+        tail: dict[str, np.ndarray],
+        previous: UserIndex | None = None,
+    ) -> UserIndex:
         """`base` (a fork, a snapshot file's index, or None: a rebuild) extended by the records after it, with its
-        vectors read and checked; a rebuild is saved to its snapshot file."""
+        vectors read and checked; a rebuild is saved to its snapshot file. previous: the snapshot this process
+        served before the records changed under it (a delete), whose vectors it keeps where the vector store lacks
+        them."""
         user_id = state.user_id
         index = base if base is not None else UserIndex(user_id, self.engine.config)
         with gc_paused() if base is None else nullcontext():  # a rebuild makes many objects per turn
@@ -231,6 +241,8 @@ class IndexCache:
         index.version, index.epoch, index.digest = loaded.version, epoch, loaded.digest
         try:
             read = self._read_vectors(index, [p.packet_id for p in loaded.packets], tail)
+            if previous is not None:
+                self._keep_vectors(index, previous)
             # a full load checks the vectors (also of a user with no records: a forget interrupted); a load from a
             # snapshot repairs the ones its newer records lack (a crash before they were stored)
             if base is None or self._lacks_vectors(index):
@@ -241,6 +253,27 @@ class IndexCache:
         if base is None and index.packets:
             self.persist(state, index)
         return index
+
+    def _keep_vectors(self, index: UserIndex, previous: UserIndex) -> None:
+        """The vectors `previous` served for packets `index` has none for, where the packet's document is unchanged:
+        a worker whose own vector store lacks them (records in PostgreSQL, a Chroma per process: it had them from a
+        snapshot file) would otherwise lose its dense channel at every delete another worker makes, until the
+        re-embed job made them all again. The reconcile that follows stores them in its vector store."""
+        engine = self.engine
+        if engine.embeddings is None or engine.foreign_vectors(index.user_id) or not len(previous.vectors):
+            return
+        lacking = [p for p in index.packet_order if p not in index.vectors.row and p in previous.vectors.row]
+        if not lacking:
+            return
+        same = [
+            p
+            for p, now, then in zip(
+                lacking, engine.sources(bundles(index, lacking)), engine.sources(bundles(previous, lacking))
+            )
+            if now == then
+        ]
+        matrix = previous.vectors.matrix()
+        index.set_vectors(same, matrix[[previous.vectors.row[p] for p in same]])
 
     def _lacks_vectors(self, index: UserIndex) -> bool:
         engine = self.engine

@@ -58,6 +58,14 @@ def reconcile(engine: Engine, index: UserIndex, read: dict[str, str | None] | No
         other = [pid for pid in kept if stored[pid] is not None and stored[pid] != current[pid]]
         unstamped = [pid for pid in kept if stored[pid] is None]  # written before digests: made again once
         missing = [pid for pid in index.packet_order if pid not in stored]
+        # vectors the index has and the vector store lacks (kept from a snapshot file or an earlier snapshot, made
+        # by this model from the same document) are stored as they are, not made again
+        have = [pid for pid in missing if pid in index.vectors.row]
+        if have:
+            rows = index.vectors.matrix()[[index.vectors.row[pid] for pid in have]]
+            dia_ids = [index.packets[pid].dia_id for pid in have]
+            engine.vectors.upsert(user, have, rows.tolist(), dia_ids, engine.sources(bundles(index, have)))
+            missing = [pid for pid in missing if pid not in index.vectors.row]
         needed = missing + other
         redo = needed + unstamped if len(needed) + len(unstamped) <= READER_REPAIR_LIMIT else needed
         if len(redo) > READER_REPAIR_LIMIT:
@@ -115,11 +123,15 @@ def embed(engine: Engine, index: UserIndex, packet_ids: Rows[str]) -> None:
 
 def prepare_writer(snapshots: upgrade.Snapshots, index: UserIndex, repair: bool) -> None:
     """What a writer does before adding vectors of its model: replace foreign vectors (a small user's now, else by the
-    re-embed job, off the write path); with repair, hand what a reader left to the job (Repair.FOR_JOB)."""
+    re-embed job, off the write path) when its model is the store's, else nothing (the unit then stores no vectors);
+    with repair, hand what a reader left to the job (Repair.FOR_JOB)."""
     engine = snapshots.engine
     if engine.embeddings is None:
         return
     if engine.foreign_vectors(index.user_id):
+        if not engine.makes_vectors(claim=True):  # another model is the store's: its vectors are kept as they are
+            engine.warn_other_model()
+            return
         if len(index.packets) <= READER_REPAIR_LIMIT:
             reembed(engine, index)
         else:

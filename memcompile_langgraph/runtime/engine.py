@@ -145,12 +145,33 @@ class Engine:
         re-embed is under way): they are never compared with this model's query vectors."""
         return self.embeddings is not None and self.records.embedding(user_id) != self.embedding_id
 
+    def makes_vectors(self, claim: bool = False) -> bool:
+        """Whether this memory's model is the store's, so its writers make vectors (and replace another model's):
+        one model per store at a time, changed only by MemCompile.switch_model, or two workers on two models would
+        undo each other's vectors. claim (a writer): a store with no model yet gets this one."""
+        if self.embedding_id is None:
+            return False
+        store_model = self.records.store_model(self.embedding_id if claim else None)
+        return store_model is None or store_model == self.embedding_id
+
     def warn_foreign(self, user_id: str) -> None:
+        if not self.makes_vectors():
+            self.warn_other_model()
+            return
         made_by = self.records.embedding(user_id) or "an unrecorded model"
         self.warn_once(
             f"foreign:{user_id}",
             f"dense channel off for user {user_id!r}: its vectors were made by {made_by}; "
             "they are made again in the background from its next add_turns (or by `memcompile repair`)",
+        )
+
+    def warn_other_model(self) -> None:
+        """Said once per memory: this worker is not on the store's model (makes_vectors)."""
+        self.warn_once(
+            "store-model",
+            f"this memory's embedding model ({self.embedding_id}) is not the store's ({self.records.store_model()}): "
+            "it answers from the lexical channels for users whose vectors are the store's model, and stores turns "
+            "without vectors; `memcompile reembed` (MemCompile.switch_model) makes this model the store's",
         )
 
     def warn_once(self, key: str, message: str) -> None:
@@ -195,15 +216,18 @@ def build_engine(
     extractor: Extractor | None,
     scheduler: Scheduler | None,
     dense: bool,
+    open_indexes: int = 64,
 ) -> Engine:
     """The stores and components of one memory: SQLite records and Chroma vectors under `path` (or in memory), the
-    offline stages, and the paper's LLM stages through `llm` where one is given."""
+    offline stages, and the paper's LLM stages through `llm` where one is given. open_indexes: the users' vector
+    indexes a local Chroma keeps loaded (the memory's cache_size)."""
     from ..evidence.mmr import DeterministicScheduler
     from ..extract.heuristic import HeuristicExtractor
     from ..store.open import open_records, open_vectors
 
     records = open_records(path, records_url)  # PostgreSQL by URL or $MEMCOMPILE_RECORDS_URL, else SQLite
-    vectors = open_vectors(path, records, chroma_url)  # opened at its first use: writes, repairs, reads of vectors
+    # opened at its first use: writes, repairs, reads of vectors
+    vectors = open_vectors(path, records, chroma_url, open_indexes)
     if dense and embeddings is None:
         from ..embeddings.minilm import default_embeddings
 

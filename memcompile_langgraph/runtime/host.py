@@ -65,11 +65,12 @@ class Host:
 
 
 def open_host(path: Path | None, config: MemCompileConfig, *, cache_size: int, **engine: Any) -> Host:
-    """The memory's engine (build_engine takes the other keywords) and its cache, with the snapshot files kept in
-    the store directory or, for records in PostgreSQL, this machine's cache; swept once now."""
+    """The memory's engine (build_engine takes the other keywords; cache_size bounds its loaded vector indexes too)
+    and its cache, with the snapshot files kept in the store directory or, for records in PostgreSQL, this machine's
+    cache; swept once now."""
     from ..store.open import records_url_from
 
-    built = build_engine(path, config, **engine)
+    built = build_engine(path, config, open_indexes=cache_size, **engine)
     records = built.records
     files = None
     if path is not None or records_url_from(engine["records_url"]):  # in memory: nothing of it goes to disk

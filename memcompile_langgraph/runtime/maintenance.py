@@ -118,6 +118,7 @@ def reembed_user(host: Host, user_id: str) -> int:
     with engine.records.write_lock(user_id):
         engine.check_store()
         made_by = engine.records.embedding(user_id) or ""
+        engine.records.set_store_model(str(engine.embedding_id))  # an explicit re-embed switches the store's model
         # marked first: the load then neither repairs nor reads the vectors that are about to be replaced
         engine.records.set_embedding(user_id, REEMBEDDING)
         index = host.cache.snapshot(user_id).fork()

@@ -100,6 +100,7 @@ class UnitOfWork:
         self._pending: Future[None] | None = None  # the job of the batch in flight
         self._batch: _Batch | None = None
         self._behind = False  # the vector store has not loaded the user's collection yet: see the module doc
+        self._embeds = False  # whether the unit makes its packets' vectors (set at open)
 
     def __enter__(self) -> UnitOfWork:
         with self.engine.clock.part("open"):
@@ -118,8 +119,10 @@ class UnitOfWork:
             if state is not None and repair:
                 state.repair = Repair.DONE
             self.base_version = self.index.version
+            # a worker whose model is not the store's stores its turns without vectors (the store's workers make them)
+            self._embeds = self.engine.embeddings is not None and not self.engine.foreign_vectors(self.user_id)
             self._behind = (
-                self.engine.embeddings is not None
+                self._embeds
                 and len(self.index.packets) >= STORE_BEHIND_FROM
                 and not self.engine.vectors.loaded(self.user_id)
             )
@@ -144,7 +147,7 @@ class UnitOfWork:
 
     def embed_ahead(self, packets: list[SourcePacket], descriptors: list[Descriptor]) -> None:
         """Starts embedding the packet documents of a batch whose records are not committed yet."""
-        if self.engine.embeddings is None or not packets:
+        if not self._embeds or not packets:
             return
         claims: dict[str, list[Descriptor]] = {p.packet_id: [] for p in packets}
         for d in descriptors:
@@ -170,7 +173,7 @@ class UnitOfWork:
             index.add_packet(p)
         index.register([d for d, _ in placed])
         index.index_packet_text([p.packet_id for p in packets])
-        if self.engine.embeddings is not None and packets:
+        if self._embeds and packets:
             batch = self._batch
             if batch is not None and not batch.committed and batch.packet_ids == [p.packet_id for p in packets]:
                 batch.committed = True

@@ -106,10 +106,13 @@ def run(
 
 
 def _listed(snapshots: Snapshots, user_id: str) -> tuple[int | None, list[str]]:
-    """(the records' epoch, the packets whose vector is not current), after step 2 where it is due."""
+    """(the records' epoch, the packets whose vector is not current), after step 2 where it is due; (None, []) when
+    there is nothing for this memory to do (the user is gone, or this model is no longer the store's)."""
     engine = snapshots.engine
     with engine.records.write_lock(user_id):
         if engine.foreign_vectors(user_id):
+            if not engine.makes_vectors():  # the store's model changed under this job: its workers re-embed
+                return None, []
             replace(engine, None, user_id)
         head = engine.records.head(user_id)
     if not head.version:

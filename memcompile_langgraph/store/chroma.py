@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import functools
 import logging
-import math
-import os
 import sqlite3
+import threading
+import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -18,7 +18,7 @@ from chromadb.config import Settings
 from chromadb.errors import ChromaError, NotFoundError
 
 from .chroma_dir import DirectChroma, LocalChroma, UnavailableChroma
-from .chroma_server import heartbeat, server_address
+from .chroma_server import heartbeat, server_address, server_timeout
 from .layout import user_key
 from .protocols import VectorStoreError
 
@@ -36,29 +36,61 @@ _P = ParamSpec("_P")
 _R = TypeVar("_R")
 _T = TypeVar("_T")
 
+OPEN_INDEXES = 64  # user indexes a local Chroma keeps loaded when the memory names no bound (its cache_size's default)
 SOURCE = "source"  # metadata key of what a vector was built from: a digest of the packet document it embedded
-TIMEOUT_ENV = "MEMCOMPILE_CHROMA_TIMEOUT"
-DEFAULT_TIMEOUT = 30.0  # seconds any one call to a Chroma server may go without an answer
 log = logging.getLogger(__name__)
 
 
 def _guarded(method: Callable[Concatenate[ChromaVectors, _P], _R]) -> Callable[Concatenate[ChromaVectors, _P], _R]:
-    """Chroma's own errors, whatever their kind, become one VectorStoreError saying where and what to do."""
+    """Chroma's own errors, whatever their kind, become one VectorStoreError saying where and what to do. On a
+    server, the whole operation (all the requests chromadb makes for it) has one deadline, and a server that let
+    it pass is not asked again for as long: the next calls fail at once with the same line instead of each waiting."""
 
     @functools.wraps(method)
     def run(self: ChromaVectors, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        outermost = getattr(_DEADLINE, "at", None) is None
+        if outermost and self._url:
+            if time.monotonic() < self._silent_until:
+                raise VectorStoreError(self._silent_line)
+            _DEADLINE.at = time.monotonic() + server_timeout()
         try:
             return method(self, *args, **kwargs)
         except Exception as exc:
             if not _failed_store(exc):
                 raise
-            first = _reason(exc)
-            raise VectorStoreError(
-                f"vector store {self.where} failed ({first}); the records are intact: "
+            line = (
+                f"vector store {self.where} failed ({_reason(exc)}); the records are intact: "
                 f"`memcompile repair` rebuilds the vectors from them"
-            ) from exc
+            )
+            if outermost and self._url and _timed_out(exc):
+                self._silent_until, self._silent_line = time.monotonic() + server_timeout(), line
+            raise VectorStoreError(line) from exc
+        finally:
+            if outermost:
+                _DEADLINE.at = None
 
     return run
+
+
+_DEADLINE = threading.local()  # `at`: when the current operation on a Chroma server must be done (monotonic)
+
+
+def _bounded(request: httpx.Request) -> None:
+    """An httpx request hook: each request of an operation waits at most what is left of the operation's deadline."""
+    at = getattr(_DEADLINE, "at", None)
+    if at is None:
+        return
+    left = at - time.monotonic()
+    if left <= 0:
+        raise httpx.ReadTimeout("the operation's deadline passed", request=request)
+    request.extensions["timeout"] = httpx.Timeout(left).as_dict()
+
+
+def _timed_out(exc: BaseException) -> bool:
+    cause: BaseException | None = exc
+    while cause is not None and not isinstance(cause, httpx.TimeoutException):
+        cause = cause.__cause__ or cause.__context__
+    return cause is not None
 
 
 class _Settings(TypedDict):
@@ -69,19 +101,9 @@ class _Settings(TypedDict):
 _SETTINGS: _Settings = {"anonymized_telemetry": False, "allow_reset": False}
 
 
-def server_timeout() -> float:
-    """Seconds one call to a Chroma server may go unanswered: $MEMCOMPILE_CHROMA_TIMEOUT, else 30."""
-    raw = os.environ.get(TIMEOUT_ENV, "").strip()
-    try:
-        timeout = float(raw) if raw else DEFAULT_TIMEOUT
-    except ValueError:
-        timeout = math.nan
-    if not 0 < timeout < math.inf:
-        raise VectorStoreError(f"{TIMEOUT_ENV}={raw!r}: give the seconds a Chroma server call may take, e.g. 30")
-    return timeout
-
-
-def make_client(path: str | Path | None, url: str | None = None) -> ClientAPI:
+def make_client(path: str | Path | None, url: str | None = None, open_indexes: int = OPEN_INDEXES) -> ClientAPI:
+    """A client of the server at url, else of the directory's Chroma (keeping at most `open_indexes` user indexes
+    loaded, each with its four open files), else in memory."""
     if url:
         host, port, ssl = server_address(url)
         timeout = server_timeout()
@@ -92,24 +114,61 @@ def make_client(path: str | Path | None, url: str | None = None) -> ClientAPI:
         session = getattr(getattr(client, "_server", None), "_session", None)
         if isinstance(session, httpx.Client):
             session.timeout = httpx.Timeout(timeout)
+            session.event_hooks["request"] = [*session.event_hooks["request"], _bounded]
         else:
             log.warning("cannot give this chromadb's HTTP client a timeout: calls to %s may wait forever", url)
         return client
     if path is not None:
-        return chromadb.PersistentClient(path=str(Path(path) / "chroma"), settings=Settings(**_SETTINGS))
+        directory = str(Path(path) / "chroma")
+        _bounded_system(Settings(**_SETTINGS, is_persistent=True, persist_directory=directory), open_indexes)
+        return chromadb.PersistentClient(path=directory, settings=Settings(**_SETTINGS))
     return chromadb.EphemeralClient(settings=Settings(**_SETTINGS))
 
 
-def open_chroma(path: str | Path | None, url: str | None = None) -> DirectChroma | LocalChroma:
-    """A local directory is shared across processes through LocalChroma; a server or memory client is used as is."""
+def _bounded_system(settings: Settings, open_indexes: int) -> None:
+    """Starts Chroma's system for a directory as its PersistentClient would, but with its cache of loaded indexes
+    bounded by `open_indexes`: chromadb sizes it by the open-files limit alone (a fifth of it), so a process serving
+    many users kept every index it had touched, memory and files, until that limit stopped it. Chroma holds at least
+    one index per shard of that cache (about 64) whatever the bound. A system already started is left as it is."""
+    from chromadb.api import ServerAPI
+    from chromadb.api.shared_system_client import SharedSystemClient
+    from chromadb.config import System
+    from chromadb.telemetry.product import ProductTelemetryClient
+
+    identifier = SharedSystemClient._get_identifier_from_settings(settings)
+    if identifier in SharedSystemClient._identifier_to_system:
+        return
+    system = System(settings)
+    SharedSystemClient._identifier_to_system[identifier] = system
+    system.instance(ProductTelemetryClient)  # type: ignore[type-abstract]  # as chromadb asks for its components
+    api = system.instance(ServerAPI)  # type: ignore[type-abstract]
+    if hasattr(api, "hnsw_cache_size"):  # the Rust core's API, which reads it when the system starts
+        api.hnsw_cache_size = max(1, open_indexes)
+    system.start()
+
+
+def open_chroma(
+    path: str | Path | None, url: str | None = None, open_indexes: int = OPEN_INDEXES
+) -> DirectChroma | LocalChroma:
+    """A local directory is shared across processes through LocalChroma (its first opener in this process sets
+    `open_indexes`); a server or memory client is used as is."""
     if path is not None and not url:
-        return LocalChroma.shared(Path(path) / "chroma", Path(path) / "locks", lambda d: make_client(d.parent))
+        return LocalChroma.shared(
+            Path(path) / "chroma", Path(path) / "locks", lambda d: make_client(d.parent, None, open_indexes)
+        )
     return DirectChroma(make_client(path, url))
 
 
 class ChromaVectors:
-    def __init__(self, path: str | Path | None = None, url: str | None = None, namespace: str | None = None) -> None:
-        self._path, self._url = path, url
+    def __init__(
+        self,
+        path: str | Path | None = None,
+        url: str | None = None,
+        namespace: str | None = None,
+        open_indexes: int = OPEN_INDEXES,
+    ) -> None:
+        self._path, self._url, self._open_indexes = path, url, open_indexes
+        self._silent_until, self._silent_line = 0.0, ""  # a server that let a deadline pass: not asked till then
         self.where = url or (str(Path(path) / "chroma") if path is not None else "in memory")
         self.chroma = self._connect()
         # in-memory clients share one process-wide system: keep each MemCompile's collections apart
@@ -122,7 +181,7 @@ class ChromaVectors:
 
     def _connect(self) -> DirectChroma | LocalChroma | UnavailableChroma:
         try:
-            return open_chroma(self._path, self._url)
+            return open_chroma(self._path, self._url, self._open_indexes)
         except BaseException as exc:
             # chromadb's client says ValueError for a server it could not reach or that failed as it opened; its
             # Rust core panics on some damaged files (pyo3's PanicException, a BaseException)

@@ -79,6 +79,7 @@ class LocalChroma:
             return True
 
     def quarantine(self) -> str:
+        """Moves the directory aside (to `chroma.damaged-*`, where scrub finds it) and starts an empty one."""
         with self._mutex, self._lock.hold():
             with contextlib.suppress(Exception):  # a damaged client may fail to close cleanly
                 self.client.close()  # type: ignore[attr-defined]  # typed ClientAPI, which lacks its Client's close()
@@ -139,7 +140,8 @@ class LocalChroma:
         """Remove what Chroma leaves on disk of removed vectors: the index directories of dropped collections, the
         freed pages of its SQLite file, and in the live indexes, the slots of deleted vectors and the unused
         capacity (saved from uninitialized memory, which may hold any vector freed before, this process's heap
-        reused). Call inside `access(write=True)`."""
+        reused); and the damaged directories `memcompile repair` moved aside. Call inside `access(write=True)`."""
+        remove_damaged(self.chroma_dir)
         try:
             conn = sqlite3.connect(self.chroma_dir / "chroma.sqlite3", timeout=30)
             try:
@@ -339,6 +341,25 @@ class UnavailableChroma:
 
     def scrub_collection(self, collection_id: str) -> None:
         pass
+
+
+def damaged_copies(chroma_dir: Path) -> list[Path]:
+    """The directories `quarantine` moved a damaged Chroma directory to: the one place a copy of vectors is made."""
+    return sorted(chroma_dir.parent.glob(f"{chroma_dir.name}.damaged-*"))
+
+
+def remove_damaged(chroma_dir: Path) -> None:
+    """Removes the damaged directories repair moved aside, whole: a damaged database cannot be trusted to take a
+    delete, and the vectors in it were made again from the records by that repair. Each file is zeroed before it
+    is unlinked, so its blocks do not keep the vectors either."""
+    for copy in damaged_copies(chroma_dir):
+        for root, _dirs, files in os.walk(copy):
+            for name in files:
+                with contextlib.suppress(OSError), open(os.path.join(root, name), "r+b") as fh:
+                    _zero_from(fh.fileno(), 0)
+        shutil.rmtree(copy, ignore_errors=True)
+        if copy.exists():
+            log.warning("could not remove %s (moved aside by repair); it may hold removed vectors", copy)
 
 
 def forget_chroma_system(chroma_dir: Path) -> None:

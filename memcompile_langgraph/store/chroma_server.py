@@ -3,15 +3,34 @@ before chromadb's own client (which waits forever) is made. Light: chromadb is n
 
 from __future__ import annotations
 
+import math
+import os
 from urllib.parse import urlparse
 
 import httpx
+
+from .protocols import VectorStoreError
+
+TIMEOUT_ENV = "MEMCOMPILE_CHROMA_TIMEOUT"
+DEFAULT_TIMEOUT = 5.0  # seconds any one operation on a Chroma server may take, all its requests together
 
 
 def server_address(url: str) -> tuple[str, int, bool]:
     """(host, port, https) of a Chroma server URL, "host:port" too; chromadb's defaults where a part is missing."""
     u = urlparse(url if "://" in url else f"http://{url}")
     return u.hostname or "127.0.0.1", u.port or 8000, u.scheme == "https"
+
+
+def server_timeout() -> float:
+    """Seconds one operation on a Chroma server may take: $MEMCOMPILE_CHROMA_TIMEOUT, else 5."""
+    raw = os.environ.get(TIMEOUT_ENV, "").strip()
+    try:
+        timeout = float(raw) if raw else DEFAULT_TIMEOUT
+    except ValueError:
+        timeout = math.nan
+    if not 0 < timeout < math.inf:
+        raise VectorStoreError(f"{TIMEOUT_ENV}={raw!r}: give the seconds a Chroma server call may take, e.g. 5")
+    return timeout
 
 
 def heartbeat(url: str, timeout: float) -> None:

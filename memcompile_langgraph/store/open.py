@@ -6,13 +6,15 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from ..extras import missing_extra
 from ..settings import DEPLOYMENT_ENV, RECORDS_URL, deployment, resolved
-from .protocols import RecordsStore, VectorsStore
+from .chroma_server import server_timeout
+from .protocols import RecordsStore, VectorsStore, VectorStoreError
 
 log = logging.getLogger(__name__)
 _warned: set[tuple[str, str, str]] = set()  # (records, server, deployment) said apart in this process
@@ -41,8 +43,10 @@ def open_records(path: str | Path | None, records_url: str | None = None, create
     return SqliteRecords(path, create=create)
 
 
-def open_vectors(path: str | Path | None, records: RecordsStore, chroma_url: str | None = None) -> LazyVectors:
-    """The store's vectors; on a shared Chroma server, collections are named per store so two stores never meet, and
+def open_vectors(
+    path: str | Path | None, records: RecordsStore, chroma_url: str | None = None, open_indexes: int = 64
+) -> LazyVectors:
+    """The store's vectors (a local Chroma keeps at most `open_indexes` users' indexes loaded); on a shared Chroma server, collections are named per store so two stores never meet, and
     per deployment where one store's records are reached under a second one (a physical copy of its database)."""
     namespace = None
     if chroma_url:
@@ -64,7 +68,7 @@ def open_vectors(path: str | Path | None, records: RecordsStore, chroma_url: str
     def connect() -> VectorsStore:
         from .chroma import ChromaVectors
 
-        return ChromaVectors(path, url=chroma_url, namespace=namespace)
+        return ChromaVectors(path, url=chroma_url, namespace=namespace, open_indexes=open_indexes)
 
     return LazyVectors(connect)
 
@@ -86,12 +90,14 @@ def namespace_of(store_id: str, apart: str | None = None) -> str:
 class LazyVectors:
     """A ChromaVectors opened at its first use, once, whichever thread asks first: importing chromadb and opening
     its client take seconds, which a query answered from a current snapshot file (vectors included) never
-    needs. A failed open (a server that does not answer) raises to that caller and is tried again by the next."""
+    needs. A failed open (a server that does not answer) raises to that caller, and to every caller within the
+    server's deadline after it without asking again (each would wait that long); the next one tries again."""
 
     def __init__(self, connect: Callable[[], VectorsStore]):
         self._connect = connect
         self._store: VectorsStore | None = None
         self._lock = threading.Lock()
+        self._failed: tuple[float, VectorStoreError] | None = None  # (until when, why) after a failed open
 
     @property
     def opened(self) -> bool:
@@ -104,11 +110,17 @@ class LazyVectors:
     def store(self) -> VectorsStore:
         if self._store is None:
             with self._lock:
+                if self._failed is not None and time.monotonic() < self._failed[0]:
+                    raise self._failed[1]
                 if self._store is None:
-                    self._store = self._connect()
+                    try:
+                        self._store = self._connect()
+                    except VectorStoreError as exc:
+                        self._failed = (time.monotonic() + server_timeout(), exc)
+                        raise
         return self._store
 
     def __getattr__(self, name: str) -> Any:
-        if name.startswith("__") or name in ("_connect", "_store", "_lock"):  # copy/pickle probes, half-made
+        if name.startswith("__") or name in ("_connect", "_store", "_lock", "_failed"):  # copy/pickle probes, half-made
             raise AttributeError(name)
         return getattr(self.store(), name)

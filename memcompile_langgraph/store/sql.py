@@ -372,6 +372,19 @@ class SqlRecords(ABC):
         row = self._one("SELECT value FROM meta WHERE key=?", (embedding_key(user_id),))
         return row[0] if row else None
 
+    def store_model(self, claim: str | None = None) -> str | None:
+        """The embedding model of the store: the one model whose workers make vectors (None: no writer claimed it
+        yet). claim: recorded as the store's where none is yet (a plain read when one is)."""
+        if claim is not None:
+            return self._made_meta("store_model", claim)
+        row = self._one("SELECT value FROM meta WHERE key='store_model'")
+        return row[0] if row else None
+
+    def set_store_model(self, identity: str) -> None:
+        """Makes `identity` the store's embedding model (MemCompile.switch_model: the one step that changes it)."""
+        with self.transaction() as tx:
+            tx.put_meta("store_model", identity)
+
     def set_embedding(self, user_id: str, identity: str, bump: bool = False) -> int:
         """Records the model of the user's vectors; with bump, also a new user version and epoch (returned)."""
         with self.transaction() as tx:

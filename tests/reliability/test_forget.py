@@ -416,3 +416,25 @@ def test_a_long_lived_process_never_serves_what_another_process_forgot(tmp_path,
     )
     assert counts["already_stored"] == 1 and counts["stored"] == 1  # no IntegrityError from a stale index
     assert {t.packet.dia_id for t in server.turns("bank")} == {"N:0", "N:1", "N:2", "N:3", "N:9"}
+
+
+def test_forget_after_repair_leaves_nothing_in_the_copy_repair_moved_aside(two_users, embeddings):
+    """`repair` moves a damaged Chroma directory aside; it holds the user's vectors, and forget removes them there too."""
+    store, mem = two_users
+    whole = _whole_vectors(mem, "gone", packet_ids(store, "gone"))
+    removed = _vector_windows(whole)
+    mem.close()
+    chroma_db = store.path / "chroma" / "chroma.sqlite3"
+    with open(chroma_db, "r+b") as fh:  # a damaged page: its quick_check fails, so repair moves the folder aside
+        fh.seek(chroma_db.stat().st_size // 2 // 4096 * 4096)
+        fh.write(b"\0" * 16384)
+    mem = store.memory(embeddings=embeddings)
+    aside = mem.repair()["moved_aside"]
+    assert aside and any(k.startswith(aside.rsplit("/", 1)[1]) for k in _files_holding(store, removed))
+    assert mem.stats("gone")["vectors"] == 24
+
+    mem.forget("gone")
+
+    assert _files_holding(store, removed) == {}  # neither the live directory nor the copy holds them
+    assert mem.stats("kept")["vectors"] == mem.stats("kept")["packets"] == 24  # made again by the repair
+    mem.close()
