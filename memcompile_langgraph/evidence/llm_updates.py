@@ -12,13 +12,13 @@ from ..llm.calls import LLMClient, LLMUnavailable, ask_validated
 from ..llm.prompts import UPDATE_SHAPE, json_correction, update_request
 from ..llm.validation import parse_updates
 from ..model import SourcePacket
-from .updates import Supersession, candidates, supersessions
+from .updates import Supersession, candidates, said_at, supersessions
 
 log = logging.getLogger(__name__)
 
 
 class LLMUpdates:
-    """__call__(packets, claims, query, idf, user_id) -> earlier packet id -> Supersession, like supersessions().
+    """__call__(packets, claims, query, idf, user_id, when) -> earlier packet id -> Supersession, like supersessions().
     The heuristic's own pairs are sent first, so the model can confirm or reject each of them; an older
     packet is superseded by the nearest newer one the model confirms."""
 
@@ -36,12 +36,13 @@ class LLMUpdates:
         query: str,
         idf: Callable[[str], float],
         user_id: str,
+        when: Callable[[SourcePacket], tuple] = said_at,
     ) -> dict[str, Supersession]:
         cfg = self.config
-        heuristic = supersessions(packets, claims, query, idf)
+        heuristic = supersessions(packets, claims, query, idf, when=when)
         found = {(s.old, s.new) for s in heuristic.values()}
         pairs = sorted(
-            candidates(packets, claims, query, idf, len(packets) ** 2), key=lambda c: (c.old, c.new) not in found
+            candidates(packets, claims, query, idf, len(packets) ** 2, when), key=lambda c: (c.old, c.new) not in found
         )
         pairs = pairs[: cfg.llm_update_max_pairs]
         if not pairs:
@@ -63,7 +64,7 @@ class LLMUpdates:
                 self.count(user_id, {"llm_update_fallback": 1})
             return heuristic
         decided: dict[str, Supersession] = {}
-        for i in sorted(out.value, key=lambda i: by_id[pairs[i].new].seq):
+        for i in sorted(out.value, key=lambda i: when(by_id[pairs[i].new])):
             c, values = pairs[i], out.value[i]
             if values is not None and c.old not in decided:
                 decided[c.old] = Supersession(c.old, c.new, (values[0],), (values[1],))

@@ -13,7 +13,7 @@ from ..index.user import UserIndex
 from ..model import SourcePacket
 from ..text.terms import bounded, count_tokens, header_field, one_line
 from .budget import Block, fit_blocks
-from .updates import Supersession, superseded_note, supersessions
+from .updates import Supersession, statement_times, supersessions
 
 VIEWS = ("bundle", "raw", "claim")
 
@@ -82,18 +82,31 @@ def superseded(index: UserIndex, packet_ids: list[str], query: str, decide: Any 
     # the assistant's statements (examples, suggestions) are not facts of the user's that a later one updates
     said = [index.packets[p] for p in packet_ids if index.packets[p].speaker != index.cfg.assistant_speaker]
     idf = lambda t: index.bm25.idf(t) / rarest  # noqa: E731
+    when = statement_times(index)
     if decide:
-        return decide(said, claims, query, idf, index.user_id)
+        return decide(said, claims, query, idf, index.user_id, when)
     rows = index.vectors.row
     if not all(p.packet_id in rows for p in said):  # no vectors (yet): the attribute rule alone
-        return supersessions(said, claims, query, idf)
+        return supersessions(said, claims, query, idf, when=when)
     m = index.vectors.matrix()
     unit = {p.packet_id: m[rows[p.packet_id]] / (float(np.linalg.norm(m[rows[p.packet_id]])) or 1.0) for p in said}
-    return supersessions(said, claims, query, idf, lambda a, b: float(unit[a] @ unit[b]))
+    return supersessions(said, claims, query, idf, lambda a, b: float(unit[a] @ unit[b]), when)
+
+
+def superseded_note(s: Supersession, old: SourcePacket, new: SourcePacket) -> str:
+    """The line marking `old` superseded by `new`: every stored field in it (dates, dia_id, the values read from the
+    claims) shown as a header shows it (shown_field), so none can close the note or write a line of its own."""
+    values = ""
+    if s.new_values or s.old_values:
+        values = f" {shown_field(', '.join(s.new_values))} replaces {shown_field(', '.join(s.old_values))}"
+    return (
+        f"- [superseded on {shown_field(new.date)} by [{shown_field(new.dia_id)}]:{values} stated here on "
+        f"{shown_field(old.date)}]"
+    )
 
 
 def mark_notes(index: UserIndex, found: dict[str, Supersession]) -> dict[str, str]:
-    return {pid: one_line(superseded_note(s, index.packets[s.old], index.packets[s.new])) for pid, s in found.items()}
+    return {pid: superseded_note(s, index.packets[s.old], index.packets[s.new]) for pid, s in found.items()}
 
 
 def update_marks(index: UserIndex, packet_ids: list[str], query: str, decide: Any = None) -> dict[str, str]:

@@ -29,6 +29,7 @@ from .spread import spans_history
 
 if TYPE_CHECKING:
     from ..config import MemCompileConfig
+    from ..index.user import UserIndex
     from .scheduler import ScheduleInput
 
 _TOKEN = re.compile(r"\d+(?:[.,:]\d+)*|[a-z%]+", re.I)
@@ -65,6 +66,22 @@ UPDATE_MAX_CLAIM_TERMS = 60  # longer claims (code, lists) are not statements of
 # a claim with more values (a date or a time is one) is a list or a table, not one statement; 4 leaves room for a
 # date and a time beside the changed value and its old one
 UPDATE_MAX_VALUES = 4
+
+
+def said_at(p: SourcePacket, event: str = "") -> tuple[str, str, int]:
+    """When a statement was made, for "later": its session's time, then the time of the event it states, then its
+    place in storage only to break ties (a turn imported or backfilled later can still be the older statement). An
+    undated turn comes before every dated one."""
+    return (p.session_time or "", event, p.seq)
+
+
+def statement_times(index: UserIndex) -> Callable[[SourcePacket], tuple[str, str, int]]:
+    """said_at for this memory's packets, the event time the earliest one their claims state."""
+
+    def when(p: SourcePacket) -> tuple[str, str, int]:
+        return said_at(p, min((d.event_time for d in index.by_packet[p.packet_id] if d.event_time), default=""))
+
+    return when
 
 
 @dataclass(frozen=True)
@@ -173,13 +190,15 @@ def supersessions(
     query: str,
     idf: Callable[[str], float],
     cosine: Callable[[str, str], float] | None = None,
+    when: Callable[[SourcePacket], tuple] = said_at,
 ) -> dict[str, Supersession]:
     """Earlier packet id -> the latest later packet of the same speaker restating one of its facts: a value of the
-    kind the question asks for (with the packets' `cosine`, when there are vectors), or an attribute's value."""
+    kind the question asks for (with the packets' `cosine`, when there are vectors), or an attribute's value.
+    Earlier and later by `when` (said_at)."""
     q, count = topic_terms(query), counted(query)
-    ordered = sorted(packets, key=lambda p: p.seq)
+    ordered = sorted(packets, key=when)
     said = {p.packet_id: [s for c in claims(p.packet_id) if (s := statement(c, q))] for p in ordered}
-    out = typed_supersessions(packets, claims, query, cosine) if cosine else {}
+    out = typed_supersessions(packets, claims, query, cosine, when) if cosine else {}
     for i, old in enumerate(ordered):
         for new in ordered[i + 1 :]:
             if new.speaker != old.speaker or old.packet_id in out:
@@ -242,12 +261,13 @@ def typed_supersessions(
     claims: Callable[[str], Sequence[str]],
     query: str,
     cosine: Callable[[str, str], float],
+    when: Callable[[SourcePacket], tuple] = said_at,
 ) -> dict[str, Supersession]:
     """Earlier packet id -> the latest later packet of the same speaker, about the same subject (a claim of each
     names a topic term of the question, and the packets' vectors are close), carrying another value of the kind the
     question asks for."""
     q = topic_terms(query)
-    ordered = sorted(packets, key=lambda p: p.seq)
+    ordered = sorted(packets, key=when)
     said: dict[str, list[frozenset[str]]] = {}
     for p in ordered:
         vals = [answer_values(query, c) for c in claims(p.packet_id) if topic_terms(c) & q]
@@ -286,13 +306,14 @@ def candidates(
     query: str,
     idf: Callable[[str], float],
     limit: int,
+    when: Callable[[SourcePacket], tuple] = said_at,
 ) -> list[Candidate]:
     """At most `limit` (older, newer) packet pairs of one speaker whose claims name one subject as restated() tells
     it (shared topic terms rare in the memory, or two of the question's terms), best pair of claims per packet pair,
     most shared first. No value rule: a model decides whether the newer claim changes the older one's value (a name,
     a place, a plan as well as a number)."""
     q = topic_terms(query)
-    ordered = sorted(packets, key=lambda p: p.seq)
+    ordered = sorted(packets, key=when)
     said = {
         p.packet_id: [
             (c, t) for c in claims(p.packet_id) if (t := topic_terms(c)) & q and len(t) <= UPDATE_MAX_CLAIM_TERMS
@@ -315,13 +336,6 @@ def candidates(
                 shared, _, a, b = max(one, key=lambda x: x[0])
                 out.append(Candidate(old.packet_id, new.packet_id, a, b, shared))
     return sorted(out, key=lambda c: -c.shared)[:limit]
-
-
-def superseded_note(s: Supersession, old: SourcePacket, new: SourcePacket) -> str:
-    return (
-        f"- [superseded on {new.date} by [{new.dia_id}]: {', '.join(s.new_values)} replaces "
-        f"{', '.join(s.old_values)} stated here on {old.date}]"
-    )
 
 
 # The newest statement of the question's subject (engineering, not in the paper). A question about a fact that
@@ -377,6 +391,7 @@ def newest_statements(
     cosine: Callable[[str, str], float],
     min_cosine: float,
     skip_speaker: str = "",
+    when: Callable[[SourcePacket], tuple] = said_at,
 ) -> tuple[list[str], dict[str, Supersession]]:
     """(the selection with each seed's newest subject statement in it, seed -> its supersession by that statement:
     the older statement is marked superseded when rendered). A statement called
@@ -407,8 +422,8 @@ def newest_statements(
             return max((cosine(a, x) for x in near), default=-1.0)
 
         later = sorted(
-            (b for b in pool if b != a and packets(b).speaker == pa.speaker and packets(b).seq > pa.seq),
-            key=lambda b: packets(b).seq,
+            (b for b in pool if b != a and packets(b).speaker == pa.speaker and when(packets(b)) > when(pa)),
+            key=lambda b: when(packets(b)),
         )
         subject = [b for b in later if units(b).keys() & units(a).keys() and link(b) >= min_cosine]
         seen = {u: set(v) for u, v in units(a).items()}
@@ -482,4 +497,5 @@ def newest_of_subjects(
         cosine,
         cfg.update_newest_cosine,
         cfg.assistant_speaker,
+        statement_times(index),
     )
