@@ -22,7 +22,7 @@ from .evidence.mmr import offline_anchors
 from .evidence.pool import closed_pool
 from .evidence.render import mark_notes, render_context, superseded
 from .evidence.scheduler import ScheduleInput
-from .evidence.updates import Supersession, newest_of_subjects
+from .evidence.updates import Supersession, current_first, newest_of_subjects
 from .model import DenseHit, Intent
 from .runtime.context import MemoryContext, run_context
 from .runtime.telemetry import GraphOperation
@@ -186,9 +186,15 @@ def render_node(state: QueryWork, runtime: Runtime[MemoryContext]) -> dict[str, 
     reps = {pid: p.representative for pid, p in pool.items()}
     budget = state.get("max_tokens") or ctx.engine.config.context_max_tokens
     found = superseded(index, selected, state["query"], ctx.engine.llm_updates)  # knowledge-update marks
-    # and the older statements whose subject's newest statement the frontier called in (a rule's mark stays first)
-    called = {a: Supersession(**s) for a, s in state.get("newest", {}).items()}
-    found = {**{a: s for a, s in called.items() if s.new in selected}, **found}
+    # and the older statements whose subject's newest statement the frontier called in: a rule's mark naming the
+    # values stays first, a mark of the subject alone (no value named) yields to the one called in
+    called = {a: Supersession(**s) for a, s in state.get("newest", {}).items() if s["new"] in selected}
+    found = {
+        **{a: s for a, s in found.items() if not s.new_values},
+        **called,
+        **{a: s for a, s in found.items() if s.new_values},
+    }
+    selected = current_first(selected, found)  # the current statement is read before the one it supersedes
     view = state.get("view") or "bundle"
     text = render_context(index, selected, view, reps, state["query"], budget, mark_notes(index, found))
     packets = []
@@ -210,7 +216,7 @@ def render_node(state: QueryWork, runtime: Runtime[MemoryContext]) -> dict[str, 
         if pid in found:
             packets[-1]["superseded_by"] = index.packets[found[pid].new].dia_id
     trace = {"packets": len(packets), "chars": len(text), "superseded": len(found)}
-    out = {"context": text, "packets": packets, "_trace": trace}
+    out = {"context": text, "packets": packets, "selected": selected, "_trace": trace}
     return {**out, "note": nothing_stored_note(ctx.user)} if not index.packets else out
 
 

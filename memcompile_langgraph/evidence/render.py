@@ -13,7 +13,7 @@ from ..index.user import UserIndex
 from ..model import SourcePacket
 from ..text.terms import bounded, count_tokens, header_field, one_line
 from .budget import Block, fit_blocks
-from .updates import Supersession, statement_times, supersessions
+from .updates import Supersession, statement_times, subject_terms, supersessions
 
 VIEWS = ("bundle", "raw", "claim")
 
@@ -83,14 +83,15 @@ def superseded(index: UserIndex, packet_ids: list[str], query: str, decide: Any 
     said = [index.packets[p] for p in packet_ids if index.packets[p].speaker != index.cfg.assistant_speaker]
     idf = lambda t: index.bm25.idf(t) / rarest  # noqa: E731
     when = statement_times(index)
-    if decide:
-        return decide(said, claims, query, idf, index.user_id, when)
     rows = index.vectors.row
-    if not all(p.packet_id in rows for p in said):  # no vectors (yet): the attribute rule alone
-        return supersessions(said, claims, query, idf, when=when)
-    m = index.vectors.matrix()
-    unit = {p.packet_id: m[rows[p.packet_id]] / (float(np.linalg.norm(m[rows[p.packet_id]])) or 1.0) for p in said}
-    return supersessions(said, claims, query, idf, lambda a, b: float(unit[a] @ unit[b]), when)
+    cosine = None  # no vectors (yet): the attribute rule alone
+    if all(p.packet_id in rows for p in said):
+        m = index.vectors.matrix()
+        unit = {p.packet_id: m[rows[p.packet_id]] / (float(np.linalg.norm(m[rows[p.packet_id]])) or 1.0) for p in said}
+        cosine = lambda a, b: float(unit[a] @ unit[b])  # noqa: E731
+    if decide:
+        return decide(said, claims, query, idf, index.user_id, when, cosine, subject_terms(index))
+    return supersessions(said, claims, query, idf, cosine, when, subject_terms(index))
 
 
 def superseded_note(s: Supersession, old: SourcePacket, new: SourcePacket) -> str:

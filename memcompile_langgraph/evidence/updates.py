@@ -75,6 +75,17 @@ def said_at(p: SourcePacket, event: str = "") -> tuple[str, str, int]:
     return (p.session_time or "", event, p.seq)
 
 
+def subject_terms(index: UserIndex) -> Callable[[str], frozenset[str]]:
+    """Packet id -> the topic terms of the people and keywords its claims name, the speaker left out (every claim of
+    theirs names them): what its statements are about."""
+
+    def subjects(pid: str) -> frozenset[str]:
+        named = topic_terms(" ".join(w for d in index.by_packet[pid] for w in (*d.people, *d.keywords)))
+        return named - topic_terms(index.packets[pid].speaker)
+
+    return subjects
+
+
 def statement_times(index: UserIndex) -> Callable[[SourcePacket], tuple[str, str, int]]:
     """said_at for this memory's packets, the event time the earliest one their claims state."""
 
@@ -184,6 +195,15 @@ def restated(
     return None
 
 
+def claim_pair(old: SourcePacket, new: SourcePacket, claims: Callable[[str], Sequence[str]]) -> Candidate:
+    """The two packets as a Candidate, each by its claim sharing the most topic terms with the other packet."""
+    a, b = claims(old.packet_id), claims(new.packet_id)
+    ta, tb = statement_terms(a), statement_terms(b)
+    best_a = max(a, key=lambda c: len(topic_terms(c) & tb))
+    best_b = max(b, key=lambda c: len(topic_terms(c) & ta))
+    return Candidate(old.packet_id, new.packet_id, best_a, best_b, 0.0)
+
+
 def supersessions(
     packets: Sequence[SourcePacket],
     claims: Callable[[str], Sequence[str]],
@@ -191,10 +211,12 @@ def supersessions(
     idf: Callable[[str], float],
     cosine: Callable[[str, str], float] | None = None,
     when: Callable[[SourcePacket], tuple] = said_at,
+    subjects: Callable[[str], frozenset[str]] | None = None,
 ) -> dict[str, Supersession]:
     """Earlier packet id -> the latest later packet of the same speaker restating one of its facts: a value of the
-    kind the question asks for (with the packets' `cosine`, when there are vectors), or an attribute's value.
-    Earlier and later by `when` (said_at)."""
+    kind the question asks for (with the packets' `cosine`, when there are vectors), or an attribute's value, or,
+    with the packets' `subjects` too, any other value of the same subject (subject_supersessions). Earlier and later
+    by `when` (said_at)."""
     q, count = topic_terms(query), counted(query)
     ordered = sorted(packets, key=when)
     said = {p.packet_id: [s for c in claims(p.packet_id) if (s := statement(c, q))] for p in ordered}
@@ -210,6 +232,8 @@ def supersessions(
                         old.packet_id, new.packet_id, tuple(sorted(found[0])), tuple(sorted(found[1]))
                     )
                     break
+    if cosine and subjects:  # any other value of the same subject (a place, an employer, a plan): no values named
+        out = {**subject_supersessions(packets, claims, query, cosine, subjects, when), **out}
     return out
 
 
@@ -286,6 +310,56 @@ def typed_supersessions(
                         old.packet_id, new.packet_id, tuple(sorted(a - b)), tuple(sorted(b - a))
                     )
                     break
+    return out
+
+
+def statement_terms(claims: Sequence[str]) -> frozenset[str]:
+    """The topic terms of a packet's claims that state one thing each (long claims, code and lists, state none)."""
+    return frozenset(t for c in claims if len(tt := topic_terms(c)) <= UPDATE_MAX_CLAIM_TERMS for t in tt)
+
+
+def subject_supersessions(
+    packets: Sequence[SourcePacket],
+    claims: Callable[[str], Sequence[str]],
+    query: str,
+    cosine: Callable[[str, str], float],
+    subjects: Callable[[str], frozenset[str]],
+    when: Callable[[SourcePacket], tuple] = said_at,
+) -> dict[str, Supersession]:
+    """Earlier packet id -> the latest later packet of the same speaker about the same subject, whatever the value:
+    for a question asking one current value, each of the best `UPDATE_NEWEST_SEEDS` statements (`packets` in rank
+    order) is superseded by a later statement of its speaker whose packet vector is close to it
+    (UPDATE_KIND_MIN_COSINE), that names a subject of it (`subjects`: the terms of its claims' people and keywords,
+    "Berlin" in "I moved from Berlin to Lisbon") or of the question ("live"), and that states something it does not
+    (a new value; a statement told again adds nothing). The values are not named: no rule knows which words of the
+    newer statement are the value."""
+    if not asks_one_value(query):
+        return {}
+    q = topic_terms(query)
+    terms = {p.packet_id: statement_terms(claims(p.packet_id)) for p in packets}
+    out: dict[str, Supersession] = {}
+    for old in packets[:UPDATE_NEWEST_SEEDS]:
+        mine = terms[old.packet_id]
+        if not mine:
+            continue
+        later = sorted((p for p in packets if p.speaker == old.speaker and when(p) > when(old)), key=when)
+        for new in reversed(later):
+            theirs = terms[new.packet_id]
+            about = subjects(old.packet_id) | q
+            if theirs & about and theirs - mine and cosine(old.packet_id, new.packet_id) >= UPDATE_KIND_MIN_COSINE:
+                out[old.packet_id] = Supersession(old.packet_id, new.packet_id, (), ())
+                break
+    return out
+
+
+def current_first(selected: Sequence[str], found: dict[str, Supersession]) -> list[str]:
+    """The selection with each superseding statement moved right before the earliest-ranked statement it supersedes
+    (the current fact is read first); the set of packets stays."""
+    out = list(selected)
+    for old, s in sorted(found.items(), key=lambda x: out.index(x[0]) if x[0] in out else len(out)):
+        if old in out and s.new in out and out.index(s.new) > out.index(old):
+            out.remove(s.new)
+            out.insert(out.index(old), s.new)
     return out
 
 
