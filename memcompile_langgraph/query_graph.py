@@ -7,6 +7,7 @@ MemCompile.compile, Studio or a LangGraph server runs it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
 
@@ -23,6 +24,7 @@ from .evidence.pool import closed_pool
 from .evidence.render import mark_notes, render_context, superseded
 from .evidence.scheduler import ScheduleInput
 from .evidence.updates import Supersession, current_first, newest_of_subjects
+from .index.user import UserIndex
 from .model import DenseHit, Intent
 from .runtime.context import MemoryContext, run_context
 from .runtime.telemetry import GraphOperation
@@ -71,17 +73,30 @@ def candidates_node(state: QueryState, runtime: Runtime[MemoryContext]) -> dict[
     return {"candidates": cands, "_trace": {"candidates": len(cands)}}
 
 
+def said_by(index: UserIndex, as_of: str | None) -> Callable[[str], bool] | None:
+    """Packet id -> whether it had been said by `as_of` (its session's time, as stored; an undated turn has no time
+    to tell, so it is left out); None when every packet counts."""
+    if as_of is None:
+        return None
+    return lambda pid: (t := index.packets[pid].session_time) is not None and t[:19] <= as_of
+
+
 def normalize_node(state: QueryWork, runtime: Runtime[MemoryContext]) -> dict[str, Any]:
     ctx = run_context(runtime)
+    index = ctx.snapshot()
+    cands = state["candidates"]
+    if (said := said_by(index, state.get("as_of"))) is not None:  # the dense stage kept only these already
+        cands = [c for c in cands if said(c.packet_id)]
     pool, scores, address = closed_pool(
-        ctx.snapshot(),
+        index,
         state["intent"],
-        state["candidates"],
+        cands,
         state.get("dense", []),
         state.get("query_vectors", []),
         ctx.engine.config,
         state.get("similarities"),
         ctx.engine.reader,
+        said,
     )
     return {"pool": pool, "fused": scores, "_trace": {"packets": len(pool), "address_packets": address}}
 
@@ -140,6 +155,8 @@ def dense_node(state: QueryWork, runtime: Runtime[MemoryContext]) -> dict[str, A
         sources = [source for pid, _, source in found if pid in index.packets]
         ok = dict(zip(ids, engine.sources_match(index, ids, sources)))
         hits = [DenseHit(pid, sim) for pid, sim, _ in found if ok.get(pid, True)]
+    if (said := said_by(index, state.get("as_of"))) is not None:
+        hits = [h for h in hits if said(h.packet_id)]
     return {**out, "dense": hits, "_trace": {"hits": len(hits)}}
 
 
