@@ -12,7 +12,15 @@ from ..llm.calls import LLMClient, LLMUnavailable, ask_validated
 from ..llm.prompts import UPDATE_SHAPE, json_correction, update_request
 from ..llm.validation import parse_updates
 from ..model import SourcePacket
-from .updates import Supersession, candidates, claim_pair, said_at, supersessions
+from .updates import (
+    UPDATE_KIND_MIN_COSINE,
+    Supersession,
+    candidates,
+    claim_pair,
+    said_at,
+    subject_supersessions,
+    supersessions,
+)
 
 log = logging.getLogger(__name__)
 
@@ -44,10 +52,15 @@ class LLMUpdates:
         heuristic = supersessions(packets, claims, query, idf, cosine, when, subjects)
         found = {(s.old, s.new) for s in heuristic.values()}
         pairs = candidates(packets, claims, query, idf, len(packets) ** 2, when)
-        offered = {(c.old, c.new) for c in pairs}
         by_id = {p.packet_id: p for p in packets}
-        # the heuristic's pairs of one subject that name no question term (the move that never says "live")
-        pairs += [claim_pair(by_id[o], by_id[n], claims) for o, n in sorted(found - offered)]
+        # pairs of one subject that name no question term (the move that never says "live"), closer than the kind
+        # rule's cosine: the model tells another fact of the same entity from a new value, the offline rule cannot
+        near = set(found)
+        if cosine and subjects:
+            same = subject_supersessions(packets, claims, query, cosine, subjects, when, UPDATE_KIND_MIN_COSINE)
+            near |= {(s.old, s.new) for s in same.values()}
+        offered = {(c.old, c.new) for c in pairs}
+        pairs += [claim_pair(by_id[o], by_id[n], claims) for o, n in sorted(near - offered)]
         pairs = sorted(pairs, key=lambda c: (c.old, c.new) not in found)
         pairs = pairs[: cfg.llm_update_max_pairs]
         if not pairs:

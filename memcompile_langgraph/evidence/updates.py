@@ -318,6 +318,11 @@ def statement_terms(claims: Sequence[str]) -> frozenset[str]:
     return frozenset(t for c in claims if len(tt := topic_terms(c)) <= UPDATE_MAX_CLAIM_TERMS for t in tt)
 
 
+# two statements of one speaker are one subject told again with any other value only when their packet vectors are
+# this close: another fact about the same entity ("the staging DB runs two read replicas") is close too, but less
+UPDATE_SUBJECT_MIN_COSINE = 0.8
+
+
 def subject_supersessions(
     packets: Sequence[SourcePacket],
     claims: Callable[[str], Sequence[str]],
@@ -325,11 +330,12 @@ def subject_supersessions(
     cosine: Callable[[str, str], float],
     subjects: Callable[[str], frozenset[str]],
     when: Callable[[SourcePacket], tuple] = said_at,
+    min_cosine: float = UPDATE_SUBJECT_MIN_COSINE,
 ) -> dict[str, Supersession]:
     """Earlier packet id -> the latest later packet of the same speaker about the same subject, whatever the value:
     for a question asking one current value, each of the best `UPDATE_NEWEST_SEEDS` statements (`packets` in rank
     order) is superseded by a later statement of its speaker whose packet vector is close to it
-    (UPDATE_KIND_MIN_COSINE), that names a subject of it (`subjects`: the terms of its claims' people and keywords,
+    (`min_cosine`), that names a subject of it (`subjects`: the terms of its claims' people and keywords,
     "Berlin" in "I moved from Berlin to Lisbon") or of the question ("live"), and that states something it does not
     (a new value; a statement told again adds nothing). The values are not named: no rule knows which words of the
     newer statement are the value."""
@@ -346,7 +352,7 @@ def subject_supersessions(
         for new in reversed(later):
             theirs = terms[new.packet_id]
             about = subjects(old.packet_id) | q
-            if theirs & about and theirs - mine and cosine(old.packet_id, new.packet_id) >= UPDATE_KIND_MIN_COSINE:
+            if theirs & about and theirs - mine and cosine(old.packet_id, new.packet_id) >= min_cosine:
                 out[old.packet_id] = Supersession(old.packet_id, new.packet_id, (), ())
                 break
     return out
