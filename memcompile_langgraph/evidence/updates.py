@@ -10,7 +10,9 @@ numbering, versions and codes next to words the question does not ask about are 
 ("April 25, 2024") or a clock time ("4:30 PM") counts as one value, so a dated statement is not taken for a list.
 A number right after a word labels it ("sprint 2") and is no value of it. What a "how many" question counts is one
 subject even when its terms are common in the chat (the question's own topic), when the newer statement says it
-changed and the two share two of the question's terms.
+changed and the two share two of the question's terms. A value of any other kind (a place, an employer, a plan) is
+told apart by the subject alone (subject_supersessions). "Later" is by the statements' own times (said_at), and the
+current statement is read first (current_first).
 """
 
 from __future__ import annotations
@@ -68,11 +70,12 @@ UPDATE_MAX_CLAIM_TERMS = 60  # longer claims (code, lists) are not statements of
 UPDATE_MAX_VALUES = 4
 
 
-def said_at(p: SourcePacket, event: str = "") -> tuple[str, str, int]:
-    """When a statement was made, for "later": its session's time, then the time of the event it states, then its
-    place in storage only to break ties (a turn imported or backfilled later can still be the older statement). An
-    undated turn comes before every dated one."""
-    return (p.session_time or "", event, p.seq)
+def said_at(p: SourcePacket, event: str = "") -> tuple[str, int]:
+    """When a statement was made, for "later": its session's time, else the time of the event its claims state, then
+    its place in storage only to break ties (a turn imported or backfilled later can still be the older statement).
+    Within a session the event time does not order: a turn recalling 2019 is not older than the turn before it. A
+    turn with neither time comes before every dated one."""
+    return (p.session_time or event, p.seq)
 
 
 def subject_terms(index: UserIndex) -> Callable[[str], frozenset[str]]:
@@ -86,10 +89,10 @@ def subject_terms(index: UserIndex) -> Callable[[str], frozenset[str]]:
     return subjects
 
 
-def statement_times(index: UserIndex) -> Callable[[SourcePacket], tuple[str, str, int]]:
+def statement_times(index: UserIndex) -> Callable[[SourcePacket], tuple[str, int]]:
     """said_at for this memory's packets, the event time the earliest one their claims state."""
 
-    def when(p: SourcePacket) -> tuple[str, str, int]:
+    def when(p: SourcePacket) -> tuple[str, int]:
         return said_at(p, min((d.event_time for d in index.by_packet[p.packet_id] if d.event_time), default=""))
 
     return when
@@ -475,7 +478,8 @@ def newest_statements(
 ) -> tuple[list[str], dict[str, Supersession]]:
     """(the selection with each seed's newest subject statement in it, seed -> its supersession by that statement:
     the older statement is marked superseded when rendered). A statement called
-    in goes right after its seed and the selection's last other packet leaves (the length stays). `before(pid)`: the same
+    in goes right after its seed and the selection's last other packet leaves (the length stays; the render stage
+    then puts it before the seed, current_first). `before(pid)`: the same
     speaker's turn just before pid in its session (None when there is none)."""
     out: list[str] = list(selected)
     found: dict[str, Supersession] = {}
