@@ -9,6 +9,7 @@ import logging
 import math
 import time
 from collections.abc import Iterable
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,7 @@ from .store.layout import check_store_path
 from .store.protocols import Expiry
 from .surfaces import Surfaces
 from .text.terms import clean_query
+from .text.timeparse import validate_as_of
 from .upkeep import Upkeep
 from .users import validate_user_id
 
@@ -151,12 +153,19 @@ class MemCompile(Upkeep, Surfaces):
 
     # --- query plane ---------------------------------------------------------------------------
     def compile(
-        self, query: str, user_id: str = "default", view: str = "bundle", max_tokens: int | None = None
+        self,
+        query: str,
+        user_id: str = "default",
+        view: str = "bundle",
+        max_tokens: int | None = None,
+        as_of: str | date | None = None,
     ) -> CompiledContext:
+        """The compiled context for `query`; with `as_of` (a date, a datetime or an ISO 8601 string; a date means
+        its whole day) only from what had been said by then, with the facts that were current then."""
         user_id = validate_user_id(user_id)
         query = clean_query(query)  # ValueError when nothing usable is left
         max_tokens = validate_max_tokens(max_tokens)
-        state = {"query": query, "view": validate_view(view), "max_tokens": max_tokens}
+        state = {"query": query, "view": validate_view(view), "max_tokens": max_tokens, "as_of": validate_as_of(as_of)}
         with telemetry.search_memory(user_id, query, view, max_tokens) as span:
             out = query_graph.invoke(state, context=self.context(user_id))
             packets = [SelectedPacket.from_dict(p) for p in out.get("packets", [])]
@@ -164,16 +173,24 @@ class MemCompile(Upkeep, Surfaces):
         return CompiledContext(query=query, text=out.get("context", ""), packets=packets, trace=out.get("trace", {}))
 
     async def acompile(
-        self, query: str, user_id: str = "default", view: str = "bundle", max_tokens: int | None = None
+        self,
+        query: str,
+        user_id: str = "default",
+        view: str = "bundle",
+        max_tokens: int | None = None,
+        as_of: str | date | None = None,
     ) -> CompiledContext:
-        return await asyncio.to_thread(self.compile, query, user_id, view, max_tokens)
+        return await asyncio.to_thread(self.compile, query, user_id, view, max_tokens, as_of)
 
-    def answer(self, query: str, user_id: str = "default") -> tuple[str, CompiledContext]:
-        """The answer model's reply over the compiled context (temporal prompt for a temporal intent)."""
+    def answer(
+        self, query: str, user_id: str = "default", as_of: str | date | None = None
+    ) -> tuple[str, CompiledContext]:
+        """The answer model's reply over the compiled context (temporal prompt for a temporal intent); `as_of` as
+        compile takes it."""
         from .llm.answer import UNKNOWN, generate_answer
 
         client = self.llm_client(user_id=user_id)
-        ctx = self.compile(query, user_id)
+        ctx = self.compile(query, user_id, as_of=as_of)
         if not ctx.packets:
             return UNKNOWN, ctx  # nothing to answer from: no request
         return generate_answer(client, query, ctx.text, bool(ctx.trace.get("intent", {}).get("temporal"))), ctx

@@ -8,6 +8,7 @@ context (served.py).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
 
@@ -24,7 +25,8 @@ from .evidence.pool import closed_pool
 from .evidence.render import fit_context, mark_notes, superseded
 from .evidence.repeats import asked_scores, one_per_statement, statements_first
 from .evidence.scheduler import ScheduleInput
-from .evidence.updates import Supersession, newest_of_subjects
+from .evidence.updates import Supersession, current_first, newest_of_subjects
+from .index.user import UserIndex
 from .model import DenseHit, Intent, SelectedPacket
 from .runtime.context import MemoryContext, run_context
 from .runtime.telemetry import GraphOperation
@@ -73,17 +75,30 @@ def candidates_node(state: QueryState, runtime: Runtime[MemoryContext]) -> dict[
     return {"candidates": cands, "_trace": {"candidates": len(cands)}}
 
 
+def said_by(index: UserIndex, as_of: str | None) -> Callable[[str], bool] | None:
+    """Packet id -> whether it had been said by `as_of` (its session's time, as stored; an undated turn has no time
+    to tell, so it is left out); None when every packet counts."""
+    if as_of is None:
+        return None
+    return lambda pid: (t := index.packets[pid].session_time) is not None and t[:19] <= as_of
+
+
 def normalize_node(state: QueryWork, runtime: Runtime[MemoryContext]) -> dict[str, Any]:
     ctx = run_context(runtime)
+    index = ctx.snapshot()
+    cands = state["candidates"]
+    if (said := said_by(index, state.get("as_of"))) is not None:  # the dense stage kept only these already
+        cands = [c for c in cands if said(c.packet_id)]
     pool, scores, address = closed_pool(
-        ctx.snapshot(),
+        index,
         state["intent"],
-        state["candidates"],
+        cands,
         state.get("dense", []),
         state.get("query_vectors", []),
         ctx.engine.config,
         state.get("similarities"),
         ctx.engine.reader,
+        said,
     )
     # copies of a turn take one slot from here on: the pool and D_q hold the newest copy once
     pool, dense, scores = one_per_statement(ctx.snapshot(), pool, state.get("dense", []), scores)
@@ -145,6 +160,8 @@ def dense_node(state: QueryWork, runtime: Runtime[MemoryContext]) -> dict[str, A
         sources = [source for pid, _, source in found if pid in index.packets]
         ok = dict(zip(ids, engine.sources_match(index, ids, sources)))
         hits = [DenseHit(pid, sim) for pid, sim, _ in found if ok.get(pid, True)]
+    if (said := said_by(index, state.get("as_of"))) is not None:
+        hits = [h for h in hits if said(h.packet_id)]
     return {**out, "dense": hits, "_trace": {"hits": len(hits)}}
 
 
@@ -192,9 +209,15 @@ def render_node(state: QueryWork, runtime: Runtime[MemoryContext]) -> dict[str, 
     reps = {pid: p.representative for pid, p in pool.items()}
     budget = state.get("max_tokens") or ctx.engine.config.context_max_tokens
     found = superseded(index, selected, state["query"], ctx.engine.llm_updates)  # knowledge-update marks
-    # and the older statements whose subject's newest statement the frontier called in (a rule's mark stays first)
-    called = {a: Supersession(**s) for a, s in state.get("newest", {}).items()}
-    found = {**{a: s for a, s in called.items() if s.new in selected}, **found}
+    # and the older statements whose subject's newest statement the frontier called in: a rule's mark naming the
+    # values stays first, a mark of the subject alone (no value named) yields to the one called in
+    called = {a: Supersession(**s) for a, s in state.get("newest", {}).items() if s["new"] in selected}
+    found = {
+        **{a: s for a, s in found.items() if not s.new_values},
+        **called,
+        **{a: s for a, s in found.items() if s.new_values},
+    }
+    selected = current_first(selected, found)  # the current statement is read before the one it supersedes
     view = state.get("view") or "bundle"
     fitted = fit_context(index, selected, view, reps, state["query"], budget, mark_notes(index, found))
     text = fitted.text()
@@ -218,7 +241,7 @@ def render_node(state: QueryWork, runtime: Runtime[MemoryContext]) -> dict[str, 
         )
         packets.append(selected_packet.to_dict())  # the state holds the JSON form a served run outputs
     trace = {"packets": len(packets), "chars": len(text), "superseded": len(found), "cut": sum(fitted.cut)}
-    out = {"context": text, "packets": packets, "_trace": trace}
+    out = {"context": text, "packets": packets, "selected": selected, "_trace": trace}
     return {**out, "note": nothing_stored_note(ctx.user)} if not index.packets else out
 
 

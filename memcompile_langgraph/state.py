@@ -51,6 +51,8 @@ class QueryState(TypedDict, total=False):
     query: str
     view: str  # reader view: "bundle" (default), "raw" or "claim"
     max_tokens: int | None  # context budget in tokens (None: the config's context_max_tokens)
+    # only what had been said by then ("YYYY-MM-DDTHH:MM:SS", text/timeparse.validate_as_of; None: everything)
+    as_of: str | None
     intent: Intent
     bm25: list[tuple[int, float]]  # (descriptor position, raw BM25 score)
     routing: Routing

@@ -12,11 +12,18 @@ if TYPE_CHECKING:
 class Surfaces:
     """A mixin of MemCompile only (hence the casts)."""
 
-    def as_retriever(self, user_id: str = "default", k: int = 12, max_tokens: int | None = None):
-        """A LangChain retriever: one Document per selected packet, in schedule order."""
+    def as_retriever(self, user_id: str = "default", k: int = 12, max_tokens: int | None = None, as_of: object = None):
+        """A LangChain retriever: one Document per selected packet, in schedule order (with `as_of`, a date or an
+        ISO 8601 time, only from what had been said by then)."""
         from .integrations.retriever import MemCompileRetriever
 
-        return MemCompileRetriever(memory=cast("MemCompile", self), user_id=user_id, k=k, max_tokens=max_tokens)
+        return MemCompileRetriever(
+            memory=cast("MemCompile", self),
+            user_id=user_id,
+            k=k,
+            max_tokens=max_tokens,
+            as_of=cast("str | None", as_of),
+        )
 
     @property
     def recall_node(self):

@@ -103,7 +103,7 @@ def test_copies_of_a_turn_take_one_slot_and_questions_come_after_statements(make
     turns += [{"speaker": "Ana", "text": f"I planted {n} tulips by the fence.", "dia_id": f"T{n}"} for n in range(3)]
     mem = make_mem(turns=turns, user_id="ana", dense=dense)
     ctx = mem.compile("What is my cat called?", user_id="ana")
-    texts = [mem.index("ana").packets[p["packet_id"]].text for p in ctx.packets]
+    texts = [mem.index("ana").packets[p.packet_id].text for p in ctx.packets]
     assert texts.count("My cat Miso loves the garden.") == 1 and texts.count("What is my cat called?") == 1
     assert "D5:1" in ctx.dia_ids  # the newest copy stands for the rest
     assert texts.index("What is my cat called?") > max(i for i, t in enumerate(texts) if not t.endswith("?"))

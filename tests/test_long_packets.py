@@ -6,11 +6,11 @@ from hypothesis import strategies as st
 
 from memcompile_langgraph.address.intent import addressed_speakers
 from memcompile_langgraph.evidence.fusion import best_claim_scores
+from memcompile_langgraph.evidence.render import superseded_note
 from memcompile_langgraph.evidence.updates import (
     quantities,
     restated,
     statement,
-    superseded_note,
     supersessions,
     values,
 )

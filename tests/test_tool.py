@@ -18,11 +18,12 @@ def call(query, id="c1"):
     return {"type": "tool_call", "id": id, "name": "search_memory", "args": {"query": query}}
 
 
-def test_the_model_sees_only_a_query_argument(make_mem):
+def test_the_model_sees_only_the_query_and_as_of_arguments(make_mem):
     mem = make_mem(turns=demo_turns(), user_id="demo")
     tool = mem.as_tool()
     assert tool.name == "search_memory"
-    assert set(tool.tool_call_schema.model_json_schema()["properties"]) == {"query"}
+    schema = tool.tool_call_schema.model_json_schema()
+    assert set(schema["properties"]) == {"query", "as_of"} and schema["required"] == ["query"]  # never the user
 
 
 def test_tool_call_returns_context_and_packet_artifact(make_mem):

@@ -163,5 +163,5 @@ def test_the_query_graph_calls_the_update_in_and_marks_the_older_statement(make_
     packets = ctx.packets
     assert "by [D4:3]: 21 minutes replaces 9 minutes" in ctx.text
     ids = [p.dia_id for p in packets]
-    assert ids.index("D4:3") == ids.index("D1:1") + 1 and len(ids) == 12
+    assert ids.index("D4:3") == ids.index("D1:1") - 1 and len(ids) == 12  # the current statement first
     assert {p.dia_id: p.superseded_by for p in packets}["D1:1"] == "D4:3"

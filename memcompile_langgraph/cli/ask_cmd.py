@@ -6,7 +6,7 @@ import argparse
 import json
 
 from . import UsageError
-from .core import add_store_args, open_memory
+from .core import add_as_of_arg, add_store_args, open_memory
 from .llm_args import add_llm_args
 from .profile_args import add_profile_arg
 
@@ -18,7 +18,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
         raise UsageError("ask needs a model: give --llm-model (and optionally --answer-model)")
     mem = open_memory(args)
     try:
-        answer, ctx = mem.answer(args.query, user_id=args.user)
+        answer, ctx = mem.answer(args.query, user_id=args.user, as_of=args.as_of)
     except LLMUnavailable as exc:
         raise UsageError(str(exc)) from exc
     finally:
@@ -36,5 +36,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_store_args(p)
     add_llm_args(p, answer=True)
     add_profile_arg(p)
+    add_as_of_arg(p)
     p.add_argument("--json", action="store_true", help="answer and the dia_ids of the evidence packets")
     p.set_defaults(func=cmd_ask)

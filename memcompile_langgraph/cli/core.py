@@ -273,7 +273,7 @@ def cmd_query(args: argparse.Namespace) -> int:
     mem = open_memory(args)
     try:
         require_user(mem, args.user, args.store)
-        ctx = mem.compile(args.query, user_id=args.user, view=args.view, max_tokens=args.max_tokens)
+        ctx = mem.compile(args.query, user_id=args.user, view=args.view, max_tokens=args.max_tokens, as_of=args.as_of)
     finally:
         mem.close()
     if args.json:
@@ -291,6 +291,14 @@ def cmd_graph(args: argparse.Namespace) -> int:
         from ..query_graph import query_graph as graph
     print(graph.get_graph().draw_mermaid())
     return 0
+
+
+def add_as_of_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--as-of",
+        metavar="DATE",
+        help="only what had been said by then, with the facts current then (ISO 8601: 2024-03-31, 2024-03-31T18:00)",
+    )
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -325,6 +333,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--view", choices=("bundle", "raw", "claim"), default="bundle", help="reader view (Table 4)")
     add_max_tokens_arg(p)
+    add_as_of_arg(p)
     add_llm_args(p)
     add_profile_arg(p)
     p.set_defaults(func=cmd_query)

@@ -13,7 +13,7 @@ from ..index.user import UserIndex
 from ..model import SourcePacket
 from ..text.terms import bounded, count_tokens, header_field, one_line
 from .budget import Block, Fitted, fit
-from .updates import Supersession, superseded_note, supersessions
+from .updates import Supersession, statement_times, subject_terms, supersessions
 
 VIEWS = ("bundle", "raw", "claim")
 
@@ -113,18 +113,32 @@ def superseded(index: UserIndex, packet_ids: list[str], query: str, decide: Any 
     # the assistant's statements (examples, suggestions) are not facts of the user's that a later one updates
     said = [index.packets[p] for p in packet_ids if index.packets[p].speaker != index.cfg.assistant_speaker]
     idf = lambda t: index.bm25.idf(t) / rarest  # noqa: E731
-    if decide:
-        return decide(said, claims, query, idf, index.user_id)
+    when = statement_times(index)
     rows = index.vectors.row
-    if not all(p.packet_id in rows for p in said):  # no vectors (yet): the attribute rule alone
-        return supersessions(said, claims, query, idf)
-    m = index.vectors.matrix()
-    unit = {p.packet_id: m[rows[p.packet_id]] / (float(np.linalg.norm(m[rows[p.packet_id]])) or 1.0) for p in said}
-    return supersessions(said, claims, query, idf, lambda a, b: float(unit[a] @ unit[b]))
+    cosine = None  # no vectors (yet): the attribute rule alone
+    if all(p.packet_id in rows for p in said):
+        m = index.vectors.matrix()
+        unit = {p.packet_id: m[rows[p.packet_id]] / (float(np.linalg.norm(m[rows[p.packet_id]])) or 1.0) for p in said}
+        cosine = lambda a, b: float(unit[a] @ unit[b])  # noqa: E731
+    if decide:
+        return decide(said, claims, query, idf, index.user_id, when, cosine, subject_terms(index))
+    return supersessions(said, claims, query, idf, cosine, when, subject_terms(index))
+
+
+def superseded_note(s: Supersession, old: SourcePacket, new: SourcePacket) -> str:
+    """The line marking `old` superseded by `new`: every stored field in it (dates, dia_id, the values read from the
+    claims) shown as a header shows it (shown_field), so none can close the note or write a line of its own."""
+    values = ""
+    if s.new_values or s.old_values:
+        values = f" {shown_field(', '.join(s.new_values))} replaces {shown_field(', '.join(s.old_values))}"
+    return (
+        f"- [superseded on {shown_field(new.date)} by [{shown_field(new.dia_id)}]:{values} stated here on "
+        f"{shown_field(old.date)}]"
+    )
 
 
 def mark_notes(index: UserIndex, found: dict[str, Supersession]) -> dict[str, str]:
-    return {pid: one_line(superseded_note(s, index.packets[s.old], index.packets[s.new])) for pid, s in found.items()}
+    return {pid: superseded_note(s, index.packets[s.old], index.packets[s.new]) for pid, s in found.items()}
 
 
 def update_marks(index: UserIndex, packet_ids: list[str], query: str, decide: Any = None) -> dict[str, str]:

@@ -10,7 +10,9 @@ numbering, versions and codes next to words the question does not ask about are 
 ("April 25, 2024") or a clock time ("4:30 PM") counts as one value, so a dated statement is not taken for a list.
 A number right after a word labels it ("sprint 2") and is no value of it. What a "how many" question counts is one
 subject even when its terms are common in the chat (the question's own topic), when the newer statement says it
-changed and the two share two of the question's terms.
+changed and the two share two of the question's terms. A value of any other kind (a place, an employer, a plan) is
+told apart by the subject alone (subject_supersessions). "Later" is by the statements' own times (said_at), and the
+current statement is read first (current_first).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from .spread import spans_history
 
 if TYPE_CHECKING:
     from ..config import MemCompileConfig
+    from ..index.user import UserIndex
     from .scheduler import ScheduleInput
 
 _TOKEN = re.compile(r"\d+(?:[.,:]\d+)*|[a-z%]+", re.I)
@@ -65,6 +68,34 @@ UPDATE_MAX_CLAIM_TERMS = 60  # longer claims (code, lists) are not statements of
 # a claim with more values (a date or a time is one) is a list or a table, not one statement; 4 leaves room for a
 # date and a time beside the changed value and its old one
 UPDATE_MAX_VALUES = 4
+
+
+def said_at(p: SourcePacket, event: str = "") -> tuple[str, int]:
+    """When a statement was made, for "later": its session's time, else the time of the event its claims state, then
+    its place in storage only to break ties (a turn imported or backfilled later can still be the older statement).
+    Within a session the event time does not order: a turn recalling 2019 is not older than the turn before it. A
+    turn with neither time comes before every dated one."""
+    return (p.session_time or event, p.seq)
+
+
+def subject_terms(index: UserIndex) -> Callable[[str], frozenset[str]]:
+    """Packet id -> the topic terms of the people and keywords its claims name, the speaker left out (every claim of
+    theirs names them): what its statements are about."""
+
+    def subjects(pid: str) -> frozenset[str]:
+        named = topic_terms(" ".join(w for d in index.by_packet[pid] for w in (*d.people, *d.keywords)))
+        return named - topic_terms(index.packets[pid].speaker)
+
+    return subjects
+
+
+def statement_times(index: UserIndex) -> Callable[[SourcePacket], tuple[str, int]]:
+    """said_at for this memory's packets, the event time the earliest one their claims state."""
+
+    def when(p: SourcePacket) -> tuple[str, int]:
+        return said_at(p, min((d.event_time for d in index.by_packet[p.packet_id] if d.event_time), default=""))
+
+    return when
 
 
 @dataclass(frozen=True)
@@ -167,19 +198,32 @@ def restated(
     return None
 
 
+def claim_pair(old: SourcePacket, new: SourcePacket, claims: Callable[[str], Sequence[str]]) -> Candidate:
+    """The two packets as a Candidate, each by its claim sharing the most topic terms with the other packet."""
+    a, b = claims(old.packet_id), claims(new.packet_id)
+    ta, tb = statement_terms(a), statement_terms(b)
+    best_a = max(a, key=lambda c: len(topic_terms(c) & tb))
+    best_b = max(b, key=lambda c: len(topic_terms(c) & ta))
+    return Candidate(old.packet_id, new.packet_id, best_a, best_b, 0.0)
+
+
 def supersessions(
     packets: Sequence[SourcePacket],
     claims: Callable[[str], Sequence[str]],
     query: str,
     idf: Callable[[str], float],
     cosine: Callable[[str, str], float] | None = None,
+    when: Callable[[SourcePacket], tuple] = said_at,
+    subjects: Callable[[str], frozenset[str]] | None = None,
 ) -> dict[str, Supersession]:
     """Earlier packet id -> the latest later packet of the same speaker restating one of its facts: a value of the
-    kind the question asks for (with the packets' `cosine`, when there are vectors), or an attribute's value."""
+    kind the question asks for (with the packets' `cosine`, when there are vectors), or an attribute's value, or,
+    with the packets' `subjects` too, any other value of the same subject (subject_supersessions). Earlier and later
+    by `when` (said_at)."""
     q, count = topic_terms(query), counted(query)
-    ordered = sorted(packets, key=lambda p: p.seq)
+    ordered = sorted(packets, key=when)
     said = {p.packet_id: [s for c in claims(p.packet_id) if (s := statement(c, q))] for p in ordered}
-    out = typed_supersessions(packets, claims, query, cosine) if cosine else {}
+    out = typed_supersessions(packets, claims, query, cosine, when) if cosine else {}
     for i, old in enumerate(ordered):
         for new in ordered[i + 1 :]:
             if new.speaker != old.speaker or old.packet_id in out:
@@ -191,6 +235,8 @@ def supersessions(
                         old.packet_id, new.packet_id, tuple(sorted(found[0])), tuple(sorted(found[1]))
                     )
                     break
+    if cosine and subjects:  # any other value of the same subject (a place, an employer, a plan): no values named
+        out = {**subject_supersessions(packets, claims, query, cosine, subjects, when), **out}
     return out
 
 
@@ -242,12 +288,13 @@ def typed_supersessions(
     claims: Callable[[str], Sequence[str]],
     query: str,
     cosine: Callable[[str, str], float],
+    when: Callable[[SourcePacket], tuple] = said_at,
 ) -> dict[str, Supersession]:
     """Earlier packet id -> the latest later packet of the same speaker, about the same subject (a claim of each
     names a topic term of the question, and the packets' vectors are close), carrying another value of the kind the
     question asks for."""
     q = topic_terms(query)
-    ordered = sorted(packets, key=lambda p: p.seq)
+    ordered = sorted(packets, key=when)
     said: dict[str, list[frozenset[str]]] = {}
     for p in ordered:
         vals = [answer_values(query, c) for c in claims(p.packet_id) if topic_terms(c) & q]
@@ -269,6 +316,62 @@ def typed_supersessions(
     return out
 
 
+def statement_terms(claims: Sequence[str]) -> frozenset[str]:
+    """The topic terms of a packet's claims that state one thing each (long claims, code and lists, state none)."""
+    return frozenset(t for c in claims if len(tt := topic_terms(c)) <= UPDATE_MAX_CLAIM_TERMS for t in tt)
+
+
+# two statements of one speaker are one subject told again with any other value only when their packet vectors are
+# this close: another fact about the same entity ("the staging DB runs two read replicas") is close too, but less
+UPDATE_SUBJECT_MIN_COSINE = 0.8
+
+
+def subject_supersessions(
+    packets: Sequence[SourcePacket],
+    claims: Callable[[str], Sequence[str]],
+    query: str,
+    cosine: Callable[[str, str], float],
+    subjects: Callable[[str], frozenset[str]],
+    when: Callable[[SourcePacket], tuple] = said_at,
+    min_cosine: float = UPDATE_SUBJECT_MIN_COSINE,
+) -> dict[str, Supersession]:
+    """Earlier packet id -> the latest later packet of the same speaker about the same subject, whatever the value:
+    for a question asking one current value, each of the best `UPDATE_NEWEST_SEEDS` statements (`packets` in rank
+    order) is superseded by a later statement of its speaker whose packet vector is close to it
+    (`min_cosine`), that names a subject of it (`subjects`: the terms of its claims' people and keywords,
+    "Berlin" in "I moved from Berlin to Lisbon") or of the question ("live"), and that states something it does not
+    (a new value; a statement told again adds nothing). The values are not named: no rule knows which words of the
+    newer statement are the value."""
+    if not asks_one_value(query):
+        return {}
+    q = topic_terms(query)
+    terms = {p.packet_id: statement_terms(claims(p.packet_id)) for p in packets}
+    out: dict[str, Supersession] = {}
+    for old in packets[:UPDATE_NEWEST_SEEDS]:
+        mine = terms[old.packet_id]
+        if not mine:
+            continue
+        later = sorted((p for p in packets if p.speaker == old.speaker and when(p) > when(old)), key=when)
+        for new in reversed(later):
+            theirs = terms[new.packet_id]
+            about = subjects(old.packet_id) | q
+            if theirs & about and theirs - mine and cosine(old.packet_id, new.packet_id) >= min_cosine:
+                out[old.packet_id] = Supersession(old.packet_id, new.packet_id, (), ())
+                break
+    return out
+
+
+def current_first(selected: Sequence[str], found: dict[str, Supersession]) -> list[str]:
+    """The selection with each superseding statement moved right before the earliest-ranked statement it supersedes
+    (the current fact is read first); the set of packets stays."""
+    out = list(selected)
+    for old, s in sorted(found.items(), key=lambda x: out.index(x[0]) if x[0] in out else len(out)):
+        if old in out and s.new in out and out.index(s.new) > out.index(old):
+            out.remove(s.new)
+            out.insert(out.index(old), s.new)
+    return out
+
+
 @dataclass(frozen=True)
 class Candidate:
     """Two claims of one speaker about the same rare query topic, the older first: what a model is asked to decide."""
@@ -286,13 +389,14 @@ def candidates(
     query: str,
     idf: Callable[[str], float],
     limit: int,
+    when: Callable[[SourcePacket], tuple] = said_at,
 ) -> list[Candidate]:
     """At most `limit` (older, newer) packet pairs of one speaker whose claims name one subject as restated() tells
     it (shared topic terms rare in the memory, or two of the question's terms), best pair of claims per packet pair,
     most shared first. No value rule: a model decides whether the newer claim changes the older one's value (a name,
     a place, a plan as well as a number)."""
     q = topic_terms(query)
-    ordered = sorted(packets, key=lambda p: p.seq)
+    ordered = sorted(packets, key=when)
     said = {
         p.packet_id: [
             (c, t) for c in claims(p.packet_id) if (t := topic_terms(c)) & q and len(t) <= UPDATE_MAX_CLAIM_TERMS
@@ -315,13 +419,6 @@ def candidates(
                 shared, _, a, b = max(one, key=lambda x: x[0])
                 out.append(Candidate(old.packet_id, new.packet_id, a, b, shared))
     return sorted(out, key=lambda c: -c.shared)[:limit]
-
-
-def superseded_note(s: Supersession, old: SourcePacket, new: SourcePacket) -> str:
-    return (
-        f"- [superseded on {new.date} by [{new.dia_id}]: {', '.join(s.new_values)} replaces "
-        f"{', '.join(s.old_values)} stated here on {old.date}]"
-    )
 
 
 # The newest statement of the question's subject (engineering, not in the paper). A question about a fact that
@@ -377,10 +474,12 @@ def newest_statements(
     cosine: Callable[[str, str], float],
     min_cosine: float,
     skip_speaker: str = "",
+    when: Callable[[SourcePacket], tuple] = said_at,
 ) -> tuple[list[str], dict[str, Supersession]]:
     """(the selection with each seed's newest subject statement in it, seed -> its supersession by that statement:
     the older statement is marked superseded when rendered). A statement called
-    in goes right after its seed and the selection's last other packet leaves (the length stays). `before(pid)`: the same
+    in goes right after its seed and the selection's last other packet leaves (the length stays; the render stage
+    then puts it before the seed, current_first). `before(pid)`: the same
     speaker's turn just before pid in its session (None when there is none)."""
     out: list[str] = list(selected)
     found: dict[str, Supersession] = {}
@@ -407,8 +506,8 @@ def newest_statements(
             return max((cosine(a, x) for x in near), default=-1.0)
 
         later = sorted(
-            (b for b in pool if b != a and packets(b).speaker == pa.speaker and packets(b).seq > pa.seq),
-            key=lambda b: packets(b).seq,
+            (b for b in pool if b != a and packets(b).speaker == pa.speaker and when(packets(b)) > when(pa)),
+            key=lambda b: when(packets(b)),
         )
         subject = [b for b in later if units(b).keys() & units(a).keys() and link(b) >= min_cosine]
         seen = {u: set(v) for u, v in units(a).items()}
@@ -482,4 +581,5 @@ def newest_of_subjects(
         cosine,
         cfg.update_newest_cosine,
         cfg.assistant_speaker,
+        statement_times(index),
     )

@@ -13,6 +13,7 @@ from ..memory import MemCompile
 from ..model import CompiledContext
 from ..runtime import telemetry
 from ..text.terms import clean_text
+from ..text.timeparse import validate_as_of
 from ..users import validate_user_id
 
 
@@ -56,6 +57,12 @@ class MemCompileRetriever(BaseRetriever):
     user_id: str = "default"
     k: int = Field(default=12, ge=1)
     max_tokens: int | None = None  # context budget in tokens (None: the memory's configured default)
+    as_of: str | None = None  # only what had been said by then (a date or ISO 8601 time; None: everything)
+
+    @field_validator("as_of", mode="before")
+    @classmethod
+    def _valid_as_of(cls, value: object) -> str | None:
+        return validate_as_of(value)
 
     @field_validator("max_tokens")
     @classmethod
@@ -74,7 +81,7 @@ class MemCompileRetriever(BaseRetriever):
         if not clean_text(query):
             return []  # an empty question (spaces, or only characters the store removes) matches no memory
         with telemetry.retrieval(self.user_id, query, limit) as span:
-            ctx = self.memory.compile(query, self.user_id, max_tokens=self.max_tokens)
+            ctx = self.memory.compile(query, self.user_id, max_tokens=self.max_tokens, as_of=self.as_of)
             docs = packet_documents(self.memory, self.user_id, ctx)[:limit]
             telemetry.documents(span, docs)
         return docs
@@ -86,7 +93,7 @@ class MemCompileRetriever(BaseRetriever):
         if not clean_text(query):
             return []
         with telemetry.retrieval(self.user_id, query, limit) as span:
-            ctx = await self.memory.acompile(query, self.user_id, max_tokens=self.max_tokens)
+            ctx = await self.memory.acompile(query, self.user_id, max_tokens=self.max_tokens, as_of=self.as_of)
             docs = packet_documents(self.memory, self.user_id, ctx)[:limit]
             telemetry.documents(span, docs)
         return docs

@@ -563,3 +563,25 @@ def time_span(value: str) -> tuple[date, date] | None:
 
 def spans_overlap(a: tuple[date, date], b: tuple[date, date]) -> bool:
     return a[0] <= b[1] and b[0] <= a[1]
+
+
+_AS_OF = re.compile(r"\d{4}-\d\d-\d\d(?:[T ]\d\d:\d\d(?::\d\d)?)?")
+
+
+def validate_as_of(value: object) -> str | None:
+    """The latest moment a statement may have been made to count (`as_of` of a query), as "YYYY-MM-DDTHH:MM:SS": a
+    date means its whole day. None stays None (everything said counts); anything else is a one-line ValueError."""
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        return value.replace(tzinfo=None).isoformat(timespec="seconds")
+    if isinstance(value, date):
+        return f"{value.isoformat()}T23:59:59"
+    text = value.strip() if isinstance(value, str) else ""
+    if not _AS_OF.fullmatch(text):
+        raise ValueError(f"as_of must be a date or a time in ISO 8601 (2024-03-31, 2024-03-31T18:00), got {value!r}")
+    try:
+        when = datetime.fromisoformat(text)
+    except ValueError:
+        raise ValueError(f"as_of is not a real date or time: {value!r}") from None
+    return when.isoformat(timespec="seconds") if len(text) > 10 else f"{text}T23:59:59"
