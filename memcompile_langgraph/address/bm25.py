@@ -65,7 +65,7 @@ class BM25Index(Forkable):
         return doc
 
     def add_many(self, documents: list[list[str]]) -> None:
-        """Appends documents in order; each posting array grows once per call (a cold load adds ~60k documents)."""
+        """Appends documents in order; each posting array grows once per call, as a cold load adds every document."""
         if not documents:
             return
         closed = [] if self._open is None else [self._open]

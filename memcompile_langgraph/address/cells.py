@@ -319,7 +319,7 @@ class CellLayout(Forkable):
 
 
 def _counters(dicts: list[dict]) -> list[Counter]:
-    """Counters filled in C (Counter(d) runs Python code per Counter: ~17k Cells at 100k turns)."""
+    """Counters filled in C: Counter(d) runs Python code per Counter, and a large user has many Cells."""
     counters = list(map(dict.__new__, repeat(Counter, len(dicts))))
     deque(map(dict.update, counters, dicts), maxlen=0)
     return counters

@@ -5,8 +5,8 @@ small store of the demo conversation. Wall time depends on what else the machine
 of the process) and the load average are reported beside it.
 
 The processes cache bytecode (in a private folder the warm-up fills) as an installed package has it, whatever the
-caller's PYTHONDONTWRITEBYTECODE says: else this package's modules would be compiled from source at every start
-(+0.2-0.3 s of CPU here), which no installed copy does.
+caller's PYTHONDONTWRITEBYTECODE says: else this package's modules would be compiled from source at every start,
+which no installed copy does.
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ QUESTION = "Where does Priya work now?"
 # command -> the target it is held to, in seconds of wall time on a quiet machine
 TARGETS = {"--help": 1.0, "stats": 1.0, "query": 2.0}
 _CLI = "import sys; from memcompile_langgraph.cli import main; sys.exit(main())"  # what the `memcompile` script runs
-# what `query` cannot go below: the query graph is a LangGraph graph, and importing LangGraph's graph module alone
-# takes about as long as the 2 s target here; timed the same way, beside the commands
+# what `query` cannot go below: the query graph is a LangGraph graph, so its start includes importing LangGraph's
+# graph module; timed the same way, beside the commands
 FLOOR = ("import langgraph.graph", ["-c", "import langgraph.graph"])
 
 

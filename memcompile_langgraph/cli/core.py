@@ -93,8 +93,8 @@ def require_store(path: str) -> None:
 
 def import_memory(dense: bool = False) -> tuple[type, Any]:
     """The MemCompile class and, with dense, the default embedder (None without a model), imported with the cyclic
-    collector paused: LangGraph, LangChain and LangSmith make ~10^5 long-lived objects as they load, which it would
-    otherwise walk ~250 times (~0.4 CPU-s of ~3 here). The embedder's model loads meanwhile, on the other core."""
+    collector paused: LangGraph, LangChain and LangSmith make many long-lived objects as they load, which it would
+    otherwise walk again and again. The embedder's model loads meanwhile, on the other core."""
     from ..process import gc_paused
 
     with gc_paused():

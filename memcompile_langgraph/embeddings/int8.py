@@ -1,10 +1,10 @@
 """An int8 variant of the local MiniLM, built once from the shipped model and cached.
 
 The shipped model stores int8 weights but computes in fp32 (the weights are cast back at load). Re-quantizing the
-weight MatMuls with per-channel int8 scales lets onnxruntime use its integer GEMM kernels: ~2x the packet-document
-throughput on this 2-core machine, cosine 0.995 on average to the fp32 vectors (per-tensor scales give ~0.95, hence
-per-channel). Activations are quantized per call, so the embedder feeds one text per call to keep each text's
-vector independent of what else is being embedded.
+weight MatMuls with int8 scales lets onnxruntime use its integer GEMM kernels, which embed packet documents faster.
+The scales are per channel because per-tensor scales move the vectors much further from the fp32 ones. Activations
+are quantized per call, so the embedder feeds one text per call to keep each text's vector independent of what else
+is being embedded.
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ def model_digest(model: Path) -> str:
 
 
 def _onnxruntime_version() -> str:
-    """Read from the installed package's metadata (importing onnxruntime costs ~0.3 s that `stats` does not need);
+    """Read from the installed package's metadata: importing onnxruntime is slow, and `stats` does not need it;
     builds under another distribution name (onnxruntime-gpu, ...) are imported to ask."""
     from importlib.metadata import PackageNotFoundError, version
 
@@ -80,7 +80,8 @@ def _quantizer_advice(record: logging.LogRecord) -> bool:
 
 def _drop_nan_guards(graph: onnx.GraphProto) -> None:
     """Where(IsNaN(softmax), 0, softmax) after each attention softmax only matters for a row with every key masked,
-    which an attention mask with at least one real token cannot produce: ~8% of the run time, identical vectors."""
+    which an attention mask with at least one real token cannot produce: dropping them saves time, the vectors are
+    the same."""
     producer = {o: n for n in graph.node for o in n.output}
     dropped, bypass = [], {}
     for n in graph.node:
@@ -168,7 +169,7 @@ def _commit(staged: Path, out: Path) -> None:
 
 def cached_model_ok(model: Path) -> bool:
     """The cached file is whole: its digest file exists and matches it. A file with the size and mtime recorded at
-    its commit is not hashed again (that would add ~50 ms to every command's start); a truncated or rewritten one is."""
+    its commit is not hashed again, as that would slow every command's start; a truncated or rewritten one is."""
     try:
         recorded = _digest_file(model).read_text().split()
         stat = model.stat()

@@ -1,6 +1,6 @@
 """Default embeddings: all-MiniLM-L6-v2 on onnxruntime + tokenizers, fully offline.
 
-Chroma's own ONNX function pads every input to 256 tokens (~20 sentences/s on 2 cores); here nothing is padded.
+Chroma's own ONNX function pads every input to 256 tokens, which is slow; here nothing is padded.
 """
 
 from __future__ import annotations
@@ -51,8 +51,8 @@ class MiniLMEmbeddings(Embeddings):
     """One text per inference call, `workers` calls side by side on one single-threaded session.
 
     A text alone needs no padding, and its vector cannot depend on what else is embedded with it (the int8 model
-    quantizes activations per call). Side-by-side single-threaded runs beat one run on two intra-op threads here:
-    185 vs 120 packet documents/s on 2 cores. onnxruntime's spinning is off so an idle worker leaves its core free.
+    quantizes activations per call). Side-by-side single-threaded runs embed faster than one run on two intra-op
+    threads. onnxruntime's spinning is off so an idle worker leaves its core free.
     `precision="fp32"` runs the shipped model as it is.
     """
 

@@ -13,7 +13,7 @@ WORD_LIKE_NAMES = frozenset(
     "will may mark rose grace joy hope faith bill art june april august summer dawn sky sunny jack pat sue frank "
     "rich victor sandy holly ivy daisy amber crystal autumn river storm bob jean gene chase".split()
 )
-MAX_NICKNAME = 12  # longest prefix taken as a nickname (a 200-character name made 197 alternatives per regex)
+MAX_NICKNAME = 12  # longest prefix taken as a nickname: each prefix is one more alternative in every name regex
 # Openers stripped from a sentence: the first group always, the second only before punctuation or a name.
 _OPENER = r"(?:oh|ooh|wow|whoa|woah|hey|hi|hello|yay|aw+|omg|um+|hmm+|btw|ha(?:ha)+|lol|yeah|yep|yup)"
 _OPENER_PUNCT = (

@@ -128,7 +128,7 @@ def make_client(path: str | Path | None, url: str | None = None, open_indexes: i
 def _bounded_system(settings: Settings, open_indexes: int) -> None:
     """Starts Chroma's system for a directory as its PersistentClient would, but with its cache of loaded indexes
     bounded by `open_indexes`: chromadb sizes it by the open-files limit alone (a fifth of it), so a process serving
-    many users kept every index it had touched, memory and files, until that limit stopped it. Chroma holds at least
+    many users would keep every index it touched, memory and files, until that limit stopped it. Chroma holds at least
     one index per shard of that cache (about 64) whatever the bound. A system already started is left as it is."""
     from chromadb.api import ServerAPI
     from chromadb.api.shared_system_client import SharedSystemClient
@@ -231,8 +231,8 @@ class ChromaVectors:
 
     def loaded(self, user_id: str) -> bool:
         """Whether this process's client has the user's collection loaded: its first use after opening reads the
-        collection's index files (a few hundred ms at 20k vectors, holding the GIL). A server's collections and an
-        in-memory client's count as loaded."""
+        collection's index files, holding the GIL. A server's collections and an in-memory client's count as
+        loaded."""
         if self._url or self._path is None:
             return True
         return self._epoch == self.chroma.epoch and user_id in self._loaded

@@ -1,10 +1,10 @@
 """A local Chroma directory shared safely by several processes.
 
 Chroma's PersistentClient is not process-safe: each process keeps its own in-memory HNSW index and persists it
-over the other's, so two writers on one directory lose vectors (measured here: 40 of 2,020 gone from query
-results even with the writes serialized, while `get` still listed them). So every write runs under an
-exclusive file lock and first bumps a generation token; a process whose token is stale reopens its client
-(which reloads the persisted index and replays Chroma's write log) before it reads or writes again.
+over the other's, so two writers on one directory lose vectors: queries miss them even with the writes serialized,
+while `get` still lists them. So every write runs under an exclusive file lock and first bumps a generation token;
+a process whose token is stale reopens its client (which reloads the persisted index and replays Chroma's write log)
+before it reads or writes again.
 """
 
 from __future__ import annotations

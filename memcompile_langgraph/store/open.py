@@ -89,8 +89,8 @@ def namespace_of(store_id: str, apart: str | None = None) -> str:
 
 class LazyVectors:
     """A ChromaVectors opened at its first use, once, whichever thread asks first: importing chromadb and opening
-    its client take seconds, which a query answered from a current snapshot file (vectors included) never
-    needs. A failed open (a server that does not answer) raises to that caller, and to every caller within the
+    its client is slow, and a query answered from a current snapshot file (vectors included) never needs it. A
+    failed open (a server that does not answer) raises to that caller, and to every caller within the
     server's deadline after it without asking again (each would wait that long); the next one tries again."""
 
     def __init__(self, connect: Callable[[], VectorsStore]):

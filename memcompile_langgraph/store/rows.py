@@ -96,7 +96,7 @@ def descriptor_row(user_id: str, d: Descriptor, cell: str) -> tuple[Any, ...]:
 
 def descriptors_from_rows(rows: list[tuple[Any, ...]]) -> list[tuple[Descriptor, str]]:
     """(Descriptor, Cell id) from rows in DESC_COLS order (shared by the SQL stores)."""
-    # one JSON parse per column instead of two per row (a 100k-turn store has ~200k rows)
+    # one JSON parse per column instead of two per row: a large store has many rows
     people = json.loads("[" + ",".join(r[7] for r in rows) + "]")
     keywords = json.loads("[" + ",".join(r[8] for r in rows) + "]")
     out = []

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     import psycopg
 
 log = logging.getLogger(__name__)
-# 1: no epochs, no created_at (stores of 2026-11 and before); 2: no (user_id, seq) indexes; 3: no digest chain;
+# 1: no epochs, no created_at; 2: no (user_id, seq) indexes; 3: no digest chain;
 # 4: a packet's (user_id, seq) not unique, no writer epochs, no insert trigger on descriptors, none on packets that
 # carry a digest. Migrated on open.
 SCHEMA_VERSION = 5

@@ -99,7 +99,7 @@ class SqliteRecords(SqlRecords):
         with self.transaction() as tx:  # executescript would commit the open transaction: statement by statement
             self._upgrade(tx, found)
         if found is not None and found < 4 and self.dir is not None:
-            # writer locks were one file per user named by a hash of the id (confirmable by guessing): now striped
+            # stores before schema 4 kept a lock file per user, named by a hash a guess could confirm: removed
             for old in (self.dir / "locks").glob("*.lock"):
                 if len(old.stem) == 40 and all(c in "0123456789abcdef" for c in old.stem):
                     old.unlink(missing_ok=True)

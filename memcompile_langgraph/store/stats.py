@@ -29,7 +29,7 @@ WHERE c.name = ? GROUP BY s.id
 
 def local_vector_count(path: str | Path, user_id: str) -> int:
     """The user's vector count in a local store, read from Chroma's SQLite file read-only: the chromadb client takes
-    ~1 s to import here, longer than the rest of `stats`. Raises Unreadable whenever the file cannot tell exactly
+    longer to import than the rest of `stats` takes. Raises Unreadable whenever the file cannot tell exactly
     (another Chroma schema, a write not yet applied), so the caller asks Chroma."""
     db = Path(path) / "chroma" / "chroma.sqlite3"
     if not db.is_file():
