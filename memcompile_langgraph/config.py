@@ -162,6 +162,10 @@ class MemCompileConfig:
     # a reciprocal-rank fusion of anchor and dense order, engineering). The paper's LLM-free path is A2 (Table 2):
     # MMR anchors and no frontier
     offline_frontier: bool = True
+    # deviation (paper: no such step; evidence/repeats.py): copies of one statement take one slot, the newest standing
+    # for the rest, and a turn that only asks is read after the statements chosen with it, so that an agent's memory
+    # is not filled with its own repeated traffic
+    one_slot_per_statement: bool = True
 
     # --- Context budget (engineering, not in the paper; evidence/budget.py) ---
     # tokens of the rendered context (text.count_tokens: words and punctuation marks); over it, long packets keep
@@ -240,6 +244,7 @@ PAPER_CHOICES: dict[str, Any] = {
     "factless_claims": False,
     "fusion": False,
     "offline_frontier": False,
+    "one_slot_per_statement": False,
     "dense_top": 40,
     "llm_table6_settings": True,
 }

@@ -101,7 +101,9 @@ def normalize_node(state: QueryWork, runtime: Runtime[MemoryContext]) -> dict[st
         said,
     )
     # copies of a turn take one slot from here on: the pool and D_q hold the newest copy once
-    pool, dense, scores = one_per_statement(ctx.snapshot(), pool, state.get("dense", []), scores)
+    dense = state.get("dense", [])
+    if ctx.engine.config.one_slot_per_statement:
+        pool, dense, scores = one_per_statement(ctx.snapshot(), pool, dense, scores)
     trace = {"packets": len(pool), "address_packets": address}
     return {"pool": pool, "dense": dense, "fused": scores, "_trace": trace}
 
@@ -190,7 +192,8 @@ def frontier_node(state: QueryWork, runtime: Runtime[MemoryContext]) -> dict[str
     newest: dict[str, Supersession] = {}
     if cfg.update_newest_cosine and cfg.fusion:
         selected, newest = newest_of_subjects(inp, selected, cfg)
-    selected = statements_first(inp.index, selected)
+    if cfg.one_slot_per_statement:
+        selected = statements_first(inp.index, selected)
     return {
         "frontier_order": order,
         "selected": selected,
@@ -222,7 +225,8 @@ def render_node(state: QueryWork, runtime: Runtime[MemoryContext]) -> dict[str, 
     fitted = fit_context(index, selected, view, reps, state["query"], budget, mark_notes(index, found))
     text = fitted.text()
     scores = {pid: pool[pid].score if pid in pool else dense.get(pid, 0.0) for pid in selected}
-    scores = asked_scores(index, selected, scores)
+    if ctx.engine.config.one_slot_per_statement:
+        scores = asked_scores(index, selected, scores)
     packets = []
     for rank, pid in enumerate(selected, 1):
         p = index.packets[pid]

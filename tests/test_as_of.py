@@ -13,22 +13,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
+from support.generated_sets import FILLER
 from support.paths import ROOT
 
 from memcompile_langgraph.cli import main
 from memcompile_langgraph.text.timeparse import validate_as_of
 
-FILLER = [
-    "Can you help me write a unit test for the date parser?",
-    "How should I name feature branches in git?",
-    "What should go into a good README?",
-    "Any tips for keeping a reading habit going?",
-    "How do I make a pie chart in matplotlib?",
-]
 # stored newest first: the move, then the older statement backfilled after it
 TURNS = [
     {"speaker": "Ana", "text": "I moved from Berlin to Lisbon.", "time": "2024-06-10", "session": 3, "dia_id": "D3:1"},
-    *({"speaker": "Ana", "text": t, "time": "2024-05-01", "session": 2} for t in FILLER),
+    *({"speaker": "Ana", "text": t, "time": "2024-05-01", "session": 2} for t in FILLER[:5]),
     {"speaker": "Ana", "text": "I live in Berlin.", "time": "2024-03-01", "session": 1, "dia_id": "D1:1"},
 ]
 QUESTION = "Where do I live?"

@@ -15,7 +15,7 @@ from memcompile_langgraph.config import MemCompileConfig
 from memcompile_langgraph.eval.locomo import load_locomo
 from memcompile_langgraph.eval.metrics import answer_coverage
 from memcompile_langgraph.evidence.budget import Block, fit, validate_max_tokens
-from memcompile_langgraph.evidence.render import render_context
+from memcompile_langgraph.evidence.render import fit_context
 from memcompile_langgraph.integrations.retriever import packet_documents
 from memcompile_langgraph.text.terms import count_tokens
 
@@ -201,7 +201,7 @@ def test_locomo_contexts_do_not_change_at_the_default_budget(tmp_path):
             for q in d.questions:
                 ctx = mem.compile(q.question, user_id=d.user_id)
                 pids = [p.packet_id for p in ctx.packets]
-                assert ctx.text == render_context(index, pids)  # no budget at all
+                assert ctx.text == fit_context(index, pids).text()  # no budget at all
                 small = mem.compile(q.question, user_id=d.user_id, max_tokens=30)
                 assert [p.dia_id for p in small.packets] == ctx.dia_ids  # the selection stays whole
         with pytest.raises(ValueError, match="max_tokens"):

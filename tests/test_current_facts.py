@@ -8,18 +8,10 @@ import json
 import re
 
 import pytest
+from support.generated_sets import FILLER
 
 from memcompile_langgraph import MemCompile, MemCompileConfig
 from memcompile_langgraph.llm.models import chat_model
-
-FILLER = [
-    "Can you help me write a unit test for the date parser?",
-    "How should I name feature branches in git?",
-    "What should go into a good README?",
-    "Any tips for keeping a reading habit going?",
-    "How do I make a pie chart in matplotlib?",
-    "What's a quick healthy lunch to prep on Sundays?",
-]
 
 
 def turns(old: str, new: str) -> list[dict]:
@@ -48,9 +40,11 @@ def test_a_later_statement_of_another_value_comes_first_and_marks_the_earlier(ma
 
 def test_a_statement_told_again_or_a_question_asking_no_current_value_marks_nothing(make_mem):
     mem = make_mem(turns=turns("I live in Berlin.", "I live in Berlin."), user_id="ana")
-    assert not [p for p in mem.compile("Where do I live?", user_id="ana").packets if "superseded_by" in p]
+    assert not [p for p in mem.compile("Where do I live?", user_id="ana").packets if p.superseded_by is not None]
     mem = make_mem(turns=turns("I live in Berlin.", "I moved from Berlin to Lisbon."), user_id="ana")
-    assert not [p for p in mem.compile("Did I ever live in Berlin?", user_id="ana").packets if "superseded_by" in p]
+    assert not [
+        p for p in mem.compile("Did I ever live in Berlin?", user_id="ana").packets if p.superseded_by is not None
+    ]
 
 
 def test_the_model_is_offered_the_pair_that_names_no_question_term_and_names_the_values(

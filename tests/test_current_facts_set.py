@@ -3,10 +3,10 @@ its files' digest is pinned, so a change to its templates shows here before any 
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections import Counter
-from pathlib import Path
+
+from support.generated_sets import set_digest
 
 from memcompile_langgraph.eval.beam import load_beam
 from memcompile_langgraph.eval.current_facts_set import FORMS, main
@@ -15,17 +15,9 @@ from memcompile_langgraph.eval.current_facts_set import FORMS, main
 DIGEST = "110e507c2fe683882825417b2dc9fe3848e51545e5142686500699520f6d0d76"
 
 
-def _digest(folder: Path) -> str:
-    h = hashlib.sha256()
-    for f in sorted(folder.rglob("*.json"), key=lambda p: (int(p.parent.name), p.name)):
-        h.update(f.relative_to(folder).as_posix().encode())
-        h.update(f.read_bytes())
-    return h.hexdigest()
-
-
 def test_the_set_is_frozen_mostly_non_numeric_and_a_third_without_a_change_word(tmp_path):
     main([str(tmp_path / "set")])
-    assert _digest(tmp_path / "set") == DIGEST, "the current-facts set changed: it was frozen"
+    assert set_digest(tmp_path / "set") == DIGEST, "the current-facts set changed: it was frozen"
     raw = [
         q
         for c in range(1, 11)

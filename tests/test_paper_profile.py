@@ -19,7 +19,7 @@ from memcompile_langgraph.cli.demo_data import demo_turns
 from memcompile_langgraph.config import PAPER_CHOICES
 from memcompile_langgraph.evidence.mmr import DeterministicScheduler, mmr_select, offline_anchors
 from memcompile_langgraph.evidence.normalize import normalize
-from memcompile_langgraph.evidence.render import render_context
+from memcompile_langgraph.evidence.render import fit_context
 from memcompile_langgraph.evidence.scheduler import ScheduleInput
 from memcompile_langgraph.index.user import UserIndex
 from memcompile_langgraph.llm.models import chat_model
@@ -115,7 +115,7 @@ def test_factless_turn_keeps_no_descriptor_under_paper_offline(config, factless)
     assert counts.get("factless_turns", 0) == (0 if factless else 2)
     assert counts.get("fallback_claims", 0) == (2 if factless else 0)
     index = mem.index("u")
-    block = render_context(index, [index.by_dia["D1:1"]])  # Eq. 15: retained claims only, so the header alone
+    block = fit_context(index, [index.by_dia["D1:1"]]).text()  # Eq. 15: retained claims only, so the header alone
     assert block.count("\n") == (1 if factless else 0) and block.startswith("[D1:1] Tom |")
     mem.close()
 

@@ -6,6 +6,7 @@ import re
 
 from hypothesis import given
 from hypothesis import strategies as st
+from support.generated_sets import FILLER
 
 from memcompile_langgraph.evidence.render import superseded_note
 from memcompile_langgraph.evidence.updates import Supersession, said_at, supersessions
@@ -14,16 +15,6 @@ from memcompile_langgraph.model import SourcePacket
 QUESTION = "What is the dashboard API response time?"
 OLD = "The dashboard API responds in 400ms on average."
 NEW = "The dashboard API now responds in 250ms on average."
-
-
-FILLER = [
-    "Can you help me write a unit test for the date parser?",
-    "How should I name feature branches in git?",
-    "What should go into a good README?",
-    "Any tips for keeping a reading habit going?",
-    "How do I make a pie chart in matplotlib?",
-    "What's a quick healthy lunch to prep on Sundays?",
-]
 
 
 def memory(make_mem):

@@ -4,10 +4,11 @@ files' digests are pinned, so a change to the templates or the generator shows h
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections import Counter
 from pathlib import Path
+
+from support.generated_sets import set_digest
 
 from memcompile_langgraph.eval.beam import load_beam
 from memcompile_langgraph.eval.updates_set import DATA, FAMILIES, KINDS4, PHRASES, main, write
@@ -25,14 +26,6 @@ SET_DIGESTS = {
     4: "c1a09f708d7f6260b6bc92b85b1a64fd02cf60412653e74a3b545aa9263e8c17",
 }
 RECAP_OPENINGS = tuple(r.split("{")[0] for r in PHRASES["recaps"])
-
-
-def _digest(folder: Path) -> str:
-    h = hashlib.sha256()
-    for f in sorted(folder.rglob("*.json"), key=lambda p: (int(p.parent.name), p.name)):
-        h.update(f.relative_to(folder).as_posix().encode())
-        h.update(f.read_bytes())
-    return h.hexdigest()
 
 
 def test_the_generated_set_is_read_by_the_beam_loader_with_the_later_statement_as_gold(tmp_path):
@@ -53,7 +46,7 @@ def test_the_generated_set_is_read_by_the_beam_loader_with_the_later_statement_a
 def test_every_family_is_frozen_and_a_later_family_leaves_the_earlier_ones_unchanged(tmp_path):
     for family, digest in SET_DIGESTS.items():
         main([str(tmp_path / str(family)), "--family", str(family)])
-        assert _digest(tmp_path / str(family)) == digest, f"family {family} changed: it was frozen"
+        assert set_digest(tmp_path / str(family)) == digest, f"family {family} changed: it was frozen"
 
 
 def test_family_2_states_each_update_in_its_form_with_the_older_value_told_again_later(tmp_path):

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..evidence.normalize import normalize
-from ..evidence.render import VIEWS, mark_notes, render_context, update_marks
+from ..evidence.render import VIEWS, fit_context, mark_notes, update_marks
 from ..evidence.updates import Supersession
 from ..model import SelectedPacket
 from .baselines import BASELINE_KS
@@ -85,13 +85,13 @@ def evaluate_question(
         }, state
     reps = {p.packet_id: p.representative for p in state.get("pool", [])}
     frontier_pool = list(dict.fromkeys([*state.get("anchors", []), *(h.packet_id for h in state.get("dense", []))]))
-    whole = render_context(index, selected, view, reps)
+    whole = fit_context(index, selected, view, reps).text()
     context = state.get("context", "")
     marks = update_marks(index, selected, q.question, mem.engine.llm_updates)  # the run's (a model's: its cache)
     # and the older statements whose subject's newest statement the selection called in, as the render stage marks them
     called = {a: Supersession(**s) for a, s in state.get("newest", {}).items() if s["new"] in selected}
     marks = {**mark_notes(index, called), **marks}
-    curve = {b: render_context(index, selected, view, reps, q.question, b, marks) for b in BUDGET_CURVE}
+    curve = {b: fit_context(index, selected, view, reps, q.question, b, marks).text() for b in BUDGET_CURVE}
     held = "\n".join(index.packets[index.by_dia[g]].text for g in q.gold if g in index.by_dia)  # the gold turns
     record: dict[str, Any] = {
         "qid": q.qid,
@@ -108,7 +108,7 @@ def evaluate_question(
         "frontier_pool_packets": len(frontier_pool),
         "frontier_pool_gold": _found(index, gold, frontier_pool),
         "k10": diagnostics(index, gold, state),
-        "tokens": {v: count_tokens(render_context(index, selected, v, reps)) for v in VIEWS},
+        "tokens": {v: count_tokens(fit_context(index, selected, v, reps).text()) for v in VIEWS},
         # the same packets whole and as the budget cut them (the context the reader gets)
         "replaced": list(q.replaced),
         # superseded packets as the run marked them (the model's decision when the memory has one)
@@ -130,7 +130,7 @@ def evaluate_question(
         record["baselines"] = baseline
         record["baseline_tokens"] = {
             name: {
-                str(k): count_tokens(render_context(index, [index.by_dia[d] for d in ranked[:k]], "raw"))
+                str(k): count_tokens(fit_context(index, [index.by_dia[d] for d in ranked[:k]], "raw").text())
                 for k in BASELINE_KS
             }
             for name, ranked in baseline.items()

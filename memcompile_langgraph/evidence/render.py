@@ -165,16 +165,3 @@ def fit_context(
         marks = update_marks(index, packet_ids, query) if query else {}
     blocks = [replace(b, notes=(marks[pid],)) if pid in marks else b for pid, b in zip(packet_ids, blocks)]
     return fit(blocks, query, max_tokens, count_tokens)
-
-
-def render_context(
-    index: UserIndex,
-    packet_ids: list[str],
-    view: str = "bundle",
-    representatives: dict[str, str] | None = None,
-    query: str = "",
-    max_tokens: int | None = None,
-    marks: dict[str, str] | None = None,
-) -> str:
-    """The context's text (fit_context)."""
-    return fit_context(index, packet_ids, view, representatives, query, max_tokens, marks).text()

@@ -81,10 +81,16 @@ def statements_first(index: UserIndex, packet_ids: list[str]) -> list[str]:
 def asked_scores(index: UserIndex, packet_ids: list[str], scores: dict[str, float]) -> dict[str, float]:
     """The selection's scores with each turn that only asks scored at most as the lowest statement before it: a
     caller ordering by score (the LangGraph store) keeps the questions after the statements too."""
-    out, lowest = dict(scores), float("inf")
-    for pid in packet_ids:
-        if asks_only(index.packets[pid]):
-            out[pid] = min(out[pid], lowest)
+    packets = [index.packets[pid] for pid in packet_ids]
+    return dict(zip(packet_ids, asking_capped(packets, [scores[pid] for pid in packet_ids])))
+
+
+def asking_capped(packets: list[SourcePacket], scores: list[float]) -> list[float]:
+    """Scores in selection order, each turn that only asks capped at the lowest statement score before it."""
+    out, lowest = list(scores), float("inf")
+    for i, p in enumerate(packets):
+        if asks_only(p):
+            out[i] = min(out[i], lowest)
         else:
-            lowest = min(lowest, out[pid])
+            lowest = min(lowest, out[i])
     return out

@@ -60,6 +60,7 @@ from langgraph.store.base import (
 )
 from langgraph.store.base.embed import ensure_embeddings
 
+from ..evidence.repeats import asking_capped
 from ..ingest.turn_input import coerce_turn, occurrences
 from ..ingest_graph import ingest_graph
 from ..memory import MemCompile, check_ttl
@@ -533,6 +534,12 @@ class MemCompileStore(BaseStore):
                 provenance = {k: meta[k] for k in ("rank", "source", "packet_id")} | {"compiled": doc.page_content}
                 hits.append((namespace, entry, provenance))
         scores = self._similarities(query, [entry.stored.packet.text for _, entry, _ in hits])
+        # within each user's selection a turn that only asks stays below the statements chosen before it
+        for namespace in {ns for ns, _, _ in hits}:
+            at = [i for i, (ns, _, _) in enumerate(hits) if ns == namespace]
+            capped = asking_capped([hits[i][1].stored.packet for i in at], [scores[i] for i in at])
+            for i, score in zip(at, capped):
+                scores[i] = score
         ranked = sorted(zip(scores, hits), key=lambda h: (-h[0], h[1][0], h[1][1].position))
         for score, (namespace, entry, provenance) in ranked:
             yield self._found(namespace, entry, score, provenance)

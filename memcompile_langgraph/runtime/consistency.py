@@ -7,8 +7,8 @@ index nor left in the vector store for the query fallback, but re-embedded like 
 before digests were has none: it is served as before and made again once (a reader does it for a small user,
 else the re-embed job once it runs for the user, or `memcompile repair`, which a load of such a user asks for in a
 warning), so that a hand edit after an upgrade is caught as well; trusting such vectors for good would leave every
-packet stored before the upgrade open to the stale-vector case. A writer never makes them: at 20k packets that took
-minutes inside the first add.
+packet stored before the upgrade open to the stale-vector case. A writer never makes them: for a large user that
+would hold the first add for a long time.
 
 The records are the truth. A reader repairs only small gaps, and only while it can take the user's writer lock
 at once; more is left to the re-embed job (runtime/upgrade.py), off the read and write paths.

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memcompile_langgraph import MemCompile
-from memcompile_langgraph.evidence.render import render_context
+from memcompile_langgraph.evidence.render import fit_context
 from memcompile_langgraph.ingest.turn_input import visible
 
 from .strategies import LINE_BREAKS, examples
@@ -43,7 +43,7 @@ def test_script_characters_survive_storage_and_rendering(make_mem, name):
     assert packet.text == KEPT[name] and "cleaned_text" not in counts
     user = packet.user_id
     index = mem.index(user)
-    assert KEPT[name] in render_context(index, index.packet_order, "raw")
+    assert KEPT[name] in fit_context(index, index.packet_order, "raw").text()
 
 
 @examples(40)
