@@ -168,3 +168,23 @@ def test_warm_up_opens_the_vector_store_before_the_first_write_and_queries_answe
     assert not reader.engine.vectors.opened  # without warm_up a reader still never opens it
     reader.close()
     worker.close()
+
+
+def test_a_relative_store_path_opened_from_another_directory_reaches_that_directorys_vectors(
+    tmp_path, embeddings, monkeypatch
+):
+    turn = {"a": "I adopted a beagle named Biscuit.", "b": "I moved to Lisbon last spring."}
+    for folder, text in turn.items():
+        (tmp_path / folder).mkdir()
+        monkeypatch.chdir(tmp_path / folder)
+        mem = MemCompile("./.memcompile", embeddings=embeddings)
+        mem.add_turns([{"speaker": "Tom", "text": text, "dia_id": folder}], user_id="tom")
+        assert mem.stats("tom")["vectors"] == 1
+        mem.close()
+    for folder in turn:
+        monkeypatch.chdir(tmp_path / folder)
+        mem = MemCompile("./.memcompile", embeddings=embeddings)
+        assert mem.stats("tom")["vectors"] == 1  # its own vector, not the first directory's
+        assert mem.delete_turns("tom", [folder]) == 1
+        assert mem.stats("tom")["vectors"] == 0
+        mem.close()

@@ -59,8 +59,11 @@ class LocalChroma:
 
     @classmethod
     def shared(cls, chroma_dir: Path, lock_dir: Path, make_client: Callable[[Path], ClientAPI]) -> LocalChroma:
-        """One instance per directory and process: Chroma itself caches one system per path."""
-        key = str(chroma_dir.resolve())
+        """One instance per directory and process: Chroma itself caches one system per path. The path is made
+        absolute first: Chroma keys its cache by the path as given, so a relative one opened again after a change of
+        working directory would reach the first directory's system."""
+        chroma_dir, lock_dir = chroma_dir.resolve(), lock_dir.resolve()
+        key = str(chroma_dir)
         with _SHARED_LOCK:
             local = _SHARED.get(key)
             if local is None:
