@@ -152,10 +152,11 @@ class MemCompileConfig:
     # weights replace the fusion_* weights above when the memory opens; None = the hand-set weights, which the fitted
     # ones did not beat under 5-fold CV on the dev sets (docs/cross-validation.md)
     fusion_model: str | None = None
-    # a fitted second-stage reader of the closed pool (evidence/reader.py: a JSON file `memcompile eval ...
-    # --fit-reader` writes) that re-scores the pool and D_q; None, or a file that cannot be read (one warning), keeps
-    # the fused order
-    pool_reader: str | None = None
+    # deviation (engineering, not in the paper): a fitted second-stage reader of the closed pool that re-scores the
+    # pool and D_q (evidence/reader.py). "shipped" is the one fitted on the three dev sets together under 5-fold CV
+    # (docs/cross-validation.md); a path names a JSON file `memcompile eval ... --fit-reader` wrote; None, or a file
+    # that cannot be read (one warning), keeps the fused order
+    pool_reader: str | None = "shipped"
     pool_proposals: int = 60  # best fused packets joining the closed pool beside D_q
     pool_budget: int = 60  # closed pool U_q cut after fusion
     # deviation (paper: False): without a model the frontier still runs, ordering W_q by fused score (fusion off:
@@ -245,6 +246,7 @@ PAPER_CHOICES: dict[str, Any] = {
     "fusion": False,
     "offline_frontier": False,
     "one_slot_per_statement": False,
+    "pool_reader": None,
     "dense_top": 40,
     "llm_table6_settings": True,
 }

@@ -55,8 +55,9 @@ def test_unreadable_values_have_no_span(value):
 
 
 def film_memory(path, date_weight):
-    """Twenty sessions nine days apart, each telling of yesterday's film in the same words."""
-    mem = MemCompile(path, dense=False, config=MemCompileConfig(fusion_date=date_weight))
+    """Twenty sessions nine days apart, each telling of yesterday's film in the same words. No pool reader: the
+    fusion's date weight alone decides (the reader reads the date signal with a weight of its own)."""
+    mem = MemCompile(path, dense=False, config=MemCompileConfig(fusion_date=date_weight, pool_reader=None))
     turns = []
     for n in range(20):
         day = FIRST + timedelta(days=9 * n)

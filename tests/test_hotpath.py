@@ -13,6 +13,7 @@ from memcompile_langgraph.address.dense import query_similarities, top, top_from
 from memcompile_langgraph.cli.demo_data import QUESTIONS, demo_turns
 from memcompile_langgraph.evidence.fusion import fused_scores
 from memcompile_langgraph.evidence.normalize import normalize
+from memcompile_langgraph.evidence.pool import closed_pool
 from memcompile_langgraph.index.persistent import plain
 from memcompile_langgraph.index.vectors import PacketVectors
 from memcompile_langgraph.ingest.build import packetize
@@ -132,7 +133,21 @@ def test_each_query_vector_meets_the_matrix_once_and_scores_stay_identical(demo,
     recomputed = fused_scores(index, intent, pool, vectors, cfg)
     assert np.array_equal(reused, recomputed)
     fused = stages["normalize"]["fused"]
-    assert fused and all(fused[pid] == float(recomputed[index.packet_position[pid]]) for pid in fused)
+    assert (
+        fused
+        and fused
+        == closed_pool(
+            index,
+            intent,
+            stages["candidates"]["candidates"],
+            stages["dense"]["dense"],
+            vectors,
+            cfg,
+            reader=demo.engine.reader,
+        )[1]
+    )  # what the pool reader makes of the same fused scores
+    off = closed_pool(index, intent, stages["candidates"]["candidates"], stages["dense"]["dense"], vectors, cfg)[1]
+    assert all(off[pid] == float(recomputed[index.packet_position[pid]]) for pid in off)
 
 
 def test_callers_and_checkpoints_never_see_the_similarity_arrays(demo):

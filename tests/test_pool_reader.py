@@ -29,7 +29,7 @@ from memcompile_langgraph.evidence.reader import (
     open_reader,
     save_reader,
 )
-from memcompile_langgraph.model import Intent
+from memcompile_langgraph.model import DenseHit, Intent, PacketScore
 from memcompile_langgraph.text.terms import terms
 from tests.test_fusion_model import _index
 
@@ -109,7 +109,7 @@ def test_each_folds_reader_reads_no_question_of_that_fold_of_any_benchmark(monke
 def test_a_planted_fold_only_signal_does_not_reach_that_folds_reader():
     """The held dialogue's questions mark gold by a feature no other dialogue's do: its fold's reader learns nothing
     of it, the reader fitted with it does."""
-    plain = {f"d{i}": _planted(i, n=10) for i in range(3)}
+    plain = {f"d{i}": _planted(i, n=30) for i in range(3)}  # enough questions that no noise feature gains weight
     rng = np.random.default_rng(9)
     leaky = []
     for f, x, g in _planted(20, n=30):
@@ -150,6 +150,16 @@ def test_the_features_read_the_pool_and_zero_weights_keep_the_fused_pool():
     assert cover[window.index("p1")] > cover[window.index("p3")]  # "hiking" in p1, not in the bakery turn
     assert x[:, FEATURES.index("fusion_speaker")][window.index("p1")] == 1.0
     assert x[:, FEATURES.index("fused_rank")].max() == 1.0  # the best fused packet, rank 0
+    # A is not the person asked about; sessions are 3, 2 and 2 turns long; nothing was found by any channel here
+    assert list(x[:, FEATURES.index("other_named")]) == [1.0, 0.0, 1.0, 0.0, 1.0, 0.0, 1.0]
+    assert list(x[:, FEATURES.index("session_position")]) == pytest.approx([0.0, 0.5, 1.0, 0.0, 1.0, 0.0, 1.0])
+    assert not x[:, FEATURES.index("channels")].any()
+    hit = PacketScore("p5", 1.0, index.by_packet["p5"][0].descriptor_id, 0, 1.0, ("c1",))
+    found = features(index, intent, window, fused, [hit], [DenseHit("p5", 0.9)], signals, cfg)
+    assert found[window.index("p5"), FEATURES.index("channels")] == 3.0  # address, a Cell and D_q
+    assert not _intent("What did they cook?").people  # no person asked about: nobody is another one
+    unnamed = features(index, _intent("What did they cook?"), window, fused, [], [], signals, cfg)
+    assert not unnamed[:, FEATURES.index("other_named")].any()
     zero = PoolReader(np.zeros(K), np.ones(K), np.zeros(K))
     today = closed_pool(index, intent, [], [], [], cfg)
     read = closed_pool(index, intent, [], [], [], cfg, reader=zero)
@@ -241,7 +251,9 @@ def test_fit_reader_cli_reports_each_folds_held_out_reader_and_joins_another_ben
     out, model = tmp_path / "out", tmp_path / "reader.json"
     args = ["eval", "locomo", LOCOMO_MINI, "--out", str(out), "--folds", "2", "--space", "none", "--quiet"]
     assert main([*args, "--fit-reader", str(model)]) == 0
-    cv = json.loads((out / "report.json").read_text())["cross_validation"]
+    first = json.loads((out / "report.json").read_text())
+    assert first["config"]["config"]["pool_reader"] is None  # fitted and compared against the fused order
+    cv = first["cross_validation"]
     fitted = cv["per_choice"]["fitted-reader"]
     assert len(fitted["fold_gold_recall"]) == 2 and all(f["selected"] == "default" for f in cv["per_fold"])
     assert [f["fold"] for f in cv["fitted_reader"]["per_fold"]] == [1, 2]
@@ -273,6 +285,9 @@ def test_fit_reader_cli_reports_each_folds_held_out_reader_and_joins_another_ben
     assert main(plain) == 0
     report = json.loads((tmp_path / "out3" / "report.json").read_text())
     assert report["config"]["config"]["pool_reader"] == str(model)
+    for flags, setting in (([], "shipped"), (["--pool-reader", "none"], None)):
+        assert main(["eval", "locomo", LOCOMO_MINI, "--out", str(tmp_path / "out4"), "--quiet", *flags]) == 0
+        assert json.loads((tmp_path / "out4" / "report.json").read_text())["config"]["config"]["pool_reader"] == setting
 
 
 def test_reader_with_needs_a_readable_file_of_as_many_folds(tmp_path, capsys):
@@ -286,3 +301,24 @@ def test_reader_with_needs_a_readable_file_of_as_many_folds(tmp_path, capsys):
     assert main([*args, "--reader-with", str(three)]) != 0
     assert "--reader-with needs --fit-reader" in capsys.readouterr().err
     assert not (tmp_path / "o" / "report.json").exists()  # refused before any work
+
+
+def test_the_shipped_reader_is_the_default_reads_this_codes_features_and_ships_in_the_wheel(embeddings):
+    import tomllib
+
+    from memcompile_langgraph import MemCompile
+    from memcompile_langgraph.evidence.reader import SHIPPED, SHIPPED_FILE
+
+    shipped = load_reader(SHIPPED_FILE)  # a feature added or renamed without a new fit fails here
+    assert np.isfinite(shipped.weights).all() and shipped.weights.any()
+    package_data = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())["tool"]["setuptools"]
+    assert "evidence/pool_reader.json" in package_data["package-data"]["memcompile_langgraph"]
+    assert MemCompileConfig().pool_reader == SHIPPED and MemCompileConfig.paper().pool_reader is None
+    mem = MemCompile(embeddings=embeddings)
+    off = MemCompile(embeddings=embeddings, config=MemCompileConfig(pool_reader=None))
+    try:
+        assert mem.engine.reader is not None and np.allclose(mem.engine.reader.weights, shipped.weights)
+        assert off.engine.reader is None
+    finally:
+        mem.close()
+        off.close()

@@ -49,13 +49,17 @@ def eval_options(args: argparse.Namespace) -> Any:
 
     if args.cells_only and args.bm25_only:
         raise UsageError("--cells-only and --bm25-only exclude each other (Table 2 runs A4 and A5 separately)")
-    overrides = {switch: value for flag, (switch, value, _) in ABLATION_FLAGS.items() if getattr(args, flag)}
+    overrides: dict[str, Any] = {
+        switch: value for flag, (switch, value, _) in ABLATION_FLAGS.items() if getattr(args, flag)
+    }
     if args.no_fusion:
         overrides["fusion"] = False
     if args.max_tokens is not None:
         overrides["context_max_tokens"] = args.max_tokens
     if args.pool_reader:
-        overrides["pool_reader"] = args.pool_reader
+        overrides["pool_reader"] = None if args.pool_reader == "none" else args.pool_reader
+    elif args.fit_reader:  # a reader is fitted against the fused order, not the shipped reader's
+        overrides["pool_reader"] = None
     ablations = list(ABLATIONS)[1:] if args.ablations == "all" else _csv(args.ablations)
     unknown = [a for a in ablations if a not in ABLATIONS]
     if unknown:
@@ -294,7 +298,8 @@ def register(sub: argparse._SubParsersAction) -> None:
             "--pool-reader",
             default=None,
             metavar="FILE",
-            help="re-score the closed pool with this fitted pool reader (evidence/reader.py; --fit-reader writes one)",
+            help="re-score the closed pool with this fitted pool reader (evidence/reader.py; --fit-reader writes "
+            "one), 'shipped' (the default) or 'none' (the fused order)",
         )
         g.add_argument(
             "--ablations",

@@ -7,8 +7,8 @@ fused and dense orders, whether the address plane found it and with what support
 claims hold, how its neighbours and its session fare within the pool, beside the fused signals themselves. Its score
 is the fused score plus a linear residual over those features (standardized), so a model of zero weights is today's
 ranking. It is fitted on questions with known evidence (`memcompile eval ... --folds K --fit-reader OUT.json`: a
-listwise softmax over each question's candidates, numpy only) and read from the file `pool_reader` names; without
-one the fused order stands.
+listwise softmax over each question's candidates, numpy only) and read from the file `pool_reader` names: by
+default the one fitted on the dev sets that ships with the package; with None the fused order stands.
 """
 
 from __future__ import annotations
@@ -38,6 +38,10 @@ from .fusion_model import (
 )
 
 log = logging.getLogger(__name__)
+# the reader fitted on the three dev sets together (LoCoMo, BEAM 100K and 500K; docs/cross-validation.md), shipped
+# beside this module: `pool_reader="shipped"`, the default
+SHIPPED = "shipped"
+SHIPPED_FILE = Path(__file__).with_name("pool_reader.json")
 FORMAT = "memcompile-pool-reader"
 VERSION = 1
 WHAT = "pool reader"
@@ -56,6 +60,9 @@ FEATURES = (
     "session_share",  # share of the candidates from its session
     "claims",  # log(1 + its claims)
     "assistant",  # said by the assistant
+    "other_named",  # the question names people and its speaker is none of them (fusion_speaker: one of them)
+    "session_position",  # where it stands in its session, 0 its first turn and 1 its last
+    "channels",  # how many of the address plane, Cell routing and D_q found it
 )
 
 
@@ -104,6 +111,8 @@ def features(
     share: dict[int, int] = {}
     for i in pos:
         share[int(sessions[i])] = share.get(int(sessions[i]), 0) + 1
+    members = {s: np.flatnonzero(sessions == s) for s in share}  # each candidate session's turns, in storage order
+    named = {t for person in intent.people for t in terms(person)}
     rows = []
     for j, pid in enumerate(candidates):
         i = int(pos[j])
@@ -112,6 +121,8 @@ def features(
         around = [k for k in (i - 1, i + 1) if 0 <= k < n and sessions[k] == sessions[i]]
         near = max(((fused[k] - mu) / sd for k in around), default=0.0) if sd > 0 else 0.0
         hit = found.get(pid)
+        speaker = set(terms(index.packets[pid].speaker))
+        turns = members[int(sessions[i])]
         rows.append(
             [
                 z[j],
@@ -127,6 +138,9 @@ def features(
                 share[int(sessions[i])] / m,
                 math.log1p(len(claims)),
                 float(index.packets[pid].speaker == cfg.assistant_speaker),
+                float(bool(named) and not speaker & named),
+                int(np.searchsorted(turns, i)) / (len(turns) - 1) if len(turns) > 1 else 0.0,
+                float(hit is not None) + float(bool(hit and hit.cells)) + float(pid in dense_at),
             ]
         )
     return np.array(rows, dtype=np.float64).reshape(m, len(FEATURES))
@@ -233,14 +247,25 @@ def load_reader(path: str | Path) -> PoolReader:
 
 
 def open_reader(path: str | Path | None) -> PoolReader | None:
-    """The reader of this file, or None (today's ranking) without one; a file that does not load is one warning."""
+    """The reader of this file (SHIPPED: the one fitted on the dev sets, shipped with the package), or None (the
+    fused order) without one; a file that does not load is one warning."""
     if not path:
         return None
     try:
-        return load_reader(path)
+        return load_reader(SHIPPED_FILE if str(path) == SHIPPED else path)
     except FusionModelError as exc:
         log.warning("%s: the fused order stands", exc)
         return None
 
 
-__all__ = ["FEATURES", "PoolReader", "features", "fit_reader", "load_reader", "open_reader", "read", "save_reader"]
+__all__ = [
+    "FEATURES",
+    "SHIPPED",
+    "PoolReader",
+    "features",
+    "fit_reader",
+    "load_reader",
+    "open_reader",
+    "read",
+    "save_reader",
+]
