@@ -14,8 +14,12 @@ dies mid-write closes its connection and the server releases the lock with it.
 from __future__ import annotations
 
 import contextlib
+import math
+import os
 import re
+import socket
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
@@ -31,6 +35,100 @@ from .sql import SCHEMA_VERSION, SqlRecords, Tx
 
 DEFAULT_SCHEMA = "memcompile"
 _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+TIMEOUT_ENV = "MEMCOMPILE_PG_TIMEOUT"
+DEFAULT_TIMEOUT = 30.0  # seconds one statement (or a connection's start) may wait for the server's answer
+
+
+def server_timeout() -> float:
+    """Seconds a PostgreSQL statement may wait for its answer: $MEMCOMPILE_PG_TIMEOUT, else 30."""
+    raw = os.environ.get(TIMEOUT_ENV, "").strip()
+    try:
+        timeout = float(raw) if raw else DEFAULT_TIMEOUT
+    except ValueError:
+        timeout = math.nan
+    if not 0 < timeout < math.inf:
+        raise StoreError(f"{TIMEOUT_ENV}={raw!r}: give the seconds a PostgreSQL statement may wait, e.g. 30")
+    return timeout
+
+
+class _Watchdog:
+    """Ends the connection of a statement the server has not answered by its deadline. libpq waits for an answer
+    forever (a server that is stopped, or beyond a link that drops packets, still has its TCP peer acknowledge), and
+    neither keepalives nor a server-side statement_timeout reach a server that does not run: closing the socket from
+    here is what wakes the waiting thread. One thread for the process, started on first use."""
+
+    def __init__(self) -> None:
+        self._due: dict[int, tuple[float, psycopg.Connection[Any]]] = {}
+        self._ended: set[int] = set()
+        self._wake = threading.Condition()
+        self._thread: threading.Thread | None = None
+
+    @contextlib.contextmanager
+    def bounded(self, conn: psycopg.Connection[Any], seconds: float, where: str) -> Iterator[None]:
+        key = id(conn)
+        with self._wake:
+            self._due[key] = (time.monotonic() + seconds, conn)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._watch, name="memcompile-pg-deadline", daemon=True)
+                self._thread.start()
+            self._wake.notify()
+        try:
+            yield
+        except psycopg.Error:
+            with self._wake:
+                ended = key in self._ended
+            if ended:
+                raise StoreError(f"PostgreSQL at {where}: no answer within {seconds:g} s ({TIMEOUT_ENV})") from None
+            raise
+        finally:
+            with self._wake:
+                self._due.pop(key, None)
+                self._ended.discard(key)
+
+    def _watch(self) -> None:
+        with self._wake:
+            while True:
+                now = time.monotonic()
+                for key, (due, conn) in list(self._due.items()):
+                    if due <= now:
+                        del self._due[key]
+                        self._ended.add(key)
+                        _end(conn)
+                soonest = min((due for due, _ in self._due.values()), default=None)
+                self._wake.wait(None if soonest is None else soonest - now)
+
+
+def _end(conn: psycopg.Connection[Any]) -> None:
+    """Shuts the connection's socket down (through a copy of its descriptor): the thread waiting on it reads the end
+    at once, and the pool replaces the connection."""
+    with contextlib.suppress(OSError, psycopg.Error):
+        with socket.socket(fileno=os.dup(conn.pgconn.socket)) as sock:
+            sock.shutdown(socket.SHUT_RDWR)
+
+
+_WATCHDOG = _Watchdog()
+
+
+class _BoundedTx(Tx):
+    """A transaction on the PostgreSQL server whose every statement waits at most `seconds` for the answer."""
+
+    __slots__ = ("seconds", "where")
+
+    def __init__(self, conn: psycopg.Connection[tuple[Any, ...]], seconds: float, where: str) -> None:
+        super().__init__(conn, "pyformat")
+        self.seconds, self.where = seconds, where
+
+    def bounded(self) -> AbstractContextManager[None]:
+        assert isinstance(self.conn, psycopg.Connection)
+        return _WATCHDOG.bounded(self.conn, self.seconds, self.where)
+
+    def execute(self, sql: str, args: Sequence[Any] = ()) -> Any:
+        with self.bounded():
+            return super().execute(sql, args)
+
+    def many(self, sql: str, rows: list[tuple[Any, ...]]) -> None:
+        with self.bounded():
+            super().many(sql, rows)
 
 
 def _triggers(schema: str) -> list[str]:
@@ -100,8 +198,10 @@ class PostgresRecords(SqlRecords):
         self._reembeds = UserLocks()
         self._held: dict[str, tuple[int, int]] = {}  # user -> (epoch, lock session pid) of the writer lock held here
         self._closed = threading.Event()
+        self.timeout = server_timeout()
+        connect_timeout = max(2, math.ceil(self.timeout))  # libpq's: whole seconds, at least 2
         try:
-            with psycopg.connect(self.conninfo, connect_timeout=15) as conn:
+            with psycopg.connect(self.conninfo, connect_timeout=connect_timeout) as conn:
                 self._migrate(conn, create)
                 self._bind_home(conn)
         except psycopg.Error as exc:
@@ -110,15 +210,23 @@ class PostgresRecords(SqlRecords):
             self.conninfo,
             min_size=1,
             max_size=pool_size,
+            kwargs={"connect_timeout": connect_timeout},
+            timeout=self.timeout,  # a caller waits for a connection at most as long as for an answer
             configure=self._configure,
-            check=psycopg_pool.ConnectionPool.check_connection,
+            check=self._check,
             name=f"memcompile-{self.schema}",
             open=True,
         )
 
     def _configure(self, conn: psycopg.Connection) -> None:
-        conn.execute(f"SET search_path TO {self.schema}")  # the name was checked by split_url
-        conn.commit()
+        with _WATCHDOG.bounded(conn, self.timeout, self.where):
+            conn.execute(f"SET search_path TO {self.schema}")  # the name was checked by split_url
+            conn.commit()
+
+    def _check(self, conn: psycopg.Connection) -> None:
+        """The pool's check of a connection before handing it out, as bounded as any statement."""
+        with _WATCHDOG.bounded(conn, self.timeout, self.where):
+            psycopg_pool.ConnectionPool.check_connection(conn)
 
     def _enter(self, tx: Tx) -> None:
         """In a transaction of the connection that sets the store up: one process at a time, in the store's schema."""
@@ -191,9 +299,12 @@ class PostgresRecords(SqlRecords):
         """One transaction on a pooled connection: committed on success, rolled back on any exception."""
         try:
             with self.pool.connection() as conn:
+                tx = _BoundedTx(conn, self.timeout, self.where)
                 if repeatable:  # one consistent view for several reads: another worker may commit between them
-                    conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-                yield Tx(conn, "pyformat")
+                    tx.run("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+                yield tx
+                with tx.bounded():
+                    conn.commit()  # here, not at the pool's exit: the commit waits for the server as any statement
         except (psycopg.OperationalError, psycopg_pool.PoolTimeout) as exc:
             raise StoreError(f"PostgreSQL at {self.where}: {_first_line(exc)}") from None
 
@@ -264,12 +375,12 @@ class PostgresRecords(SqlRecords):
         # a schema name has no '/': two stores' users never share a lock, nor a user's writers and re-embed job
         key = f"{self.schema}/{kind + '/' if kind else ''}{user_id}"
         try:
-            conn = psycopg.connect(self.conninfo, autocommit=True, connect_timeout=15)
+            conn = psycopg.connect(self.conninfo, autocommit=True, connect_timeout=max(2, math.ceil(self.timeout)))
         except psycopg.OperationalError as exc:
             raise StoreError(f"PostgreSQL at {self.where}: {_first_line(exc)}") from None
         with conn:  # closing the connection releases the lock whatever happens below
-            tx = Tx(conn, "pyformat")
-            if blocking:
+            tx = _BoundedTx(conn, self.timeout, self.where)
+            if blocking:  # waits for another writer as long as it writes: no deadline on this one
                 conn.execute("SELECT pg_advisory_lock(hashtextextended(%s, 0))", (key,))
             elif not tx.row("SELECT pg_try_advisory_lock(hashtextextended(?, 0))", (key,))[0]:
                 yield False
@@ -287,8 +398,8 @@ class PostgresRecords(SqlRecords):
                     self._held.pop(user_id, None)
                 # released now, not when the server gets round to ending the session after the close: the next
                 # writer, even a non-blocking one, must find it free
-                with contextlib.suppress(psycopg.Error):
-                    conn.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", (key,))
+                with contextlib.suppress(psycopg.Error, StoreError):
+                    tx.run("SELECT pg_advisory_unlock(hashtextextended(?, 0))", (key,))
 
 
 class WriterLockLost(StoreError):

@@ -97,8 +97,12 @@ class Tx:
     def _sql(self, sql: str) -> str:
         return sql if self.paramstyle == "qmark" else pyformat(sql)
 
+    def execute(self, sql: str, args: Sequence[Any] = ()) -> Any:
+        """One statement; its cursor (the driver's)."""
+        return self.conn.execute(self._sql(sql), args)
+
     def one(self, sql: str, args: Sequence[Any] = ()) -> tuple[Any, ...] | None:
-        row: tuple[Any, ...] | None = self.conn.execute(self._sql(sql), args).fetchone()
+        row: tuple[Any, ...] | None = self.execute(sql, args).fetchone()
         return row
 
     def row(self, sql: str, args: Sequence[Any] = ()) -> tuple[Any, ...]:
@@ -109,11 +113,13 @@ class Tx:
         return row
 
     def all(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        return self.conn.execute(self._sql(sql), args).fetchall()
+        rows: list[tuple[Any, ...]] = self.execute(sql, args).fetchall()
+        return rows
 
     def run(self, sql: str, args: Sequence[Any] = ()) -> int:
         """Executes a statement; returns the rows it changed."""
-        return self.conn.execute(self._sql(sql), args).rowcount
+        changed: int = self.execute(sql, args).rowcount
+        return changed
 
     def many(self, sql: str, rows: list[tuple[Any, ...]]) -> None:
         if rows:

@@ -1,17 +1,24 @@
 """A Chroma server that accepts connections and never answers: with the default setting, a query answers from the
 lexical channels within a few seconds, saying why in one line, and the calls after it fail at once instead of each
-waiting again. A real hung socket, no mock."""
+waiting again. A PostgreSQL server that stops answering: each call fails within its deadline in one line. Real hung
+sockets and a real stopped server, no mock."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import shutil
+import signal
+import subprocess
+import threading
 import time
+from pathlib import Path
 
 import pytest
 
 from memcompile_langgraph import MemCompile
-from memcompile_langgraph.store.protocols import VectorStoreError
+from memcompile_langgraph.store.protocols import StoreError, VectorStoreError
 
 from .harness import synthetic_turns
 from .test_chroma_server_faults import _silent_listener
@@ -47,3 +54,107 @@ def test_a_query_against_a_hung_server_answers_within_the_default_deadline(tmp_p
             assert time.monotonic() - started < 1.0
         finally:
             mem.close()
+
+
+@contextlib.contextmanager
+def _stopped(cluster: dict[str, str]):
+    """Every process of a running PostgreSQL cluster stopped (SIGSTOP): connections are still accepted and
+    acknowledged by the kernel, and no answer ever comes, as from a server beyond a link that drops packets."""
+    postmaster = int((Path(cluster["root"]) / "data" / "postmaster.pid").read_text().split()[0])
+    children = subprocess.run(["pgrep", "-P", str(postmaster)], capture_output=True, text=True).stdout.split()
+    pids = [postmaster, *map(int, children)]
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):  # a backend that ended meanwhile
+            os.kill(pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
+
+
+def _within(seconds: float, call):
+    """call() in a thread: (what it returned or raised, how long it took), or a failure when it still waits after
+    `seconds` (the thread is left to the server's return)."""
+    done: dict = {}
+
+    def run() -> None:
+        started = time.monotonic()
+        try:
+            done["out"] = call()
+        except Exception as exc:  # noqa: BLE001 - handed to the test to look at
+            done["out"] = exc
+        done["took"] = time.monotonic() - started
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert "took" in done, f"still waiting for the server after {seconds} s"
+    return done["out"], done["took"]
+
+
+@pytest.fixture
+def own_cluster():
+    """A PostgreSQL cluster of this test's own: it is stopped mid-test, which the shared one must never be."""
+    from support.pg_server import missing, start_cluster, stop_cluster
+
+    why = missing()
+    if why:
+        pytest.skip(why)
+    cluster = start_cluster()
+    yield cluster
+    stop_cluster(cluster)
+
+
+def test_a_postgresql_server_that_stops_answering_fails_each_call_within_the_deadline(
+    tmp_path, own_cluster, monkeypatch
+):
+    from support.pg_server import new_database
+
+    monkeypatch.setenv("MEMCOMPILE_PG_TIMEOUT", "2")
+    url = new_database(own_cluster["url"])
+    turns = synthetic_turns("ann", 6)
+    mem = MemCompile(tmp_path / "store", dense=False, records_url=url)
+    try:
+        mem.add_turns(turns, user_id="ann")
+        with _stopped(own_cluster):
+            for call in (
+                lambda: mem.compile(turns[0]["text"], user_id="ann"),
+                lambda: mem.add_turns(synthetic_turns("bob", 2, seed=3), user_id="bob"),
+                lambda: MemCompile(tmp_path / "other", dense=False, records_url=url),
+            ):
+                failed, took = _within(30, call)
+                assert isinstance(failed, StoreError) and "\n" not in str(failed) and "PostgreSQL at" in str(failed)
+                assert took < 2 * 2 + 3, took
+        # the server answers again: so does the memory, with nothing lost
+        assert mem.compile(turns[0]["text"], user_id="ann").packets and mem.users() == ["ann"]
+    finally:
+        mem.close()
+
+
+def test_a_statement_the_server_does_not_answer_in_time_is_ended_in_one_line(postgres_url, monkeypatch):
+    from support.pg_server import new_database
+
+    from memcompile_langgraph.store.postgres import PostgresRecords
+
+    monkeypatch.setenv("MEMCOMPILE_PG_TIMEOUT", "1")
+    records = PostgresRecords(new_database(postgres_url))
+    try:
+        started = time.monotonic()
+        with pytest.raises(StoreError, match=r"no answer within 1 s \(MEMCOMPILE_PG_TIMEOUT\)"):
+            with records.transaction() as tx:
+                tx.run("SELECT pg_sleep(20)")
+        assert time.monotonic() - started < 4
+        with records.transaction() as tx:  # the ended connection was replaced
+            assert tx.row("SELECT 1")[0] == 1
+    finally:
+        records.close()
+
+
+def test_a_postgresql_timeout_that_is_no_number_of_seconds_is_one_line(monkeypatch):
+    from memcompile_langgraph.store.postgres import PostgresRecords
+
+    monkeypatch.setenv("MEMCOMPILE_PG_TIMEOUT", "-1")
+    with pytest.raises(StoreError, match="MEMCOMPILE_PG_TIMEOUT='-1'"):
+        PostgresRecords("postgresql://nobody@127.0.0.1:1/none")
