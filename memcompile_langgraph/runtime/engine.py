@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +30,7 @@ if TYPE_CHECKING:
     from ..evidence.llm_updates import LLMUpdates
 
 log = logging.getLogger(__name__)
+WARNED_KEYS = 1024  # warnings a memory remembers having said (most are per user)
 Bundles = list[tuple[SourcePacket, list[Descriptor]]]  # packets with their claim bundles: what z(p) is made of
 
 
@@ -57,7 +60,7 @@ class Engine:
     store_id: str = ""  # what the derived state was named after when the store opened
     embedding_id: str | None = field(init=False)
     clock: WriterClock = field(default_factory=WriterClock, init=False, repr=False)  # writers' time by part
-    _warned: set[str] = field(default_factory=set, init=False, repr=False)
+    _warned: OrderedDict[str, None] = field(default_factory=OrderedDict, init=False, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "embedding_id", embedding_identity(self.embeddings))  # frozen: set once, here
@@ -175,10 +178,16 @@ class Engine:
         )
 
     def warn_once(self, key: str, message: str) -> None:
-        """One warning per key and memory (a condition that holds for every query of a user is said once)."""
-        if key not in self._warned:
-            self._warned.add(key)
-            log.warning("%s", message)
+        """One warning per key and memory (a condition that holds for every query of a user is said once). The keys
+        kept are the most recent WARNED_KEYS: a worker serving many users holds a bounded number of them."""
+        if key in self._warned:
+            with contextlib.suppress(KeyError):  # another thread's warning may have just dropped it
+                self._warned.move_to_end(key)
+            return
+        self._warned[key] = None
+        if len(self._warned) > WARNED_KEYS:
+            self._warned.popitem(last=False)
+        log.warning("%s", message)
 
 
 def source_digests(documents: list[str]) -> list[str]:

@@ -8,6 +8,7 @@ import sqlite3
 import threading
 import time
 import uuid
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Concatenate, Literal, ParamSpec, TypedDict, TypeVar, Union, cast, overload
@@ -173,8 +174,9 @@ class ChromaVectors:
         self.chroma = self._connect()
         # in-memory clients share one process-wide system: keep each MemCompile's collections apart
         self.prefix = namespace or ("mc" if (path is not None or url) else f"mc{uuid.uuid4().hex[:8]}")
-        self._collections: dict[str, Collection] = {}
-        self._loaded: set[str] = set()  # users whose collection this client has read or written since its last open
+        # both bounded as Chroma's loaded indexes are: a process that serves many users holds a few of them
+        self._collections: OrderedDict[str, Collection] = OrderedDict()
+        self._loaded: OrderedDict[str, None] = OrderedDict()  # users whose index this client has read or written
         self._epoch = self.chroma.epoch
         # a server's collections can be dropped by any other client, unseen here: fetch the handle every time
         self._cache_handles = not url
@@ -216,17 +218,19 @@ class ChromaVectors:
             self._loaded.clear()
             self._epoch = self.chroma.epoch
         col = self._collections.get(user_id)
-        if col is None and create:
+        if col is not None:
+            self._collections.move_to_end(user_id)
+        elif create:
             col = self.client.get_or_create_collection(
                 self.name(user_id), metadata={"hnsw:space": "cosine"}, embedding_function=None
             )
-        elif col is None:
+        else:
             try:
                 col = self.client.get_collection(self.name(user_id), embedding_function=None)
             except (NotFoundError, ValueError):  # reads never create: a query for an unknown user writes nothing
                 return None
         if self._cache_handles:
-            self._collections[user_id] = col
+            _keep(self._collections, user_id, col, self._open_indexes)
         return col
 
     def loaded(self, user_id: str) -> bool:
@@ -261,7 +265,7 @@ class ChromaVectors:
                 rows = cast("list[Embedding] | list[PyEmbedding]", embeddings[i : i + step])
                 col.upsert(ids=ids[i : i + step], embeddings=rows, metadatas=metadatas[i : i + step])
             self.chroma.scrub_collection(str(col.id))
-            self._loaded.add(user_id)
+            _keep(self._loaded, user_id, None, self._open_indexes)
 
     @_guarded
     def query(
@@ -279,7 +283,7 @@ class ChromaVectors:
             include: Include = ["distances", "metadatas"] if sources else ["distances"]
             res = col.query(query_embeddings=[embedding], n_results=min(k, n), include=include)
             self.chroma.scrub_collection(str(col.id))  # the query loads the index
-            self._loaded.add(user_id)
+            _keep(self._loaded, user_id, None, self._open_indexes)
         hits = [(pid, 1.0 - float(dist)) for pid, dist in zip(res["ids"][0], _asked(res["distances"])[0])]
         if sources:
             return [(pid, sim, _source(meta)) for (pid, sim), meta in zip(hits, _asked(res["metadatas"])[0])]
@@ -330,7 +334,7 @@ class ChromaVectors:
             for off in range(0, col.count(), step):
                 yield col.get(limit=step, offset=off, include=include)
         self.chroma.scrub_collection(str(col.id))
-        self._loaded.add(user_id)
+        _keep(self._loaded, user_id, None, self._open_indexes)
 
     @_guarded
     def delete(self, user_id: str, ids: list[str]) -> None:
@@ -401,7 +405,7 @@ class ChromaVectors:
 
     def _drop(self, user_id: str, scrub: bool = True) -> None:
         self._collections.pop(user_id, None)
-        self._loaded.discard(user_id)
+        self._loaded.pop(user_id, None)
         try:
             self.client.delete_collection(self.name(user_id))
         except (NotFoundError, ValueError):  # absent collection: nothing to forget
@@ -409,6 +413,14 @@ class ChromaVectors:
         self.chroma.dropped()
         if scrub:
             self.chroma.scrub()
+
+
+def _keep(recent: OrderedDict[str, _T], user_id: str, value: _T, bound: int) -> None:
+    """Puts the user last in `recent`, dropping the least recent beyond `bound`."""
+    recent[user_id] = value
+    recent.move_to_end(user_id)
+    while len(recent) > max(1, bound):
+        recent.popitem(last=False)
 
 
 def _failed_store(exc: Exception) -> bool:

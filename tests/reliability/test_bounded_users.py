@@ -33,5 +33,22 @@ def test_touching_many_more_users_than_cache_size_keeps_open_files_bounded(tmp_p
         # at most Chroma's floor of loaded indexes, four files each; on an unbounded cache every user kept its four
         assert grown <= 4 * CHROMA_FLOOR + 8, grown
         assert len(mem.host.cache) <= 4
+        # nor does the process keep a handle, or a note, per user it ever touched
+        vectors = mem.engine.vectors
+        assert len(vectors._collections) <= 4 and len(vectors._loaded) <= 4
+    finally:
+        mem.close()
+
+
+def test_warnings_said_once_per_user_keep_a_bounded_number_of_keys(caplog):
+    from memcompile_langgraph.runtime.engine import WARNED_KEYS
+
+    mem = MemCompile(dense=False)
+    try:
+        for i in range(3 * WARNED_KEYS):  # e.g. the dense channel off for every user a worker serves
+            mem.engine.warn_once(f"vectors:u{i}", f"dense channel off for user u{i}")
+        mem.engine.warn_once(f"vectors:u{3 * WARNED_KEYS - 1}", "said again")
+        assert len(mem.engine._warned) == WARNED_KEYS
+        assert "said again" not in caplog.text and caplog.text.count("dense channel off") == 3 * WARNED_KEYS
     finally:
         mem.close()
