@@ -37,10 +37,10 @@ MEMORY_FRAME = (
 HEADER_FIELD_CHARS = 80  # a stored dia_id or speaker is kept whole; its header shows this much, with a marker
 
 
-def shown_field(value: object) -> str:
-    """A stored field as a header shows it: cut to HEADER_FIELD_CHARS with a marker, then escaped (header_field), so
-    that the marker's brackets cannot close the field's own."""
-    return header_field(bounded(one_line(str(value)), HEADER_FIELD_CHARS))
+def shown_field(value: object, limit: int = HEADER_FIELD_CHARS) -> str:
+    """A stored field as the memory's own markup shows it: cut to `limit` with a marker, then escaped (header_field),
+    so that the marker's brackets cannot close the field's own."""
+    return header_field(bounded(one_line(str(value)), limit))
 
 
 def header(p: SourcePacket) -> str:
@@ -85,16 +85,16 @@ def packet_block(index: UserIndex, packet_id: str, view: str = "bundle", represe
     p = index.packets[packet_id]
     claims = index.by_packet[packet_id]
     lead = next((i for i, d in enumerate(claims) if d.descriptor_id == representative), None)
+    limit = index.cfg.render_max_chars
     if view == "raw":
         lines, lead = [p.text], None
-        if p.image_caption or p.image_query:
-            lines.append(f"(shared image: {p.image_caption} {p.image_query})")
+        if p.image_caption or p.image_query:  # stored fields inside the memory's markup: escaped as a header's
+            lines.append(f"[shared image: {shown_field(f'{p.image_caption} {p.image_query}'.strip(), limit)}]")
     elif view == "claim":
         rep = claims[lead or 0] if claims else None
         lines, lead = [rep.claim] if rep else [], None
     else:  # Eq. 15: the retained claims only; a packet without any (a factless turn) shows its header alone
         lines = [d.claim for d in claims]
-    limit = index.cfg.render_max_chars
     return Block(header(p), tuple(body_line(attributed(p.speaker, line), limit) for line in lines), lead=lead)
 
 
