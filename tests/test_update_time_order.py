@@ -47,6 +47,20 @@ def test_a_backfilled_older_turn_does_not_mark_the_current_statement_superseded(
     assert "superseded on 2024-04-05 by [D2:1]" in ctx.text
 
 
+def test_copies_of_a_statement_are_shown_as_the_copy_said_last_not_the_one_stored_last(make_mem):
+    mem = memory(make_mem)
+    mem.add_turns([{"speaker": "User", "text": NEW, "time": "2024-04-05", "session": 3, "dia_id": "D3:1"}], user_id="u")
+    backfill = [  # an older history imported after it: the update's words once before, then the old value
+        {"speaker": "User", "text": NEW, "time": "2023-01-10", "session": 1, "dia_id": "D1:1"},
+        {"speaker": "User", "text": OLD, "time": "2023-03-15", "session": 2, "dia_id": "D2:1"},
+    ]
+    mem.add_turns(backfill, user_id="u")
+    ctx = mem.compile(QUESTION, user_id="u")
+    marks = {p.dia_id: p.superseded_by for p in ctx.packets if p.dia_id in ("D1:1", "D2:1", "D3:1")}
+    assert marks == {"D2:1": "D3:1", "D3:1": None}, marks  # the copies take one slot: the one of 2024
+    assert "superseded on 2024-04-05 by [D3:1]" in ctx.text
+
+
 _NOTE = re.compile(
     r"- \[superseded on [^\[\]\n]* by \[[^\[\]\n]*\]:(?: [^\[\]\n]* replaces [^\[\]\n]*)? stated here on [^\[\]\n]*\]"
 )

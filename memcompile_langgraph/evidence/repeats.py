@@ -15,6 +15,7 @@ from collections.abc import Iterable
 
 from ..index.user import UserIndex, asks_only
 from ..model import DenseHit, PacketScore, SourcePacket
+from .updates import statement_times
 
 
 def said_key(p: SourcePacket) -> tuple[str, str, str, str]:
@@ -23,13 +24,15 @@ def said_key(p: SourcePacket) -> tuple[str, str, str, str]:
 
 
 def newest_copies(index: UserIndex, packet_ids: Iterable[str]) -> dict[str, str]:
-    """Each packet id -> the newest of the given packets that is a copy of it (itself when none is newer)."""
+    """Each packet id -> the newest of the given packets that is a copy of it (itself when none is newer): newest by
+    when each was said (updates.said_at), a copy imported or backfilled later being the older one when its time is."""
     ids = list(dict.fromkeys(packet_ids))
+    when = statement_times(index)
     newest: dict[tuple[str, str, str, str], SourcePacket] = {}
     for pid in ids:
         p = index.packets[pid]
         key = said_key(p)
-        if key not in newest or p.seq > newest[key].seq:
+        if key not in newest or when(p) > when(newest[key]):
             newest[key] = p
     return {pid: newest[said_key(index.packets[pid])].packet_id for pid in ids}
 
