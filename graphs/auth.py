@@ -58,7 +58,8 @@ async def own_threads(ctx: Auth.types.AuthContext, value: dict) -> Auth.types.Fi
 async def shared_assistants(ctx: Auth.types.AuthContext, value: dict) -> Auth.types.FilterType | None:
     """Assistants are shared: everyone may read, search and run them. One is changed or deleted by the user who created
     it only (an assistant without an owner, as the graphs' own are, by nobody through the API), and none carries a
-    user id or speaker names: those come from the signed-in user, never from a config another user can write."""
+    user id or speaker names: those come from the signed-in user, never from a config another user can write. Nor
+    does one carry LangGraph's created_by mark, by which clients find the graphs' own."""
     if ctx.action in ("read", "search"):
         return None
     for settings in ((value.get("config") or {}).get("configurable"), value.get("context")):
@@ -69,6 +70,8 @@ async def shared_assistants(ctx: Auth.types.AuthContext, value: dict) -> Auth.ty
                 detail=f"an assistant may not set {', '.join(named)}: runs take them from the signed-in user",
             )
     metadata = value.get("metadata")
+    if isinstance(metadata, dict) and "created_by" in metadata:  # "system" marks the graphs' own: none passes for one
+        raise Auth.exceptions.HTTPException(status_code=403, detail="an assistant may not set created_by")
     if isinstance(metadata, dict) and (ctx.action == "create" or "owner" in metadata):
         metadata["owner"] = ctx.user.identity  # the creator owns it; nobody hands it to another user
     elif ctx.action == "create":

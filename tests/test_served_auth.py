@@ -260,7 +260,14 @@ def test_shared_assistants_are_read_by_all_and_changed_by_none_but_their_owner(s
         assert refused.status_code == 403 and "user_name" in refused.text
         config = {"configurable": {"user_id": "tom"}}
         assert ann.post("/assistants", json={"graph_id": "memcompile_chat", "config": config}).status_code == 403
+        # nor passes for one of the graphs' own, which clients find by LangGraph's created_by mark
+        look_alike = {"graph_id": "memcompile_chat", "name": "memcompile_chat", "metadata": {"created_by": "system"}}
+        assert ann.post("/assistants", json=look_alike).status_code == 403
         own = ann.post("/assistants", json={"graph_id": "memcompile_chat", "name": "ann's"}).raise_for_status().json()
+        assert (
+            ann.patch(f"/assistants/{own['assistant_id']}", json={"metadata": {"created_by": "system"}}).status_code
+            == 403
+        )
         mine = f"/assistants/{own['assistant_id']}"
         assert tom.get(mine).raise_for_status().json()["name"] == "ann's"
         assert tom.patch(mine, json={"name": "tom's now"}).status_code in (403, 404)
