@@ -132,18 +132,25 @@ class MemCompile(Upkeep, Surfaces):
         """Store turns (dicts or TurnInput); returns counts: stored, skipped_*, already_stored, descriptors. With
         `ttl` (minutes), the turns stored expire then: `sweep_expired` removes them as delete_turns does."""
         from .add_turns import ingest_turns  # imports the ingest graph: a process that only queries never does
+        from .ingest.build import given_expiries
 
         user_id, numbered = validate_user_id(user_id), occurrences(turns)
+        default = None if ttl is None else time.time() + check_ttl(ttl) * 60
+        # an export's turns carry their end: one whose time passed is not stored again, the others keep theirs
+        numbered, ends, expired = given_expiries(numbered, time.time())
         rows = None
-        if ttl is not None:
-            at = time.time() + check_ttl(ttl) * 60
+        if ends or default is not None:
 
             def rows(packets: list[SourcePacket]) -> tuple[dict[str, str], dict[str, Expiry]]:
-                return {}, {p.packet_id: Expiry(at, None) for p in packets}
+                at = {p.packet_id: ends.get(p.content_hash, default) for p in packets}
+                return {}, {pid: Expiry(end, None) for pid, end in at.items() if end is not None}
 
         with telemetry.create_memory(user_id, numbered) as span:
             totals = ingest_turns(self.host, user_id, numbered, progress, rows)
             span.counts("add_turns", totals)
+        if expired:
+            totals.update(expired)
+            self.count(user_id, dict(expired))
         return totals
 
     async def aadd_turns(

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Iterator
 from datetime import datetime, timezone
 from typing import Any
 
-from .ingest.turn_input import turn_record
+from .ingest.turn_input import EXPIRES_AT, expiry_text, turn_record
 from .runtime import maintenance, telemetry
 from .runtime.engine import Engine
 from .runtime.host import Host
@@ -56,9 +56,18 @@ class Upkeep:
         user_id = validate_user_id(user_id)
         offset = 0
         while batch := self.engine.records.turns(user_id, None, page, offset):
+            # a turn stored with a time to live carries its end: an import must not keep it longer
+            ends = {
+                t.packet.packet_id: expiry.at
+                for t, _, expiry in self.engine.records.turns_with_items(user_id, [s.packet.dia_id for s in batch])
+                if expiry is not None
+            }
             for stored in batch:
                 at = datetime.fromtimestamp(stored.created_at, timezone.utc).isoformat(timespec="seconds")
-                yield {**turn_record(stored.packet), "stored_at": at}
+                record = {**turn_record(stored.packet), "stored_at": at}
+                if stored.packet.packet_id in ends:
+                    record[EXPIRES_AT] = expiry_text(ends[stored.packet.packet_id])
+                yield record
             offset += len(batch)
 
     def count(self, user_id: str, counts: dict[str, int]) -> None:

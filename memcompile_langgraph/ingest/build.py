@@ -15,7 +15,16 @@ from ..index.user import UserIndex
 from ..model import Descriptor, SourcePacket, TurnInput, stable_hash
 from ..text.terms import count_tokens
 from ..text.timeparse import parse_session_time
-from .turn_input import BadTurn, CheckedTurn, check_turn, occurrences, place_hash
+from .turn_input import (
+    EXPIRES_AT,
+    BadTurn,
+    CheckedTurn,
+    Occurrence,
+    check_turn,
+    occurrences,
+    parse_expiry,
+    place_hash,
+)
 
 MAX_SPEAKER = 200  # characters of a speaker name kept in the store (identity uses the whole name)
 
@@ -86,16 +95,8 @@ def packetize(turns: Iterable[Any], index: UserIndex, user_id: str) -> Packetize
             out.counts[f"skipped_{exc}"] += 1
             continue
         turn = checked.turn
-        content_hash = SourcePacket.hash_content(
-            turn.speaker, turn.text, turn.time, turn.image_caption, turn.image_query
-        )
+        content_hash = turn_identity(given, turn)
         dia_id = turn.dia_id
-        if not dia_id:  # identified by its occurrence: a re-sent file is known, two equal replies are two turns
-            content_hash = stable_hash(
-                "place", given.key, content_hash, length=32
-            )  # the word stored ids were made with
-        elif placed := place_hash(given.raw):  # an exported turn first stored so: the same identity again
-            content_hash = placed
         if dia_id and dia_id in seen_dias:
             existing = seen_dias[dia_id]
             same = (
@@ -149,6 +150,42 @@ def packetize(turns: Iterable[Any], index: UserIndex, user_id: str) -> Packetize
         seen_hashes[content_hash] = packet.packet_id
         out.packets.append(packet)
     return out
+
+
+def turn_identity(given: Occurrence, turn: TurnInput) -> str:
+    """The content hash a checked turn's packet is stored with: of its fields; for a turn without a dia_id, of its
+    occurrence in the call too (a re-sent file is known, two equal replies are two turns); an exported turn's place
+    hash as it came."""
+    content_hash = SourcePacket.hash_content(turn.speaker, turn.text, turn.time, turn.image_caption, turn.image_query)
+    if not turn.dia_id:
+        return stable_hash("place", given.key, content_hash, length=32)  # the word stored ids were made with
+    return place_hash(given.raw) or content_hash
+
+
+def given_expiries(turns: list[Occurrence], now: float) -> tuple[list[Occurrence], dict[str, float], Counter[str]]:
+    """The turns that carry an `expires_at` (an export's, of a turn stored with a time to live): (the turns to store,
+    those whose time has passed left out; content hash -> when each expires; the counts of turns left out)."""
+    kept, counts = [], Counter[str]()
+    at_of: dict[str, float] = {}
+    for given in turns:
+        raw = given.raw.get(EXPIRES_AT) if isinstance(given.raw, Mapping) else None
+        if raw is None:
+            kept.append(given)
+            continue
+        at = parse_expiry(raw)
+        if at is None:
+            counts["skipped_bad_expires_at"] += 1
+        elif at <= now:
+            counts["skipped_expired"] += 1
+        else:
+            try:
+                identity = turn_identity(given, check_turn(given.raw).turn)
+            except BadTurn:  # counted by the build
+                kept.append(given)
+                continue
+            at_of[identity] = min(at, at_of.get(identity, at))
+            kept.append(given)
+    return kept, at_of, counts
 
 
 def turn_contexts(packets: list[SourcePacket], index: UserIndex, cfg: MemCompileConfig) -> tuple[list[TurnWindow], int]:

@@ -10,6 +10,7 @@ import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Any
 
 from ..model import SourcePacket, TurnInput
@@ -172,6 +173,25 @@ def turn_record(packet: SourcePacket) -> dict[str, Any]:
 
 
 PLACE_HASH = "place_hash"  # an exported turn's identity when it was first stored without a dia_id
+EXPIRES_AT = "expires_at"  # an exported turn's end, when it was stored with a time to live (ISO 8601 with offset)
+
+
+def expiry_text(at: float) -> str:
+    """When a turn expires, as an export writes it."""
+    return datetime.fromtimestamp(at, timezone.utc).isoformat(timespec="seconds")
+
+
+def parse_expiry(value: Any) -> float | None:
+    """An `expires_at` as unix seconds; None when it is no ISO 8601 time with an offset (untrusted input)."""
+    if not isinstance(value, str) or len(value) > 64:
+        return None
+    try:
+        when = datetime.fromisoformat(value)
+        return when.timestamp() if when.tzinfo is not None else None
+    except (ValueError, OverflowError, OSError):
+        return None
+
+
 _HASH = re.compile(r"[0-9a-f]{32}")
 
 

@@ -65,3 +65,39 @@ def test_export_import_reimport_and_resend_are_idempotent_and_keep_users_apart(t
         {k: v for k, v in json.loads(line).items() if k != "stored_at"} for line in path.read_text().splitlines()
     ]
     assert strip(tmp_path / "again.jsonl") == strip(tmp_path / "ann.jsonl")
+
+
+def test_an_export_carries_each_turns_end_and_an_import_keeps_it(tmp_path, backend):
+    """A turn stored with a time to live ends there too after an export and an import: one whose end has passed is
+    not stored again (counted), the others expire when they would have."""
+    import time
+
+    first, moved, late = (backend.where(tmp_path / name) for name in ("first", "moved", "late"))
+    mem = first.memory(dense=False)
+    try:
+        mem.add_turns([{"speaker": "Ann", "text": "My locker code is 1234.", "dia_id": "D1:1"}], "ann")
+        mem.add_turns([{"speaker": "Ann", "text": "The gate code is 9876.", "dia_id": "D1:2"}], "ann", ttl=0.05)
+        mem.add_turns([{"speaker": "Ann", "text": "My desk is by the window.", "dia_id": "D1:3"}], "ann", ttl=60)
+        exported = list(mem.export_turns("ann"))
+    finally:
+        mem.close()
+    ends = {t["dia_id"]: t.get("expires_at") for t in exported}
+    assert ends["D1:1"] is None and ends["D1:2"] and ends["D1:3"], ends
+    target = moved.memory(dense=False)
+    try:
+        assert target.add_turns(exported, "ann")["stored"] == 3
+        time.sleep(3.5)  # the gate code's three seconds pass
+        assert target.sweep_expired() == 1
+        assert [t.packet.dia_id for t in target.turns("ann")] == ["D1:1", "D1:3"]
+    finally:
+        target.close()
+    again = late.memory(dense=False)  # the same export, imported after the gate code's end
+    try:
+        counts = again.add_turns(exported, "ann")
+        assert counts["stored"] == 2 and counts["skipped_expired"] == 1, counts
+        assert "9876" not in str([t.packet.text for t in again.turns("ann")])
+        assert again.stats("ann")["counters"]["skipped_expired"] == 1
+        bad = {**exported[0], "dia_id": "D2:1", "expires_at": "soon"}  # untrusted: one counted skip
+        assert again.add_turns([bad], "ann") == {"stored": 0, "descriptors": 0, "skipped_bad_expires_at": 1}
+    finally:
+        again.close()
