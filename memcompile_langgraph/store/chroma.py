@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import sqlite3
@@ -10,6 +11,7 @@ import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Concatenate, Literal, ParamSpec, TypedDict, TypeVar, Union, cast, overload
 
@@ -19,7 +21,7 @@ from chromadb.config import Settings
 from chromadb.errors import ChromaError, NotFoundError
 
 from .chroma_dir import DirectChroma, LocalChroma, UnavailableChroma
-from .chroma_server import heartbeat, server_address, server_timeout
+from .chroma_server import Deadline, heartbeat, server_address, server_timeout
 from .layout import user_key
 from .protocols import VectorStoreError
 
@@ -50,20 +52,27 @@ def _guarded(method: Callable[Concatenate[ChromaVectors, _P], _R]) -> Callable[C
     @functools.wraps(method)
     def run(self: ChromaVectors, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
         outermost = getattr(_DEADLINE, "at", None) is None
+        deadline: AbstractContextManager[Deadline | None] = contextlib.nullcontext(None)
         if outermost and self._url:
             if time.monotonic() < self._silent_until:
                 raise VectorStoreError(self._silent_line)
             _DEADLINE.at = time.monotonic() + server_timeout()
+            session = _session(self.chroma)
+            if session is not None:  # a server answering a byte at a time passes every per-request timeout
+                deadline = Deadline(session, server_timeout())
         try:
-            return method(self, *args, **kwargs)
+            with deadline as watch:
+                return method(self, *args, **kwargs)
         except Exception as exc:
             if not _failed_store(exc):
                 raise
+            ended = watch is not None and watch.fired
+            reason = f"no answer within {server_timeout():g} s (not whole)" if ended else _reason(exc)
             line = (
-                f"vector store {self.where} failed ({_reason(exc)}); the records are intact: "
+                f"vector store {self.where} failed ({reason}); the records are intact: "
                 f"`memcompile repair` rebuilds the vectors from them"
             )
-            if outermost and self._url and _timed_out(exc):
+            if outermost and self._url and (ended or _timed_out(exc)):
                 self._silent_until, self._silent_line = time.monotonic() + server_timeout(), line
             raise VectorStoreError(line) from exc
         finally:
@@ -85,6 +94,12 @@ def _bounded(request: httpx.Request) -> None:
     if left <= 0:
         raise httpx.ReadTimeout("the operation's deadline passed", request=request)
     request.extensions["timeout"] = httpx.Timeout(left).as_dict()
+
+
+def _session(chroma: object) -> httpx.Client | None:
+    """The HTTP session of a Chroma server's client (None for a local one, or a chromadb that keeps it elsewhere)."""
+    session = getattr(getattr(getattr(chroma, "client", None), "_server", None), "_session", None)
+    return session if isinstance(session, httpx.Client) else None
 
 
 def _timed_out(exc: BaseException) -> bool:

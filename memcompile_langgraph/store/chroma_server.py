@@ -3,8 +3,11 @@ before chromadb's own client (which waits forever) is made. Light: chromadb is n
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
+import socket
+import threading
 from urllib.parse import urlparse
 
 import httpx
@@ -33,11 +36,51 @@ def server_timeout() -> float:
     return timeout
 
 
+class Deadline:
+    """Ends what an httpx client waits for once `seconds` have passed: httpx bounds each read, not the whole answer,
+    so a server that sends a byte at a time would hold a call forever. At the deadline the sockets of the client's
+    open connections are shut down (every call waiting on them fails at once), and `fired` says so."""
+
+    def __init__(self, client: httpx.Client, seconds: float):
+        self.client, self.fired = client, False
+        self._timer = threading.Timer(seconds, self._fire)
+        self._timer.daemon = True
+
+    def __enter__(self) -> Deadline:
+        self._timer.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._timer.cancel()
+
+    def _fire(self) -> None:
+        self.fired = True
+        shut_connections(self.client)
+
+
+def shut_connections(client: httpx.Client) -> None:
+    """Shuts down the sockets of the client's open connections (through httpx's and httpcore's internals, looked up
+    defensively: a version without them is left as it is, bounded by its per-read timeouts only)."""
+    pool = getattr(getattr(client, "_transport", None), "_pool", None)
+    for connection in list(getattr(pool, "connections", ())):
+        stream = getattr(getattr(connection, "_connection", None), "_network_stream", None)
+        sock = getattr(stream, "_sock", None)
+        if isinstance(sock, socket.socket):
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+
+
 def heartbeat(url: str, timeout: float) -> None:
-    """Asks the Chroma server at url whether it is there; raises httpx's error when no answer comes within timeout
-    seconds. Any answer passes, an error status included: what it says is the vector store's business."""
+    """Asks the Chroma server at url whether it is there; raises httpx's error when no whole answer comes within
+    timeout seconds. Any answer passes, an error status included: what it says is the vector store's business."""
     host, port, ssl = server_address(url)
-    httpx.get(f"{'https' if ssl else 'http'}://{host}:{port}/api/v2/heartbeat", timeout=timeout)
+    with httpx.Client(timeout=timeout) as client, Deadline(client, timeout) as deadline:
+        try:
+            client.get(f"{'https' if ssl else 'http'}://{host}:{port}/api/v2/heartbeat")
+        except httpx.HTTPError as exc:
+            if deadline.fired:
+                raise httpx.ReadTimeout(f"no whole answer within {timeout:g} s") from exc
+            raise
 
 
 def chroma_unreachable(url: str, timeout: float = 1.0) -> str | None:

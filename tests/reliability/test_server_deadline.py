@@ -10,6 +10,7 @@ import logging
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import threading
 import time
@@ -158,3 +159,75 @@ def test_a_postgresql_timeout_that_is_no_number_of_seconds_is_one_line(monkeypat
     monkeypatch.setenv("MEMCOMPILE_PG_TIMEOUT", "-1")
     with pytest.raises(StoreError, match="MEMCOMPILE_PG_TIMEOUT='-1'"):
         PostgresRecords("postgresql://nobody@127.0.0.1:1/none")
+
+
+@contextlib.contextmanager
+def _dripping_proxy(upstream: str):
+    """A loopback proxy to the Chroma server at `upstream`; once `drip` is set, every request it is sent gets an
+    answer that starts at once and then comes one byte a second: each read is quick, the whole answer never ends."""
+    host, port = upstream.rsplit("//", 1)[1].split(":")
+    drip, stop = threading.Event(), threading.Event()
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(64)
+    listener.settimeout(0.2)
+    opened: list[socket.socket] = []
+
+    def pump(src: socket.socket, dst: socket.socket, to_server: bool) -> None:
+        with contextlib.suppress(OSError):
+            while data := src.recv(65536):
+                if to_server and drip.is_set():
+                    src.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 99999\r\n\r\n")
+                    while not stop.is_set():
+                        src.sendall(b" ")
+                        time.sleep(1)
+                    return
+                dst.sendall(data)
+
+    def accept() -> None:
+        while not stop.is_set():
+            try:
+                client = listener.accept()[0]
+            except (TimeoutError, OSError):
+                continue
+            server = socket.create_connection((host, int(port)))
+            opened.extend((client, server))
+            threading.Thread(target=pump, args=(client, server, True), daemon=True).start()
+            threading.Thread(target=pump, args=(server, client, False), daemon=True).start()
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}", drip
+    finally:
+        stop.set()
+        thread.join()
+        for sock in opened:
+            sock.close()
+        listener.close()
+
+
+def test_a_chroma_server_that_answers_a_byte_at_a_time_is_bounded_by_the_deadline(
+    tmp_path, embeddings, chroma_url, monkeypatch
+):
+    monkeypatch.setenv("MEMCOMPILE_CHROMA_TIMEOUT", "2")
+    turns = synthetic_turns("ann", 6)
+    with _dripping_proxy(chroma_url) as (url, drip):
+        mem = MemCompile(tmp_path / "store", embeddings=embeddings, chroma_url=url)
+        try:
+            mem.add_turns(turns, user_id="ann")
+            drip.set()
+            for call in (
+                lambda: mem.add_turns(synthetic_turns("ann", 2, seed=5), user_id="ann"),
+                lambda: mem.engine.vectors.ids("ann"),
+            ):
+                failed, took = _within(30, call)
+                assert isinstance(failed, VectorStoreError) and "no answer within 2 s" in str(failed), failed
+                assert took < 2 * 2 + 2, took
+        finally:
+            mem.close()
+        # opening a memory on it, its first question included, is bounded too
+        opened, took = _within(30, lambda: MemCompile(tmp_path / "other", embeddings=embeddings, chroma_url=url))
+        assert took < 3 * 2 + 2, took
+        if not isinstance(opened, Exception):
+            opened.close()
