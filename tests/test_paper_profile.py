@@ -311,12 +311,12 @@ def test_inconsistency_reads_the_claims_negation_marker_not_the_models_polarity(
         seq=0,
         content_hash="p",
     )
-    ctx = TurnWindow(packet=p, previous=None, known_people=["Tom"])
+    window = TurnWindow(packet=p, previous=None, known_people=["Tom"])
     reply = json.dumps({"people": ["Tom"], "keywords": ["Cat"], "time": ["", ""], "event": {"polarity": polarity}})
     facts = ["Tom did not adopt the cat.", "Tom adopted the cat."]
-    meta = parse_metadata(reply, ctx, MemCompileConfig())
+    meta = parse_metadata(reply, window, MemCompileConfig())
     assert meta.keywords == ("cat",)  # lowercased as the heuristic's are
-    descriptors = make_descriptors(ctx, facts, [meta, meta], 0)
+    descriptors = make_descriptors(window, facts, [meta, meta], 0)
     assert [d.negated for d in descriptors] == [True, False]  # App. B.2: the marker in the text
 
 
