@@ -62,8 +62,8 @@ async def shared_assistants(ctx: Auth.types.AuthContext, value: dict) -> Auth.ty
     does one carry LangGraph's created_by mark, by which clients find the graphs' own."""
     if ctx.action in ("read", "search"):
         return None
-    for settings in ((value.get("config") or {}).get("configurable"), value.get("context")):
-        named = sorted(k for k in IDENTITY_KEYS if isinstance(settings, dict) and k in settings)
+    for options in ((value.get("config") or {}).get("configurable"), value.get("context")):
+        named = sorted(k for k in IDENTITY_KEYS if isinstance(options, dict) and k in options)
         if named:
             raise Auth.exceptions.HTTPException(
                 status_code=403,

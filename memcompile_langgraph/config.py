@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 DENSE_DOCUMENTS = ("packet", "turn", "turn_terms", "claims")  # MemCompileConfig.dense_document
+RENAMED = {"llm_table6_settings": "llm_table6_sampling"}  # keywords MemCompileConfig took before, and their names now
 
 
 @dataclass(frozen=True)
@@ -184,9 +185,10 @@ class MemCompileConfig:
     # --- LLM stages (Sec. 4.1, App. A.2) ---
     llm_temperature: float = 0.0  # Table 6
     llm_max_tokens: int = 2048  # Table 6
-    # deviation (paper: True): a chat model you pass keeps its own settings (the models the CLI builds have Table 6's),
-    # with a warning naming what differs; True runs every MemCompile model at Table 6's (or refuses one it cannot set)
-    llm_table6_settings: bool = False
+    # deviation (paper: True): a chat model you pass keeps its own sampling parameters (the models the CLI builds have
+    # Table 6's), with a warning naming what differs; True runs every MemCompile model at Table 6's (or refuses one it
+    # cannot set)
+    llm_table6_sampling: bool = False
     llm_schedule_retries: int = 3  # schema-correction retries, App. A.2
     llm_concurrency: int = 8
     llm_json_retries: int = 1  # engineering: correction retries for an invalid fact/metadata/intent/judge reply
@@ -210,6 +212,12 @@ class MemCompileConfig:
     extract_max_chars: int = 8000  # turn text trimmed before extraction (the packet keeps all of it)
     embed_batch: int = 64
     render_max_chars: int = 4000  # one line of a rendered block (a turn's text, a claim) is cut here, with a marker
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> MemCompileConfig:
+        # before the generated __init__, whose error for an old keyword would not say what replaced it
+        for old in RENAMED.keys() & kwargs.keys():
+            raise TypeError(f"MemCompileConfig has no {old!r}: it is called {RENAMED[old]!r} now")
+        return super().__new__(cls)
 
     def __post_init__(self) -> None:
         if self.dense_document not in DENSE_DOCUMENTS:
@@ -248,7 +256,7 @@ PAPER_CHOICES: dict[str, Any] = {
     "one_slot_per_statement": False,
     "pool_reader": None,
     "dense_top": 40,
-    "llm_table6_settings": True,
+    "llm_table6_sampling": True,
 }
 PROFILES = ("default", "paper")
 DEFAULT_CONFIG = MemCompileConfig()

@@ -15,7 +15,7 @@ from typing import Any
 from langgraph.graph import END, START
 from langgraph.runtime import Runtime
 
-from .ingest.build import extract_all, metadata_all, packetize, turn_contexts
+from .ingest.build import extract_all, metadata_all, packetize, turn_windows
 from .runtime.context import MemoryContext, run_context
 from .runtime.telemetry import GraphOperation
 from .runtime.unit_of_work import UnitOfWork, WriteConflict
@@ -31,7 +31,7 @@ def packetize_node(state: IngestWork, runtime: Runtime[MemoryContext]) -> dict[s
     # see what the writer that went first stored)
     work = ctx.writer.index if ctx.writer is not None else ctx.cache.snapshot(ctx.user).fork()
     result = packetize(state.get("turns", []), work, ctx.user)
-    windows, trimmed = turn_contexts(result.packets, work, ctx.engine.config)
+    windows, trimmed = turn_windows(result.packets, work, ctx.engine.config)
     counts = dict(result.counts)
     if trimmed:
         counts["trimmed_for_extraction"] = trimmed
@@ -92,7 +92,7 @@ def _after_index(state: IngestWork) -> str:
     return "packetize" if state.get("retry") else END
 
 
-def _profiled(part: str, fn):
+def _clocked(part: str, fn):
     """fn's time goes to its part of the writers' clock (runtime/writer_clock.py)."""
 
     def node(state: IngestWork, runtime: Runtime[MemoryContext]) -> dict[str, Any]:
@@ -104,11 +104,11 @@ def _profiled(part: str, fn):
 
 OPERATION = GraphOperation("create_memory", first="packetize", last="index")  # what a served run is (its span)
 NODES = {
-    "packetize": _profiled("packetize", packetize_node),
-    "extract_facts": _profiled("extract", extract_facts_node),
-    "extract_metadata": _profiled("extract", extract_metadata_node),
-    "place_cells": _profiled("place", place_cells_node),
-    "index": _profiled("index", index_node),
+    "packetize": _clocked("packetize", packetize_node),
+    "extract_facts": _clocked("extract", extract_facts_node),
+    "extract_metadata": _clocked("extract", extract_metadata_node),
+    "place_cells": _clocked("place", place_cells_node),
+    "index": _clocked("index", index_node),
 }
 
 

@@ -6,18 +6,18 @@ import time
 import pytest
 
 from memcompile_langgraph.bench.runner import (
-    BACKGROUND_STAGES,
+    BACKGROUND_PARTS,
     USER,
-    WRITER_STAGES,
+    WRITER_PARTS,
     BenchOptions,
     _Memory,
     growth_per_turn_kb,
-    ingest_profile,
     peak_rss_mb,
     percentile,
     reset_peak_rss,
     rss_now_mb,
     run_bench,
+    writers_clock,
 )
 from memcompile_langgraph.bench.synthetic import ASK, generate, questions
 from memcompile_langgraph.cli import main
@@ -111,20 +111,20 @@ def test_writer_clock_counts_a_nested_part_once():
     assert totals["outer"] + totals["inner"] <= wall  # the inner 50 ms is not also the outer's
 
 
-def test_ingest_profile_covers_the_stages_and_fits_in_the_ingest_wall_time(tmp_path, embeddings):
+def test_the_writers_clock_covers_its_parts_and_fits_in_the_ingest_wall_time(tmp_path, embeddings):
     mem = MemCompile(tmp_path / "s", embeddings=embeddings)
     start = time.perf_counter()
     mem.add_turns(generate(300, seed=4).turns, user_id="u")
     wall = time.perf_counter() - start
-    stages = mem.engine.clock.totals()
+    parts = mem.engine.clock.totals()
     mem.close()
-    assert set(WRITER_STAGES) | set(BACKGROUND_STAGES) <= set(stages)
-    assert all(stages[s] > 0 for s in ("extract", "place", "commit", "index", "embed", "store_vectors"))
-    profile = ingest_profile(stages, wall)
-    assert list(profile["writer"]) == [*WRITER_STAGES, "other"]
-    assert sum(stages[s] for s in WRITER_STAGES) <= wall
-    assert abs(sum(profile["writer"].values()) - wall) < 0.01  # `other` is the rest of the wall time, never below 0
-    assert all(stages[s] <= wall for s in BACKGROUND_STAGES)
+    assert set(WRITER_PARTS) | set(BACKGROUND_PARTS) <= set(parts)
+    assert all(parts[s] > 0 for s in ("extract", "place", "commit", "index", "embed", "store_vectors"))
+    clock = writers_clock(parts, wall)
+    assert list(clock["writer"]) == [*WRITER_PARTS, "other"]
+    assert sum(parts[s] for s in WRITER_PARTS) <= wall
+    assert abs(sum(clock["writer"].values()) - wall) < 0.01  # `other` is the rest of the wall time, never below 0
+    assert all(parts[s] <= wall for s in BACKGROUND_PARTS)
 
 
 @pytest.mark.parametrize(
@@ -217,13 +217,13 @@ def test_bench_smoke_json_shape_and_sane_values(tmp_path, capsys, embeddings):
     assert peer["ingest_turns_per_s"] > 0 and peer["query_ms_p50"] > 0
     assert report["machine"]["cores"] >= 1 and report["machine"]["cpu"]
     assert [p["turns"] for p in report["sizes"]] == [TURNS]
-    profile = report["ingest_profile_s"]
-    assert set(profile["writer"]) == {*WRITER_STAGES, "other"} and set(profile["background"]) == set(BACKGROUND_STAGES)
-    assert profile["background"]["embed"] > 0 and profile["writer"]["extract"] > 0
-    assert abs(sum(profile["writer"].values()) - report["ingest_s"]) <= 0.1  # ingest_s is rounded to 0.1 s
+    clock = report["writers_clock_s"]
+    assert set(clock["writer"]) == {*WRITER_PARTS, "other"} and set(clock["background"]) == set(BACKGROUND_PARTS)
+    assert clock["background"]["embed"] > 0 and clock["writer"]["extract"] > 0
+    assert abs(sum(clock["writer"].values()) - report["ingest_s"]) <= 0.1  # ingest_s is rounded to 0.1 s
     printed = table(report).splitlines()
     header = printed[printed.index("writers' clock, seconds by part (embedding on a background thread):") + 1].split()
-    assert header == ["turns", "ingest", "s", *WRITER_STAGES, "other", "bg", "embed", "bg", "store_vectors"]
+    assert header == ["turns", "ingest", "s", *WRITER_PARTS, "other", "bg", "embed", "bg", "store_vectors"]
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     with pytest.raises(ValueError, match="already holds a bench history"):
         run_bench(BenchOptions(sizes=(100,), store=tmp_path / "s", peer=False))

@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.claim_faults import BASE_VERBS, count_faults, dialogue_claims, faults
 from support.paths import SHARED
-from test_heuristic import context
+from test_heuristic import turn_window
 
 from memcompile_langgraph.eval.beam import load_beam
 from memcompile_langgraph.eval.locomo import load_locomo
@@ -74,8 +74,8 @@ PROSE = st.lists(SUBJECT_CLAUSE.map(lambda s: s + "."), max_size=3).map(" ".join
 
 
 def claims_of(text, previous="How are you doing with the garden?"):
-    ctx = context(text, previous=previous)
-    return EX.facts(ctx)
+    window = turn_window(text, previous=previous)
+    return EX.facts(window)
 
 
 @settings(max_examples=300, deadline=None)
@@ -137,7 +137,9 @@ def test_named_agreement_examples(text, expected):
 
 def test_a_date_aside_stays_with_its_sentence():
     reply = "From memory [m-1], quoted by the offline reader: User's dog is called Rex. (said on 2024-03-04)"
-    claims = EX.facts(context(reply, speaker="Assistant", previous="What is my dog called?", previous_speaker="User"))
+    claims = EX.facts(
+        turn_window(reply, speaker="Assistant", previous="What is my dog called?", previous_speaker="User")
+    )
     assert claims and all("(said on 2024-03-04)" not in c or "Rex" in c for c in claims)
     assert not any(c.startswith("Assistant said: (said") for c in claims)
 

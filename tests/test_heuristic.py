@@ -30,7 +30,7 @@ def packet(speaker, text, seq=1, caption="", query="", session_time="2023-05-08T
     )
 
 
-def context(text, speaker="Caroline", previous=None, previous_speaker="Melanie", people=PEOPLE, **kw):
+def turn_window(text, speaker="Caroline", previous=None, previous_speaker="Melanie", people=PEOPLE, **kw):
     prev = packet(previous_speaker, previous, seq=0) if previous is not None else None
     return TurnWindow(packet=packet(speaker, text, **kw), previous=prev, known_people=people)
 
@@ -55,16 +55,16 @@ def ex():
     ],
 )
 def test_greetings_acknowledgements_and_filler_are_dropped(ex, text):
-    assert ex.facts(context(text, previous="I finished my painting!")) == []
+    assert ex.facts(turn_window(text, previous="I finished my painting!")) == []
 
 
 def test_greeting_is_dropped_but_content_kept(ex):
-    facts = ex.facts(context("Hey Mel! Good to see you! I went to a LGBTQ support group yesterday."))
+    facts = ex.facts(turn_window("Hey Mel! Good to see you! I went to a LGBTQ support group yesterday."))
     assert facts == ["Caroline went to a LGBTQ support group yesterday."]
 
 
 def test_first_person_is_rewritten_to_the_speaker(ex):
-    facts = ex.facts(context("I'm swamped with the kids & work. I love painting with my kids.", speaker="Melanie"))
+    facts = ex.facts(turn_window("I'm swamped with the kids & work. I love painting with my kids.", speaker="Melanie"))
     assert facts == ["Melanie is swamped with the kids & work.", "Melanie loves painting with Melanie's kids."]
 
 
@@ -83,7 +83,7 @@ def test_first_person_is_rewritten_to_the_speaker(ex):
     ],
 )
 def test_first_person_forms(ex, text, expected):
-    assert ex.facts(context(text)) == [expected]
+    assert ex.facts(turn_window(text)) == [expected]
 
 
 @pytest.mark.parametrize(
@@ -108,25 +108,25 @@ def test_second_person_verbs_agree_only_where_you_is_the_subject(text, expected)
 
 
 def test_we_and_our_become_speaker_and_others(ex):
-    ctx = context("We went camping with our kids last weekend.", speaker="Melanie", previous_speaker="Caroline")
-    facts = ex.facts(ctx)
+    window = turn_window("We went camping with our kids last weekend.", speaker="Melanie", previous_speaker="Caroline")
+    facts = ex.facts(window)
     assert facts == ["Melanie and others went camping with Melanie's kids last weekend."]
 
 
 def test_second_person_is_the_previous_speaker(ex):
-    ctx = context("Your painting is beautiful, and you are so talented.", previous="Here's my new painting.")
-    facts = ex.facts(ctx)
+    window = turn_window("Your painting is beautiful, and you are so talented.", previous="Here's my new painting.")
+    facts = ex.facts(window)
     assert facts == ["Melanie's painting is beautiful, and Melanie is so talented."]
 
 
 def test_second_person_is_left_without_another_previous_speaker(ex):
-    assert ex.facts(context("Your painting is beautiful.")) == ["Caroline said: Your painting is beautiful."]
-    same_speaker = context("Your painting is beautiful.", previous="Look at this.", previous_speaker="Caroline")
+    assert ex.facts(turn_window("Your painting is beautiful.")) == ["Caroline said: Your painting is beautiful."]
+    same_speaker = turn_window("Your painting is beautiful.", previous="Look at this.", previous_speaker="Caroline")
     assert ex.facts(same_speaker) == ["Caroline said: Your painting is beautiful."]
 
 
 def test_reply_carries_the_previous_question(ex):
-    facts = ex.facts(context("Sweden, four years ago.", previous="Where did you move from?"))
+    facts = ex.facts(turn_window("Sweden, four years ago.", previous="Where did you move from?"))
     assert facts == [
         "Caroline, answering Melanie's question 'where did Caroline move from', said: Sweden, four years ago."
     ]
@@ -142,7 +142,7 @@ def test_reply_carries_the_previous_question(ex):
     ],
 )
 def test_reply_contains_the_question_content_words(ex, previous, text):
-    facts = ex.facts(context(text, previous=previous))
+    facts = ex.facts(turn_window(text, previous=previous))
     assert facts, "a reply must produce a claim"
     claim_terms = set(terms(facts[0]))
     assert {"pride", "parad"} <= claim_terms
@@ -150,7 +150,7 @@ def test_reply_contains_the_question_content_words(ex, previous, text):
 
 
 def test_reply_to_small_talk_does_not_carry_it(ex):
-    facts = ex.facts(context("I adopted a puppy!", previous="Hey! How have you been?"))
+    facts = ex.facts(turn_window("I adopted a puppy!", previous="Hey! How have you been?"))
     assert facts == ["Caroline adopted a puppy!"]
 
 
@@ -159,39 +159,39 @@ def test_long_reply_without_yes_no_is_not_tied_to_the_question(ex):
         "I spent the whole afternoon at the museum looking at the new impressionist exhibition "
         "with my two cousins from Ohio."
     )
-    facts = ex.facts(context(text, previous="Did you do anything fun?"))
+    facts = ex.facts(turn_window(text, previous="Did you do anything fun?"))
     assert len(facts) == 1 and "answering" not in facts[0]
 
 
 def test_content_question_is_kept_and_short_one_dropped(ex):
     text = "Have you tried pottery classes at the community center? How have you been?"
-    facts = ex.facts(context(text, previous="Hi."))
+    facts = ex.facts(turn_window(text, previous="Hi."))
     assert facts == ["Caroline asked: has Melanie tried pottery classes at the community center?"]
 
 
 def test_question_names_the_addressee_when_it_does_not_mention_them(ex):
-    facts = ex.facts(context("Any plans for the summer holidays?", previous="Work is finally over."))
+    facts = ex.facts(turn_window("Any plans for the summer holidays?", previous="Work is finally over."))
     assert facts == ["Caroline asked Melanie: any plans for the summer holidays?"]
 
 
 def test_image_claim(ex):
-    ctx = context(
+    window = turn_window(
         "Look at this!",
         caption="a photo of a dog walking past a wall with a painting of a woman",
         query="transgender pride flag mural",
     )
-    assert ex.facts(ctx) == [
+    assert ex.facts(window) == [
         "Caroline shared a photo: a dog walking past a wall with a painting of a woman (transgender pride flag mural)."
     ]
 
 
 def test_image_claim_without_query(ex):
-    ctx = context("", caption="a photography of a lake at sunset")
-    assert ex.facts(ctx) == ["Caroline shared a photo: a lake at sunset."]
+    window = turn_window("", caption="a photography of a lake at sunset")
+    assert ex.facts(window) == ["Caroline shared a photo: a lake at sunset."]
 
 
 def test_compound_sentences_are_split(ex):
-    facts = ex.facts(context("I'm lucky to have my husband and kids; they keep me motivated.", speaker="Melanie"))
+    facts = ex.facts(turn_window("I'm lucky to have my husband and kids; they keep me motivated.", speaker="Melanie"))
     assert facts == ["Melanie is lucky to have Melanie's husband and kids.", "They keep Melanie motivated."]
 
 
@@ -205,23 +205,25 @@ def test_sentence_split_handles_abbreviations_emoji_and_ellipsis():
 
 
 def test_claims_are_clean_unique_and_nonempty(ex):
-    facts = ex.facts(context("  I adopted a puppy.   I adopted a puppy.\n\nI love it!  I named him Oscar  "))
+    facts = ex.facts(turn_window("  I adopted a puppy.   I adopted a puppy.\n\nI love it!  I named him Oscar  "))
     assert facts == ["Caroline adopted a puppy.", "Caroline named him Oscar."]
     assert all(f == f.strip() and f for f in facts)
 
 
 def test_extraction_is_deterministic(ex):
-    ctx = context("Yes! I went with my friends. It was so much fun; we danced all night.", previous="Did you go out?")
-    assert ex.facts(ctx) == ex.facts(ctx) == HeuristicExtractor().facts(ctx)
+    window = turn_window(
+        "Yes! I went with my friends. It was so much fun; we danced all night.", previous="Did you go out?"
+    )
+    assert ex.facts(window) == ex.facts(window) == HeuristicExtractor().facts(window)
 
 
 # --- metadata ---
 
 
 def test_metadata_fields(ex):
-    ctx = context("I went to a LGBTQ support group yesterday and it was so powerful.")
-    (fact,) = ex.facts(ctx)
-    meta = ex.metadata(fact, ctx)
+    window = turn_window("I went to a LGBTQ support group yesterday and it was so powerful.")
+    (fact,) = ex.facts(window)
+    meta = ex.metadata(fact, window)
     assert isinstance(meta, Metadata)
     assert meta.people == ("Caroline",)
     assert "lgbtq support group" in meta.keywords
@@ -230,8 +232,8 @@ def test_metadata_fields(ex):
 
 
 def test_interaction_time_falls_back_to_the_raw_session_time(ex):
-    ctx = context("I went to the park yesterday.", session_time=None)
-    meta = ex.metadata("Caroline went to the park yesterday.", ctx)
+    window = turn_window("I went to the park yesterday.", session_time=None)
+    meta = ex.metadata("Caroline went to the park yesterday.", window)
     assert meta.interaction_time == "1:56 pm on 8 May, 2023"
     assert meta.event_time == "2023-05-07"
 
@@ -241,7 +243,7 @@ def test_keywords_are_bounded_and_free_of_names_stopwords_and_time_words(ex):
         "Last week Caroline and Melanie visited the Van Gogh museum in Amsterdam, bought watercolor paint sets, "
         "took pottery classes, joined a community choir and adopted a rescue puppy named Oscar yesterday."
     )
-    meta = ex.metadata(fact, context("x"))
+    meta = ex.metadata(fact, turn_window("x"))
     assert 1 <= len(meta.keywords) <= 5
     for phrase in meta.keywords:
         assert phrase == phrase.lower()
@@ -256,29 +258,29 @@ def test_keywords_are_bounded_and_free_of_names_stopwords_and_time_words(ex):
 
 def test_keywords_respect_max_keywords():
     narrow = HeuristicExtractor(max_keywords=2)
-    meta = narrow.metadata("Caroline bought paint, brushes, canvases, an easel and a sketchbook.", context("x"))
+    meta = narrow.metadata("Caroline bought paint, brushes, canvases, an easel and a sketchbook.", turn_window("x"))
     assert len(meta.keywords) == 2
 
 
 def test_keyword_salience_prefers_longer_phrases():
     fact = "Caroline loves jazz and modern abstract painting."
-    meta = HeuristicExtractor(max_keywords=1).metadata(fact, context("x"))
+    meta = HeuristicExtractor(max_keywords=1).metadata(fact, turn_window("x"))
     assert meta.keywords == ("modern abstract painting",)
 
 
 def test_people_are_canonical_in_order_of_appearance(ex):
     people = ("Caroline", "Melanie", "John Smith")
-    ctx = context("x", people=people)
-    assert ex.metadata("Caroline met John and Mel at the park.", ctx).people == ("Caroline", "John Smith", "Melanie")
-    assert ex.metadata("caroline met john smith.", ctx).people == ("Caroline", "John Smith")
-    assert ex.metadata("Caroline's friend Melanie.", ctx).people == ("Caroline", "Melanie")
+    window = turn_window("x", people=people)
+    assert ex.metadata("Caroline met John and Mel at the park.", window).people == ("Caroline", "John Smith", "Melanie")
+    assert ex.metadata("caroline met john smith.", window).people == ("Caroline", "John Smith")
+    assert ex.metadata("Caroline's friend Melanie.", window).people == ("Caroline", "Melanie")
 
 
 def test_ambiguous_nickname_and_word_like_names_are_not_people(ex):
-    ctx = context("x", speaker="Melissa", people=("Melanie", "Melissa", "Will"))
-    assert ex.metadata("Melissa called Mel about the car.", ctx).people == ("Melissa",)
-    assert ex.metadata("Melissa will paint.", ctx).people == ("Melissa",)
-    assert ex.metadata("Melissa met Will.", ctx).people == ("Melissa", "Will")
+    window = turn_window("x", speaker="Melissa", people=("Melanie", "Melissa", "Will"))
+    assert ex.metadata("Melissa called Mel about the car.", window).people == ("Melissa",)
+    assert ex.metadata("Melissa will paint.", window).people == ("Melissa",)
+    assert ex.metadata("Melissa met Will.", window).people == ("Melissa", "Will")
 
 
 @pytest.mark.parametrize(
@@ -300,9 +302,9 @@ def test_negation_marker(fact, negated):
 
 
 def test_reply_claim_metadata_names_both_people_and_the_question_topic(ex):
-    ctx = context("Yes, last week!", previous="Did you go to the pride parade?")
-    (fact,) = ex.facts(ctx)
-    meta = ex.metadata(fact, ctx)
+    window = turn_window("Yes, last week!", previous="Did you go to the pride parade?")
+    (fact,) = ex.facts(window)
+    meta = ex.metadata(fact, window)
     assert meta.people == ("Caroline", "Melanie")
     assert meta.keywords == ("pride parade",)
     assert meta.event_time == "week of 2023-05-01"
@@ -311,7 +313,7 @@ def test_reply_claim_metadata_names_both_people_and_the_question_topic(ex):
 def test_output_has_no_unicode_controls(ex):
     # bidi overrides go; zero-width characters a script needs (joiners, Thai/Khmer word breaks) stay
     facts = ex.facts(
-        context("I love\u200b jazz\u202e music with my \u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645 friends.")
+        turn_window("I love\u200b jazz\u202e music with my \u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645 friends.")
     )
     assert facts and not re.search("[\u202a-\u202e\u2066-\u2069]", facts[0]) and "\u200c" in facts[0]
 

@@ -6,6 +6,7 @@ import io
 import json
 import logging
 import pickle
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import memcompile_langgraph
-from memcompile_langgraph import MemCompile
+from memcompile_langgraph import MemCompile, MemCompileConfig
 from memcompile_langgraph.bench.synthetic import generate
 from memcompile_langgraph.index.codec import FormatError, decode_index, decode_tail, encode_index, encode_tail
 from memcompile_langgraph.index.persistent import plain
@@ -308,6 +309,26 @@ def test_a_pickle_file_of_the_previous_format_is_removed_unread(stored, tmp_path
     mem.close()
     assert not (tmp_path / "marker").exists()
     assert json.loads(target.read_bytes().split(b"\n", 2)[1])["format"] == snapshot_file.FORMAT
+
+
+def test_the_sweep_removes_files_of_a_release_with_other_config_fields_and_keeps_other_configs(stored, monkeypatch):
+    """A config field renamed or added makes another build: the earlier release's files are never read again."""
+    path, files, target, index, expected = stored
+    # this release's fields at other values: another process's file, kept
+    other = MemCompile(path, dense=False, config=MemCompileConfig.paper())
+    other.index("u")  # rebuilt from the records and saved under its own build
+    other.close()
+    kept = [f for f in target.parent.glob("*.snapshot") if f != target]
+    earlier = target.with_name(target.name.replace(files._build, "0123456789ab"))
+    renamed = {"llm_table6_sampling": "llm_table6_settings"}
+    with monkeypatch.context() as patch:  # the header the release before the rename wrote
+        patch.setattr(snapshot_file, "asdict", lambda cfg: {renamed.get(k, k): v for k, v in asdict(cfg).items()})
+        files._write(earlier, index, encode_index(index))
+    assert earlier.is_file() and kept
+    mem = MemCompile(path, dense=False)  # sweeps at open
+    assert not earlier.exists() and all(f.is_file() for f in kept) and target.is_file()
+    assert answers(mem) == expected
+    mem.close()
 
 
 def test_a_malformed_tail_is_removed_and_its_vectors_read_elsewhere(stored):

@@ -41,7 +41,7 @@ def packet(text="I adopted a beagle named Biscuit.", speaker="Tom", dia="D1:2", 
     )
 
 
-CTX = TurnWindow(
+WINDOW = TurnWindow(
     packet=packet(), previous=packet("Morning Tom!", "Priya", "D1:1", pid="p1"), known_people=["Priya Shah", "Tom"]
 )
 LABELS = [f"C{i:03d}" for i in range(1, 6)]
@@ -146,15 +146,17 @@ def test_metadata_fields_are_typed_normalized_and_bounded():
             "confidence": 0.8,
         },
     }
-    meta = parse_metadata(json.dumps(reply), CTX, CFG)
+    meta = parse_metadata(json.dumps(reply), WINDOW, CFG)
     assert meta.people == ("Tom", "Priya Shah")  # canonical stored spelling
     assert meta.keywords == ("beagle", "dog", "shelter", "adoption", "biscuit")
     # keywords are compared as strings by Cell Jaccard and entropy: lowercased, duplicates by case folded
     shouting = {**reply, "keywords": ["Beagle", "beagle", "Dog Shelter"]}
-    assert parse_metadata(json.dumps(shouting), CTX, CFG).keywords == ("beagle", "dog shelter")
+    assert parse_metadata(json.dumps(shouting), WINDOW, CFG).keywords == ("beagle", "dog shelter")
     assert meta.event_time == "2024-03-02"  # resolved against the session time
     assert meta.interaction_time == "2024-03-04T09:15:00"  # the packet's, not the model's
-    assert parse_metadata('{"people": [], "keywords": [], "time": ["2023-05", ""]}', CTX, CFG).event_time == "2023-05"
+    assert (
+        parse_metadata('{"people": [], "keywords": [], "time": ["2023-05", ""]}', WINDOW, CFG).event_time == "2023-05"
+    )
 
 
 @pytest.mark.parametrize(
@@ -170,7 +172,7 @@ def test_metadata_fields_are_typed_normalized_and_bounded():
 )
 def test_metadata_of_wrong_types_is_invalid(reply):
     with pytest.raises(InvalidReply):
-        parse_metadata(reply, CTX, CFG)
+        parse_metadata(reply, WINDOW, CFG)
 
 
 def test_intent_fields_and_temporal_flag():
@@ -249,11 +251,11 @@ def test_label_request_renders_the_closed_pool_and_binds_content_hashes():
 
 
 def test_extraction_requests_carry_the_preceding_turn_and_image_fields():
-    ctx = TurnWindow(packet=packet(caption="a beagle puppy"), previous=CTX.previous, known_people=[])
-    user = fact_request(ctx).user
+    window = TurnWindow(packet=packet(caption="a beagle puppy"), previous=WINDOW.previous, known_people=[])
+    user = fact_request(window).user
     assert user.index("Preceding turn:") < user.index("Current turn:")
     assert '"Morning Tom!"' in user and 'image caption: "a beagle puppy"' in user and "dia_id: D1:2" in user
-    meta = metadata_request("Tom adopted a beagle.", ctx)
+    meta = metadata_request("Tom adopted a beagle.", window)
     assert meta.user.startswith('Fact: "Tom adopted a beagle."') and "Session time:" in meta.user
 
 

@@ -203,20 +203,20 @@ def test_paper_a3_query_anchors_are_mmr_over_u_q(embeddings):
     mem.close()
 
 
-# --- Table 6 model settings ------------------------------------------------------------------------------------
+# --- Table 6 sampling parameters ---------------------------------------------------------------------------------
 
 
-def sent_settings(body: dict) -> tuple:
+def sent_parameters(body: dict) -> tuple:
     return body.get("temperature"), body.get("max_completion_tokens", body.get("max_tokens"))
 
 
-def test_paper_applies_table6_settings_to_a_users_model(openai_server, caplog):
+def test_paper_applies_table6_sampling_parameters_to_a_users_model(openai_server, caplog):
     own = chat_model(MODEL, openai_server.base_url, temperature=0.7, max_tokens=None)
     mem = MemCompile(None, llm=own, config=MemCompileConfig.paper(**FAST), dense=False)
     mem.add_turns(TURNS[1:2], user_id="u")
     mem.compile("What class did Priya start?", user_id="u")
     for call_type in ("fact", "metadata", "intent", "schedule"):
-        assert {sent_settings(b) for b in openai_server.of(call_type)} == {(0.0, 2048)}, call_type
+        assert {sent_parameters(b) for b in openai_server.of(call_type)} == {(0.0, 2048)}, call_type
     assert own.temperature == 0.7  # the caller's model object is left as it was
     mem.close()
 
@@ -225,18 +225,33 @@ def test_paper_applies_table6_settings_to_a_users_model(openai_server, caplog):
     assert "temperature 0.7 (Table 6: 0.0), max_tokens None (Table 6: 2048)" in caplog.text  # the default says so
     before = len(openai_server.requests)
     mem.add_turns(TURNS[:1], user_id="u")
-    assert {sent_settings(r["body"]) for r in openai_server.requests[before:]} == {
+    assert {sent_parameters(r["body"]) for r in openai_server.requests[before:]} == {
         (0.7, None)
-    }  # and keeps its settings
+    }  # and keeps its parameters
     mem.close()
 
 
-def test_paper_refuses_a_model_whose_settings_it_cannot_set():
+def test_paper_refuses_a_model_whose_sampling_parameters_it_cannot_set():
     model = FakeListChatModel(responses=["[]"])
-    refusal = r"no temperature or max_tokens setting.*temperature None \(Table 6: 0.0\)"
+    refusal = r"no temperature or max_tokens parameter to set.*temperature None \(Table 6: 0.0\)"
     with pytest.raises(SamplingParametersError, match=refusal):
         MemCompile(None, llm=model, config=MemCompileConfig.paper(), dense=False)
-    MemCompile(None, llm=model, dense=False).close()  # the default runs it with its own settings
+    MemCompile(None, llm=model, dense=False).close()  # the default runs it with its own sampling parameters
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda: MemCompileConfig(llm_table6_settings=True),
+        lambda: MemCompileConfig.paper(llm_table6_settings=False),
+        lambda: MemCompileConfig().with_overrides(llm_table6_settings=True),
+    ],
+)
+def test_the_old_keyword_of_table6_sampling_names_its_new_name(build):
+    with pytest.raises(TypeError) as raised:
+        build()
+    assert str(raised.value) == "MemCompileConfig has no 'llm_table6_settings': it is called 'llm_table6_sampling' now"
+    assert MemCompileConfig.paper().llm_table6_sampling and not MemCompileConfig().llm_table6_sampling
 
 
 # --- the CLI --------------------------------------------------------------------------------------------------
@@ -276,7 +291,7 @@ def test_eval_profile_paper_through_the_model_server(openai_server, tmp_path, em
     report = json.loads((out / "report.json").read_text())
     assert report["config"]["profile"] == "paper" and report["config"]["variant"] == "A0"
     assert openai_server.count("schedule") >= report["overall"]["questions"] > 0 and openai_server.count("frontier") > 0
-    assert {sent_settings(r["body"]) for r in openai_server.requests} == {(0.0, 2048)}
+    assert {sent_parameters(r["body"]) for r in openai_server.requests} == {(0.0, 2048)}
 
 
 def test_ingest_and_query_take_the_profile(tmp_path, capsys):
@@ -311,12 +326,12 @@ def test_inconsistency_reads_the_claims_negation_marker_not_the_models_polarity(
         seq=0,
         content_hash="p",
     )
-    ctx = TurnWindow(packet=p, previous=None, known_people=["Tom"])
+    window = TurnWindow(packet=p, previous=None, known_people=["Tom"])
     reply = json.dumps({"people": ["Tom"], "keywords": ["Cat"], "time": ["", ""], "event": {"polarity": polarity}})
     facts = ["Tom did not adopt the cat.", "Tom adopted the cat."]
-    meta = parse_metadata(reply, ctx, MemCompileConfig())
+    meta = parse_metadata(reply, window, MemCompileConfig())
     assert meta.keywords == ("cat",)  # lowercased as the heuristic's are
-    descriptors = make_descriptors(ctx, facts, [meta, meta], 0)
+    descriptors = make_descriptors(window, facts, [meta, meta], 0)
     assert [d.negated for d in descriptors] == [True, False]  # App. B.2: the marker in the text
 
 

@@ -260,7 +260,7 @@ def test_fit_reader_cli_reports_each_folds_held_out_reader_and_joins_another_ben
     for f in cv["fitted_reader"]["per_fold"]:
         assert load_reader(f["file"]) is not None and f["questions"] > 0
     manifest = json.loads(model.read_text())["manifest"]
-    assert manifest["fitted_on"]["dialogues"] == ["mini-1", "mini-2"]
+    assert manifest["fitted_on"]["sets"] == [{"benchmark": "locomo", "dialogues": ["mini-1", "mini-2"]}]
     examples = tmp_path / "reader-examples.npz"
     assert examples.exists()
     # the same examples as another benchmark's: every fold's reader trains on twice its own questions
@@ -280,6 +280,9 @@ def test_fit_reader_cli_reports_each_folds_held_out_reader_and_joins_another_ben
     )
     joint = json.loads((tmp_path / "out2" / "report.json").read_text())["cross_validation"]["fitted_reader"]
     assert [f["questions"] for f in joint["per_fold"]] == [2 * f["questions"] for f in cv["fitted_reader"]["per_fold"]]
+    # each set lists the dialogues it gave: fold 1's reader held fold 1 of both
+    held = json.loads(Path(joint["per_fold"][0]["file"]).read_text())["manifest"]["fitted_on"]["sets"]
+    assert len(held) == 2 and held[0] == held[1] and len(held[0]["dialogues"]) == 1
     # an eval under the fitted reader: the setting is the evaluated config's
     plain = ["eval", "locomo", LOCOMO_MINI, "--out", str(tmp_path / "out3"), "--quiet", "--pool-reader", str(model)]
     assert main(plain) == 0
@@ -315,10 +318,13 @@ def test_the_shipped_reader_is_the_default_reads_this_codes_features_and_ships_i
     assert "evidence/pool_reader.json" in package_data["package-data"]["memcompile_langgraph"]
     assert MemCompileConfig().pool_reader == SHIPPED and MemCompileConfig.paper().pool_reader is None
     mem = MemCompile(embeddings=embeddings)
+    again = MemCompile(embeddings=embeddings)
     off = MemCompile(embeddings=embeddings, config=MemCompileConfig(pool_reader=None))
     try:
         assert mem.engine.reader is not None and np.allclose(mem.engine.reader.weights, shipped.weights)
+        assert again.engine.reader is mem.engine.reader  # the package's file is read once per process
         assert off.engine.reader is None
     finally:
         mem.close()
+        again.close()
         off.close()

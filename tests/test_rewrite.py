@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_heuristic import context
+from test_heuristic import turn_window
 
 from memcompile_langgraph.extract.heuristic import HeuristicExtractor
 from memcompile_langgraph.extract.rewrite import rewriter
@@ -172,4 +172,4 @@ def test_a_sentence_without_an_exact_rewrite_is_not_rewritten(sentence):
     ],
 )
 def test_claims_read_right_or_keep_the_speakers_words(text, expected):
-    assert HeuristicExtractor().facts(context(text, previous="Hi there, how are things?")) == [expected]
+    assert HeuristicExtractor().facts(turn_window(text, previous="Hi there, how are things?")) == [expected]

@@ -94,6 +94,13 @@ def test_each_call_makes_one_memory_operation_span_with_a_child_per_stage(spans,
     assert parent[commit] is build["index"] and commit.attributes["memcompile.commit.packets"] == 3
     embed = _named(finished, "memcompile.embed")  # the background job, inside the add_turns trace
     assert embed.context.trace_id == create.context.trace_id and embed.attributes["memcompile.embed.packets"] == 3
+    # a writer's part is not a stage: its span names itself a part (a stage's, a stage)
+    assert commit.attributes["memcompile.part"] == "commit" and "memcompile.stage" not in commit.attributes
+    assert embed.attributes["memcompile.part"] == "embed"
+    assert (
+        build["packetize"].attributes["memcompile.stage"] == "packetize"
+        and "memcompile.part" not in build["packetize"].attributes
+    )
     for name, span in build.items():
         assert span.attributes[f"memcompile.{name}.ms"] >= 0
 

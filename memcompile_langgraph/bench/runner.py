@@ -242,13 +242,13 @@ def run_memcompile(
     baseline = rss_now_mb()
     points: list[dict[str, Any]] = []
     stored, ingest_s, bulk_turns = 0, 0.0, 0
-    stages: dict[str, float] = {}  # seconds by stage of the bulk ingests so far (the single adds left out)
+    parts: dict[str, float] = {}  # seconds by part of the bulk ingests so far (the single adds left out)
     for size in opts.sizes:  # turns[:size] are stored when queries run; the single adds follow them
         phase, memory = _Phase(), _Memory()
         before = mem.engine.clock.totals()
         seconds, _ = _timed(lambda: mem.add_turns(turns[stored:size], user_id=USER))
-        for stage, total in mem.engine.clock.totals().items():
-            stages[stage] = stages.get(stage, 0.0) + total - before.get(stage, 0.0)
+        for part, total in mem.engine.clock.totals().items():
+            parts[part] = parts.get(part, 0.0) + total - before.get(part, 0.0)
         ingest_s, bulk_turns, stored = ingest_s + seconds, bulk_turns + (size - stored), size
         ingest, ingest_memory = phase.close(), memory.close()
         log(f"memcompile {size} turns: ingested at {bulk_turns / ingest_s:.1f} turns/s")
@@ -266,7 +266,7 @@ def run_memcompile(
                 "turns": size,
                 "ingest_turns_per_s": round(bulk_turns / ingest_s, 1),
                 "ingest_s": round(ingest_s, 1),
-                "ingest_profile_s": ingest_profile(stages, ingest_s),
+                "writers_clock_s": writers_clock(parts, ingest_s),
                 "add_turn_ms_p50": round(percentile(adds, 50), 2),
                 "add_turn_ms_p95": round(percentile(adds, 95), 2),
                 **queries,
@@ -307,18 +307,18 @@ def run_memcompile(
     return points
 
 
-# the writer's stages (exclusive: they add up to no more than the ingest's wall time), in the order it runs them;
-# BACKGROUND_STAGES run beside them on the embedding thread (the writer's `wait` is its share of them)
-WRITER_STAGES = ("open", "packetize", "extract", "place", "commit", "index", "wait", "publish")
-BACKGROUND_STAGES = ("embed", "store_vectors")
+# the parts of the writer's work (exclusive: they add up to no more than the ingest's wall time), in the order it
+# runs them; BACKGROUND_PARTS run beside them on the embedding thread (the writer's `wait` is its share of them)
+WRITER_PARTS = ("open", "packetize", "extract", "place", "commit", "index", "wait", "publish")
+BACKGROUND_PARTS = ("embed", "store_vectors")
 
 
-def ingest_profile(stages: dict[str, float], wall_s: float) -> dict[str, dict[str, float]]:
-    """Seconds by stage of the bulk ingest: the writer's, with `other` the rest of its wall time (the graph runs
-    between stages), and the background embedding's."""
-    writer = {name: round(stages.get(name, 0.0), 3) for name in WRITER_STAGES}
-    writer["other"] = round(max(0.0, wall_s - sum(stages.get(name, 0.0) for name in WRITER_STAGES)), 3)
-    return {"writer": writer, "background": {name: round(stages.get(name, 0.0), 3) for name in BACKGROUND_STAGES}}
+def writers_clock(parts: dict[str, float], wall_s: float) -> dict[str, dict[str, float]]:
+    """Seconds by part of the bulk ingest's writers' clock: the writer's, with `other` the rest of its wall time (the
+    graph running between its nodes), and the background embedding's."""
+    writer = {name: round(parts.get(name, 0.0), 3) for name in WRITER_PARTS}
+    writer["other"] = round(max(0.0, wall_s - sum(parts.get(name, 0.0) for name in WRITER_PARTS)), 3)
+    return {"writer": writer, "background": {name: round(parts.get(name, 0.0), 3) for name in BACKGROUND_PARTS}}
 
 
 OTHER_USER = "bench-other"

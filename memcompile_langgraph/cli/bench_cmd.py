@@ -50,23 +50,23 @@ def table(report: dict) -> str:
             _aligned(rows),
             "",
             "writers' clock, seconds by part (embedding on a background thread):",
-            profile_table(report),
+            clock_table(report),
         ]
     )
 
 
-def profile_table(report: dict) -> str:
-    """The bulk ingest's seconds by stage at each size: the writer's stages (they add up to `ingest s`), then the
+def clock_table(report: dict) -> str:
+    """The bulk ingest's writers' clock at each size: the writer's parts (they add up to `ingest s`), then the
     background embedding's, which overlap them."""
-    first = report["sizes"][0]["ingest_profile_s"]
+    first = report["sizes"][0]["writers_clock_s"]
     writer, background = list(first["writer"]), list(first["background"])
     rows = [["turns", "ingest s", *writer, *(f"bg {name}" for name in background)]]
     for point in report["sizes"]:
-        profile = point["ingest_profile_s"]
+        clock = point["writers_clock_s"]
         rows.append(
             [str(point["turns"]), str(point["ingest_s"])]
-            + [str(profile["writer"][k]) for k in writer]
-            + [str(profile["background"][k]) for k in background]
+            + [str(clock["writer"][k]) for k in writer]
+            + [str(clock["background"][k]) for k in background]
         )
     return _aligned(rows)
 

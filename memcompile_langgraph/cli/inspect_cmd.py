@@ -8,7 +8,7 @@ import argparse
 from . import UsageError
 from .core import add_store_args, open_memory
 from .llm_args import add_llm_args
-from .mcp_cmd import DEFAULT_HOST, access_settings, add_access_args, is_loopback
+from .mcp_cmd import DEFAULT_HOST, access_rules, add_access_args, is_loopback
 from .profile_args import add_profile_arg
 
 
@@ -22,7 +22,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     host = args.host.strip("[]")
     if not host:
         raise UsageError("--host is empty")
-    access = access_settings(args, host, args.port)
+    access = access_rules(args, host, args.port)
     try:
         from ..integrations.inspector.app import serve  # starlette, uvicorn and the MCP SDK: the mcp extra
     except ImportError as exc:

@@ -37,13 +37,13 @@ def _names(text: str | None) -> list[str] | None:
     return [n.strip() for n in text.split(",") if n.strip()] or None if text else None
 
 
-def http_settings(args: argparse.Namespace) -> dict:
-    """What serving over HTTP needs, checked before the store is opened: the address and access_settings()."""
+def http_serving(args: argparse.Namespace) -> dict:
+    """What serving over HTTP needs, checked before the store is opened: the address and access_rules()."""
     host, port = parse_http(args.http)
-    return {"host": host, "port": port, **access_settings(args, host, port)}
+    return {"host": host, "port": port, **access_rules(args, host, port)}
 
 
-def access_settings(args: argparse.Namespace, host: str, port: int) -> dict:
+def access_rules(args: argparse.Namespace, host: str, port: int) -> dict:
     """Who may reach a served surface (the MCP server, the inspector): the tokens (None with --no-auth, or on
     loopback without --tokens) and the allowed Host/Origin values; a non-loopback address without tokens is refused."""
     from ..integrations.tokens import BadTokensFile, Tokens, check_private
@@ -69,7 +69,7 @@ def access_settings(args: argparse.Namespace, host: str, port: int) -> dict:
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:
-    http = http_settings(args) if args.http else None
+    http = http_serving(args) if args.http else None
     if http is None and (args.tokens or args.no_auth or args.allowed_hosts or args.allowed_origins):
         raise UsageError("--tokens, --no-auth, --allowed-hosts and --allowed-origins are for --http (stdio needs none)")
     try:  # mcp is imported only by this command
@@ -120,7 +120,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def add_access_args(p: argparse.ArgumentParser) -> None:
-    """--tokens, --no-auth, --allowed-hosts, --allowed-origins: who may reach a served surface (access_settings)."""
+    """--tokens, --no-auth, --allowed-hosts, --allowed-origins: who may reach a served surface (access_rules)."""
     p.add_argument(
         "--tokens",
         default=None,

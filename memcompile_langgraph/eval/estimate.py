@@ -17,7 +17,7 @@ from collections import defaultdict
 from typing import Any
 
 from ..index.user import UserIndex
-from ..ingest.build import turn_contexts
+from ..ingest.build import turn_windows
 from ..llm.calls import Request
 from ..llm.prompts import answer_request, fact_request, intent_request, label_request, metadata_request
 from ..text.terms import count_tokens
@@ -37,12 +37,12 @@ def estimate(mem: Any, user_id: str, questions: list[str]) -> dict[str, dict[str
     index = mem.index(user_id)
     totals: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(int))
     packets = [index.packets[p] for p in index.packet_order]
-    contexts, _ = turn_contexts(packets, UserIndex(user_id, cfg), cfg)  # each turn with its real preceding turn
-    for ctx in contexts:
-        claims = [d.claim for d in index.by_packet[ctx.packet.packet_id]]
-        _measure(totals, "fact", fact_request(ctx))
+    windows, _ = turn_windows(packets, UserIndex(user_id, cfg), cfg)  # each turn with its real preceding turn
+    for turn_window in windows:
+        claims = [d.claim for d in index.by_packet[turn_window.packet.packet_id]]
+        _measure(totals, "fact", fact_request(turn_window))
         for claim in claims:
-            _measure(totals, "metadata", metadata_request(claim, ctx))
+            _measure(totals, "metadata", metadata_request(claim, turn_window))
     for q in questions:
         state = mem.query_graph.invoke({"query": q}, context=mem.context(user_id))
         pool = [index.packets[p.packet_id] for p in state["pool"]]

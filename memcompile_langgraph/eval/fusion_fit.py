@@ -221,24 +221,32 @@ def fit_pool_reader(run: EvalRun, out: str | Path, others: Sequence[ReaderExampl
     target = Path(out)
     target.parent.mkdir(parents=True, exist_ok=True)
     mine.save(target.with_name(f"{target.stem}-examples.npz"))
-    benchmarks = [run.bench.name, *(o.benchmark for o in others)]
     per_fold, configs = [], []
     for i, held in enumerate(folds):
-        reader, count = _joint_fit([(mine, held), *((o, o.folds[i]) for o in others)])
-        manifest = _reader_manifest(benchmarks, [n for n in names if n not in held], count)
-        path = save_reader(target.with_name(f"{target.stem}-fold{i + 1}{target.suffix}"), reader, manifest)
+        sets = [(mine, held), *((o, o.folds[i]) for o in others)]
+        reader, count = _joint_fit(sets)
+        path = save_reader(
+            target.with_name(f"{target.stem}-fold{i + 1}{target.suffix}"), reader, _reader_manifest(sets, count)
+        )
         per_fold.append({"fold": i + 1, "file": str(path), "questions": count})
         configs.append(run.opts.config.with_overrides(pool_reader=str(path)))
     records = held_out_records(run, folds, configs)
-    reader, count = _joint_fit([(mine, None), *((o, None) for o in others)])
-    path = save_reader(target, reader, _reader_manifest(benchmarks, names, count))
+    every = [(mine, None), *((o, None) for o in others)]
+    reader, count = _joint_fit(every)
+    path = save_reader(target, reader, _reader_manifest(every, count))
     weights = {f: round(float(w), 6) for f, w in zip(READER_FEATURES, reader.weights)}
     return {"file": str(path), "weights": weights, "per_fold": per_fold, "records": records}
 
 
-def _reader_manifest(benchmarks: list[str], dialogues: list[str], questions: int) -> dict[str, Any]:
+def _reader_manifest(sets: Sequence[tuple[ReaderExamples, Sequence[str] | None]], questions: int) -> dict[str, Any]:
+    """What a reader was fitted on: every set with the dialogues it gave (two sets of one benchmark, BEAM 100K and
+    500K, may share dialogue names, so each set lists its own)."""
+    fitted = [
+        {"benchmark": found.benchmark, "dialogues": [n for n in found.examples if held is None or n not in held]}
+        for found, held in sets
+    ]
     return {
-        "fitted_on": {"benchmarks": benchmarks, "dialogues": dialogues, "questions": questions},
+        "fitted_on": {"sets": fitted, "questions": questions},
         "objective": "listwise softmax log-likelihood of the gold packets among the closed pool and D_q, "
         "every question weighing the same",
         "score": "fused score + standardized features x weights",

@@ -89,7 +89,7 @@ def build_report(run: EvalRun, source: str) -> dict[str, Any]:
             "out": str(opts.out),
             "store": str(opts.store),
             "results": run.main.log.path.name,
-            **{k: v for k, v in run.settings(run.main.config).items() if k != "view"},
+            **{k: v for k, v in run.record_inputs(run.main.config).items() if k != "view"},
         },
     }
     if opts.folds:

@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any, TextIO
 
 
-def fingerprint(settings: dict[str, Any]) -> str:
-    """Short id of everything that changes a record; a run with other settings writes another results file."""
-    return hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()[:10]
+def fingerprint(inputs: dict[str, Any]) -> str:
+    """Short id of everything that changes a record; a run with other inputs writes another results file."""
+    return hashlib.sha256(json.dumps(inputs, sort_keys=True, default=str).encode()).hexdigest()[:10]
 
 
 class ResultLog:

@@ -137,7 +137,7 @@ class EvalRun:
         self.fitted_reader: dict[str, Any] | None = None  # and under --fit-reader
 
     # --- settings --------------------------------------------------------------------------------
-    def settings(self, config: MemCompileConfig) -> dict[str, Any]:
+    def record_inputs(self, config: MemCompileConfig) -> dict[str, Any]:
         """Everything that changes a record (the results file is named after it)."""
         return {
             "benchmark": self.bench.name,
@@ -164,7 +164,7 @@ class EvalRun:
                 configs.setdefault(CHOICE_PREFIX + name, main.with_overrides(**overrides))
         out = []
         for name, cfg in configs.items():
-            results = ResultLog(self.opts.out / f"results-{name}-{fingerprint(self.settings(cfg))}.jsonl")
+            results = ResultLog(self.opts.out / f"results-{name}-{fingerprint(self.record_inputs(cfg))}.jsonl")
             out.append(Variant(name, cfg, results, results.load()))
         return out
 

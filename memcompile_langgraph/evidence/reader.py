@@ -13,6 +13,7 @@ default the one fitted on the dev sets that ships with the package; with None th
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 from collections.abc import Mapping, Sequence
@@ -246,13 +247,20 @@ def load_reader(path: str | Path) -> PoolReader:
     return PoolReader(*table)
 
 
+@functools.cache
+def _shipped() -> PoolReader:
+    """The shipped reader, read once per process: the package's own file does not change under it, and a process
+    may open many memories."""
+    return load_reader(SHIPPED_FILE)
+
+
 def open_reader(path: str | Path | None) -> PoolReader | None:
     """The reader of this file (SHIPPED: the one fitted on the dev sets, shipped with the package), or None (the
     fused order) without one; a file that does not load is one warning."""
     if not path:
         return None
     try:
-        return load_reader(SHIPPED_FILE if str(path) == SHIPPED else path)
+        return _shipped() if str(path) == SHIPPED else load_reader(path)
     except FusionModelError as exc:
         log.warning("%s: the fused order stands", exc)
         return None

@@ -27,8 +27,8 @@ class TurnWindow:
 
 
 class Extractor(Protocol):
-    def facts(self, ctx: TurnWindow) -> list[str]:
+    def facts(self, window: TurnWindow) -> list[str]:
         """Standalone factual claims of the turn, in order (may be empty)."""
 
-    def metadata(self, fact: str, ctx: TurnWindow) -> Metadata:
+    def metadata(self, fact: str, window: TurnWindow) -> Metadata:
         """People, keywords and times of one claim."""

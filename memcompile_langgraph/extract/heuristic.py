@@ -70,9 +70,9 @@ class HeuristicExtractor:
     def __init__(self, max_keywords: int = 5):
         self.max_keywords = max_keywords
 
-    def facts(self, ctx: TurnWindow) -> list[str]:
-        packet, previous = ctx.packet, ctx.previous
-        names = names_for(ctx)
+    def facts(self, window: TurnWindow) -> list[str]:
+        packet, previous = window.packet, window.previous
+        names = names_for(window)
         addressee = previous.speaker if previous and previous.speaker != packet.speaker else None
         rewrite = rewriter(packet.speaker, addressee)
         units = list(split_sentences(packet.text))
@@ -94,8 +94,8 @@ class HeuristicExtractor:
             claims.append(caption)
         return list(dict.fromkeys(_finish(c) for c in claims if c.strip()))
 
-    def metadata(self, fact: str, ctx: TurnWindow) -> Metadata:
-        packet, names = ctx.packet, names_for(ctx)
+    def metadata(self, fact: str, window: TurnWindow) -> Metadata:
+        packet, names = window.packet, names_for(window)
         mentions = names.mentions(fact)
         anchor = packet.session_time or parse_session_time(packet.session_time_raw)
         return Metadata(

@@ -40,57 +40,57 @@ class LLMExtractor:
         req: Request,
         parse: Callable[[str], T],
         shape: str,
-        ctx: TurnWindow,
+        window: TurnWindow,
         fallback: Callable[[], T],
     ) -> tuple[T, str]:
         """(value, "") from the model, else (fallback(), why) with why = "unavailable" or "invalid"."""
-        client = self.client.for_user(ctx.packet.user_id)
+        client = self.client.for_user(window.packet.user_id)
         try:
             out = ask_validated(client, req, parse, self.config.llm_json_retries, json_correction(shape))
         except LLMUnavailable as exc:
-            log.info("%s extraction for %s: %s", stage, ctx.packet.dia_id, exc)
+            log.info("%s extraction for %s: %s", stage, window.packet.dia_id, exc)
             return fallback(), "unavailable"
         if out.value is None:
-            log.info("%s extraction for %s: invalid reply (%s)", stage, ctx.packet.dia_id, out.error)
+            log.info("%s extraction for %s: invalid reply (%s)", stage, window.packet.dia_id, out.error)
             return fallback(), "invalid"
         return out.value, ""
 
-    def _facts(self, ctx: TurnWindow) -> tuple[list[str], str]:
+    def _facts(self, window: TurnWindow) -> tuple[list[str], str]:
         parse = lambda text: parse_facts(text, self.config)  # noqa: E731
-        return self._ask("fact", fact_request(ctx), parse, FACT_SHAPE, ctx, lambda: self.fallback.facts(ctx))
+        return self._ask("fact", fact_request(window), parse, FACT_SHAPE, window, lambda: self.fallback.facts(window))
 
     def _metadata(self, item: tuple[str, TurnWindow]) -> tuple[Metadata, str]:
-        fact, ctx = item
-        parse = lambda text: parse_metadata(text, ctx, self.config)  # noqa: E731
+        fact, window = item
+        parse = lambda text: parse_metadata(text, window, self.config)  # noqa: E731
         return self._ask(
             "metadata",
-            metadata_request(fact, ctx),
+            metadata_request(fact, window),
             parse,
             METADATA_SHAPE,
-            ctx,
-            lambda: self.fallback.metadata(fact, ctx),
+            window,
+            lambda: self.fallback.metadata(fact, window),
         )
 
     # --- Extractor protocol -------------------------------------------------------------------
-    def facts(self, ctx: TurnWindow) -> list[str]:
-        return self.facts_batch([ctx])[0]
+    def facts(self, window: TurnWindow) -> list[str]:
+        return self.facts_batch([window])[0]
 
-    def metadata(self, fact: str, ctx: TurnWindow) -> Metadata:
-        return self.metadata_batch([(fact, ctx)])[0]
+    def metadata(self, fact: str, window: TurnWindow) -> Metadata:
+        return self.metadata_batch([(fact, window)])[0]
 
     # --- batches: what build.extract_all / metadata_all call, concurrently -------------------------
-    def facts_batch(self, contexts: Sequence[TurnWindow]) -> list[list[str]]:
+    def facts_batch(self, windows: Sequence[TurnWindow]) -> list[list[str]]:
         results = run_concurrently(
-            self._facts, contexts, self.config.llm_concurrency, "facts" if self.progress else None
+            self._facts, windows, self.config.llm_concurrency, "facts" if self.progress else None
         )
-        self._report("fact", [(c.packet.user_id, why) for c, (_, why) in zip(contexts, results)])
+        self._report("fact", [(c.packet.user_id, why) for c, (_, why) in zip(windows, results)])
         return [facts for facts, _ in results]
 
     def metadata_batch(self, items: Sequence[tuple[str, TurnWindow]]) -> list[Metadata]:
         results = run_concurrently(
             self._metadata, items, self.config.llm_concurrency, "metadata" if self.progress else None
         )
-        self._report("metadata", [(ctx.packet.user_id, why) for (_, ctx), (_, why) in zip(items, results)])
+        self._report("metadata", [(window.packet.user_id, why) for (_, window), (_, why) in zip(items, results)])
         return [meta for meta, _ in results]
 
     def _report(self, stage: str, outcomes: list[tuple[str, str]]) -> None:

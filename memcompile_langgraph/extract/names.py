@@ -81,7 +81,7 @@ def _names(people: tuple[str, ...]) -> Names:
     return Names(people)
 
 
-def names_for(ctx: TurnWindow) -> Names:
+def names_for(window: TurnWindow) -> Names:
     """The names a turn may mention: its speaker, the preceding speaker and everyone known so far."""
-    people = {ctx.packet.speaker, *ctx.known_people, ctx.previous.speaker if ctx.previous else ""}
+    people = {window.packet.speaker, *window.known_people, window.previous.speaker if window.previous else ""}
     return _names(tuple(sorted(people - {""})))  # sorted: one cached index per set of names

@@ -1,4 +1,4 @@
-"""Reply context from the preceding turn (Sec. 3.2.1): a short reply, or one opening with yes/no, to that turn's
+"""What a reply takes from the preceding turn (Sec. 3.2.1): a short reply, or one opening with yes/no, to that turn's
 question carries the question, so "Sweden, four years ago." still says what it answers."""
 
 from __future__ import annotations

@@ -99,7 +99,7 @@ def split_sentences(text: str) -> tuple[str, ...]:
     return tuple(part.strip() for piece in pieces for part in _COMPOUND.split(piece) if part.strip())
 
 
-@lru_cache(maxsize=16384)  # a sentence is looked at as a turn and again as the next turn's context
+@lru_cache(maxsize=16384)  # a sentence is looked at as a turn and again as the next turn's preceding turn
 def content_words(sentence: str, names: Names) -> tuple[str, ...]:
     """The words of a sentence that carry a fact; empty for a greeting or filler."""
     return tuple(

@@ -188,7 +188,7 @@ def given_expiries(turns: list[Occurrence], now: float) -> tuple[list[Occurrence
     return kept, at_of, counts
 
 
-def turn_contexts(packets: list[SourcePacket], index: UserIndex, cfg: MemCompileConfig) -> tuple[list[TurnWindow], int]:
+def turn_windows(packets: list[SourcePacket], index: UserIndex, cfg: MemCompileConfig) -> tuple[list[TurnWindow], int]:
     """Each packet with its preceding turn and the names known so far; long texts trimmed for extraction."""
     previous = index.packets[index.packet_order[-1]] if index.packet_order else None
     people = list(index.people) + [p.speaker for p in packets if p.speaker not in index.people]
@@ -210,8 +210,8 @@ def fallback_claim(p: SourcePacket) -> str:
     return f"{p.speaker}: {text}" if not text.startswith(p.speaker) else text
 
 
-def make_descriptors(ctx: TurnWindow, facts: list[str], metas: list[Metadata], seq_start: int) -> list[Descriptor]:
-    p = ctx.packet
+def make_descriptors(window: TurnWindow, facts: list[str], metas: list[Metadata], seq_start: int) -> list[Descriptor]:
+    p = window.packet
     out = []
     for i, (fact, meta) in enumerate(zip(facts, metas)):
         out.append(
@@ -236,18 +236,18 @@ def make_descriptors(ctx: TurnWindow, facts: list[str], metas: list[Metadata], s
 
 
 def extract_all(
-    contexts: list[TurnWindow], extractor: Extractor, cfg: MemCompileConfig
+    windows: list[TurnWindow], extractor: Extractor, cfg: MemCompileConfig
 ) -> tuple[list[list[str]], Counter[str]]:
     """Facts per turn. A turn with none keeps one descriptor of its own text (factless_claims, the default), or
     none (the paper, App. B.1): its packet is then reached through the dense channel only."""
     facts: list[list[str]] = []
     counts: Counter[str] = Counter()
     batch = getattr(extractor, "facts_batch", None)  # an LLM extractor runs its calls concurrently
-    found = batch(contexts) if batch is not None else [extractor.facts(ctx) for ctx in contexts]
-    for ctx, got in zip(contexts, found):
+    found = batch(windows) if batch is not None else [extractor.facts(window) for window in windows]
+    for window, got in zip(windows, found):
         got = [f for f in got if f.strip()]
         if not got and cfg.factless_claims:
-            got = [fallback_claim(ctx.packet)[: 4 * 1024]]
+            got = [fallback_claim(window.packet)[: 4 * 1024]]
             counts["fallback_claims"] += 1
         elif not got:
             counts["factless_turns"] += 1
@@ -256,12 +256,12 @@ def extract_all(
 
 
 def metadata_all(
-    contexts: list[TurnWindow], facts: list[list[str]], extractor: Extractor, seq_start: int
+    windows: list[TurnWindow], facts: list[list[str]], extractor: Extractor, seq_start: int
 ) -> list[Descriptor]:
     out: list[Descriptor] = []
-    pairs = [(f, ctx) for ctx, turn_facts in zip(contexts, facts) for f in turn_facts]
+    pairs = [(f, window) for window, turn_facts in zip(windows, facts) for f in turn_facts]
     batch = getattr(extractor, "metadata_batch", None)
-    metas = iter(batch(pairs) if batch is not None else [extractor.metadata(f, ctx) for f, ctx in pairs])
-    for ctx, turn_facts in zip(contexts, facts):
-        out += make_descriptors(ctx, turn_facts, [next(metas) for _ in turn_facts], seq_start + len(out))
+    metas = iter(batch(pairs) if batch is not None else [extractor.metadata(f, window) for f, window in pairs])
+    for window, turn_facts in zip(windows, facts):
+        out += make_descriptors(window, turn_facts, [next(metas) for _ in turn_facts], seq_start + len(out))
     return out

@@ -77,7 +77,7 @@ def _get(raw: Any, key: str) -> str:
 
 
 def given_text(turn: Occurrence) -> str:
-    """The turn's text as handed over (what a trace shows with content capture on)."""
+    """The turn's text as handed over (what a span shows with content capture on)."""
     return _get(turn.raw, "text")
 
 

@@ -200,22 +200,20 @@ def turn_block(p: SourcePacket, heading: str) -> str:
     return "\n".join(lines)
 
 
-def _turns(ctx: TurnWindow) -> str:
-    parts = [turn_block(ctx.previous, "Preceding turn:")] if ctx.previous is not None else []
-    return "\n\n".join([*parts, turn_block(ctx.packet, "Current turn:")])
+def _turns(window: TurnWindow) -> str:
+    parts = [turn_block(window.previous, "Preceding turn:")] if window.previous is not None else []
+    return "\n\n".join([*parts, turn_block(window.packet, "Current turn:")])
 
 
-def fact_request(ctx: TurnWindow) -> Request:
+def fact_request(window: TurnWindow) -> Request:
     return Request(
-        "fact", FACT_SYSTEM, _turns(ctx) + "\n\nReturn the JSON array of standalone facts of the current turn."
+        "fact", FACT_SYSTEM, _turns(window) + "\n\nReturn the JSON array of standalone facts of the current turn."
     )
 
 
-def metadata_request(fact: str, ctx: TurnWindow) -> Request:
-    p = ctx.packet
-    user = (
-        f"Fact: {quoted(fact)}\n\n{_turns(ctx)}\n\nSession time: {quoted(p.session_time_raw or p.session_time or '')}"
-    )
+def metadata_request(fact: str, window: TurnWindow) -> Request:
+    p = window.packet
+    user = f"Fact: {quoted(fact)}\n\n{_turns(window)}\n\nSession time: {quoted(p.session_time_raw or p.session_time or '')}"
     return Request("metadata", METADATA_SYSTEM, user, "json_object")
 
 

@@ -26,22 +26,22 @@ def _describe(gap: dict[str, tuple[Any, Any]]) -> str:
 
 
 def table6_model(model: Any, cfg: MemCompileConfig) -> Any:
-    """The model at Table 6's parameters when cfg.llm_table6_settings (a copy with them set, or SamplingParametersError
+    """The model at Table 6's parameters when cfg.llm_table6_sampling (a copy with them set, or SamplingParametersError
     naming what differs and cannot be set); else the model as given, with one warning when its parameters differ."""
     gap = parameter_gap(model, cfg)
     if not gap:
         return model
     name = f"{type(model).__name__} {getattr(model, 'model_name', None) or getattr(model, 'model', '')}".strip()
-    if not cfg.llm_table6_settings:
+    if not cfg.llm_table6_sampling:
         if (name, _describe(gap)) not in _WARNED:
             _WARNED.add((name, _describe(gap)))
-            log.warning("chat model %s runs with its own settings: %s", name, _describe(gap))
+            log.warning("chat model %s runs with its own sampling parameters: %s", name, _describe(gap))
         return model
     fields = getattr(type(model), "model_fields", {})
     missing = [k for k in gap if k not in fields]
     if missing or not hasattr(model, "model_copy"):
         raise SamplingParametersError(
-            f"the paper profile runs its models at Table 6's settings, but {name} differs and has no "
-            f"{' or '.join(missing or list(gap))} setting to change: {_describe(gap)}"
+            f"the paper profile runs its models at Table 6's sampling parameters, but {name} differs and has no "
+            f"{' or '.join(missing or list(gap))} parameter to set: {_describe(gap)}"
         )
     return model.model_copy(update={k: want for k, (_, want) in gap.items()})

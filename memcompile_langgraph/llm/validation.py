@@ -127,10 +127,10 @@ def lowercased(keywords: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(k.lower() for k in keywords))
 
 
-def parse_metadata(text: str, ctx: TurnWindow, cfg: MemCompileConfig) -> Metadata:
+def parse_metadata(text: str, window: TurnWindow, cfg: MemCompileConfig) -> Metadata:
     """App. F metadata object -> Metadata; the interaction time is the packet's own, never the model's."""
     obj = unwrap_object(parse_json(text), ("people", "keywords", "time", "event"))
-    p = ctx.packet
+    p = window.packet
     anchor = p.session_time
     event = obj.get("event") or {}
     if not isinstance(event, dict):
@@ -148,7 +148,7 @@ def parse_metadata(text: str, ctx: TurnWindow, cfg: MemCompileConfig) -> Metadat
     for role in ("subject_people", "focus_terms", "goal_context_terms"):  # the event roles must be well-typed too
         string_list(event.get(role), f"event.{role}", cfg)
     return Metadata(
-        people=canonical_people(string_list(obj.get("people"), "people", cfg), ctx.known_people, cfg),
+        people=canonical_people(string_list(obj.get("people"), "people", cfg), window.known_people, cfg),
         # lowercased like the heuristic's: Cell Jaccard and entropy (Eq. 18-21) compare keywords as strings
         keywords=lowercased(string_list(obj.get("keywords"), "keywords", cfg, cfg.max_keywords)),
         event_time=event_time,

@@ -64,6 +64,7 @@ class SnapshotFiles:
         self._key = key
         self._digest_at = digest_at
         self._embedding_id = embedding_id or ""
+        self._config_fields = frozenset(asdict(config))  # a file whose config has others is of another release
         # one file per user and build: processes opening a store with another config or model (dense off, a
         # profile) keep their own files instead of replacing each other's
         build = json.dumps({"format": FORMAT, "config": asdict(config), "embedding": self._embedding_id}, default=str)
@@ -209,7 +210,7 @@ class SnapshotFiles:
         return stamp.extends(records_head, partial(self._digest_at, header["user"]))
 
     def sweep(self, head: Callable[[str], Head]) -> int:
-        """Removes files of an earlier format, files the records no longer back (their user forgotten, deleted from,
+        """Removes files of an earlier format or release, files the records no longer back (their user forgotten, deleted from,
         restored or re-embedded since) and temporary files of writes that never finished: a forget on another
         machine cannot reach this one's files, so each worker sweeps its own folder when it opens the store. Reads
         only each file's header; returns how many files were removed."""
@@ -219,8 +220,13 @@ class SnapshotFiles:
                 with open(file, "rb") as fh:
                     fh.readline()
                     header = json.loads(fh.readline())
-                # a file of an earlier format is never read again: a large user's would stay behind after every upgrade
-                stale = header["format"] != FORMAT or not self._backed(header, head(header["user"]))
+                # a file of an earlier format, or of a release whose config had other fields, is never read again: a
+                # large user's would stay behind after every upgrade
+                stale = (
+                    header["format"] != FORMAT
+                    or set(header["config"]) != self._config_fields
+                    or not self._backed(header, head(header["user"]))
+                )
             except (OSError, ValueError, KeyError, TypeError):
                 stale = True  # unreadable: it would be ignored and rebuilt anyway
             if stale:

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
 CAPTURE_CONTENT = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 SCOPE = "memcompile_langgraph"
-PREFIX = "memcompile"  # the attributes the conventions do not define: memcompile.<stage>.<count>
+PREFIX = "memcompile"  # the attributes the conventions do not define: memcompile.<stage or part>.<count>
 
 
 def _api() -> Any:
@@ -218,7 +218,8 @@ class GraphOperation:
 
 
 class _Stage:
-    """A stage span's handle: `record` puts the stage's counts and ms on it; `done` takes a graph node's update."""
+    """A stage span's handle (or a writer part's): `record` puts its counts and ms on it; `done` takes a graph
+    node's update."""
 
     def __init__(self, name: str, span: Span | None = None, served: tuple[GraphOperation, RunContext] | None = None):
         self.name, self.recorder, self.served = name, Recorder(span), served
@@ -245,7 +246,7 @@ class _Stage:
             ctx._operation = None
 
 
-OFF_STAGE = nullcontext(_Stage(""))
+UNTRACED = nullcontext(_Stage(""))  # the handle of a stage or part without a span
 
 
 def stage(
@@ -260,13 +261,23 @@ def stage(
     node opens the run's operation span)."""
     trace = _api()
     if trace is None:
-        return OFF_STAGE
-    return _stage_span(trace, name, runtime, graph, state or {}, context_of)
+        return UNTRACED
+    return _stage_span(trace, "stage", name, runtime, graph, state or {}, context_of)
+
+
+def part(name: str) -> AbstractContextManager[_Stage]:
+    """A child span of the current memory operation for one part of a writer's work (runtime/writer_clock.py): not a
+    stage, so its span says `memcompile.part` where a stage's says `memcompile.stage`."""
+    trace = _api()
+    if trace is None:
+        return UNTRACED
+    return _stage_span(trace, "part", name, None, None, {}, None)
 
 
 @contextmanager
 def _stage_span(
     trace: Any,
+    kind: str,
     name: str,
     runtime: Any,
     graph: GraphOperation | None,
@@ -284,7 +295,7 @@ def _stage_span(
             served = (graph, ctx)
     parent = trace.set_span_in_context(served[1]._operation) if served is not None else None
     tracer = _tracer(trace.get_tracer_provider())
-    span = tracer.start_span(f"{PREFIX}.{name}", context=parent, attributes={f"{PREFIX}.stage": name})
+    span = tracer.start_span(f"{PREFIX}.{name}", context=parent, attributes={f"{PREFIX}.{kind}": name})
     handle = _Stage(name, span, served)
     start = time.perf_counter()
     try:

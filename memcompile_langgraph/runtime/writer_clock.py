@@ -40,7 +40,7 @@ class WriterClock:
             self._add(stack[-1][0], now - stack[-1][1])
         stack.append([name, now])
         try:
-            with telemetry.stage(name) if traced else telemetry.OFF_STAGE as span:
+            with telemetry.part(name) if traced else telemetry.UNTRACED as span:
                 span.record(counts)
                 yield
         finally:

@@ -423,7 +423,7 @@ class ChromaVectors:
         self._loaded.pop(user_id, None)
         try:
             self.client.delete_collection(self.name(user_id))
-        except (NotFoundError, ValueError):  # absent collection: nothing to forget
+        except (NotFoundError, ValueError):  # absent collection: nothing to drop
             return
         self.chroma.dropped()
         if scrub:

@@ -96,13 +96,13 @@ def dialogue_claims(dialogue_turns: list, user_id: str) -> Iterator[tuple[str, t
     from memcompile_langgraph.config import MemCompileConfig
     from memcompile_langgraph.extract.heuristic import HeuristicExtractor
     from memcompile_langgraph.index.user import UserIndex
-    from memcompile_langgraph.ingest.build import packetize, turn_contexts
+    from memcompile_langgraph.ingest.build import packetize, turn_windows
 
     cfg = MemCompileConfig()
     index = UserIndex(user_id, cfg)
-    contexts, _ = turn_contexts(packetize(dialogue_turns, index, user_id).packets, index, cfg)
+    windows, _ = turn_windows(packetize(dialogue_turns, index, user_id).packets, index, cfg)
     extractor = HeuristicExtractor(cfg.max_keywords)
-    for ctx in contexts:
-        names = (ctx.packet.speaker, ctx.previous.speaker if ctx.previous else "")
-        for claim in extractor.facts(ctx):
+    for window in windows:
+        names = (window.packet.speaker, window.previous.speaker if window.previous else "")
+        for claim in extractor.facts(window):
             yield claim, names

@@ -128,7 +128,7 @@ class Explanation:
     max_tokens: int | None
     tokens: int
     note: str = ""  # set when nothing is stored for the user
-    settings: dict[str, Any] = field(default_factory=dict)
+    constants: dict[str, Any] = field(default_factory=dict)
 
     @property
     def selected(self) -> list[Row]:
@@ -243,7 +243,7 @@ def explain(mem: MemCompile, user: str, query: str, max_tokens: int | None = Non
         max_tokens=budget,
         tokens=count_tokens(out.get("context", "")),
         note=out.get("note", ""),
-        settings={
+        constants={
             "K0 (anchors)": k0,
             "K_R (frontier cutoff)": cutoff,
             "K_Delta (frontier slots)": cap,

@@ -252,7 +252,7 @@ def query_page(e: Explanation) -> Html:
         el(
             "p",
             f"{len(e.selected)} selected of {len(e.rows)} packets reached. ",
-            "; ".join(f"{k} {v}" for k, v in e.settings.items()),
+            "; ".join(f"{k} {v}" for k, v in e.constants.items()),
             class_="muted",
         )
     )
