@@ -136,6 +136,21 @@ def test_the_index_config_names_fields_and_embeddings(tmp_path):
     plain.close()
 
 
+def test_an_item_of_several_fields_scores_as_its_best_field(tmp_path):
+    store = MemCompileStore.open(
+        str(tmp_path / "store"), index={"fields": ["memo", "tags[*]"], "dims": 64, "embed": _embed}
+    )
+    try:
+        store.put(("tom",), "a", {"memo": "beagle", "tags": ["garden", "roof"]})
+        store.put(("tom",), "b", {"memo": "The garden shed roof.", "tags": ["beagle"]})
+        store.put(("tom",), "c", {"memo": "beagle garden"}, index=["memo"])  # one field: scored as a whole
+        found = {i.key: i.score for i in store.search(("tom",), query="beagle")}
+        assert found["a"] == pytest.approx(1.0, abs=1e-6) and found["b"] == pytest.approx(1.0, abs=1e-6)
+        assert found["c"] < 0.9
+    finally:
+        store.memory.close()
+
+
 LABELS = ["a%b", "line\n", "tab\tx", "%2", "50%", "e\u0301", "tom\u202e", " ", "x/y", "%25", "a%25b", "\u2205"]
 
 

@@ -37,7 +37,7 @@ import time
 import unicodedata
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, TimeoutError
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from itertools import islice
 from typing import Any
@@ -450,7 +450,8 @@ class MemCompileStore(BaseStore):
                 expiry = None if op.ttl is None else Expiry(now + op.ttl * 60, op.ttl)
                 time_ = entry.stored.packet.session_time_raw if entry is not None else None  # a re-put keeps its time
                 turn = value_turn(op.value, dia_id, *self.speakers, index=self._paths(op), time=time_)
-                doc = item_document(op.value, entry.position if entry is not None else -1, op.index is not False)
+                position = entry.position if entry is not None else -1
+                doc = item_document(op.value, position, op.index is not False, self._paths(op))
                 if entry is not None and _same_turn(entry.stored.packet, turn):
                     if entry.doc != doc:
                         rewrite[entry.packet_id] = doc.dumps()
@@ -533,7 +534,10 @@ class MemCompileStore(BaseStore):
                     continue  # filtered out, `index=False`, or deleted since the compile
                 provenance = {k: meta[k] for k in ("rank", "source", "packet_id")} | {"compiled": doc.page_content}
                 hits.append((namespace, entry, provenance))
-        scores = self._similarities(query, [entry.stored.packet.text for _, entry, _ in hits])
+        # an item whose text came from several fields scores as its best field (LangGraph's max over vectors)
+        texts = [(entry.doc and entry.doc.texts()) or [entry.stored.packet.text] for _, entry, _ in hits]
+        flat = iter(self._similarities(query, [t for ts in texts for t in ts]))
+        scores = [max(next(flat) for _ in ts) for ts in texts]
         # within each user's selection a turn that only asks stays below the statements chosen before it
         for namespace in {ns for ns, _, _ in hits}:
             at = [i for i, (ns, _, _) in enumerate(hits) if ns == namespace]
@@ -627,7 +631,7 @@ class MemCompileStore(BaseStore):
 
 def _placed(doc: ItemDocument, seq: int) -> ItemDocument:
     """A new item's document sorts where its packet was added."""
-    return doc if doc.position >= 0 else ItemDocument(doc.value, seq, doc.indexed)
+    return doc if doc.position >= 0 else replace(doc, position=seq)
 
 
 def _same_turn(packet: SourcePacket, turn: dict[str, Any]) -> bool:
