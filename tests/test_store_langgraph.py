@@ -17,6 +17,7 @@ from langgraph.store.memory import InMemoryStore
 from support.paths import ROOT
 
 from memcompile_langgraph import MemCompile
+from memcompile_langgraph.integrations import base_store
 from memcompile_langgraph.integrations.base_store import MemCompileStore, namespace_user, user_namespace
 from memcompile_langgraph.served import served_memory
 
@@ -80,6 +81,22 @@ def test_ttl_per_put_default_refresh_and_sweeper(tmp_path):
         time.sleep(0.2)
     assert store.stop_ttl_sweeper(timeout=5)
     assert [t.packet.text for t in mem.turns("a")] == ["No time to live."]
+    mem.close()
+
+
+def test_an_item_lives_its_ttl_from_when_it_is_stored(tmp_path, monkeypatch):
+    mem = MemCompile(tmp_path / "store", dense=False)
+    store = MemCompileStore(mem)
+    invoke = base_store.ingest_graph.invoke
+
+    def slow_invoke(*args, **kwargs):  # an ingest that takes a while, as the first one loading a model does
+        time.sleep(1.5)
+        return invoke(*args, **kwargs)
+
+    monkeypatch.setattr(base_store.ingest_graph, "invoke", slow_invoke)
+    store.put(("a",), "k", {"text": "Expires in six seconds."}, ttl=0.1)
+    [expiry] = mem.engine.records.expiries("a", [t.packet.packet_id for t in mem.turns("a")]).values()
+    assert expiry.at - time.time() == pytest.approx(6.0, abs=0.5)
     mem.close()
 
 

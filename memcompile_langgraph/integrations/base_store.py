@@ -348,7 +348,7 @@ class MemCompileStore(BaseStore):
                 raise ValueError(f"unknown store operation: {type(op).__name__}")
         for user, expiries in read.items():
             self._refresh(user, expiries, now)
-        self._put_all([op for op in ops if isinstance(op, PutOp)], now)
+        self._put_all([op for op in ops if isinstance(op, PutOp)])
         return results
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
@@ -402,7 +402,7 @@ class MemCompileStore(BaseStore):
         """The field paths that hold the put value's text (None: store_values.value_text's default)."""
         return op.index or None if op.index is not None else self._fields
 
-    def _put_all(self, puts: list[PutOp], now: float) -> None:
+    def _put_all(self, puts: list[PutOp]) -> None:
         """Every value is checked before anything changes; then per user, one writer unit of work."""
         latest: dict[tuple[str, str], PutOp] = {}  # a key put twice in one batch: the last value wins
         for op in puts:
@@ -416,24 +416,30 @@ class MemCompileStore(BaseStore):
         for (user, dia_id), op in latest.items():
             by_user.setdefault(user, {})[dia_id] = op
         for user, ops in by_user.items():
-            self._put_user(user, ops, now)
+            self._put_user(user, ops)
 
-    def _put_user(self, user: str, ops: dict[str, PutOp], now: float) -> None:
+    def _put_user(self, user: str, ops: dict[str, PutOp]) -> None:
         """Under the user's writer lock (concurrent puts of a key: the last one wins, whole): kept packets get their
         new document; a changed turn replaces its packet in the records transaction that adds the new one, which
         keeps the new documents and expiries beside their packets (a forget waits for the lock, then removes all)."""
         docs: dict[str, ItemDocument] = {}  # dia_id -> document of an added turn; position -1: the new packet's seq
-        expiries: dict[str, Expiry] = {}
+        ttls: dict[str, float] = {}  # dia_id -> minutes to live of an added turn
 
         def rows(packets: list[SourcePacket]) -> tuple[dict[str, str], dict[str, Expiry]]:
             kept = [p for p in packets if p.dia_id in docs]
+            stored_at = time.time()  # an item lives its ttl from when it is stored, however long the ingest took
             return (
                 {p.packet_id: _placed(docs[p.dia_id], p.seq).dumps() for p in kept},
-                {p.packet_id: expiries[p.dia_id] for p in kept if p.dia_id in expiries},
+                {
+                    p.packet_id: Expiry(stored_at + ttls[p.dia_id] * 60, ttls[p.dia_id])
+                    for p in kept
+                    if p.dia_id in ttls
+                },
             )
 
         host = self.memory.host
         with UnitOfWork(host, user, rows=rows) as unit:
+            now = time.time()  # the writer lock may have been waited for
             stored = self._entries(user, list(ops), None)
             old = {e.stored.packet.dia_id: e for e in stored}
             remove: dict[str, str] = {}  # dia_id -> packet id
@@ -468,8 +474,8 @@ class MemCompileStore(BaseStore):
                         }
                 add.append(turn)
                 docs[dia_id] = doc
-                if expiry is not None:
-                    expiries[dia_id] = expiry
+                if op.ttl is not None:
+                    ttls[dia_id] = op.ttl
             if rewrite or expiring:
                 self.memory.engine.records.put_items(user, rewrite, expiring)
             unit.replace(remove)
