@@ -138,7 +138,7 @@ def test_the_index_config_names_fields_and_embeddings(tmp_path):
     index = {"fields": ["memo", "tags[*]"], "dims": 64, "embed": _embed}
     store = MemCompileStore.open(str(tmp_path / "store"), index=index)
     try:
-        assert store.index_config == index
+        assert store.index_config == index and store.embeddings.embed_query("a b") == _embed(["a b"])[0]
         store.put(("tom",), "k", {"memo": "I adopted a beagle.", "tags": ["pets"], "noise": "xyzzy"})
         assert [t.packet.text for t in store.memory.turns("tom")] == ["I adopted a beagle.\npets"]
         assert sum(calls) > 0  # the dense channel embeds with the given function

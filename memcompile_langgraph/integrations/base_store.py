@@ -43,6 +43,7 @@ from itertools import islice
 from typing import Any
 
 import numpy as np
+from langchain_core.embeddings import Embeddings
 from langgraph.store.base import (
     BaseStore,
     GetOp,
@@ -318,6 +319,11 @@ class MemCompileStore(BaseStore):
         if index and index.get("embed") is not None:
             options["embeddings"] = ensure_embeddings(index["embed"])
         return cls(MemCompile(path, **options), index=index, ttl=ttl)
+
+    @property
+    def embeddings(self) -> Embeddings | None:
+        """The embeddings queries are scored with (as InMemoryStore's attribute): the memory's dense channel's."""
+        return self.memory.embeddings
 
     def user(self, namespace: tuple[str, ...]) -> str:
         try:
