@@ -19,6 +19,7 @@ from support.paths import ROOT
 from memcompile_langgraph import MemCompile
 from memcompile_langgraph.integrations import base_store
 from memcompile_langgraph.integrations.base_store import MemCompileStore, namespace_user, user_namespace
+from memcompile_langgraph.integrations.store_values import read_document
 from memcompile_langgraph.served import served_memory
 
 BEAGLE = {"speaker": "Tom", "text": "I adopted a beagle named Biscuit.", "time": "4 March 2024"}
@@ -166,6 +167,22 @@ def test_an_item_of_several_fields_scores_as_its_best_field(tmp_path):
         assert found["c"] < 0.9
     finally:
         store.memory.close()
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=6),
+    lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=4), c, max_size=3),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(paths=JSON, value=st.dictionaries(st.text(max_size=4), JSON, max_size=3))
+def test_a_stored_document_with_any_paths_reads_back_without_harm(paths, value):
+    doc = read_document(json.dumps({"value": value, "position": 3, "indexed": True, "paths": paths}))
+    assert doc is not None and doc.value == value and doc.position == 3
+    assert doc.paths is None or all(isinstance(p, str) for p in doc.paths)
+    assert all(isinstance(t, str) and t.strip() for t in doc.texts())
 
 
 LABELS = ["a%b", "line\n", "tab\tx", "%2", "50%", "e\u0301", "tom\u202e", " ", "x/y", "%25", "a%25b", "\u2205"]

@@ -205,7 +205,7 @@ def read_document(text: str) -> ItemDocument | None:
     if not isinstance(value, dict) or type(position) is not int or not isinstance(indexed, bool):
         return None
     if not (isinstance(paths, list) and all(isinstance(p, str) for p in paths)):
-        paths = None  # written before paths were kept, or not a list of paths: the turn's text is scored
+        paths = None  # no list of paths: the turn's text is scored
     return ItemDocument(value, position, indexed, None if paths is None else tuple(paths))
 
 
