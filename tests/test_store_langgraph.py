@@ -17,7 +17,9 @@ from langgraph.store.memory import InMemoryStore
 from support.paths import ROOT
 
 from memcompile_langgraph import MemCompile
+from memcompile_langgraph.integrations import base_store
 from memcompile_langgraph.integrations.base_store import MemCompileStore, namespace_user, user_namespace
+from memcompile_langgraph.integrations.store_values import read_document
 from memcompile_langgraph.served import served_memory
 
 BEAGLE = {"speaker": "Tom", "text": "I adopted a beagle named Biscuit.", "time": "4 March 2024"}
@@ -83,6 +85,22 @@ def test_ttl_per_put_default_refresh_and_sweeper(tmp_path):
     mem.close()
 
 
+def test_an_item_lives_its_ttl_from_when_it_is_stored(tmp_path, monkeypatch):
+    mem = MemCompile(tmp_path / "store", dense=False)
+    store = MemCompileStore(mem)
+    invoke = base_store.ingest_graph.invoke
+
+    def slow_invoke(*args, **kwargs):  # an ingest that takes a while, as the first one loading a model does
+        time.sleep(1.5)
+        return invoke(*args, **kwargs)
+
+    monkeypatch.setattr(base_store.ingest_graph, "invoke", slow_invoke)
+    store.put(("a",), "k", {"text": "Expires in six seconds."}, ttl=0.1)
+    [expiry] = mem.engine.records.expiries("a", [t.packet.packet_id for t in mem.turns("a")]).values()
+    assert expiry.at - time.time() == pytest.approx(6.0, abs=0.5)
+    mem.close()
+
+
 def test_the_served_store_reads_the_ttl_of_langgraph_json(tmp_path, monkeypatch):
     monkeypatch.setenv("MEMCOMPILE_STORE", str(tmp_path / "served"))
     ttl = {"default_ttl": 60, "refresh_on_read": False, "sweep_interval_minutes": 5}
@@ -121,7 +139,7 @@ def test_the_index_config_names_fields_and_embeddings(tmp_path):
     index = {"fields": ["memo", "tags[*]"], "dims": 64, "embed": _embed}
     store = MemCompileStore.open(str(tmp_path / "store"), index=index)
     try:
-        assert store.index_config == index
+        assert store.index_config == index and store.embeddings.embed_query("a b") == _embed(["a b"])[0]
         store.put(("tom",), "k", {"memo": "I adopted a beagle.", "tags": ["pets"], "noise": "xyzzy"})
         assert [t.packet.text for t in store.memory.turns("tom")] == ["I adopted a beagle.\npets"]
         assert sum(calls) > 0  # the dense channel embeds with the given function
@@ -134,6 +152,37 @@ def test_the_index_config_names_fields_and_embeddings(tmp_path):
     with pytest.raises(ValueError, match="must be the memory's embeddings"):
         MemCompileStore(plain, index=index)
     plain.close()
+
+
+def test_an_item_of_several_fields_scores_as_its_best_field(tmp_path):
+    store = MemCompileStore.open(
+        str(tmp_path / "store"), index={"fields": ["memo", "tags[*]"], "dims": 64, "embed": _embed}
+    )
+    try:
+        store.put(("tom",), "a", {"memo": "beagle", "tags": ["garden", "roof"]})
+        store.put(("tom",), "b", {"memo": "The garden shed roof.", "tags": ["beagle"]})
+        store.put(("tom",), "c", {"memo": "beagle garden"}, index=["memo"])  # one field: scored as a whole
+        found = {i.key: i.score for i in store.search(("tom",), query="beagle")}
+        assert found["a"] == pytest.approx(1.0, abs=1e-6) and found["b"] == pytest.approx(1.0, abs=1e-6)
+        assert found["c"] < 0.9
+    finally:
+        store.memory.close()
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=6),
+    lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=4), c, max_size=3),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(paths=JSON, value=st.dictionaries(st.text(max_size=4), JSON, max_size=3))
+def test_a_stored_document_with_any_paths_reads_back_without_harm(paths, value):
+    doc = read_document(json.dumps({"value": value, "position": 3, "indexed": True, "paths": paths}))
+    assert doc is not None and doc.value == value and doc.position == 3
+    assert doc.paths is None or all(isinstance(p, str) for p in doc.paths)
+    assert all(isinstance(t, str) and t.strip() for t in doc.texts())
 
 
 LABELS = ["a%b", "line\n", "tab\tx", "%2", "50%", "e\u0301", "tom\u202e", " ", "x/y", "%25", "a%25b", "\u2205"]

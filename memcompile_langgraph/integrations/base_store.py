@@ -37,12 +37,13 @@ import time
 import unicodedata
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, TimeoutError
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from itertools import islice
 from typing import Any
 
 import numpy as np
+from langchain_core.embeddings import Embeddings
 from langgraph.store.base import (
     BaseStore,
     GetOp,
@@ -319,6 +320,11 @@ class MemCompileStore(BaseStore):
             options["embeddings"] = ensure_embeddings(index["embed"])
         return cls(MemCompile(path, **options), index=index, ttl=ttl)
 
+    @property
+    def embeddings(self) -> Embeddings | None:
+        """The embeddings queries are scored with (as InMemoryStore's attribute): the memory's dense channel's."""
+        return self.memory.embeddings
+
     def user(self, namespace: tuple[str, ...]) -> str:
         try:
             user = validate_user_id(self.namespace_to_user(tuple(namespace)))
@@ -348,7 +354,7 @@ class MemCompileStore(BaseStore):
                 raise ValueError(f"unknown store operation: {type(op).__name__}")
         for user, expiries in read.items():
             self._refresh(user, expiries, now)
-        self._put_all([op for op in ops if isinstance(op, PutOp)], now)
+        self._put_all([op for op in ops if isinstance(op, PutOp)])
         return results
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
@@ -402,7 +408,7 @@ class MemCompileStore(BaseStore):
         """The field paths that hold the put value's text (None: store_values.value_text's default)."""
         return op.index or None if op.index is not None else self._fields
 
-    def _put_all(self, puts: list[PutOp], now: float) -> None:
+    def _put_all(self, puts: list[PutOp]) -> None:
         """Every value is checked before anything changes; then per user, one writer unit of work."""
         latest: dict[tuple[str, str], PutOp] = {}  # a key put twice in one batch: the last value wins
         for op in puts:
@@ -416,24 +422,30 @@ class MemCompileStore(BaseStore):
         for (user, dia_id), op in latest.items():
             by_user.setdefault(user, {})[dia_id] = op
         for user, ops in by_user.items():
-            self._put_user(user, ops, now)
+            self._put_user(user, ops)
 
-    def _put_user(self, user: str, ops: dict[str, PutOp], now: float) -> None:
+    def _put_user(self, user: str, ops: dict[str, PutOp]) -> None:
         """Under the user's writer lock (concurrent puts of a key: the last one wins, whole): kept packets get their
         new document; a changed turn replaces its packet in the records transaction that adds the new one, which
         keeps the new documents and expiries beside their packets (a forget waits for the lock, then removes all)."""
         docs: dict[str, ItemDocument] = {}  # dia_id -> document of an added turn; position -1: the new packet's seq
-        expiries: dict[str, Expiry] = {}
+        ttls: dict[str, float] = {}  # dia_id -> minutes to live of an added turn
 
         def rows(packets: list[SourcePacket]) -> tuple[dict[str, str], dict[str, Expiry]]:
             kept = [p for p in packets if p.dia_id in docs]
+            stored_at = time.time()  # an item lives its ttl from when it is stored, however long the ingest took
             return (
                 {p.packet_id: _placed(docs[p.dia_id], p.seq).dumps() for p in kept},
-                {p.packet_id: expiries[p.dia_id] for p in kept if p.dia_id in expiries},
+                {
+                    p.packet_id: Expiry(stored_at + ttls[p.dia_id] * 60, ttls[p.dia_id])
+                    for p in kept
+                    if p.dia_id in ttls
+                },
             )
 
         host = self.memory.host
         with UnitOfWork(host, user, rows=rows) as unit:
+            now = time.time()  # the writer lock may have been waited for
             stored = self._entries(user, list(ops), None)
             old = {e.stored.packet.dia_id: e for e in stored}
             remove: dict[str, str] = {}  # dia_id -> packet id
@@ -450,7 +462,8 @@ class MemCompileStore(BaseStore):
                 expiry = None if op.ttl is None else Expiry(now + op.ttl * 60, op.ttl)
                 time_ = entry.stored.packet.session_time_raw if entry is not None else None  # a re-put keeps its time
                 turn = value_turn(op.value, dia_id, *self.speakers, index=self._paths(op), time=time_)
-                doc = item_document(op.value, entry.position if entry is not None else -1, op.index is not False)
+                position = entry.position if entry is not None else -1
+                doc = item_document(op.value, position, op.index is not False, self._paths(op))
                 if entry is not None and _same_turn(entry.stored.packet, turn):
                     if entry.doc != doc:
                         rewrite[entry.packet_id] = doc.dumps()
@@ -467,8 +480,8 @@ class MemCompileStore(BaseStore):
                         }
                 add.append(turn)
                 docs[dia_id] = doc
-                if expiry is not None:
-                    expiries[dia_id] = expiry
+                if op.ttl is not None:
+                    ttls[dia_id] = op.ttl
             if rewrite or expiring:
                 self.memory.engine.records.put_items(user, rewrite, expiring)
             unit.replace(remove)
@@ -533,7 +546,10 @@ class MemCompileStore(BaseStore):
                     continue  # filtered out, `index=False`, or deleted since the compile
                 provenance = {k: meta[k] for k in ("rank", "source", "packet_id")} | {"compiled": doc.page_content}
                 hits.append((namespace, entry, provenance))
-        scores = self._similarities(query, [entry.stored.packet.text for _, entry, _ in hits])
+        # an item whose text came from several fields scores as its best field (LangGraph's max over vectors)
+        texts = [(entry.doc and entry.doc.texts()) or [entry.stored.packet.text] for _, entry, _ in hits]
+        flat = iter(self._similarities(query, [t for ts in texts for t in ts]))
+        scores = [max(next(flat) for _ in ts) for ts in texts]
         # within each user's selection a turn that only asks stays below the statements chosen before it
         for namespace in {ns for ns, _, _ in hits}:
             at = [i for i, (ns, _, _) in enumerate(hits) if ns == namespace]
@@ -627,7 +643,7 @@ class MemCompileStore(BaseStore):
 
 def _placed(doc: ItemDocument, seq: int) -> ItemDocument:
     """A new item's document sorts where its packet was added."""
-    return doc if doc.position >= 0 else ItemDocument(doc.value, seq, doc.indexed)
+    return doc if doc.position >= 0 else replace(doc, position=seq)
 
 
 def _same_turn(packet: SourcePacket, turn: dict[str, Any]) -> bool:

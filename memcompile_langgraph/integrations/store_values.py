@@ -133,19 +133,27 @@ def turn_value(p: SourcePacket) -> dict[str, Any]:
 @dataclass(frozen=True)
 class ItemDocument:
     """What a put keeps beside its turn: the value as given, where the item sorts (the dialogue position of its
-    first put: an update keeps its place) and whether a query may find it (`index=False`: never)."""
+    first put: an update keeps its place), whether a query may find it (`index=False`: never) and the field paths
+    that named its text (None: the default text), each text at them scored apart as LangGraph's stores do."""
 
     value: dict[str, Any]
     position: int
     indexed: bool
+    paths: tuple[str, ...] | None = None
 
     def dumps(self) -> str:
-        return json.dumps(
-            {"value": self.value, "position": self.position, "indexed": self.indexed},
-            ensure_ascii=False,
-            separators=(",", ":"),
-            allow_nan=False,
-        )
+        doc: dict[str, Any] = {"value": self.value, "position": self.position, "indexed": self.indexed}
+        if self.paths is not None:
+            doc["paths"] = list(self.paths)
+        return json.dumps(doc, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+    def texts(self) -> list[str]:
+        """The texts a query is compared with, one per field found at the paths (none: the turn's text is)."""
+        try:
+            found = [t for p in self.paths or () for t in get_text_at_path(self.value, p)]
+        except (TypeError, ValueError, IndexError, KeyError):
+            return []  # stored text is untrusted: a path that no longer reads scores the turn's text
+        return [t for t in found if t.strip()]
 
 
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -178,9 +186,11 @@ def json_copy(value: Mapping[str, Any]) -> dict[str, Any]:
     return copy
 
 
-def item_document(value: Mapping[str, Any], position: int, indexed: bool) -> ItemDocument:
+def item_document(
+    value: Mapping[str, Any], position: int, indexed: bool, paths: list[str] | None = None
+) -> ItemDocument:
     """The document of a put: the value as JSON keeps it (json_copy)."""
-    return ItemDocument(json_copy(value), position, indexed)
+    return ItemDocument(json_copy(value), position, indexed, None if paths is None else tuple(paths))
 
 
 def read_document(text: str) -> ItemDocument | None:
@@ -191,10 +201,12 @@ def read_document(text: str) -> ItemDocument | None:
         return None
     if not isinstance(doc, dict):
         return None
-    value, position, indexed = doc.get("value"), doc.get("position"), doc.get("indexed")
+    value, position, indexed, paths = doc.get("value"), doc.get("position"), doc.get("indexed"), doc.get("paths")
     if not isinstance(value, dict) or type(position) is not int or not isinstance(indexed, bool):
         return None
-    return ItemDocument(value, position, indexed)
+    if not (isinstance(paths, list) and all(isinstance(p, str) for p in paths)):
+        paths = None  # no list of paths: the turn's text is scored
+    return ItemDocument(value, position, indexed, None if paths is None else tuple(paths))
 
 
 def _operator(actual: Any, op: str, expected: Any) -> bool:
