@@ -4,8 +4,6 @@ before chromadb's own client (which waits forever) is made. Light: chromadb is n
 from __future__ import annotations
 
 import contextlib
-import math
-import os
 import socket
 import threading
 from urllib.parse import urlparse
@@ -13,6 +11,7 @@ from urllib.parse import urlparse
 import httpx
 
 from .protocols import VectorStoreError
+from .timeouts import env_seconds
 
 TIMEOUT_ENV = "MEMCOMPILE_CHROMA_TIMEOUT"
 DEFAULT_TIMEOUT = 5.0  # seconds any one operation on a Chroma server may take, all its requests together
@@ -26,14 +25,7 @@ def server_address(url: str) -> tuple[str, int, bool]:
 
 def server_timeout() -> float:
     """Seconds one operation on a Chroma server may take: $MEMCOMPILE_CHROMA_TIMEOUT, else 5."""
-    raw = os.environ.get(TIMEOUT_ENV, "").strip()
-    try:
-        timeout = float(raw) if raw else DEFAULT_TIMEOUT
-    except ValueError:
-        timeout = math.nan
-    if not 0 < timeout < math.inf:
-        raise VectorStoreError(f"{TIMEOUT_ENV}={raw!r}: give the seconds a Chroma server call may take, e.g. 5")
-    return timeout
+    return env_seconds(TIMEOUT_ENV, DEFAULT_TIMEOUT, "a Chroma server call may take", VectorStoreError)
 
 
 class Deadline:

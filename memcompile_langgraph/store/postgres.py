@@ -32,6 +32,7 @@ from .locks import UserLocks
 from .protocols import StoreError
 from .rows import EDITABLE
 from .sql import SCHEMA_VERSION, SqlRecords, Tx
+from .timeouts import env_seconds
 
 DEFAULT_SCHEMA = "memcompile"
 _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
@@ -41,14 +42,7 @@ DEFAULT_TIMEOUT = 30.0  # seconds one statement (or a connection's start) may wa
 
 def server_timeout() -> float:
     """Seconds a PostgreSQL statement may wait for its answer: $MEMCOMPILE_PG_TIMEOUT, else 30."""
-    raw = os.environ.get(TIMEOUT_ENV, "").strip()
-    try:
-        timeout = float(raw) if raw else DEFAULT_TIMEOUT
-    except ValueError:
-        timeout = math.nan
-    if not 0 < timeout < math.inf:
-        raise StoreError(f"{TIMEOUT_ENV}={raw!r}: give the seconds a PostgreSQL statement may wait, e.g. 30")
-    return timeout
+    return env_seconds(TIMEOUT_ENV, DEFAULT_TIMEOUT, "a PostgreSQL statement may wait", StoreError)
 
 
 class _Watchdog:
