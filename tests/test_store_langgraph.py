@@ -222,3 +222,41 @@ def test_a_namespace_is_refused_exactly_as_the_in_memory_store_refuses_it(in_mem
             in_memory.put(namespace, "k", {"text": "x"})
         return
     assert user_namespace(namespace_user(namespace)) == namespace  # accepted: a namespace of its own
+
+
+def test_puts_awaited_together_are_written_together_and_each_fails_with_its_group(tmp_path, monkeypatch):
+    import asyncio
+
+    store = MemCompileStore(MemCompile(tmp_path / "m", dense=False))
+    units: list[int] = []
+    write = MemCompileStore._write_user
+
+    def counted(self, user, ops):
+        units.append(len(ops))
+        return write(self, user, ops)
+
+    monkeypatch.setattr(MemCompileStore, "_write_user", counted)
+
+    async def put_all(n: int, key) -> None:
+        await asyncio.gather(*(store.aput(("u",), key(i), {"text": f"note {i} on topic {i % 5}"}) for i in range(n)))
+
+    try:
+        asyncio.run(put_all(60, lambda i: f"k{i}"))
+        assert sum(units) == 60 and len(units) < 60  # one ingest and commit for many puts
+        assert {i.key for i in store.search(("u",), limit=100)} == {f"k{i}" for i in range(60)}
+        # puts of one key awaited together: the last queued wins, whole
+        asyncio.run(put_all(20, lambda i: "same"))
+        assert store.get(("u",), "same").value == {"text": "note 19 on topic 4"}
+
+        def broken(self, user, ops):
+            raise RuntimeError("records gone")
+
+        monkeypatch.setattr(MemCompileStore, "_write_user", broken)
+        with pytest.raises(RuntimeError, match="records gone"):
+            asyncio.run(put_all(10, lambda i: f"x{i}"))
+        monkeypatch.setattr(MemCompileStore, "_write_user", counted)
+        store.put(("u",), "after", {"text": "the queue writes again"})  # a failed group leaves no writer behind
+        assert store.get(("u",), "after").value == {"text": "the queue writes again"}
+        assert store.get(("u",), "x0") is None
+    finally:
+        store.memory.close()

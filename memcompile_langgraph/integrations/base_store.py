@@ -28,6 +28,7 @@ turn's dia_id. Where store semantics and MemCompile's differ (docs/integrations.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import json
 import logging
@@ -36,7 +37,7 @@ import threading
 import time
 import unicodedata
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future, TimeoutError
+from concurrent.futures import Future, InvalidStateError, TimeoutError
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from itertools import islice
@@ -304,6 +305,10 @@ class MemCompileStore(BaseStore):
         self.ttl_config = ttl
         self._fields = list(index.get("fields") or []) or None if index else None
         self._sweeper: tuple[threading.Event, Future[None]] | None = None
+        # puts waiting to be written, per user, and the users whose queue a thread is writing
+        self._queue_lock = threading.Lock()
+        self._queued: dict[str, list[tuple[dict[str, PutOp], Future[None]]]] = {}
+        self._writing: set[str] = set()
 
     @classmethod
     def open(
@@ -358,7 +363,21 @@ class MemCompileStore(BaseStore):
         return results
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        return await asyncio.to_thread(self.batch, list(ops))
+        ops = list(ops)
+        if not ops or not all(isinstance(op, PutOp) for op in ops):
+            return await asyncio.to_thread(self.batch, ops)
+        # puts only: queued without a thread each, so that all the puts awaited at once are written together
+        for op in ops:
+            validate_op_namespace(op)
+        waiting = []
+        for user, queued in self._checked([op for op in ops if isinstance(op, PutOp)]).items():
+            done, writer = self._enqueue(user, queued)
+            if writer:
+                asyncio.get_running_loop().run_in_executor(None, self._drain, user)
+            # a cancelled caller stops waiting; the put, once queued, is written with the others
+            waiting.append(asyncio.shield(asyncio.wrap_future(done)))
+        await asyncio.gather(*waiting)
+        return [None] * len(ops)
 
     # --- reading -------------------------------------------------------------------------------
     def _entries(self, user: str, dia_ids: list[str] | None, now: float | None) -> list[_Entry]:
@@ -410,6 +429,11 @@ class MemCompileStore(BaseStore):
 
     def _put_all(self, puts: list[PutOp]) -> None:
         """Every value is checked before anything changes; then per user, one writer unit of work."""
+        for user, ops in self._checked(puts).items():
+            self._put_user(user, ops)
+
+    def _checked(self, puts: list[PutOp]) -> dict[str, dict[str, PutOp]]:
+        """The puts by user and dia_id, every value checked (ValueError before anything changes)."""
         latest: dict[tuple[str, str], PutOp] = {}  # a key put twice in one batch: the last value wins
         for op in puts:
             if op.ttl is not None:
@@ -421,10 +445,47 @@ class MemCompileStore(BaseStore):
         by_user: dict[str, dict[str, PutOp]] = {}
         for (user, dia_id), op in latest.items():
             by_user.setdefault(user, {})[dia_id] = op
-        for user, ops in by_user.items():
-            self._put_user(user, ops)
+        return by_user
 
     def _put_user(self, user: str, ops: dict[str, PutOp]) -> None:
+        done, writer = self._enqueue(user, ops)
+        if writer:
+            self._drain(user)
+        done.result()
+
+    def _enqueue(self, user: str, ops: dict[str, PutOp]) -> tuple[Future[None], bool]:
+        """Queues a user's puts; True when no one is writing that user's queue, so the caller must (`_drain`)."""
+        done: Future[None] = Future()
+        with self._queue_lock:
+            self._queued.setdefault(user, []).append((ops, done))
+            writer = user not in self._writing
+            self._writing.add(user)
+        return done, writer
+
+    def _drain(self, user: str) -> None:
+        """Writes the user's queued puts until none is left, all that wait at once in one unit of work (in queue
+        order, so the last put of a key wins): many concurrent writers pay for one ingest and one commit, not one
+        each."""
+        while True:
+            with self._queue_lock:
+                drained = self._queued.pop(user, [])
+                if not drained:
+                    self._writing.discard(user)
+                    return
+            merged: dict[str, PutOp] = {}
+            for queued, _ in drained:
+                merged.update(queued)
+            failed: BaseException | None = None
+            try:
+                self._write_user(user, merged)
+            except BaseException as exc:
+                failed = exc
+            for _, done in drained:
+                # a waiter's future cancelled meanwhile takes no answer; the others still get theirs
+                with contextlib.suppress(InvalidStateError):
+                    done.set_exception(failed) if failed is not None else done.set_result(None)
+
+    def _write_user(self, user: str, ops: dict[str, PutOp]) -> None:
         """Under the user's writer lock (concurrent puts of a key: the last one wins, whole): kept packets get their
         new document; a changed turn replaces its packet in the records transaction that adds the new one, which
         keeps the new documents and expiries beside their packets (a forget waits for the lock, then removes all)."""
