@@ -364,13 +364,14 @@ class MemCompileStore(BaseStore):
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         ops = list(ops)
-        if not ops or not all(isinstance(op, PutOp) for op in ops):
+        puts = [op for op in ops if isinstance(op, PutOp)]
+        if not ops or len(puts) < len(ops):
             return await asyncio.to_thread(self.batch, ops)
         # puts only: queued without a thread each, so that all the puts awaited at once are written together
-        for op in ops:
+        for op in puts:
             validate_op_namespace(op)
         waiting = []
-        for user, queued in self._checked([op for op in ops if isinstance(op, PutOp)]).items():
+        for user, queued in self._checked(puts).items():
             done, writer = self._enqueue(user, queued)
             if writer:
                 asyncio.get_running_loop().run_in_executor(None, self._drain, user)
