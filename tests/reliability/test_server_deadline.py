@@ -231,3 +231,68 @@ def test_a_chroma_server_that_answers_a_byte_at_a_time_is_bounded_by_the_deadlin
         assert took < 3 * 2 + 2, took
         if not isinstance(opened, Exception):
             opened.close()
+
+
+@contextlib.contextmanager
+def _stalls_after_the_heartbeat():
+    """A loopback server that answers the heartbeat at once and never answers any other request: it passes the
+    opening check, then holds chromadb's client as it is constructed (identity, tenant and database requests)."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(64)
+    listener.settimeout(0.2)
+    stop = threading.Event()
+    opened: list[socket.socket] = []
+
+    def serve(conn: socket.socket) -> None:
+        with contextlib.suppress(OSError):
+            head = b""
+            while b"\r\n\r\n" not in head and (data := conn.recv(65536)):
+                head += data
+            if b"/heartbeat " in head.split(b"\r\n", 1)[0]:
+                body = b'{"nanosecond heartbeat": 1}'
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n")
+                conn.sendall(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+                conn.close()
+
+    def accept() -> None:
+        while not stop.is_set():
+            try:
+                conn = listener.accept()[0]
+            except (TimeoutError, OSError):
+                continue
+            opened.append(conn)
+            threading.Thread(target=serve, args=(conn,), daemon=True).start()
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+    finally:
+        stop.set()
+        thread.join()
+        for conn in opened:
+            conn.close()
+        listener.close()
+
+
+def test_a_chroma_server_that_stalls_once_past_the_opening_check_is_bounded_by_the_deadline(
+    tmp_path, embeddings, monkeypatch
+):
+    monkeypatch.setenv("MEMCOMPILE_CHROMA_TIMEOUT", "1")
+    store = tmp_path / "store"
+    turns = synthetic_turns("ann", 6)
+    MemCompile(store, embeddings=None, dense=False).add_turns(turns, user_id="ann")
+    with _stalls_after_the_heartbeat() as url:
+        mem = MemCompile(store, embeddings=embeddings, chroma_url=url)
+        try:
+            failed, took = _within(10, lambda: mem.engine.vectors.ids("ann"))
+            said = str(failed)
+            assert isinstance(failed, VectorStoreError), failed
+            assert "\n" not in said and url in said and "MEMCOMPILE_CHROMA_TIMEOUT" in said, said
+            assert took < 2 * 1 + 2, took
+            # the records are intact and still answer, from the lexical channels
+            assert mem.users() == ["ann"]
+            assert mem.compile(turns[0]["text"], user_id="ann").packets
+        finally:
+            mem.close()
