@@ -134,6 +134,57 @@ def test_a_postgresql_server_that_stops_answering_fails_each_call_within_the_dea
         mem.close()
 
 
+def test_a_postgresql_server_frozen_while_a_memory_opens_fails_the_open_within_the_deadline(
+    tmp_path, own_cluster, monkeypatch
+):
+    import psycopg
+    from support.pg_server import new_database
+
+    monkeypatch.setenv("MEMCOMPILE_PG_TIMEOUT", "2")
+    url = new_database(own_cluster["url"])
+    turns = synthetic_turns("ann", 6)
+    first = MemCompile(tmp_path / "store", dense=False, records_url=url)
+    first.add_turns(turns, user_id="ann")
+    first.close()
+    # the schema statements wait for the store's setup lock: held here, the opener's backend is found waiting for
+    # it, inside its schema statements, and frozen there
+    with psycopg.connect(url, autocommit=True) as holder:
+        holder.execute("SELECT pg_advisory_lock(hashtextextended('memcompile/setup', 0))")
+        frozen: list[int] = []
+
+        def freeze() -> None:
+            for _ in range(200):
+                row = holder.execute(
+                    "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE "
+                    "'%pg_advisory_xact_lock%'"
+                ).fetchone()
+                if row:
+                    os.kill(row[0], signal.SIGSTOP)
+                    frozen.append(row[0])
+                    return
+                time.sleep(0.05)
+
+        freezer = threading.Thread(target=freeze, daemon=True)
+        freezer.start()
+        try:
+            failed, took = _within(15, lambda: MemCompile(tmp_path / "other", records_url=url))
+        finally:
+            freezer.join()
+            for pid in frozen:
+                os.kill(pid, signal.SIGCONT)
+    assert frozen, "the open never reached its schema statements"
+    said = str(failed)
+    assert isinstance(failed, StoreError), failed
+    assert "\n" not in said and "PostgreSQL at" in said and "MEMCOMPILE_PG_TIMEOUT" in said, said
+    assert took < 2 * 2 + 3, took
+    # the server answers again: the memory opens, with nothing lost
+    mem = MemCompile(tmp_path / "other", dense=False, records_url=url)
+    try:
+        assert mem.users() == ["ann"] and mem.compile(turns[0]["text"], user_id="ann").packets
+    finally:
+        mem.close()
+
+
 def test_a_statement_the_server_does_not_answer_in_time_is_ended_in_one_line(postgres_url, monkeypatch):
     from support.pg_server import new_database
 
