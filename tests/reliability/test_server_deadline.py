@@ -108,9 +108,10 @@ def own_cluster():
     stop_cluster(cluster)
 
 
-def test_a_postgresql_server_that_stops_answering_fails_each_call_within_the_deadline(
-    tmp_path, own_cluster, monkeypatch
-):
+@pytest.fixture
+def ann_on_own_cluster(tmp_path, own_cluster, monkeypatch):
+    """(records URL, turns, memory): ann's turns stored on a cluster of this test's own, each statement bounded at
+    2 s."""
     from support.pg_server import new_database
 
     monkeypatch.setenv("MEMCOMPILE_PG_TIMEOUT", "2")
@@ -119,33 +120,34 @@ def test_a_postgresql_server_that_stops_answering_fails_each_call_within_the_dea
     mem = MemCompile(tmp_path / "store", dense=False, records_url=url)
     try:
         mem.add_turns(turns, user_id="ann")
-        with _stopped(own_cluster):
-            for call in (
-                lambda: mem.compile(turns[0]["text"], user_id="ann"),
-                lambda: mem.add_turns(synthetic_turns("bob", 2, seed=3), user_id="bob"),
-                lambda: MemCompile(tmp_path / "other", dense=False, records_url=url),
-            ):
-                failed, took = _within(30, call)
-                assert isinstance(failed, StoreError) and "\n" not in str(failed) and "PostgreSQL at" in str(failed)
-                assert took < 2 * 2 + 3, took
-        # the server answers again: so does the memory, with nothing lost
-        assert mem.compile(turns[0]["text"], user_id="ann").packets and mem.users() == ["ann"]
+        yield url, turns, mem
     finally:
         mem.close()
 
 
+def test_a_postgresql_server_that_stops_answering_fails_each_call_within_the_deadline(
+    tmp_path, own_cluster, ann_on_own_cluster
+):
+    url, turns, mem = ann_on_own_cluster
+    with _stopped(own_cluster):
+        for call in (
+            lambda: mem.compile(turns[0]["text"], user_id="ann"),
+            lambda: mem.add_turns(synthetic_turns("bob", 2, seed=3), user_id="bob"),
+            lambda: MemCompile(tmp_path / "other", dense=False, records_url=url),
+        ):
+            failed, took = _within(30, call)
+            assert isinstance(failed, StoreError) and "\n" not in str(failed) and "PostgreSQL at" in str(failed)
+            assert took < 2 * 2 + 3, took
+    # the server answers again: so does the memory, with nothing lost
+    assert mem.compile(turns[0]["text"], user_id="ann").packets and mem.users() == ["ann"]
+
+
 def test_a_postgresql_server_frozen_while_a_memory_opens_fails_the_open_within_the_deadline(
-    tmp_path, own_cluster, monkeypatch
+    tmp_path, ann_on_own_cluster
 ):
     import psycopg
-    from support.pg_server import new_database
 
-    monkeypatch.setenv("MEMCOMPILE_PG_TIMEOUT", "2")
-    url = new_database(own_cluster["url"])
-    turns = synthetic_turns("ann", 6)
-    first = MemCompile(tmp_path / "store", dense=False, records_url=url)
-    first.add_turns(turns, user_id="ann")
-    first.close()
+    url, turns, _ = ann_on_own_cluster
     # the schema statements wait for the store's setup lock: held here, the opener's backend is found waiting for
     # it, inside its schema statements, and frozen there
     with psycopg.connect(url, autocommit=True) as holder:
@@ -284,47 +286,18 @@ def test_a_chroma_server_that_answers_a_byte_at_a_time_is_bounded_by_the_deadlin
             opened.close()
 
 
-@contextlib.contextmanager
-def _stalls_after_the_heartbeat():
-    """A loopback server that answers the heartbeat at once and never answers any other request: it passes the
-    opening check, then holds chromadb's client as it is constructed (identity, tenant and database requests)."""
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(64)
-    listener.settimeout(0.2)
-    stop = threading.Event()
-    opened: list[socket.socket] = []
-
-    def serve(conn: socket.socket) -> None:
-        with contextlib.suppress(OSError):
-            head = b""
-            while b"\r\n\r\n" not in head and (data := conn.recv(65536)):
-                head += data
-            if b"/heartbeat " in head.split(b"\r\n", 1)[0]:
-                body = b'{"nanosecond heartbeat": 1}'
-                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n")
-                conn.sendall(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
-                conn.close()
-
-    def accept() -> None:
-        while not stop.is_set():
-            try:
-                conn = listener.accept()[0]
-            except (TimeoutError, OSError):
-                continue
-            opened.append(conn)
-            threading.Thread(target=serve, args=(conn,), daemon=True).start()
-
-    thread = threading.Thread(target=accept, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{listener.getsockname()[1]}"
-    finally:
-        stop.set()
-        thread.join()
-        for conn in opened:
+def _heartbeat_only(conn: socket.socket) -> None:
+    """Answers a connection's request if it is the heartbeat, else never: a server that passes the opening check,
+    then holds chromadb's client as it is constructed (identity, tenant and database requests)."""
+    with contextlib.suppress(OSError):
+        head = b""
+        while b"\r\n\r\n" not in head and (data := conn.recv(65536)):
+            head += data
+        if b"/heartbeat " in head.split(b"\r\n", 1)[0]:
+            body = b'{"nanosecond heartbeat": 1}'
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n")
+            conn.sendall(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
             conn.close()
-        listener.close()
 
 
 def test_a_chroma_server_that_stalls_once_past_the_opening_check_is_bounded_by_the_deadline(
@@ -334,7 +307,7 @@ def test_a_chroma_server_that_stalls_once_past_the_opening_check_is_bounded_by_t
     store = tmp_path / "store"
     turns = synthetic_turns("ann", 6)
     MemCompile(store, embeddings=None, dense=False).add_turns(turns, user_id="ann")
-    with _stalls_after_the_heartbeat() as url:
+    with _silent_listener(_heartbeat_only) as url:
         mem = MemCompile(store, embeddings=embeddings, chroma_url=url)
         try:
             failed, took = _within(10, lambda: mem.engine.vectors.ids("ann"))
