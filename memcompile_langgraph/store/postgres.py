@@ -38,6 +38,7 @@ DEFAULT_SCHEMA = "memcompile"
 _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 TIMEOUT_ENV = "MEMCOMPILE_PG_TIMEOUT"
 DEFAULT_TIMEOUT = 30.0  # seconds one statement (or a connection's start) may wait for the server's answer
+SETUP_POLL = 0.1  # seconds between the questions of a process waiting for another one to set the store up
 
 
 def server_timeout() -> float:
@@ -229,8 +230,10 @@ class PostgresRecords(SqlRecords):
         store's schema."""
         tx = _BoundedTx(conn, self.timeout, self.where)
         try:
-            # processes opening a new store at once: one creates it, the others wait and find it made
-            tx.run("SELECT pg_advisory_xact_lock(hashtextextended(?, 0))", (f"{self.schema}/setup",))
+            # processes opening a new store at once: one creates it, the others wait and find it made. They ask again
+            # and again, each question bounded: a long setup elsewhere is waited for, a frozen server is not
+            while not tx.row("SELECT pg_try_advisory_xact_lock(hashtextextended(?, 0))", (f"{self.schema}/setup",))[0]:
+                time.sleep(SETUP_POLL)
             tx.run(f"SET LOCAL search_path TO {self.schema}")
             yield tx
         except BaseException:

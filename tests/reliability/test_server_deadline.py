@@ -148,8 +148,8 @@ def test_a_postgresql_server_frozen_while_a_memory_opens_fails_the_open_within_t
     import psycopg
 
     url, turns, _ = ann_on_own_cluster
-    # the schema statements wait for the store's setup lock: held here, the opener's backend is found waiting for
-    # it, inside its schema statements, and frozen there
+    # the schema statements start with the store's setup lock: held here, the opener's backend is found asking for
+    # it again and again, inside its schema statements, and frozen there
     with psycopg.connect(url, autocommit=True) as holder:
         holder.execute("SELECT pg_advisory_lock(hashtextextended('memcompile/setup', 0))")
         frozen: list[int] = []
@@ -157,8 +157,8 @@ def test_a_postgresql_server_frozen_while_a_memory_opens_fails_the_open_within_t
         def freeze() -> None:
             for _ in range(200):
                 row = holder.execute(
-                    "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE "
-                    "'%pg_advisory_xact_lock%'"
+                    "SELECT pid FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND query LIKE "
+                    "'%advisory_xact_lock(hashtextextended%'"
                 ).fetchone()
                 if row:
                     os.kill(row[0], signal.SIGSTOP)
@@ -183,6 +183,27 @@ def test_a_postgresql_server_frozen_while_a_memory_opens_fails_the_open_within_t
     mem = MemCompile(tmp_path / "other", dense=False, records_url=url)
     try:
         assert mem.users() == ["ann"] and mem.compile(turns[0]["text"], user_id="ann").packets
+    finally:
+        mem.close()
+
+
+def test_a_memory_opening_while_another_process_sets_the_store_up_waits_for_it_past_the_deadline(
+    tmp_path, ann_on_own_cluster
+):
+    import psycopg
+
+    url, turns, _ = ann_on_own_cluster
+    with psycopg.connect(url, autocommit=True) as holder:  # another process setting the store up, for 3 s
+        holder.execute("SELECT pg_advisory_lock(hashtextextended('memcompile/setup', 0))")
+        ends = threading.Timer(3, lambda: holder.execute("SELECT pg_advisory_unlock_all()"))
+        ends.start()
+        started = time.monotonic()
+        mem = MemCompile(tmp_path / "other", dense=False, records_url=url)
+        took = time.monotonic() - started
+        ends.join()
+    try:
+        assert took > 2.5, took  # waited for it, though no statement may wait more than 2 s for its answer
+        assert mem.compile(turns[0]["text"], user_id="ann").packets
     finally:
         mem.close()
 
