@@ -17,11 +17,14 @@ from typing import TYPE_CHECKING, Concatenate, Literal, ParamSpec, TypedDict, Ty
 
 import chromadb
 import httpx
+from chromadb.api import ServerAPI
 from chromadb.config import Settings
 from chromadb.errors import ChromaError, NotFoundError
+from chromadb.telemetry.product import ProductTelemetryClient, ProductTelemetryEvent
+from typing_extensions import override
 
 from .chroma_dir import DirectChroma, LocalChroma, UnavailableChroma
-from .chroma_server import Deadline, heartbeat, server_address, server_timeout
+from .chroma_server import TIMEOUT_ENV, Deadline, heartbeat, server_address, server_timeout
 from .layout import user_key
 from .protocols import VectorStoreError
 
@@ -59,7 +62,7 @@ def _guarded(method: Callable[Concatenate[ChromaVectors, _P], _R]) -> Callable[C
             _DEADLINE.at = time.monotonic() + server_timeout()
             session = _session(self.chroma)
             if session is not None:  # a server answering a byte at a time passes every per-request timeout
-                deadline = Deadline(session, server_timeout())
+                deadline = Deadline([session], server_timeout())
         try:
             with deadline as watch:
                 return method(self, *args, **kwargs)
@@ -67,7 +70,7 @@ def _guarded(method: Callable[Concatenate[ChromaVectors, _P], _R]) -> Callable[C
             if not _failed_store(exc):
                 raise
             ended = watch is not None and watch.fired
-            reason = f"no answer within {server_timeout():g} s (not whole)" if ended else _reason(exc)
+            reason = f"{_no_answer()}, only part of one" if ended else _reason(exc)
             line = (
                 f"vector store {self.where} failed ({reason}); the records are intact: "
                 f"`memcompile repair` rebuilds the vectors from them"
@@ -82,7 +85,9 @@ def _guarded(method: Callable[Concatenate[ChromaVectors, _P], _R]) -> Callable[C
     return run
 
 
-_DEADLINE = threading.local()  # `at`: when the current operation on a Chroma server must be done (monotonic)
+# `at`: when the current operation on a Chroma server must be done (monotonic); `sessions`: the HTTP sessions a
+# client being constructed has made so far (its deadline ends their connections)
+_DEADLINE = threading.local()
 
 
 def _bounded(request: httpx.Request) -> None:
@@ -124,21 +129,53 @@ def make_client(path: str | Path | None, url: str | None = None, open_indexes: i
         host, port, ssl = server_address(url)
         timeout = server_timeout()
         # chromadb's HTTP client waits forever for every answer (1.5 sets no timeout and has no setting for one),
-        # its constructor included: ask the server first, bounded, then bound the client's own session
+        # its constructor's own requests included: ask the server first, bounded, then construct the client within
+        # one deadline, its sessions bounded as they are made (_SessionBounds)
         heartbeat(url, timeout)
-        client = chromadb.HttpClient(host=host, port=port, ssl=ssl, settings=Settings(**_SETTINGS))
-        session = getattr(getattr(client, "_server", None), "_session", None)
-        if isinstance(session, httpx.Client):
-            session.timeout = httpx.Timeout(timeout)
-            session.event_hooks["request"] = [*session.event_hooks["request"], _bounded]
-        else:
-            log.warning("cannot give this chromadb's HTTP client a timeout: calls to %s may wait forever", url)
-        return client
+        settings = Settings(**_SETTINGS, chroma_product_telemetry_impl=f"{__name__}.{_SessionBounds.__name__}")
+        sessions: list[httpx.Client] = []
+        _DEADLINE.at, _DEADLINE.sessions = time.monotonic() + timeout, sessions
+        deadline = Deadline(sessions, timeout)
+        try:
+            with deadline:
+                return chromadb.HttpClient(host=host, port=port, ssl=ssl, settings=settings)
+        except Exception as exc:
+            if deadline.fired:
+                raise httpx.ReadTimeout(_no_answer()) from exc
+            raise
+        finally:
+            _DEADLINE.at = _DEADLINE.sessions = None
     if path is not None:
         directory = str(Path(path) / "chroma")
         _bounded_system(Settings(**_SETTINGS, is_persistent=True, persist_directory=directory), open_indexes)
         return chromadb.PersistentClient(path=directory, settings=Settings(**_SETTINGS))
     return chromadb.EphemeralClient(settings=Settings(**_SETTINGS))
+
+
+class _SessionBounds(ProductTelemetryClient):
+    """Bounds the HTTP session of each chromadb server client as its system starts, before the client's first
+    request: chromadb makes the session and asks the server (identity, tenant, database) inside its constructor, and
+    the product telemetry client is the one component it lets a setting replace that starts in between. Sends
+    nothing, as telemetry is off anyway (_SETTINGS)."""
+
+    @override  # chromadb's components insist on the marker
+    def capture(self, event: ProductTelemetryEvent) -> None:
+        pass
+
+    @override
+    def start(self) -> None:
+        super().start()
+        server = self._system.instance(ServerAPI)  # type: ignore[type-abstract]  # as chromadb asks for it
+        session = getattr(server, "_session", None)
+        if not isinstance(session, httpx.Client):
+            where = f"{self._system.settings.chroma_server_host}:{self._system.settings.chroma_server_http_port}"
+            log.warning("cannot give this chromadb's HTTP client a timeout: calls to %s may wait forever", where)
+            return
+        session.timeout = httpx.Timeout(server_timeout())
+        session.event_hooks["request"] = [*session.event_hooks["request"], _bounded]
+        constructing = getattr(_DEADLINE, "sessions", None)
+        if constructing is not None:
+            constructing.append(session)
 
 
 def _bounded_system(settings: Settings, open_indexes: int) -> None:
@@ -453,7 +490,7 @@ def _reason(exc: BaseException) -> str:
         cause = cause.__cause__ or cause.__context__
     exc = cause or exc
     if isinstance(exc, httpx.TimeoutException):
-        return f"no answer within {server_timeout():g} s ({type(exc).__name__})"
+        return _no_answer()
     if isinstance(exc, httpx.HTTPStatusError):
         return f"it answered {exc.response.status_code} {exc.response.reason_phrase}"
     raw = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
@@ -461,6 +498,10 @@ def _reason(exc: BaseException) -> str:
     if isinstance(exc, (httpx.ConnectError, httpx.ReadError, httpx.WriteError, httpx.RemoteProtocolError)):
         return f"the server refused or dropped the connection: {raw}"
     return raw
+
+
+def _no_answer() -> str:
+    return f"no answer within {server_timeout():g} s ({TIMEOUT_ENV})"
 
 
 def _source(metadata: Metadata | None) -> str | None:

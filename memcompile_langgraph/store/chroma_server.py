@@ -29,12 +29,13 @@ def server_timeout() -> float:
 
 
 class Deadline:
-    """Ends what an httpx client waits for once `seconds` have passed: httpx bounds each read, not the whole answer,
-    so a server that sends a byte at a time would hold a call forever. At the deadline the sockets of the client's
-    open connections are shut down (every call waiting on them fails at once), and `fired` says so."""
+    """Ends what httpx clients wait for once `seconds` have passed: httpx bounds each read, not the whole answer,
+    so a server that sends a byte at a time would hold a call forever. At the deadline the sockets of the clients'
+    open connections are shut down (every call waiting on them fails at once), and `fired` says so. `clients` may
+    grow while the deadline runs (chromadb makes its sessions as its client is constructed)."""
 
-    def __init__(self, client: httpx.Client, seconds: float):
-        self.client, self.fired = client, False
+    def __init__(self, clients: list[httpx.Client], seconds: float):
+        self.clients, self.fired = clients, False
         self._timer = threading.Timer(seconds, self._fire)
         self._timer.daemon = True
 
@@ -47,7 +48,8 @@ class Deadline:
 
     def _fire(self) -> None:
         self.fired = True
-        shut_connections(self.client)
+        for client in list(self.clients):
+            shut_connections(client)
 
 
 def shut_connections(client: httpx.Client) -> None:
@@ -66,7 +68,7 @@ def heartbeat(url: str, timeout: float) -> None:
     """Asks the Chroma server at url whether it is there; raises httpx's error when no whole answer comes within
     timeout seconds. Any answer passes, an error status included: what it says is the vector store's business."""
     host, port, ssl = server_address(url)
-    with httpx.Client(timeout=timeout) as client, Deadline(client, timeout) as deadline:
+    with httpx.Client(timeout=timeout) as client, Deadline([client], timeout) as deadline:
         try:
             client.get(f"{'https' if ssl else 'http'}://{host}:{port}/api/v2/heartbeat")
         except httpx.HTTPError as exc:

@@ -38,6 +38,7 @@ DEFAULT_SCHEMA = "memcompile"
 _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 TIMEOUT_ENV = "MEMCOMPILE_PG_TIMEOUT"
 DEFAULT_TIMEOUT = 30.0  # seconds one statement (or a connection's start) may wait for the server's answer
+SETUP_POLL = 0.1  # seconds between the questions of a process waiting for another one to set the store up
 
 
 def server_timeout() -> float:
@@ -222,19 +223,32 @@ class PostgresRecords(SqlRecords):
         with _WATCHDOG.bounded(conn, self.timeout, self.where):
             psycopg_pool.ConnectionPool.check_connection(conn)
 
-    def _enter(self, tx: Tx) -> None:
-        """In a transaction of the connection that sets the store up: one process at a time, in the store's schema."""
-        # processes opening a new store at once: one creates it, the others wait and find it made
-        tx.run("SELECT pg_advisory_xact_lock(hashtextextended(?, 0))", (f"{self.schema}/setup",))
-        tx.run(f"SET LOCAL search_path TO {self.schema}")
+    @contextlib.contextmanager
+    def _setting_up(self, conn: psycopg.Connection) -> Iterator[_BoundedTx]:
+        """A transaction of the connection that sets the store up, its statements, commit and rollback as bounded as
+        any other (a server frozen while a memory opens would hold the open forever): one process at a time, in the
+        store's schema."""
+        tx = _BoundedTx(conn, self.timeout, self.where)
+        try:
+            # processes opening a new store at once: one creates it, the others wait and find it made. They ask again
+            # and again, each question bounded: a long setup elsewhere is waited for, a frozen server is not
+            while not tx.row("SELECT pg_try_advisory_xact_lock(hashtextextended(?, 0))", (f"{self.schema}/setup",))[0]:
+                time.sleep(SETUP_POLL)
+            tx.run(f"SET LOCAL search_path TO {self.schema}")
+            yield tx
+        except BaseException:
+            if not conn.closed:  # the deadline closed it, or the server is there to roll back
+                with contextlib.suppress(psycopg.Error, StoreError), tx.bounded():
+                    conn.rollback()
+            raise
+        with tx.bounded():
+            conn.commit()
 
     def _migrate(self, conn: psycopg.Connection, create: bool) -> None:
-        tx = Tx(conn, "pyformat")
-        enc = tx.row("SHOW server_encoding")[0]
-        if enc.upper() not in ("UTF8", "UTF-8"):
-            raise StoreError(f"PostgreSQL at {self.where} stores text as {enc}; MemCompile needs a UTF8 database")
-        with conn.transaction():
-            self._enter(tx)
+        with self._setting_up(conn) as tx:
+            enc = tx.row("SHOW server_encoding")[0]
+            if enc.upper() not in ("UTF8", "UTF-8"):
+                raise StoreError(f"PostgreSQL at {self.where} stores text as {enc}; MemCompile needs a UTF8 database")
             tables = {
                 r[0]
                 for r in tx.all("SELECT table_name FROM information_schema.tables WHERE table_schema=?", (self.schema,))
@@ -250,12 +264,11 @@ class PostgresRecords(SqlRecords):
     def _bind_home(self, conn: psycopg.Connection) -> None:
         """The store id is bound to where the records live (cluster, database, schema): a clone (CREATE DATABASE ...
         TEMPLATE, a dump restored into another database or schema) gets a new one (SqlRecords._rehome)."""
-        tx = Tx(conn, "pyformat")
-        with conn.transaction():
-            self._enter(tx)
+        with self._setting_up(conn) as tx:
             try:
-                with conn.transaction():  # a savepoint: the control data may be closed to this role
-                    cluster = tx.row("SELECT system_identifier FROM pg_control_system()")[0]
+                # a savepoint, its own statements bounded with it: the control data may be closed to this role
+                with tx.bounded(), conn.transaction():
+                    cluster = Tx(conn, "pyformat").row("SELECT system_identifier FROM pg_control_system()")[0]
             except psycopg.errors.InsufficientPrivilege:
                 cluster = "?"
             db = tx.row("SELECT oid FROM pg_database WHERE datname = current_database()")[0]

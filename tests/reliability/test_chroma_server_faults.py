@@ -12,6 +12,7 @@ import socket
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -79,8 +80,9 @@ def test_a_server_gone_or_silent_mid_session_fails_each_call_in_one_line(tmp_pat
 
 
 @contextlib.contextmanager
-def _silent_listener():
-    """A loopback TCP port that accepts connections and never answers (packets dropped beyond it)."""
+def _silent_listener(answer: Callable[[socket.socket], None] | None = None):
+    """A loopback TCP port that accepts connections and never answers (packets dropped beyond it); with `answer`,
+    each connection is handed to it first, in a thread of its own."""
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     sock.listen(64)
@@ -92,6 +94,8 @@ def _silent_listener():
         while not stop.is_set():
             with contextlib.suppress(TimeoutError, OSError):
                 accepted.append(sock.accept()[0])
+                if answer is not None:
+                    threading.Thread(target=answer, args=(accepted[-1],), daemon=True).start()
 
     thread = threading.Thread(target=accept, daemon=True)
     thread.start()

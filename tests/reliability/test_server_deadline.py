@@ -108,9 +108,10 @@ def own_cluster():
     stop_cluster(cluster)
 
 
-def test_a_postgresql_server_that_stops_answering_fails_each_call_within_the_deadline(
-    tmp_path, own_cluster, monkeypatch
-):
+@pytest.fixture
+def ann_on_own_cluster(tmp_path, own_cluster, monkeypatch):
+    """(records URL, turns, memory): ann's turns stored on a cluster of this test's own, each statement bounded at
+    2 s."""
     from support.pg_server import new_database
 
     monkeypatch.setenv("MEMCOMPILE_PG_TIMEOUT", "2")
@@ -119,17 +120,90 @@ def test_a_postgresql_server_that_stops_answering_fails_each_call_within_the_dea
     mem = MemCompile(tmp_path / "store", dense=False, records_url=url)
     try:
         mem.add_turns(turns, user_id="ann")
-        with _stopped(own_cluster):
-            for call in (
-                lambda: mem.compile(turns[0]["text"], user_id="ann"),
-                lambda: mem.add_turns(synthetic_turns("bob", 2, seed=3), user_id="bob"),
-                lambda: MemCompile(tmp_path / "other", dense=False, records_url=url),
-            ):
-                failed, took = _within(30, call)
-                assert isinstance(failed, StoreError) and "\n" not in str(failed) and "PostgreSQL at" in str(failed)
-                assert took < 2 * 2 + 3, took
-        # the server answers again: so does the memory, with nothing lost
-        assert mem.compile(turns[0]["text"], user_id="ann").packets and mem.users() == ["ann"]
+        yield url, turns, mem
+    finally:
+        mem.close()
+
+
+def test_a_postgresql_server_that_stops_answering_fails_each_call_within_the_deadline(
+    tmp_path, own_cluster, ann_on_own_cluster
+):
+    url, turns, mem = ann_on_own_cluster
+    with _stopped(own_cluster):
+        for call in (
+            lambda: mem.compile(turns[0]["text"], user_id="ann"),
+            lambda: mem.add_turns(synthetic_turns("bob", 2, seed=3), user_id="bob"),
+            lambda: MemCompile(tmp_path / "other", dense=False, records_url=url),
+        ):
+            failed, took = _within(30, call)
+            assert isinstance(failed, StoreError) and "\n" not in str(failed) and "PostgreSQL at" in str(failed)
+            assert took < 2 * 2 + 3, took
+    # the server answers again: so does the memory, with nothing lost
+    assert mem.compile(turns[0]["text"], user_id="ann").packets and mem.users() == ["ann"]
+
+
+def test_a_postgresql_server_frozen_while_a_memory_opens_fails_the_open_within_the_deadline(
+    tmp_path, ann_on_own_cluster
+):
+    import psycopg
+
+    url, turns, _ = ann_on_own_cluster
+    # the schema statements start with the store's setup lock: held here, the opener's backend is found asking for
+    # it again and again, inside its schema statements, and frozen there
+    with psycopg.connect(url, autocommit=True) as holder:
+        holder.execute("SELECT pg_advisory_lock(hashtextextended('memcompile/setup', 0))")
+        frozen: list[int] = []
+
+        def freeze() -> None:
+            for _ in range(200):
+                row = holder.execute(
+                    "SELECT pid FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND query LIKE "
+                    "'%advisory_xact_lock(hashtextextended%'"
+                ).fetchone()
+                if row:
+                    os.kill(row[0], signal.SIGSTOP)
+                    frozen.append(row[0])
+                    return
+                time.sleep(0.05)
+
+        freezer = threading.Thread(target=freeze, daemon=True)
+        freezer.start()
+        try:
+            failed, took = _within(15, lambda: MemCompile(tmp_path / "other", records_url=url))
+        finally:
+            freezer.join()
+            for pid in frozen:
+                os.kill(pid, signal.SIGCONT)
+    assert frozen, "the open never reached its schema statements"
+    said = str(failed)
+    assert isinstance(failed, StoreError), failed
+    assert "\n" not in said and "PostgreSQL at" in said and "MEMCOMPILE_PG_TIMEOUT" in said, said
+    assert took < 2 * 2 + 3, took
+    # the server answers again: the memory opens, with nothing lost
+    mem = MemCompile(tmp_path / "other", dense=False, records_url=url)
+    try:
+        assert mem.users() == ["ann"] and mem.compile(turns[0]["text"], user_id="ann").packets
+    finally:
+        mem.close()
+
+
+def test_a_memory_opening_while_another_process_sets_the_store_up_waits_for_it_past_the_deadline(
+    tmp_path, ann_on_own_cluster
+):
+    import psycopg
+
+    url, turns, _ = ann_on_own_cluster
+    with psycopg.connect(url, autocommit=True) as holder:  # another process setting the store up, for 3 s
+        holder.execute("SELECT pg_advisory_lock(hashtextextended('memcompile/setup', 0))")
+        ends = threading.Timer(3, lambda: holder.execute("SELECT pg_advisory_unlock_all()"))
+        ends.start()
+        started = time.monotonic()
+        mem = MemCompile(tmp_path / "other", dense=False, records_url=url)
+        took = time.monotonic() - started
+        ends.join()
+    try:
+        assert took > 2.5, took  # waited for it, though no statement may wait more than 2 s for its answer
+        assert mem.compile(turns[0]["text"], user_id="ann").packets
     finally:
         mem.close()
 
@@ -231,3 +305,39 @@ def test_a_chroma_server_that_answers_a_byte_at_a_time_is_bounded_by_the_deadlin
         assert took < 3 * 2 + 2, took
         if not isinstance(opened, Exception):
             opened.close()
+
+
+def _heartbeat_only(conn: socket.socket) -> None:
+    """Answers a connection's request if it is the heartbeat, else never: a server that passes the opening check,
+    then holds chromadb's client as it is constructed (identity, tenant and database requests)."""
+    with contextlib.suppress(OSError):
+        head = b""
+        while b"\r\n\r\n" not in head and (data := conn.recv(65536)):
+            head += data
+        if b"/heartbeat " in head.split(b"\r\n", 1)[0]:
+            body = b'{"nanosecond heartbeat": 1}'
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n")
+            conn.sendall(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+            conn.close()
+
+
+def test_a_chroma_server_that_stalls_once_past_the_opening_check_is_bounded_by_the_deadline(
+    tmp_path, embeddings, monkeypatch
+):
+    monkeypatch.setenv("MEMCOMPILE_CHROMA_TIMEOUT", "1")
+    store = tmp_path / "store"
+    turns = synthetic_turns("ann", 6)
+    MemCompile(store, embeddings=None, dense=False).add_turns(turns, user_id="ann")
+    with _silent_listener(_heartbeat_only) as url:
+        mem = MemCompile(store, embeddings=embeddings, chroma_url=url)
+        try:
+            failed, took = _within(10, lambda: mem.engine.vectors.ids("ann"))
+            said = str(failed)
+            assert isinstance(failed, VectorStoreError), failed
+            assert "\n" not in said and url in said and "MEMCOMPILE_CHROMA_TIMEOUT" in said, said
+            assert took < 2 * 1 + 2, took
+            # the records are intact and still answer, from the lexical channels
+            assert mem.users() == ["ann"]
+            assert mem.compile(turns[0]["text"], user_id="ann").packets
+        finally:
+            mem.close()
