@@ -14,7 +14,7 @@ from memcompile_langgraph.cli.demo_data import demo_turns
 from memcompile_langgraph.config import MemCompileConfig
 from memcompile_langgraph.eval.locomo import load_locomo
 from memcompile_langgraph.eval.metrics import answer_coverage
-from memcompile_langgraph.evidence.budget import Block, fit, validate_max_tokens
+from memcompile_langgraph.evidence.budget import MARKER_RESERVE, Block, fit, validate_max_tokens
 from memcompile_langgraph.evidence.render import fit_context
 from memcompile_langgraph.integrations.retriever import packet_documents
 from memcompile_langgraph.text.terms import count_tokens
@@ -54,6 +54,16 @@ def test_the_claim_that_selected_a_packet_is_kept_first():
     out = fit([lead], "PostgreSQL pool", 70, count_tokens).blocks[0].split("\n")
     assert LONG.lines[7] in out and LONG.lines[-1] in out
     assert LONG.lines[7] not in fit([LONG], "PostgreSQL pool", 70, count_tokens).blocks[0].split("\n")
+
+
+def test_a_line_repeating_what_the_context_holds_comes_after_a_new_one():
+    said = "- Assistant said: the pool holds 20 connections for the dashboard API, the nightly report workers and the admin console."
+    new = "- Assistant said: backups of the ledger run every night and are kept for a month."
+    block = Block(LONG.header, (said, said.replace("said:", "added:"), new))
+    room = count_tokens("\n".join([block.header, block.lines[0], block.lines[2]])) + MARKER_RESERVE
+    assert count_tokens(block.lines[1]) >= count_tokens(block.lines[2])  # the repeat would fit wherever the new did
+    out = fit([block], "", room, count_tokens).blocks[0].split("\n")
+    assert out == [block.header, block.lines[0], block.lines[2]]
 
 
 def test_a_one_line_packet_is_cut_to_sentences_and_a_long_sentence_to_its_start():

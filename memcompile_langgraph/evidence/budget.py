@@ -4,16 +4,19 @@ Packets come in schedule order, the best first, and stay the unit of provenance.
 the budget, every unit (a packet's lines: claims, or the sentences of a one-line block) gets a value: the packet's
 rank weight times the unit's own weight, which is highest for the packet's lead unit (the claim that selected it,
 else its line holding the query's rarest terms); any other unit weighs its share of the packet (one line of a short
-packet is more likely the answer than one of a long one) plus the weight of the query terms it holds. The budget keeps the longest prefix of the units in value order that fits, then the
-start of the next unit when it says something; a lower packet's best lines can thus come before a higher packet's
-filler, while a packet's lead unit always comes before any other unit of a lower packet (so the packets shown are
-the first ones). Kept units are shown in their packet's own order under its header. One line of its own at the end
-says what was cut. Every choice is a prefix of a fixed order, so a larger budget never keeps less of any packet.
+packet is more likely the answer than one of a long one) plus the weight of the query terms it holds, and counts
+only for the share of its information the units before it do not already hold (a repeated line adds nothing). The
+budget keeps the longest prefix of the units in value order that fits, then the start of the next unit when it
+says something; a lower packet's best lines can thus come before a higher packet's filler, while a packet's lead
+unit always comes before any other unit of a lower packet (so the packets shown are the first ones). Kept units are
+shown in their packet's own order under its header. One line of its own at the end says what was cut. Every choice
+is a prefix of a fixed order, so a larger budget never keeps less of any packet.
 """
 
 from __future__ import annotations
 
 import bisect
+import heapq
 import math
 import re
 from collections.abc import Callable, Sequence
@@ -134,24 +137,55 @@ class _Unit:
     index: int  # in the block's units; -1 for a block without any (its header alone)
 
 
+def rarity(units: Sequence[frozenset[str]]) -> dict[str, float]:
+    """Weight of each term by how few of the context's units hold it: a speaker's name on every line tells little."""
+    n = len(units)
+    df: dict[str, int] = {}
+    for u in units:
+        for t in u:
+            df[t] = df.get(t, 0) + 1
+    return {t: math.log(1 + (n - c + 0.5) / (c + 0.5)) for t, c in df.items()}
+
+
 def value_order(blocks: Sequence[Block], idf: dict[str, float]) -> list[_Unit]:
     """Every unit of the context, the most valuable first (module docstring); ties by rank, then by the packet's
-    priority order, so that a packet's units come in its priority order."""
+    priority order.
+
+    A unit other than a packet's lead is worth only the share of its information the units before it do not hold
+    yet (its terms weighted by rarity): a line repeating what the context already shows adds nothing. Values only
+    fall as units are taken, so the order is built greedily with a heap that re-checks a unit when it comes up."""
+    held = [[frozenset(term_set(u)) for u in b.units] for b in blocks]
+    weight_of = rarity([t for h in held for t in h])
     scored = [line_scores(b.units, idf) for b in blocks]
     best = max((s for ss in scored for s in ss), default=0.0) or 1.0
-    out = []
+    heap: list[tuple[float, int, int, int, float]] = []  # (-value now, rank, priority position, unit, -value)
     for r, (b, scores) in enumerate(zip(blocks, scored)):
         weight = RANK_DECAY**r
         if not scores:
-            out.append((-weight * LEAD_WEIGHT, r, 0, _Unit(r, -1)))
+            heap.append((-weight * LEAD_WEIGHT, r, 0, -1, -weight * LEAD_WEIGHT))
         for pos, i in enumerate(priority(b, scores)):
             if pos == 0:
                 own = LEAD_WEIGHT
             else:  # a unit's share of its packet (the answer is more likely in a line of a short one), plus its
-                # query terms; the priority order holds the query-bearing units first, so values fall along it
+                # query terms
                 own = min(OTHER_MAX, 1 / len(scores) + QUERY_WEIGHT * scores[i] / best)
-            out.append((-weight * own, r, pos, _Unit(r, i)))
-    return [u for *_, u in sorted(out, key=lambda t: t[:3])]
+            heap.append((-weight * own, r, pos, i, -weight * own))
+    heapq.heapify(heap)
+    seen: set[str] = set()
+    out = []
+    while heap:
+        _, r, pos, i, value = heapq.heappop(heap)
+        if pos and i >= 0:
+            terms = held[r][i]
+            total = sum(weight_of[t] for t in terms)
+            now = value * sum(weight_of[t] for t in terms - seen) / total if total else value
+            if heap and now > heap[0][0]:  # worth less than the next one now: back in line
+                heapq.heappush(heap, (now, r, pos, i, value))
+                continue
+        if i >= 0:
+            seen |= held[r][i]
+        out.append(_Unit(r, i))
+    return out
 
 
 class _Spend:
