@@ -85,16 +85,19 @@ class Fitted:
         return "\n\n".join([*(b for b in self.blocks if b is not None), *([self.marker] if self.marker else [])])
 
 
+def _idf(n: int, df: int) -> float:
+    return math.log(1 + (n - df + 0.5) / (df + 0.5))
+
+
 def query_idf(query: str, lines: Sequence[str]) -> dict[str, float]:
     """Weight of each query term: its idf over the lines of the context (a term every line holds tells little)."""
     docs = [term_set(line) for line in lines]
-    n = len(docs)
-    return {t: math.log(1 + (n - df + 0.5) / (df + 0.5)) for t in term_set(query) for df in [sum(t in d for d in docs)]}
+    return {t: _idf(len(docs), sum(t in d for d in docs)) for t in term_set(query)}
 
 
-def line_scores(lines: Sequence[str], idf: dict[str, float]) -> list[float]:
-    """Relevance of each line to the query: the summed weights of the query terms it holds."""
-    return [sum(idf[t] for t in idf.keys() & term_set(line)) for line in lines]
+def line_scores(held: Sequence[frozenset[str]], idf: dict[str, float]) -> list[float]:
+    """Relevance of each line (its terms) to the query: the summed weights of the query terms it holds."""
+    return [sum(idf[t] for t in idf.keys() & h) for h in held]
 
 
 def marker(cut: int, left: int) -> str:
@@ -144,7 +147,7 @@ def rarity(units: Sequence[frozenset[str]]) -> dict[str, float]:
     for u in units:
         for t in u:
             df[t] = df.get(t, 0) + 1
-    return {t: math.log(1 + (n - c + 0.5) / (c + 0.5)) for t, c in df.items()}
+    return {t: _idf(n, c) for t, c in df.items()}
 
 
 def value_order(blocks: Sequence[Block], idf: dict[str, float]) -> list[_Unit]:
@@ -156,7 +159,7 @@ def value_order(blocks: Sequence[Block], idf: dict[str, float]) -> list[_Unit]:
     fall as units are taken, so the order is built greedily with a heap that re-checks a unit when it comes up."""
     held = [[frozenset(term_set(u)) for u in b.units] for b in blocks]
     weight_of = rarity([t for h in held for t in h])
-    scored = [line_scores(b.units, idf) for b in blocks]
+    scored = [line_scores(h, idf) for h in held]
     best = max((s for ss in scored for s in ss), default=0.0) or 1.0
     heap: list[tuple[float, int, int, int, float]] = []  # (-value now, rank, priority position, unit, -value)
     for r, (b, scores) in enumerate(zip(blocks, scored)):
