@@ -22,6 +22,7 @@ from memcompile_langgraph.evidence.fusion_model import FusionModelError
 from memcompile_langgraph.evidence.pool import closed_pool
 from memcompile_langgraph.evidence.reader import (
     FEATURES,
+    OWN_FEATURES,
     PoolReader,
     features,
     fit_reader,
@@ -154,6 +155,12 @@ def test_the_features_read_the_pool_and_zero_weights_keep_the_fused_pool():
     assert list(x[:, FEATURES.index("other_named")]) == [1.0, 0.0, 1.0, 0.0, 1.0, 0.0, 1.0]
     assert list(x[:, FEATURES.index("session_position")]) == pytest.approx([0.0, 0.5, 1.0, 0.0, 1.0, 0.0, 1.0])
     assert not x[:, FEATURES.index("channels")].any()
+    own, again = x[:, : len(OWN_FEATURES)], x[:, len(OWN_FEATURES) :]
+    assert own.any() and not again.any()  # not a question about the whole history: its own weights read nothing
+    history = _intent("In what order did B bring up hiking across our conversations?", ["B"])
+    over = features(index, history, window, fused, [], [], signals, cfg)
+    assert np.array_equal(over[:, len(OWN_FEATURES) :], over[:, : len(OWN_FEATURES)])
+    assert FEATURES[len(OWN_FEATURES) :] == tuple(f"history_{f}" for f in OWN_FEATURES)
     hit = PacketScore("p5", 1.0, index.by_packet["p5"][0].descriptor_id, 0, 1.0, ("c1",))
     found = features(index, intent, window, fused, [hit], [DenseHit("p5", 0.9)], signals, cfg)
     assert found[window.index("p5"), FEATURES.index("channels")] == 3.0  # address, a Cell and D_q

@@ -37,6 +37,7 @@ from .fusion_model import (
     read_model_file,
     segment_softmax,
 )
+from .spread import spans_history
 
 log = logging.getLogger(__name__)
 # the reader fitted on the three dev sets together (LoCoMo, BEAM 100K and 500K; docs/cross-validation.md), shipped
@@ -46,7 +47,7 @@ SHIPPED_FILE = Path(__file__).with_name("pool_reader.json")
 FORMAT = "memcompile-pool-reader"
 VERSION = 1
 WHAT = "pool reader"
-FEATURES = (
+OWN_FEATURES = (
     "fused",  # z of the fused score within the candidates
     "fused_rank",  # 1 / log2(2 + rank) in fused order
     "dense_rank",  # the same in D_q's order, 0 outside it
@@ -65,6 +66,9 @@ FEATURES = (
     "session_position",  # where it stands in its session, 0 its first turn and 1 its last
     "channels",  # how many of the address plane, Cell routing and D_q found it
 )
+# A question about the whole history (evidence/spread.py) reads every feature again with weights of its own: the turns
+# where the user brought a topic up are not found by what finds one fact. Zero for other questions.
+FEATURES = (*OWN_FEATURES, *(f"history_{f}" for f in OWN_FEATURES))
 
 
 @dataclass(frozen=True)
@@ -144,7 +148,8 @@ def features(
                 float(hit is not None) + float(bool(hit and hit.cells)) + float(pid in dense_at),
             ]
         )
-    return np.array(rows, dtype=np.float64).reshape(m, len(FEATURES))
+    plain = np.array(rows, dtype=np.float64).reshape(m, len(OWN_FEATURES))
+    return np.hstack([plain, plain if spans_history(intent.query) else np.zeros_like(plain)])
 
 
 def read(
