@@ -89,12 +89,6 @@ def _idf(n: int, df: int) -> float:
     return math.log(1 + (n - df + 0.5) / (df + 0.5))
 
 
-def query_idf(query: str, lines: Sequence[str]) -> dict[str, float]:
-    """Weight of each query term: its idf over the lines of the context (a term every line holds tells little)."""
-    docs = [term_set(line) for line in lines]
-    return {t: _idf(len(docs), sum(t in d for d in docs)) for t in term_set(query)}
-
-
 def line_scores(held: Sequence[frozenset[str]], idf: dict[str, float]) -> list[float]:
     """Relevance of each line (its terms) to the query: the summed weights of the query terms it holds."""
     return [sum(idf[t] for t in idf.keys() & h) for h in held]
@@ -141,7 +135,8 @@ class _Unit:
 
 
 def rarity(units: Sequence[frozenset[str]]) -> dict[str, float]:
-    """Weight of each term by how few of the context's units hold it: a speaker's name on every line tells little."""
+    """Weight of each term by how few of the context's units hold it (its idf over them): a speaker's name on every
+    line tells little."""
     n = len(units)
     df: dict[str, int] = {}
     for u in units:
@@ -150,7 +145,7 @@ def rarity(units: Sequence[frozenset[str]]) -> dict[str, float]:
     return {t: _idf(n, c) for t, c in df.items()}
 
 
-def value_order(blocks: Sequence[Block], idf: dict[str, float]) -> list[_Unit]:
+def value_order(blocks: Sequence[Block], query: str) -> list[_Unit]:
     """Every unit of the context, the most valuable first (module docstring); ties by rank, then by the packet's
     priority order.
 
@@ -158,7 +153,10 @@ def value_order(blocks: Sequence[Block], idf: dict[str, float]) -> list[_Unit]:
     yet (its terms weighted by rarity): a line repeating what the context already shows adds nothing. Values only
     fall as units are taken, so the order is built greedily with a heap that re-checks a unit when it comes up."""
     held = [[frozenset(term_set(u)) for u in b.units] for b in blocks]
-    weight_of = rarity([t for h in held for t in h])
+    units = [t for h in held for t in h]
+    weight_of = rarity(units)
+    # the query's terms weigh their rarity too; one no unit holds, the most
+    idf = {t: weight_of.get(t, _idf(len(units), 0)) for t in term_set(query)}
     scored = [line_scores(h, idf) for h in held]
     best = max((s for ss in scored for s in ss), default=0.0) or 1.0
     heap: list[tuple[float, int, int, int, float]] = []  # (-value now, rank, priority position, unit, -value)
@@ -236,8 +234,7 @@ def fit(blocks: Sequence[Block], query: str, max_tokens: int | None, count: Call
     none_cut = (False,) * len(blocks)
     if max_tokens is None or sum(count(t) for t in whole) <= max_tokens:
         return Fitted(whole, none_cut)
-    idf = query_idf(query, [u for b in blocks for u in b.units])
-    order = value_order(blocks, idf)
+    order = value_order(blocks, query)
     spend, fits = _Spend(blocks, count), 0
     for k, u in enumerate(order, 1):  # the longest prefix that fits (closing a gap can cost less than it holds)
         spend.add(u, blocks[u.block].units[u.index] if u.index >= 0 else "")
