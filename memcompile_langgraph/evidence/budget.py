@@ -91,7 +91,8 @@ def _idf(n: int, df: int) -> float:
 
 def line_scores(held: Sequence[frozenset[str]], idf: dict[str, float]) -> list[float]:
     """Relevance of each line (its terms) to the query: the summed weights of the query terms it holds."""
-    return [sum(idf[t] for t in idf.keys() & h) for h in held]
+    # fsum: a sum over a set in its iteration order depends on the hash seed, and ties between lines must not
+    return [math.fsum(idf[t] for t in idf.keys() & h) for h in held]
 
 
 def marker(cut: int, left: int) -> str:
@@ -178,8 +179,8 @@ def value_order(blocks: Sequence[Block], query: str) -> list[_Unit]:
         _, r, pos, i, value = heapq.heappop(heap)
         if pos and i >= 0:
             terms = held[r][i]
-            total = sum(weight_of[t] for t in terms)
-            now = value * sum(weight_of[t] for t in terms - seen) / total if total else value
+            total = math.fsum(weight_of[t] for t in terms)
+            now = value * math.fsum(weight_of[t] for t in terms - seen) / total if total else value
             if heap and now > heap[0][0]:  # worth less than the next one now: back in line
                 heapq.heappush(heap, (now, r, pos, i, value))
                 continue
