@@ -134,6 +134,9 @@ class MemCompileConfig:
     # a history question's spread also takes this many of the frontier's K_Delta slots (the frontier would fill them
     # from the one best-matching session); one, so the frontier keeps the other
     spread_frontier_slots: int = 1
+    # a history question's context shows its packets in the order they were said (the budget still spends by rank):
+    # what it asks is how something went or in what order things came up. Eq. 16 keeps the schedule's order
+    history_in_time_order: bool = True
     # knowledge updates (evidence/updates.py newest_statements): the best selected statements call in their subject's
     # newest later statement when its packet vector, or the vector of its speaker's turn just before it, is at least
     # this close to theirs in cosine; 0 = off
@@ -254,6 +257,7 @@ PAPER_CHOICES: dict[str, Any] = {
     "fusion": False,
     "offline_frontier": False,
     "one_slot_per_statement": False,
+    "history_in_time_order": False,
     "pool_reader": None,
     "dense_top": 40,
     "llm_table6_sampling": True,

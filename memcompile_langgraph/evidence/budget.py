@@ -20,7 +20,7 @@ import heapq
 import math
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..text.terms import count_tokens, term_set
 
@@ -71,18 +71,26 @@ class Block:
 @dataclass(frozen=True)
 class Fitted:
     """What the budget kept: each block's text as shown (None: left out), whether a shown block lost units, and the
-    marker line ("" when nothing was cut)."""
+    marker line ("" when nothing was cut). `order` is the order the text shows the blocks in (empty: as given)."""
 
     blocks: tuple[str | None, ...]
     cut: tuple[bool, ...]
     marker: str = ""
+    order: tuple[int, ...] = ()
 
     @property
     def shown(self) -> tuple[bool, ...]:
         return tuple(b is not None for b in self.blocks)
 
+    def in_order(self, order: Sequence[int]) -> Fitted:
+        """The same blocks, kept as they were, shown in another order (a permutation of their indexes)."""
+        if sorted(order) != list(range(len(self.blocks))):
+            raise ValueError(f"not an order of {len(self.blocks)} blocks: {list(order)!r}")
+        return replace(self, order=tuple(order))
+
     def text(self) -> str:
-        return "\n\n".join([*(b for b in self.blocks if b is not None), *([self.marker] if self.marker else [])])
+        shown = [self.blocks[i] for i in self.order or range(len(self.blocks))]
+        return "\n\n".join([*(b for b in shown if b is not None), *([self.marker] if self.marker else [])])
 
 
 def _idf(n: int, df: int) -> float:

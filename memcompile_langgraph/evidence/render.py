@@ -13,6 +13,7 @@ from ..index.user import UserIndex
 from ..model import SourcePacket
 from ..text.terms import bounded, count_tokens, header_field, one_line
 from .budget import Block, Fitted, fit
+from .spread import spans_history
 from .updates import Supersession, statement_times, subject_terms, supersessions
 
 VIEWS = ("bundle", "raw", "claim")
@@ -157,11 +158,17 @@ def fit_context(
 ) -> Fitted:
     """X_q = Render(p_1, B_p1) || ... || Render(p_L, B_pL), Eq. 16, block by block; over max_tokens
     (text.count_tokens), the tokens go to the lines most likely to hold the answer (evidence/budget.py).
-    `marks`: update notes already decided (update_marks), else the offline ones for the query."""
+    `marks`: update notes already decided (update_marks), else the offline ones for the query. A question about the
+    whole history (evidence/spread.py) shows its packets in dialogue order (`history_in_time_order`)."""
     view = validate_view(view)
     reps = representatives or {}
     blocks = [packet_block(index, pid, view, reps.get(pid)) for pid in packet_ids]
     if marks is None:
         marks = update_marks(index, packet_ids, query) if query else {}
     blocks = [replace(b, notes=(marks[pid],)) if pid in marks else b for pid, b in zip(packet_ids, blocks)]
-    return fit(blocks, query, max_tokens, count_tokens)
+    fitted = fit(blocks, query, max_tokens, count_tokens)
+    if index.cfg.history_in_time_order and spans_history(query):
+        # a question about how something went or in what order things came up is answered by reading the packets
+        # as they were said; the budget has spent its tokens by rank all the same
+        return fitted.in_order(sorted(range(len(packet_ids)), key=lambda i: index.packets[packet_ids[i]].seq))
+    return fitted
