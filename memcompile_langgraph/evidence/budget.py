@@ -21,6 +21,7 @@ import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from functools import cached_property
 
 from ..text.terms import count_tokens, term_set
 
@@ -48,7 +49,7 @@ class Block:
     def text(self) -> str:
         return "\n".join([self.header, *self.lines, *self.notes])
 
-    @property
+    @cached_property  # fit reads it in every loop; a one-line block would be split again each time
     def units(self) -> tuple[str, ...]:
         """What a cut chooses among: the lines, or the sentences of a block that is one line (raw and claim views)."""
         if len(self.lines) != 1:
