@@ -165,3 +165,27 @@ def test_descriptor_terms_split_the_document_of_the_joined_fields(claim, keyword
     claim_terms, key_terms, document = descriptor_terms(d)
     assert document == terms(" ".join([claim, *keywords, *people]))  # App. B.3: one document of all fields
     assert claim_terms == terms(claim) and set(key_terms) == {t for k in keywords for t in terms(k)}
+
+
+@given(
+    st.lists(st.lists(st.sampled_from("abcdefg"), max_size=5), min_size=1, max_size=12),
+    st.lists(st.integers(1, 4), max_size=6),
+    st.lists(st.sampled_from("abcdefgh"), max_size=5),
+    st.booleans(),
+)
+def test_the_first_document_of_a_term_is_the_earliest_that_holds_it(documents, chunks, last, through_file):
+    """However the documents arrive (in chunks, the newest replaced, in a fork, through a snapshot file), a term's
+    first document is the earliest of the final documents that holds it, None for a term none holds."""
+    idx, start = BM25Index(), 0
+    for size in [*chunks, len(documents)]:
+        if start < len(documents):
+            idx.add_many(documents[start : start + size])
+            start += size
+        idx = idx.fork()
+    idx.replace_last(last)
+    final = [*documents[:-1], last]
+    if through_file:
+        idx = _file_round_trip(idx)
+    for term in "abcdefghz":
+        expected = next((i for i, d in enumerate(final) if term in d), None)
+        assert idx.first_document(term) == expected

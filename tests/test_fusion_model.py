@@ -31,17 +31,19 @@ from tests.test_fusion import _claim, make_packet
 HAND = weights_of(MemCompileConfig())
 
 
-def _index() -> UserIndex:
+TURNS = [
+    (0, "A", "Do you like hiking in the mountains?"),
+    (0, "B", "I went hiking in the Alps last summer with my sister."),
+    (0, "A", "That sounds wonderful, the weather was great."),
+    (1, "B", "My new job at the bakery starts on Monday."),
+    (1, "A", "Congratulations on the bakery job!"),
+    (2, "B", "We hiked again near the lake and camped overnight."),
+    (2, "A", "Camping by a lake is my favourite."),
+]
+
+
+def _index(turns: list[tuple[int, str, str]] = TURNS) -> UserIndex:
     """Three sessions; the asking turn and the speaker differ, so every signal but dense has something to say."""
-    turns = [
-        (0, "A", "Do you like hiking in the mountains?"),
-        (0, "B", "I went hiking in the Alps last summer with my sister."),
-        (0, "A", "That sounds wonderful, the weather was great."),
-        (1, "B", "My new job at the bakery starts on Monday."),
-        (1, "A", "Congratulations on the bakery job!"),
-        (2, "B", "We hiked again near the lake and camped overnight."),
-        (2, "A", "Camping by a lake is my favourite."),
-    ]
     index = UserIndex("u", MemCompileConfig())
     for seq, (session, speaker, text) in enumerate(turns):
         p = make_packet(text, speaker, f"D{session}:{seq}", session, f"p{seq}", seq)

@@ -113,6 +113,14 @@ class BM25Index(Forkable):
         tid = self._term_ids.get(term)
         return self._idf(self._df[tid]) if tid is not None and self._df[tid] else 0.0
 
+    def first_document(self, term: str) -> int | None:
+        """The first document that held the term (ids follow the order documents came in); None for none."""
+        tid = self._term_ids.get(term)
+        if tid is None or not self._df[tid]:
+            return None
+        docs = self._post_docs[tid]
+        return int(docs.view()[0]) if len(docs) else len(self) - 1  # only the open document holds it
+
     def _idf(self, df: int) -> float:
         n = len(self)
         idf = math.log(n - df + 0.5) - math.log(df + 0.5)

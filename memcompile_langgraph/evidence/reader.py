@@ -65,6 +65,7 @@ OWN_FEATURES = (
     "other_named",  # the question names people and its speaker is none of them (fusion_speaker: one of them)
     "session_position",  # where it stands in its session, 0 its first turn and 1 its last
     "channels",  # how many of the address plane, Cell routing and D_q found it
+    "novelty",  # share of its claim terms' weight that no earlier claim held: where something was brought up
 )
 # A question about the whole history (evidence/spread.py) reads every feature again with weights of its own: the turns
 # where the user brought a topic up are not found by what finds one fact. Zero for other questions.
@@ -85,6 +86,14 @@ class PoolReader:
 
 def _cover(wanted: set[str], have: set[str]) -> float:
     return len(wanted & have) / len(wanted) if wanted else 0.0
+
+
+def _novelty(index: UserIndex, packet_id: str, held: set[str]) -> float:
+    """The share of the packet's claim terms, weighted by idf, that first appear in its own claims."""
+    own = {index.position[d.descriptor_id] for d in index.by_packet[packet_id]}
+    weights = {t: index.bm25.idf(t) for t in held}
+    total = math.fsum(weights.values())
+    return math.fsum(w for t, w in weights.items() if index.bm25.first_document(t) in own) / total if total else 0.0
 
 
 def features(
@@ -146,6 +155,7 @@ def features(
                 float(bool(named) and not speaker & named),
                 int(np.searchsorted(turns, i)) / (len(turns) - 1) if len(turns) > 1 else 0.0,
                 float(hit is not None) + float(bool(hit and hit.cells)) + float(pid in dense_at),
+                _novelty(index, pid, held),
             ]
         )
     plain = np.array(rows, dtype=np.float64).reshape(m, len(OWN_FEATURES))
