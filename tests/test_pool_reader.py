@@ -354,3 +354,41 @@ def test_the_shipped_reader_is_the_default_reads_this_codes_features_and_ships_i
         mem.close()
         again.close()
         off.close()
+
+
+def test_a_deleted_turn_no_longer_counts_as_where_something_was_first_said(tmp_path):
+    """Novelty is read from the memory as it stands: once the turn that first said a thing is deleted (a file store,
+    opened again), the later turn saying it scores as in a memory that was never told the deleted one."""
+    from memcompile_langgraph import MemCompile
+
+    said = [
+        (1, "I adopted a beagle named Biscuit."),
+        (1, "The weather was grey all week."),
+        (1, "My sister painted the kitchen yellow."),
+        (2, "We booked a cabin near the lake."),
+        (2, "Our choir sang at the town hall."),
+        (2, "Biscuit the beagle chewed my slippers."),
+    ]
+    intent = _intent("What did Biscuit chew?")
+    cfg = MemCompileConfig()
+
+    def novelty(path, turns, delete=()):
+        mem = MemCompile(path, dense=False)
+        try:
+            if turns:
+                mem.add_turns([{"speaker": "Ana", "text": t, "session": s} for s, t in turns], user_id="u")
+            if delete:
+                assert mem.delete_turns("u", list(delete)) == len(delete)
+            index = mem.index("u")
+            window = list(index.packet_order)
+            x = features(index, intent, window, np.zeros(len(window)), [], [], {}, cfg)
+            return float(x[window.index(index.by_dia["D2:3"]), FEATURES.index("novelty")])
+        finally:
+            mem.close()
+
+    told = novelty(tmp_path / "m", said)
+    novelty(tmp_path / "m", [], delete=["D1:1"])
+    after = novelty(tmp_path / "m", [])
+    never = novelty(tmp_path / "other", said[1:])
+    assert after == pytest.approx(never)
+    assert after > told + 0.2  # "biscuit" and "beagle" are said first here now

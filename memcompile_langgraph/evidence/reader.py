@@ -89,9 +89,10 @@ def _cover(wanted: set[str], have: set[str]) -> float:
 
 
 def _novelty(index: UserIndex, packet_id: str, held: set[str]) -> float:
-    """The share of the packet's claim terms, weighted by idf, that first appear in its own claims."""
+    """The share of the packet's claim terms, weighted by idf, that first appear in its own claims; 0 in a memory too
+    small for BM25's idf to weigh terms (every weight 0 or below)."""
     own = {index.position[d.descriptor_id] for d in index.by_packet[packet_id]}
-    weights = {t: index.bm25.idf(t) for t in held}
+    weights = {t: max(index.bm25.idf(t), 0.0) for t in held}
     total = math.fsum(weights.values())
     return math.fsum(w for t, w in weights.items() if index.bm25.first_document(t) in own) / total if total else 0.0
 
