@@ -392,3 +392,21 @@ def test_a_deleted_turn_no_longer_counts_as_where_something_was_first_said(tmp_p
     never = novelty(tmp_path / "other", said[1:])
     assert after == pytest.approx(never)
     assert after > told + 0.2  # "biscuit" and "beagle" are said first here now
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.text(min_size=1, max_size=40), min_size=1, max_size=8), st.text(min_size=1, max_size=30))
+def test_novelty_of_any_memory_is_a_share(texts, query):
+    """Whatever was said (repeats, symbols, one word, nothing a term), every novelty is a finite share in [0, 1]."""
+    from memcompile_langgraph import MemCompile
+
+    mem = MemCompile(None, dense=False)
+    try:
+        mem.add_turns([{"speaker": "Ana", "text": t} for t in texts], user_id="u")
+        index = mem.index("u")
+        window = list(index.packet_order)
+        x = features(index, _intent(query), window, np.zeros(len(window)), [], [], {}, MemCompileConfig())
+        novelty = x[:, FEATURES.index("novelty")]
+        assert np.isfinite(x).all() and ((novelty >= 0.0) & (novelty <= 1.0)).all()
+    finally:
+        mem.close()
