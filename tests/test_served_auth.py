@@ -192,15 +192,16 @@ def test_a_served_recall_for_an_unknown_user_says_nothing_is_stored(served):
 def test_tom_never_reaches_the_memory_of_the_user_tom_smith(server):
     base, _ = server
     with client(base, SMITH) as smith, client(base, TOM) as tom:
-        run(smith, "memcompile_ingest", {"turns": [{**BEAGLE, "text": "My PIN is 4711."}]}).raise_for_status()
+        # the secret holds letters no hex id has: a random packet id can hold "4711", and the output lists ids
+        run(smith, "memcompile_ingest", {"turns": [{**BEAGLE, "text": "My PIN is quartz-4711."}]}).raise_for_status()
         own = smith.post("/store/items/search", json={"namespace_prefix": ["tom%2Esmith"]}).raise_for_status().json()
-        assert [i["value"]["text"] for i in own["items"]] == ["My PIN is 4711."]  # his own memory, reachable
+        assert [i["value"]["text"] for i in own["items"]] == ["My PIN is quartz-4711."]  # his own memory, reachable
         for namespace in (["tom", "smith"], ["tom%2Esmith"]):
             got = tom.get("/store/items", params={"namespace": ".".join(namespace), "key": "D1:1"})
             assert got.status_code == 403
         listed = tom.post("/store/items/search", json={"namespace_prefix": ["tom"]}).raise_for_status().json()
-        assert "4711" not in str(listed)
-        assert "4711" not in run(tom, "memcompile_query", {"query": "What is my PIN?"}).text
+        assert "quartz" not in str(listed)
+        assert "quartz" not in run(tom, "memcompile_query", {"query": "What is my PIN?"}).text
 
 
 def test_a_studio_user_names_no_memory_user_unless_the_operator_chose_one(tmp_path):
