@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from ..address.bm25 import BM25Index
 from ..address.candidates import lexical_query
 from ..config import MemCompileConfig
 from ..index.user import UserIndex
@@ -88,13 +89,12 @@ def _cover(wanted: set[str], have: set[str]) -> float:
     return len(wanted & have) / len(wanted) if wanted else 0.0
 
 
-def _novelty(index: UserIndex, packet_id: str, held: set[str]) -> float:
-    """The share of the packet's claim terms, weighted by idf, that first appear in its own claims; 0 in a memory too
-    small for BM25's idf to weigh terms (every weight 0 or below)."""
-    own = {index.position[d.descriptor_id] for d in index.by_packet[packet_id]}
-    weights = {t: max(index.bm25.idf(t), 0.0) for t in held}
+def _novelty(bm25: BM25Index, own: set[int], held: set[str]) -> float:
+    """The share of a packet's claim terms (`held`), weighted by idf, that first appear in its own claims (`own`, their
+    BM25 documents); 0 in a memory too small for BM25's idf to weigh terms (every weight 0 or below)."""
+    weights = {t: max(bm25.idf(t), 0.0) for t in held}
     total = math.fsum(weights.values())
-    return math.fsum(w for t, w in weights.items() if index.bm25.first_document(t) in own) / total if total else 0.0
+    return math.fsum(w for t, w in weights.items() if bm25.first_document(t) in own) / total if total else 0.0
 
 
 def features(
@@ -131,7 +131,8 @@ def features(
     rows = []
     for j, pid in enumerate(candidates):
         i = int(pos[j])
-        claims = [set(index.claim_terms[index.position[d.descriptor_id]]) for d in index.by_packet[pid]]
+        at = [index.position[d.descriptor_id] for d in index.by_packet[pid]]  # its claims' BM25 documents
+        claims = [set(index.claim_terms[k]) for k in at]
         held = set().union(*claims) if claims else set()
         around = [k for k in (i - 1, i + 1) if 0 <= k < n and sessions[k] == sessions[i]]
         near = max(((fused[k] - mu) / sd for k in around), default=0.0) if sd > 0 else 0.0
@@ -156,7 +157,7 @@ def features(
                 float(bool(named) and not speaker & named),
                 int(np.searchsorted(turns, i)) / (len(turns) - 1) if len(turns) > 1 else 0.0,
                 float(hit is not None) + float(bool(hit and hit.cells)) + float(pid in dense_at),
-                _novelty(index, pid, held),
+                _novelty(index.bm25, set(at), held),
             ]
         )
     plain = np.array(rows, dtype=np.float64).reshape(m, len(OWN_FEATURES))
