@@ -319,17 +319,33 @@ def test_fit_reader_cli_reports_each_folds_held_out_reader_and_joins_another_ben
         assert json.loads((tmp_path / "out4" / "report.json").read_text())["config"]["config"]["pool_reader"] == setting
 
 
-def test_reader_with_needs_a_readable_file_of_as_many_folds(tmp_path, capsys):
+def test_reader_with_needs_a_readable_file_and_fit_reader(tmp_path, capsys):
     args = ["eval", "locomo", LOCOMO_MINI, "--out", str(tmp_path / "o"), "--folds", "2", "--space", "none", "--quiet"]
     (tmp_path / "bad.npz").write_text("x")
     assert main([*args, "--fit-reader", str(tmp_path / "r.json"), "--reader-with", str(tmp_path / "bad.npz")]) != 0
     assert "unreadable" in capsys.readouterr().err
     three = ReaderExamples("b", {"x": _planted(0, n=1)}, [["x"], [], []]).save(tmp_path / "three.npz")
-    assert main([*args, "--fit-reader", str(tmp_path / "r.json"), "--reader-with", str(three)]) != 0
-    assert "3 folds, this run has 2" in capsys.readouterr().err
     assert main([*args, "--reader-with", str(three)]) != 0
     assert "--reader-with needs --fit-reader" in capsys.readouterr().err
     assert not (tmp_path / "o" / "report.json").exists()  # refused before any work
+
+
+def test_leave_one_chat_out_reads_another_fold_count_whole(tmp_path, embeddings):
+    """Folds as many as the dialogues, another benchmark cut three ways: no fold of theirs pairs with this run's,
+    so every fold's reader reads all of theirs and none of the held dialogue."""
+    others = {f"x{i}": _planted(i, n=2) for i in range(3)}
+    three = ReaderExamples("b", others, [["x0"], ["x1"], ["x2"]]).save(tmp_path / "three.npz")
+    out, model = tmp_path / "o", tmp_path / "r.json"
+    args = ["eval", "locomo", LOCOMO_MINI, "--out", str(out), "--folds", "2", "--space", "none", "--quiet"]
+    assert main([*args, "--fit-reader", str(model), "--reader-with", str(three)]) == 0
+    per_fold = json.loads((out / "report.json").read_text())["cross_validation"]["fitted_reader"]["per_fold"]
+    assert len(per_fold) == 2
+    for fold in per_fold:
+        mine, theirs = json.loads(Path(fold["file"]).read_text())["manifest"]["fitted_on"]["sets"]
+        assert theirs == {"benchmark": "b", "dialogues": ["x0", "x1", "x2"]}
+        assert len(mine["dialogues"]) == 1  # the held dialogue is the other one
+    held = [json.loads(Path(f["file"]).read_text())["manifest"]["fitted_on"]["sets"][0]["dialogues"] for f in per_fold]
+    assert sorted(held[0] + held[1]) == ["mini-1", "mini-2"]
 
 
 def test_the_shipped_reader_is_the_default_reads_this_codes_features_and_ships_in_the_wheel(embeddings):

@@ -205,9 +205,6 @@ def _reader_examples(args: argparse.Namespace) -> list[Any]:
         found = [ReaderExamples.load(p) for p in args.reader_with]
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    for path, other in zip(args.reader_with, found):
-        if len(other.folds) != args.folds:
-            raise UsageError(f"{path}: {len(other.folds)} folds, this run has {args.folds}")
     return found
 
 
@@ -342,8 +339,9 @@ def register(sub: argparse._SubParsersAction) -> None:
             action="append",
             default=[],
             metavar="EXAMPLES.npz",
-            help="fit the reader on another benchmark's examples too (another --fit-reader run's OUT-examples.npz, "
-            "same fold count): its fold I is held out with this run's fold I",
+            help="fit the reader on another benchmark's examples too (another --fit-reader run's OUT-examples.npz): "
+            "with the same fold count its fold I is held out with this run's fold I, with another count every "
+            "fold's reader reads it whole (leave one chat out: --folds as many as the chats)",
         )
         add_llm_args(b, answer=True)
         add_profile_arg(b)

@@ -212,9 +212,11 @@ def _joint_fit(sets: Sequence[tuple[ReaderExamples, Sequence[str] | None]]) -> t
 
 def fit_pool_reader(run: EvalRun, out: str | Path, others: Sequence[ReaderExamples] = ()) -> dict[str, Any]:
     """The pool reader fitted within folds (each fold's file beside OUT, its held-out records for the report), then
-    on every dialogue (OUT); its examples are kept in OUT-examples.npz. `others`: other benchmarks' examples (as
-    many folds), whose fold i (by their own folds) is held out with this run's fold i, as `memcompile eval joint` pairs folds:
-    a reader fitted on both dev sets never reads a held fold of either."""
+    on every dialogue (OUT); its examples are kept in OUT-examples.npz. `others`: other benchmarks' examples. With as
+    many folds, fold i of each (by its own folds) is held out with this run's fold i, as `memcompile eval joint` pairs
+    folds: a reader fitted on both dev sets never reads a held fold of either. With another count (leave one chat out,
+    say) no fold of theirs pairs with this run's, so each fold's reader reads them whole: they hold none of this run's
+    dialogues."""
     names = [d.user_id for d in run.bench.dialogues]
     folds = make_folds(names, run.opts.folds)
     mine = ReaderExamples(run.bench.name, collect_reader_examples(run), folds)
@@ -223,7 +225,7 @@ def fit_pool_reader(run: EvalRun, out: str | Path, others: Sequence[ReaderExampl
     mine.save(target.with_name(f"{target.stem}-examples.npz"))
     per_fold, configs = [], []
     for i, held in enumerate(folds):
-        sets = [(mine, held), *((o, o.folds[i]) for o in others)]
+        sets = [(mine, held), *((o, o.folds[i] if len(o.folds) == len(folds) else None) for o in others)]
         reader, count = _joint_fit(sets)
         path = save_reader(
             target.with_name(f"{target.stem}-fold{i + 1}{target.suffix}"), reader, _reader_manifest(sets, count)
