@@ -126,8 +126,10 @@ class MemCompileConfig:
     self_speaker: str = "User"
     assistant_speaker: str = "Assistant"
     # questions about the whole history (evidence/spread.py): anchors round-robin over the sessions among the best
-    # this many fused packets (the gold of such a question lies in many sessions); 0 = off
-    spread_depth: int = 60
+    # this many pool packets (the gold of such a question lies in many sessions); 0 = off. Off by default: the pool
+    # reader's weights for such questions spread them better than the round robin does, which then only reorders
+    # what the reader chose. With the fused order (pool_reader=None) 60 is the better setting
+    spread_depth: int = 0
     # a history question addressing one speaker ("the order in which I brought up ...") spreads over that speaker's
     # packets first: what the question asks about is what that speaker said
     spread_speaker: bool = True

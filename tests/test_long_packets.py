@@ -206,7 +206,7 @@ def test_a_history_question_spreads_over_one_frontier_slot_and_the_selection_sta
 ):
     from memcompile_langgraph import MemCompile, MemCompileConfig
 
-    cfg = MemCompileConfig(k0=3, frontier_append_cap=2, spread_frontier_slots=1)
+    cfg = MemCompileConfig(k0=3, frontier_append_cap=2, spread_depth=60, spread_frontier_slots=1)
     mem = MemCompile(tmp_path / "m", embeddings=embeddings, config=cfg)
     topics = ["budget tracker", "expense categories", "savings goal", "monthly report", "bank import"]
     turns = [
