@@ -27,7 +27,6 @@ SEARCH_SPACE: dict[str, tuple[Any, ...]] = {
     "fusion_feedback": (0.0, 0.35),
     "dense_top": (40,),
     "spread_depth": (60,),
-    "spread_frontier_slots": (0, 2),
     "fusion_addressed": (1.5,),
     "fusion_temporal": (0.0, 0.6),
     "fusion_speaker": (0.75,),
