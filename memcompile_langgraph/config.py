@@ -12,6 +12,9 @@ from typing import Any
 
 DENSE_DOCUMENTS = ("packet", "turn", "turn_terms", "claims")  # MemCompileConfig.dense_document
 RENAMED = {"llm_table6_settings": "llm_table6_sampling"}  # keywords MemCompileConfig took before, and their names now
+# the session spread's depth when the fused order chooses the packets (no pool reader): worth 2.5 points on BEAM 100K
+# there; under the reader it lowers BEAM (docs/cross-validation.md)
+SPREAD_DEPTH_FUSED = 60
 
 
 @dataclass(frozen=True)
@@ -126,10 +129,10 @@ class MemCompileConfig:
     self_speaker: str = "User"
     assistant_speaker: str = "Assistant"
     # questions about the whole history (evidence/spread.py): anchors round-robin over the sessions among the best
-    # this many pool packets (the gold of such a question lies in many sessions); 0 = off. Off by default: the pool
-    # reader's weights for such questions spread them better than the round robin does, which then only reorders
-    # what the reader chose. With the fused order (pool_reader=None) 60 is the better setting
-    spread_depth: int = 0
+    # this many pool packets (the gold of such a question lies in many sessions); 0 = off. None = chosen when the
+    # memory opens: off when the pool reader loads, whose weights for such questions spread them better than the
+    # round robin, which would only reorder what the reader chose; SPREAD_DEPTH_FUSED for the fused order
+    spread_depth: int | None = None
     # a history question addressing one speaker ("the order in which I brought up ...") spreads over that speaker's
     # packets first: what the question asks about is what that speaker said
     spread_speaker: bool = True
@@ -247,6 +250,13 @@ class MemCompileConfig:
     def with_overrides(self, **overrides: Any) -> MemCompileConfig:
         return replace(self, **overrides)
 
+    def with_reader(self, loaded: bool) -> MemCompileConfig:
+        """This config as a memory runs it once it knows whether its pool reader loaded: an unset spread_depth
+        becomes 0 with the reader and SPREAD_DEPTH_FUSED without it."""
+        if self.spread_depth is not None:
+            return self
+        return replace(self, spread_depth=0 if loaded else SPREAD_DEPTH_FUSED)
+
     @property
     def route_pool_size(self) -> int:
         return max(self.route_pool_floor, self.route_pool_per_cell * self.route_cells_max)
@@ -267,4 +277,4 @@ PAPER_CHOICES: dict[str, Any] = {
 PROFILES = ("default", "paper")
 DEFAULT_CONFIG = MemCompileConfig()
 
-__all__ = ["MemCompileConfig", "DEFAULT_CONFIG", "DENSE_DOCUMENTS", "PAPER_CHOICES", "PROFILES"]
+__all__ = ["MemCompileConfig", "DEFAULT_CONFIG", "DENSE_DOCUMENTS", "PAPER_CHOICES", "PROFILES", "SPREAD_DEPTH_FUSED"]

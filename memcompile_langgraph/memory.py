@@ -102,6 +102,7 @@ class MemCompile(Upkeep, Surfaces):
             dense=dense,
             cache_size=cache_size,
         )
+        self.config = self.host.engine.config  # as it runs: what opening settled (the reader, the spread)
         self.finish_removals()
 
     @property

@@ -1,6 +1,7 @@
 """Signals for long user-assistant chats: passage-level lexical score, pronoun-addressed speakers, update marks."""
 
 import numpy as np
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -201,13 +202,19 @@ def test_the_thing_a_question_counts_is_one_subject_even_when_its_terms_are_comm
     assert restated(old, unchanged, q, common, counted(question)) is None
 
 
+@pytest.mark.parametrize(
+    "setting",
+    [{"spread_depth": 60}, {"pool_reader": None}],  # set by hand beside the reader; or the fused order's own depth
+    ids=["set", "fused-order"],
+)
 def test_a_history_question_spreads_over_one_frontier_slot_and_the_selection_stays_k0_plus_k_delta(
-    tmp_path, embeddings
+    tmp_path, embeddings, setting
 ):
     from memcompile_langgraph import MemCompile, MemCompileConfig
 
-    cfg = MemCompileConfig(k0=3, frontier_append_cap=2, spread_depth=60, spread_frontier_slots=1)
+    cfg = MemCompileConfig(k0=3, frontier_append_cap=2, spread_frontier_slots=1, **setting)
     mem = MemCompile(tmp_path / "m", embeddings=embeddings, config=cfg)
+    assert mem.config.spread_depth == 60
     topics = ["budget tracker", "expense categories", "savings goal", "monthly report", "bank import"]
     turns = [
         {"speaker": "User", "text": f"Today I worked on the {t} of my budget app, part {n}.", "session": s + 1}

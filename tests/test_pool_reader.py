@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memcompile_langgraph.cli import main
-from memcompile_langgraph.config import MemCompileConfig
+from memcompile_langgraph.config import SPREAD_DEPTH_FUSED, MemCompileConfig
 from memcompile_langgraph.eval import fusion_fit
 from memcompile_langgraph.eval.crossval import make_folds
 from memcompile_langgraph.eval.fusion_fit import ReaderExamples
@@ -266,6 +266,7 @@ def test_a_memory_without_its_reader_file_warns_once_and_keeps_the_fused_order(t
         mem = MemCompile(tmp_path / "store", config=MemCompileConfig(pool_reader=str(tmp_path / "missing.json")))
     try:
         assert mem.engine.reader is None
+        assert mem.config.spread_depth == SPREAD_DEPTH_FUSED  # the fused order stands, with its session spread
         assert [r.message for r in caplog.records if "pool reader" in r.message] == [
             f"pool reader {tmp_path / 'missing.json'}: no such file: the fused order stands"
         ]
@@ -363,14 +364,20 @@ def test_the_shipped_reader_is_the_default_reads_this_codes_features_and_ships_i
     mem = MemCompile(embeddings=embeddings)
     again = MemCompile(embeddings=embeddings)
     off = MemCompile(embeddings=embeddings, config=MemCompileConfig(pool_reader=None))
+    chosen = MemCompile(embeddings=embeddings, config=MemCompileConfig(spread_depth=7))
     try:
         assert mem.engine.reader is not None and np.allclose(mem.engine.reader.weights, shipped.weights)
         assert again.engine.reader is mem.engine.reader  # the package's file is read once per process
         assert off.engine.reader is None
+        # the session spread is left to the reader when it loads and taken by the fused order; a set depth stays
+        assert MemCompileConfig().spread_depth is None
+        assert (mem.config.spread_depth, off.config.spread_depth, chosen.config.spread_depth) == (0, 60, 7)
+        assert mem.engine.config is mem.config and SPREAD_DEPTH_FUSED == 60
     finally:
         mem.close()
         again.close()
         off.close()
+        chosen.close()
 
 
 def test_a_deleted_turn_no_longer_counts_as_where_something_was_first_said(tmp_path):

@@ -234,6 +234,8 @@ def build_engine(
     from ..extract.heuristic import HeuristicExtractor
     from ..store.open import open_records, open_vectors
 
+    reader = open_reader(config.pool_reader)
+    config = config.with_reader(reader is not None)
     records = open_records(path, records_url)  # PostgreSQL by URL or $MEMCOMPILE_RECORDS_URL, else SQLite
     # opened at its first use: writes, repairs, reads of vectors
     vectors = open_vectors(path, records, chroma_url, open_indexes)
@@ -268,6 +270,6 @@ def build_engine(
         llm_store,
         path,
         llm_updates,
-        open_reader(config.pool_reader),
+        reader,
         records.store_id(),
     )
