@@ -380,6 +380,22 @@ def test_the_shipped_reader_is_the_default_reads_this_codes_features_and_ships_i
         chosen.close()
 
 
+def test_an_unset_spread_keeps_the_snapshot_files_of_the_depth_it_settles_on(tmp_path, embeddings):
+    from memcompile_langgraph import MemCompile
+
+    # the files are named after the config a memory runs with, so a store written before the depth was left unset
+    # (when the default was 0 under the reader) is read again rather than rebuilt
+    paths = []
+    for cfg in (MemCompileConfig(), MemCompileConfig(spread_depth=0), MemCompileConfig(spread_depth=60)):
+        mem = MemCompile(tmp_path / "store", embeddings=embeddings, config=cfg)
+        try:
+            assert mem.host.cache.files is not None
+            paths.append(mem.host.cache.files.path("u"))
+        finally:
+            mem.close()
+    assert paths[0] == paths[1] != paths[2]
+
+
 def test_a_deleted_turn_no_longer_counts_as_where_something_was_first_said(tmp_path):
     """Novelty is read from the memory as it stands: once the turn that first said a thing is deleted (a file store,
     opened again), the later turn saying it scores as in a memory that was never told the deleted one."""

@@ -79,7 +79,7 @@ def open_host(path: Path | None, config: MemCompileConfig, *, cache_size: int, *
         levels = 1 if path is not None else 2  # a machine's cache of stores: the folder naming them is private too
         home = records.home() if path is None else None
         files = SnapshotFiles(
-            snapshot_folder(path, records), key, config, built.embedding_id, records.digest_at, levels, home
+            snapshot_folder(path, records), key, built.config, built.embedding_id, records.digest_at, levels, home
         )
     host = Host(built, IndexCache(built, files, cache_size))
     # files the records no longer back (a forget, a restore, elsewhere), of earlier formats, of failed writes; and
