@@ -77,7 +77,7 @@ class MemCompile(Upkeep, Surfaces):
         answer_llm: Any = None,
         cache_size: int = 64,
     ):
-        self.config = with_fusion_model(config or DEFAULT_CONFIG)  # a fitted model's weights, once
+        config = with_fusion_model(config or DEFAULT_CONFIG)  # a fitted model's weights, once
         self.settings = store_settings(path, records_url, chroma_url)
         self.path = check_store_path(self.settings.path) if self.settings.path is not None else None
         if self.settings.chroma_url and (why := chroma_unreachable(self.settings.chroma_url)):
@@ -91,7 +91,7 @@ class MemCompile(Upkeep, Surfaces):
         self.llm, self.answer_llm = llm, answer_llm if answer_llm is not None else llm
         self.host = open_host(
             self.path,
-            self.config,
+            config,
             embeddings=embeddings,
             llm=llm,
             answer_llm=self.answer_llm,
@@ -102,8 +102,13 @@ class MemCompile(Upkeep, Surfaces):
             dense=dense,
             cache_size=cache_size,
         )
-        self.config = self.host.engine.config  # as it runs: what opening settled (the reader, the spread)
         self.finish_removals()
+
+    @property
+    def config(self) -> MemCompileConfig:
+        """The config as the memory runs it: the one given, with what opening settled (a fitted fusion model's
+        weights, the session spread for whether the pool reader loaded)."""
+        return self.engine.config
 
     @property
     def embeddings(self) -> Embeddings | None:
