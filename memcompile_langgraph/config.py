@@ -252,10 +252,11 @@ class MemCompileConfig:
 
     def with_reader(self, loaded: bool) -> MemCompileConfig:
         """This config as a memory runs it once it knows whether its pool reader loaded: an unset spread_depth
-        becomes 0 with the reader and SPREAD_DEPTH_FUSED without it."""
+        becomes SPREAD_DEPTH_FUSED where the fused order chooses without the reader, 0 otherwise. The spread is a
+        step of the fused order, so without fusion, as in the paper's profile, it is off."""
         if self.spread_depth is not None:
             return self
-        return replace(self, spread_depth=0 if loaded else SPREAD_DEPTH_FUSED)
+        return replace(self, spread_depth=SPREAD_DEPTH_FUSED if self.fusion and not loaded else 0)
 
     @property
     def route_pool_size(self) -> int:

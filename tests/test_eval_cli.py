@@ -77,6 +77,7 @@ def test_report_has_every_key_and_agrees_with_the_results(locomo_run):
     assert set(report["baselines"]) == {"bm25_top10", "bm25_top12", "dense_top10", "dense_top12"}
     assert set(report["ablations"]) == {"A0", "A1", "A7"} and report["config"]["variant"] == "A0"
     assert report["tokenizer"] and report["config"]["tokenizer"] == report["tokenizer"]
+    assert report["config"]["config"]["spread_depth"] == 0  # settled as the memory runs it: the reader loaded
     assert set(report["budget_curve"]) == {"k", "system", "bm25", "dense"}
     assert report["dialogues"]["mini-1"]["packets"] == 11 and report["dialogues"]["mini-2"]["ingest_seconds"] > 0
     # Table 3: normalization leaves no duplicate slot; the selection never exceeds K0 + K_delta distinct packets

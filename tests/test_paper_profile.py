@@ -263,6 +263,7 @@ def test_eval_profile_paper_offline_runs_a2_and_names_the_profile(tmp_path, embe
     report = json.loads((out / "report.json").read_text())
     assert report["config"]["profile"] == "paper" and report["config"]["variant"] == "A2"
     assert report["config"]["config"]["fusion"] is False and report["overall"]["questions"] > 0
+    assert report["config"]["config"]["spread_depth"] == 0  # settled: the spread is a step of the fused order
     assert (out / "stores" / "offline-no-factless-claims").is_dir()  # never shares a store with the default build
     assert "- profile: paper; setting: A2" in (out / "report.md").read_text()
     assert capsys.readouterr().out.startswith("profile paper, A2:")

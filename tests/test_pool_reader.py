@@ -365,6 +365,7 @@ def test_the_shipped_reader_is_the_default_reads_this_codes_features_and_ships_i
     again = MemCompile(embeddings=embeddings)
     off = MemCompile(embeddings=embeddings, config=MemCompileConfig(pool_reader=None))
     chosen = MemCompile(embeddings=embeddings, config=MemCompileConfig(spread_depth=7))
+    paper = MemCompile(embeddings=embeddings, config=MemCompileConfig.paper())
     try:
         assert mem.engine.reader is not None and np.allclose(mem.engine.reader.weights, shipped.weights)
         assert again.engine.reader is mem.engine.reader  # the package's file is read once per process
@@ -372,12 +373,14 @@ def test_the_shipped_reader_is_the_default_reads_this_codes_features_and_ships_i
         # the session spread is left to the reader when it loads and taken by the fused order; a set depth stays
         assert MemCompileConfig().spread_depth is None
         assert (mem.config.spread_depth, off.config.spread_depth, chosen.config.spread_depth) == (0, 60, 7)
+        assert paper.engine.reader is None and paper.config.spread_depth == 0  # no fusion: the paper has no spread
         assert mem.engine.config is mem.config and SPREAD_DEPTH_FUSED == 60
     finally:
         mem.close()
         again.close()
         off.close()
         chosen.close()
+        paper.close()
 
 
 def test_an_unset_spread_keeps_the_snapshot_files_of_the_depth_it_settles_on(tmp_path, embeddings):
