@@ -17,7 +17,7 @@ from typing import Any
 from langchain_core.embeddings import Embeddings
 
 from ..config import MemCompileConfig
-from ..evidence.reader import open_reader
+from ..evidence.reader import reader_for
 from ..model import stable_hash
 from ..runtime.engine import embedding_identity
 from .answers import AnswerStage
@@ -166,7 +166,7 @@ class EvalRun:
         out = []
         for name, cfg in configs.items():
             # settled as the memory will run it, so the report and the results file name the spread it uses
-            cfg = cfg.with_reader(open_reader(cfg.pool_reader) is not None)
+            _, cfg = reader_for(cfg)
             results = ResultLog(self.opts.out / f"results-{name}-{fingerprint(self.record_inputs(cfg))}.jsonl")
             out.append(Variant(name, cfg, results, results.load()))
         return out

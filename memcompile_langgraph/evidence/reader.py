@@ -283,6 +283,13 @@ def open_reader(path: str | Path | None) -> PoolReader | None:
         return None
 
 
+def reader_for(config: MemCompileConfig) -> tuple[PoolReader | None, MemCompileConfig]:
+    """The reader `config` names and the config as a memory runs with it: what is left to the reader's loading (the
+    session spread) settled for whether it did."""
+    reader = open_reader(config.pool_reader)
+    return reader, config.with_reader(reader is not None)
+
+
 __all__ = [
     "FEATURES",
     "SHIPPED",
@@ -292,5 +299,6 @@ __all__ = [
     "load_reader",
     "open_reader",
     "read",
+    "reader_for",
     "save_reader",
 ]

@@ -15,7 +15,7 @@ from langchain_core.embeddings import Embeddings
 
 from ..address.intent import offline_intent
 from ..config import MemCompileConfig
-from ..evidence.reader import PoolReader, open_reader
+from ..evidence.reader import PoolReader, reader_for
 from ..evidence.scheduler import Scheduler
 from ..extract.base import Extractor
 from ..index.user import UserIndex, packet_document
@@ -234,8 +234,7 @@ def build_engine(
     from ..extract.heuristic import HeuristicExtractor
     from ..store.open import open_records, open_vectors
 
-    reader = open_reader(config.pool_reader)
-    config = config.with_reader(reader is not None)
+    reader, config = reader_for(config)
     records = open_records(path, records_url)  # PostgreSQL by URL or $MEMCOMPILE_RECORDS_URL, else SQLite
     # opened at its first use: writes, repairs, reads of vectors
     vectors = open_vectors(path, records, chroma_url, open_indexes)
