@@ -258,12 +258,15 @@ def test_a_reader_file_with_any_one_value_changed_loads_finite_or_fails_in_one_l
         assert (reader.scale > 0).all()
 
 
-def test_a_memory_without_its_reader_file_warns_once_and_keeps_the_fused_order(tmp_path, caplog):
+def test_memories_without_their_reader_file_warn_once_and_keep_the_fused_order(tmp_path, caplog):
     from memcompile_langgraph.memory import MemCompile
 
     assert open_reader(None) is None
+    config = MemCompileConfig(pool_reader=str(tmp_path / "missing.json"))
     with caplog.at_level(logging.WARNING):
-        mem = MemCompile(tmp_path / "store", config=MemCompileConfig(pool_reader=str(tmp_path / "missing.json")))
+        # a second memory of the same process (an eval opens one per dialogue) does not repeat the warning
+        MemCompile(tmp_path / "other", config=config).close()
+        mem = MemCompile(tmp_path / "store", config=config)
     try:
         assert mem.engine.reader is None
         assert mem.config.spread_depth == SPREAD_DEPTH_FUSED  # the fused order stands, with its session spread

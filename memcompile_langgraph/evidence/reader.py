@@ -271,15 +271,21 @@ def _shipped() -> PoolReader:
     return load_reader(SHIPPED_FILE)
 
 
+# A process that opens many memories with one bad file (an eval opens one per dialogue) says so once.
+_warned: set[str] = set()
+
+
 def open_reader(path: str | Path | None) -> PoolReader | None:
     """The reader of this file (SHIPPED: the one fitted on the dev sets, shipped with the package), or None (the
-    fused order) without one; a file that does not load is one warning."""
+    fused order) without one; a file that does not load is one warning per process and fault."""
     if not path:
         return None
     try:
         return _shipped() if str(path) == SHIPPED else load_reader(path)
     except FusionModelError as exc:
-        log.warning("%s: the fused order stands", exc)
+        if str(exc) not in _warned:
+            _warned.add(str(exc))
+            log.warning("%s: the fused order stands", exc)
         return None
 
 
