@@ -192,3 +192,29 @@ def test_a_skipped_locomo_turn_is_named_by_its_sample_and_dia_id(tmp_path, capsy
     assert main(["ingest", str(path), "--store", str(tmp_path / "s"), "--records-url", "", "--quiet"]) == 0
     skips = [line for line in capsys.readouterr().err.splitlines() if "skipped" in line]
     assert skips == [f"memcompile: {path}: conv-1 turn 2 (D1:2) skipped: missing_speaker"]
+
+
+@pytest.fixture(scope="module")
+def kept_store(tmp_path_factory) -> Path:
+    return _store(tmp_path_factory.mktemp("kept"), "ann", 3, chars=10)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(pick=st.integers(min_value=0, max_value=10**6), spelling=st.sampled_from(["as is", "dotdot", "link"]))
+def test_an_export_into_the_store_folder_is_refused_and_the_store_kept(kept_store, tmp_path, capsys, pick, spelling):
+    files = sorted(p for p in kept_store.rglob("*") if p.is_file())
+    inside = files[pick % len(files)].relative_to(kept_store)
+    run = tmp_path / uuid.uuid4().hex
+    run.mkdir()
+    if spelling == "link":  # a folder outside that is the store under another name
+        (run / "alias").symlink_to(kept_store)
+        target = run / "alias" / inside
+    else:
+        target = (kept_store / ".." / kept_store.name if spelling == "dotdot" else kept_store) / inside
+    before = target.resolve().read_bytes()
+    capsys.readouterr()
+    code = main(["export", "--store", str(kept_store), "--records-url", "", "--user", "ann", "-o", str(target)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "inside the store" in err[0], err
+    assert target.resolve().read_bytes() == before
+    assert _users(kept_store) == ["ann"]

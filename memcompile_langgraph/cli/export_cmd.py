@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TextIO
 
 from . import UsageError
-from .core import add_store_args, open_memory, require_user
+from .core import add_store_args, command_settings, open_memory, require_user
 
 
 def cmd_export(args: argparse.Namespace) -> int:
@@ -22,6 +22,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     from ..users import validate_user_id
 
     user = validate_user_id(args.user)
+    _check_outside_store(args.output, command_settings(args).path)
     mem = open_memory(args, dense=False)  # records only: no embedding model to read them back
     try:
         require_user(mem, user, args.store)
@@ -37,6 +38,15 @@ def cmd_export(args: argparse.Namespace) -> int:
         return 0
     finally:
         mem.close()
+
+
+def _check_outside_store(output: str | None, store: str | Path | None) -> None:
+    """UsageError for an output file in the store's own folder: renamed over one of the store's files (its
+    database, say), the export would destroy what it copies."""
+    if output in (None, "-") or store is None:
+        return
+    if Path(output).resolve().is_relative_to(Path(store).resolve()):
+        raise UsageError(f"--output {output} is inside the store {store}: write the export outside it")
 
 
 @contextlib.contextmanager
