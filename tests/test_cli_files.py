@@ -103,7 +103,7 @@ def test_an_export_cut_anywhere_is_stored_whole_or_not_at_all(export_file, tmp_p
     if code == 0:
         mem = MemCompile(run / "dst", dense=False, records_url="", chroma_url="")
         try:
-            assert mem.stats("default")["packets"] == 5  # every turn of the export
+            assert mem.stats("ann")["packets"] == 5  # every turn of the export, as the user it names
         finally:
             mem.close()
         assert cut >= len(export_file) - 1  # the whole file (its last newline may go)
