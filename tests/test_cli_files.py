@@ -218,3 +218,11 @@ def test_an_export_into_the_store_folder_is_refused_and_the_store_kept(kept_stor
     assert code == 2 and len(err) == 1 and "inside the store" in err[0], err
     assert target.resolve().read_bytes() == before
     assert _users(kept_store) == ["ann"]
+
+
+def test_an_export_into_a_missing_folder_names_the_path_given(tmp_path, capsys):
+    store = _store(tmp_path, "ann", 1)
+    target = tmp_path / "no" / "such" / "ann.jsonl"
+    assert main(["export", "--store", str(store), "--records-url", "", "--user", "ann", "-o", str(target)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"memcompile: error: {target}: cannot write (No such file or directory); nothing written"]

@@ -58,16 +58,19 @@ def _output(path: str | None) -> Iterator[TextIO]:
         yield sys.stdout
         return
     target = Path(path)
-    fd, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".part")  # mode 0600
+    temp = None
     try:
+        # made inside the try: a missing or unwritable folder is named as given, not by the temporary file's name
+        fd, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".part")  # mode 0600
         with open(fd, "w", encoding="utf-8") as fh:
             yield fh
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(temp, target)
     except BaseException as exc:
-        with contextlib.suppress(OSError):
-            os.unlink(temp)
+        if temp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(temp)
         if isinstance(exc, OSError):
             kept = "the earlier file there is kept" if target.exists() else "nothing written"
             raise UsageError(f"{path}: cannot write ({exc.strerror or exc}); {kept}") from None
