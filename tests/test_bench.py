@@ -276,3 +276,19 @@ def test_plot_without_matplotlib_fails_before_the_bench_runs(tmp_path, capsys, m
     err = capsys.readouterr().err
     assert err.strip() == "memcompile: error: --plot needs matplotlib: pip install 'memcompile-langgraph[plots]'"
     assert not (tmp_path / "s").exists()  # no bench ran: nothing measured was thrown away
+
+
+def test_a_store_that_holds_a_users_memory_is_refused_and_left_as_it_was(tmp_path, capsys):
+    store = tmp_path / "mine"
+    mem = MemCompile(store, dense=False, records_url="", chroma_url="")
+    mem.add_turns([{"speaker": "Ann", "text": "My locker code is 4711."}], user_id="ann")
+    mem.close()
+    args = ["bench", "--turns", "20", "--queries", "1", "--no-peer", "--quiet", "--records-url", "", "--chroma-url", ""]
+    assert main([*args, "--store", str(store)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"memcompile: error: {store} already holds the memory of 1 user(s); give an empty or new directory"]
+    mem = MemCompile(store, dense=False, records_url="", chroma_url="")
+    try:
+        assert mem.users() == ["ann"]  # no synthetic users written among the real one
+    finally:
+        mem.close()

@@ -195,27 +195,31 @@ def _query_stats(mem: MemCompile, qs: list[str]) -> dict[str, Any]:
 
 
 def _check_store(path: Path | None, records_url: str | None = None) -> None:
+    """A store that holds anything is refused: the bench would write its synthetic users among real ones."""
     if records_url:
         from ..store.open import open_records
 
         records = open_records(None, records_url)
         try:
-            if USER in records.users():
-                raise ValueError("the records URL already holds a bench history; give an empty schema (?schema=NAME)")
+            users = records.users()
         finally:
             records.close()
+        if users:
+            raise ValueError(f"the records URL already holds {_held(users)}; give an empty schema (?schema=NAME)")
         return
     db = path / "memcompile.sqlite3" if path is not None else None
     if db is not None and db.exists():
         import sqlite3
 
         with sqlite3.connect(db) as conn:
-            has = (
-                conn.execute("SELECT name FROM sqlite_master WHERE name='users'").fetchone()
-                and conn.execute("SELECT 1 FROM users WHERE user_id=?", (USER,)).fetchone()
-            )
-        if has:
-            raise ValueError(f"{path} already holds a bench history; give an empty or new directory")
+            if conn.execute("SELECT name FROM sqlite_master WHERE name='users'").fetchone():
+                users = [u for (u,) in conn.execute("SELECT user_id FROM users")]
+                if users:
+                    raise ValueError(f"{path} already holds {_held(users)}; give an empty or new directory")
+
+
+def _held(users: list[str]) -> str:
+    return "a bench history" if USER in users else f"the memory of {len(users)} user(s)"
 
 
 def run_memcompile(
