@@ -322,3 +322,15 @@ def test_plots_have_titles_and_legends_that_cover_no_bar_or_curve(locomo_run):
         import matplotlib.pyplot as plt
 
         plt.close(fig)
+
+
+@pytest.mark.parametrize("damaged", [b'{"mini-1": 1}', b'{"mini-1": [], "mini-2": "x"}', b"\xff\xfe{}", b"[]"])
+def test_a_damaged_dialogues_file_is_made_again(locomo_run, tmp_path, damaged):
+    out = tmp_path / "out"
+    shutil.copytree(locomo_run, out)
+    (out / "dialogues.json").write_bytes(damaged)
+    assert run_eval("locomo", LOCOMO_MINI, "--out", str(out)) == 0
+    report = json.loads((out / "report.json").read_text())
+    original = json.loads((locomo_run / "report.json").read_text())
+    assert report["overall"]["questions"] == original["overall"]["questions"]
+    assert set(json.loads((out / "dialogues.json").read_text())) == set(original["dialogues"])

@@ -64,9 +64,11 @@ class DialogueLog:
         self.path = path
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError):
+        except (OSError, ValueError):  # unreadable, not UTF-8 or not JSON: every dialogue's facts are made again
             data = {}
-        self.data: dict[str, dict[str, Any]] = data if isinstance(data, dict) else {}
+        # an entry that is no object is dropped, so its dialogue's facts are made again too
+        items = data.items() if isinstance(data, dict) else ()
+        self.data: dict[str, dict[str, Any]] = {k: v for k, v in items if isinstance(v, dict)}
 
     def update(self, user_id: str, **facts: Any) -> None:
         self.data.setdefault(user_id, {}).update(facts)
