@@ -219,7 +219,10 @@ class SqlRecords(ABC):
         found = None
         if "meta" in tables:
             row = tx.one(f"SELECT value FROM {meta} WHERE key='schema_version'")
-            found = int(row[0]) if row else 1
+            value = str(row[0]) if row else "1"
+            if not value.isdecimal() or int(value) < 1:  # no memcompile wrote it: upgrading it would guess
+                raise StoreError(f"{self.where} has schema version {value!r}, which no memcompile writes")
+            found = int(value)
         elif "packets" in tables:
             found = 1
         if found is not None and found > SCHEMA_VERSION:

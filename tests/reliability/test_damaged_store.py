@@ -4,10 +4,15 @@
 import logging
 import os
 import shutil
+import sqlite3
+import uuid
 
 import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 
 from memcompile_langgraph import MemCompile
+from memcompile_langgraph.cli import main
 from memcompile_langgraph.cli.demo_data import demo_turns
 from memcompile_langgraph.store.protocols import StoreError
 
@@ -98,3 +103,29 @@ def test_paths_that_are_not_store_directories_are_one_line_errors(tmp_path):
             assert code == 2 and "Traceback" not in err and len(err.strip().splitlines()) == 1, (store, args, err)
     assert a_file.read_text() == "not a store"
     shutil.rmtree(records_dir)
+
+
+@pytest.fixture(scope="module")
+def small_store(tmp_path_factory):
+    path = tmp_path_factory.mktemp("small") / "store"
+    mem = MemCompile(path, dense=False, records_url="", chroma_url="")
+    mem.add_turns(demo_turns()[:2], user_id="u")
+    mem.close()
+    return path
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(version=st.text(max_size=6) | st.integers(-(10**20), 10**20).map(str))
+def test_a_schema_version_no_memcompile_writes_is_one_line_and_left_as_it_is(small_store, tmp_path, capsys, version):
+    assume(not (version.isdecimal() and 1 <= int(version) <= 5))  # the versions this memcompile reads
+    store = tmp_path / uuid.uuid4().hex
+    shutil.copytree(small_store, store)
+    db = store / "memcompile.sqlite3"
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE meta SET value=? WHERE key='schema_version'", (version,))
+    capsys.readouterr()
+    assert main(["stats", "--store", str(store), "--records-url", "", "--chroma-url", ""]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and str(db) in err[0] and "schema" in err[0], err
+    with sqlite3.connect(db) as conn:  # not upgraded on a guess
+        assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == (version,)
