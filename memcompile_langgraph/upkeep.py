@@ -82,10 +82,11 @@ class Upkeep:
             return {"forgot_turns": maintenance.forget(self.host, user_id)}
 
     def finish_removals(self) -> None:
-        """Finishes the forgets that a crash or a kill interrupted, and sweeps what a moved store left under its
-        earlier id (run when the memory opens)."""
+        """Finishes the forgets, deletes and replaces that a crash or a kill interrupted, and sweeps what a moved
+        store left under its earlier id (run when the memory opens)."""
         try:
             maintenance.finish_forgets(self.host)
+            maintenance.finish_deletes(self.host)
             maintenance.sweep_moved(self.host)
         except StoreError as exc:  # e.g. a read-only copy of the store: its next writable open finishes them
             log.warning("could not finish removals here (%s); the next open of the store does", exc)

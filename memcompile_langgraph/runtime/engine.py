@@ -80,6 +80,15 @@ class Engine:
                 "opened by another worker): close this memory and open the store again"
             )
 
+    def drop_removed(self, user_id: str, packet_ids: list[str]) -> None:
+        """What is derived from removed packets (a delete, a replace): their vectors and the cached LLM replies that
+        may quote them. Their removal, pending since its records transaction, is done then (the caller holds the
+        writer lock)."""
+        self.vectors.delete(user_id, packet_ids)
+        if self.llm_store is not None:
+            self.llm_store.delete_user(user_id, whole_user=False)
+        self.records.removal_done(user_id)
+
     def stats(self, user_id: str) -> dict[str, Any]:
         """The user's counts (Host.stats first waits for vectors its last add left pending)."""
         problems: list[str] = []

@@ -106,11 +106,25 @@ def delete_expired(host: Host, now: float) -> int:
 def _remove(host: Host, user_id: str, packet_ids: list[str]) -> None:
     """The packets' records, vectors and the LLM replies that may quote them (the caller holds the writer lock)."""
     engine = host.engine
-    engine.records.delete_packets(user_id, packet_ids)
-    engine.vectors.delete(user_id, packet_ids)
-    if engine.llm_store is not None:  # cached replies may quote the deleted turns
-        engine.llm_store.delete_user(user_id, whole_user=False)
+    engine.records.delete_packets(user_id, packet_ids)  # recorded as pending in the same transaction
+    engine.drop_removed(user_id, packet_ids)
     host.cache.drop(user_id)
+
+
+def finish_deletes(host: Host) -> list[str]:
+    """Finishes the deletes and replaces a crash or a kill interrupted after their records went: the removed packets'
+    vectors and cached LLM replies go (by the first process that gets the user's writer lock). A packet stored again
+    since keeps its vector. Returns the users finished."""
+    engine = host.engine
+    done = []
+    for user_id in engine.records.pending_removals():
+        with engine.records.write_lock(user_id, blocking=False) as held:
+            removed = engine.records.pending_removals().get(user_id) if held else None
+            if removed is not None:
+                stored = host.cache.snapshot(user_id).packets
+                engine.drop_removed(user_id, [p for p in removed if p not in stored])
+                done.append(user_id)
+    return done
 
 
 def reembed_user(host: Host, user_id: str) -> int:

@@ -165,9 +165,7 @@ class UnitOfWork:
                 self.user_id, packets, placed, counts, removed=removed, items=items, expiries=expiries
             )
         if removed:
-            self.engine.vectors.delete(self.user_id, removed)
-            if self.engine.llm_store is not None:  # cached replies may quote the removed turns
-                self.engine.llm_store.delete_user(self.user_id, whole_user=False)
+            self.engine.drop_removed(self.user_id, removed)
         index.version, index.epoch, index.digest = self.engine.records.head(self.user_id)  # (a new user: its epoch)
         for p in packets:
             index.add_packet(p)

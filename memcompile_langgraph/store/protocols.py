@@ -95,7 +95,9 @@ class RecordsStore(Protocol):
 
     `forget(user)` removes the user's records in one transaction and records the forget as pending, in the same
     transaction, until `forget_done(user)`: the user's vectors, files and LLM cache go after that commit, and a forget
-    interrupted between the two (a crash, a kill) is listed by `pending_forgets()` for the next open to finish."""
+    interrupted between the two (a crash, a kill) is listed by `pending_forgets()` for the next open to finish. A delete
+    of packets (`delete_packets`, a commit's `removed`) is recorded so too, with their ids, until `removal_done(user)`:
+    `pending_removals()` lists them by user for the next open to remove their vectors and cached LLM replies."""
 
     where: str  # where the records are, for messages (no credentials)
 
@@ -126,6 +128,8 @@ class RecordsStore(Protocol):
     def apart(self, deployment: str | None = None) -> tuple[str, str] | None: ...
     def moved_swept(self, store_id: str) -> None: ...
     def forget_done(self, user_id: str) -> None: ...
+    def pending_removals(self) -> dict[str, list[str]]: ...
+    def removal_done(self, user_id: str) -> None: ...
     def put_items(
         self, user_id: str, items: Mapping[str, str], expiries: Mapping[str, Expiry | None] | None = None
     ) -> None: ...

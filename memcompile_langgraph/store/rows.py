@@ -38,6 +38,12 @@ def forgetting_key(user_id: str) -> str:
     return f"forgetting:{user_id}"
 
 
+def removing_key(user_id: str) -> str:
+    """The meta key that marks removed packets of the user (a JSON list of their ids) whose vectors and cached LLM
+    replies are not gone yet."""
+    return f"removing:{user_id}"
+
+
 def item_key(user_id: str, packet_id: str) -> str:
     """The meta key of a document kept beside a packet; item_key(user, "") prefixes all of the user's."""
     return f"item:{user_key(user_id)}:{packet_id}"

@@ -33,6 +33,7 @@ from .rows import (
     expiry_key,
     forgetting_key,
     item_key,
+    removing_key,
 )
 
 if TYPE_CHECKING:
@@ -578,13 +579,17 @@ class SqlRecords(ABC):
             tx.run(f"DELETE FROM meta WHERE {member}", values)
         if first is not None:
             rechain(tx, user_id, first)
+        # until removal_done: their vectors and the LLM replies that may quote them go after this commit
+        row = tx.one(f"SELECT value FROM meta WHERE key=?{self.ROW_LOCK}", (removing_key(user_id),))
+        pending = json.loads(row[0]) if row else []
+        tx.put_meta(removing_key(user_id), json.dumps(sorted({*pending, *packet_ids})))
 
     def forget(self, user_id: str) -> None:
         with self.transaction() as tx:
             self._fence(tx, user_id)
             for table in ("descriptors", "packets", "counters", "users", "writer_epochs"):
                 tx.run(f"DELETE FROM {table} WHERE user_id=?", (user_id,))
-            tx.run("DELETE FROM meta WHERE key=?", (embedding_key(user_id),))
+            tx.run("DELETE FROM meta WHERE key IN (?, ?)", (embedding_key(user_id), removing_key(user_id)))
             for prefix in (item_key(user_id, ""), expiry_key(user_id, "")):
                 tx.run("DELETE FROM meta WHERE substr(key, 1, ?) = ?", (len(prefix), prefix))
             tx.put_meta(forgetting_key(user_id), "1")  # until forget_done: the derived state goes after this commit
@@ -598,6 +603,16 @@ class SqlRecords(ABC):
     def forget_done(self, user_id: str) -> None:
         with self.transaction() as tx:
             tx.run("DELETE FROM meta WHERE key=?", (forgetting_key(user_id),))
+
+    def pending_removals(self) -> dict[str, list[str]]:
+        prefix = removing_key("")
+        rows = self._all("SELECT key, value FROM meta WHERE substr(key, 1, ?) = ?", (len(prefix), prefix))
+        return {key[len(prefix) :]: json.loads(value) for key, value in rows}
+
+    def removal_done(self, user_id: str) -> None:
+        with self.transaction() as tx:
+            tx.run("DELETE FROM meta WHERE key=?", (removing_key(user_id),))
+        self._scrub()  # the ids it named leave no page image behind either
 
     def put_items(
         self, user_id: str, items: Mapping[str, str], expiries: Mapping[str, Expiry | None] | None = None

@@ -241,6 +241,18 @@ def test_a_forget_is_pending_until_its_derived_state_is_gone(store):
     assert store.pending_forgets() == ["u_"]
 
 
+def test_a_removal_is_pending_until_its_derived_state_is_gone(store):
+    ps = fill(store, "u", range(4))[0]
+    p4 = packet("u", 4)
+    store.delete_packets("u", [ps[0].packet_id])
+    store.commit("u", [p4], [(descriptor(p4, 40), "c")], removed=[ps[1].packet_id])  # a replace
+    assert store.pending_removals() == {"u": sorted([ps[0].packet_id, ps[1].packet_id])}
+    store.removal_done("u")
+    store.delete_packets("u", [ps[2].packet_id])
+    store.forget("u")  # goes with the user's vectors and LLM cache
+    assert store.pending_removals() == {}
+
+
 def test_a_failed_commit_stores_nothing(store):
     fill(store, "u", range(2))
     head = store.head("u")

@@ -93,3 +93,54 @@ def test_re_running_forget_after_a_kill_leaves_nothing(tmp_path, embeddings):
     assert run.code == 0, run.err
     assert _files_holding(store.path, needles) == []
     assert store.rows("SELECT key FROM meta WHERE key LIKE 'forgetting:%'") == []
+
+
+# a delete, and a store put that changes a value (its old packet replaced in the records transaction of the new one),
+# each killed once its records transaction committed, before the removed packets' vectors went
+_REMOVE = """
+import os, signal
+from memcompile_langgraph import MemCompile
+from memcompile_langgraph.integrations.base_store import MemCompileStore
+from memcompile_langgraph.store.chroma import ChromaVectors
+ChromaVectors.delete = lambda *args, **kwargs: os.kill(os.getpid(), signal.SIGKILL)
+mem = MemCompile({path!r}, records_url={url!r}, dense=False)
+if {how!r} == "delete":
+    mem.delete_turns("gone", ["D1:2"])
+else:
+    MemCompileStore(mem).put(("gone",), "D1:2", {{"speaker": "Tom", "text": "A changed value."}})
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("how", ["delete", "replace"])
+def test_a_killed_delete_or_replace_is_finished_by_the_next_open(how, tmp_path, embeddings, backend):
+    from memcompile_langgraph.integrations.base_store import MemCompileStore
+    from memcompile_langgraph.store.llm_file import LLMStore
+
+    store = backend.where(tmp_path / "store")
+    mem = store.memory(embeddings=embeddings)
+    items = MemCompileStore(mem)
+    for i in range(4):
+        items.put(("gone",), f"D1:{i}", {"speaker": "Tom", "text": f"My kayak trip {MARK}{i:03d}x went fine."})
+    victim = mem.index("gone").by_dia["D1:2"]
+    ids, vectors = mem.engine.vectors.vectors("gone")
+    needles = [np.asarray(v, dtype=np.float32).tobytes()[:64] for i, v in zip(ids, vectors) if i == victim]
+    needles.append(f"{MARK}002x".encode())
+    mem.close()
+    llm = LLMStore(store.path)  # an LLM reply cached for the user, quoting the turn that goes
+    llm.cache.put("gone", "key", "fact", f'["Tom took a kayak trip {MARK}002x"]', 10, 5)
+    llm.close()
+    assert len(needles) == 2 and _files_holding(store.path, needles)
+
+    script = _REMOVE.format(path=str(store.path), url=store.url or "", how=how)
+    proc = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(script)], env=cli_env(), capture_output=True, timeout=300
+    )
+    assert proc.returncode == -signal.SIGKILL, proc.stderr.decode()[-2000:]
+    assert store.rows("SELECT COUNT(*) FROM packets WHERE packet_id = ?", (victim,)) == [(0,)]  # the records went
+
+    again = store.memory(embeddings=embeddings)  # opening finishes it, before any read of the user
+    assert _files_holding(store.path, needles) == []
+    assert store.rows("SELECT key FROM meta WHERE key LIKE 'removing:%'") == []
+    assert again.stats("gone")["vectors"] == 4 - (how == "delete") == len(again.turns("gone"))
+    again.close()
