@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import re
+from datetime import datetime, timedelta, timezone
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from support.generated_sets import FILLER
@@ -35,6 +37,33 @@ def test_a_statement_stored_later_but_dated_earlier_is_the_older_one():
     # storage order only breaks ties between statements of one time
     same = [packet("a", 0, OLD, "2024-04-05T00:00:00"), packet("b", 1, NEW, "2024-04-05T00:00:00")]
     assert sorted(same, key=said_at, reverse=True)[0].packet_id == "b"
+
+
+_OFFSETS = st.integers(-14 * 60, 14 * 60).map(lambda m: timezone(timedelta(minutes=m)))
+_MOMENTS = st.datetimes(datetime(2000, 1, 1), datetime(2040, 1, 1), timezones=_OFFSETS)
+
+
+@given(_MOMENTS, _MOMENTS)
+def test_later_is_the_later_moment_whatever_the_offsets_the_times_carry(a, b):
+    first, second = packet("a", 0, OLD, a.isoformat()), packet("b", 1, NEW, b.isoformat())
+    if a != b:
+        assert (said_at(first) < said_at(second)) == (a < b)
+
+
+@pytest.mark.parametrize(
+    ("old_at", "new_at", "marks"),
+    [  # 05:00 UTC, then 08:00 UTC: the update is the later statement, though its clock reads earlier
+        ("2024-04-05T10:00:00+05:00", "2024-04-05T08:00:00+00:00", {"D1:1": "D2:1", "D2:1": None}),
+        # 08:00 UTC, then the "update" at 05:00 UTC: it was said first, so it replaces nothing
+        ("2024-04-05T08:00:00+00:00", "2024-04-05T10:00:00+05:00", {"D1:1": None, "D2:1": None}),
+    ],
+)
+def test_statements_dated_with_different_offsets_are_ordered_by_their_moment(make_mem, old_at, new_at, marks):
+    mem = memory(make_mem)
+    mem.add_turns([{"speaker": "User", "text": OLD, "time": old_at, "session": 1, "dia_id": "D1:1"}], user_id="u")
+    mem.add_turns([{"speaker": "User", "text": NEW, "time": new_at, "session": 2, "dia_id": "D2:1"}], user_id="u")
+    ctx = mem.compile(QUESTION, user_id="u")
+    assert {p.dia_id: p.superseded_by for p in ctx.packets if p.dia_id in marks} == marks
 
 
 def test_a_backfilled_older_turn_does_not_mark_the_current_statement_superseded(make_mem):

@@ -27,6 +27,7 @@ import numpy as np
 
 from ..model import SourcePacket
 from ..text.terms import term_set
+from ..text.timeparse import session_moment
 from .spread import spans_history
 
 if TYPE_CHECKING:
@@ -74,8 +75,8 @@ def said_at(p: SourcePacket, event: str = "") -> tuple[str, int]:
     """When a statement was made, for "later": its session's time, else the time of the event its claims state, then
     its place in storage only to break ties (a turn imported or backfilled later can still be the older statement).
     Within a session the event time does not order: a turn recalling 2019 is not older than the turn before it. A
-    turn with neither time comes before every dated one."""
-    return (p.session_time or event, p.seq)
+    turn with neither time comes before every dated one; times with UTC offsets compare as moments."""
+    return (session_moment(p.session_time) if p.session_time else event, p.seq)
 
 
 def subject_terms(index: UserIndex) -> Callable[[str], frozenset[str]]:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from datetime import date, datetime, timedelta
+from datetime import date, datetime, timedelta, timezone
 from functools import lru_cache
 
 from dateutil import parser as _dateutil_parser
@@ -177,6 +177,17 @@ def _parse_session_time(raw: str) -> str | None:
         return moment.isoformat() if moment else None  # inside: an offset of 24 h or more fails only here
     except (ValueError, OverflowError, TypeError):
         return None
+
+
+@lru_cache(maxsize=4096)
+def session_moment(iso: str) -> str:
+    """A parsed session time as it orders against others: one with a UTC offset as the same moment in UTC (offset
+    dropped), so times given in different zones compare by when they were; one without an offset as it is."""
+    try:
+        when = datetime.fromisoformat(iso)
+        return iso if when.tzinfo is None else when.astimezone(timezone.utc).replace(tzinfo=None).isoformat()
+    except (ValueError, OverflowError):  # a row edited by hand, or a moment at the end of the calendar
+        return iso
 
 
 def _parse_known_formats(raw: str) -> datetime | None:
