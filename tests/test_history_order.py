@@ -24,13 +24,13 @@ HISTORY = "In what order did I bring up the parts of my garden throughout our co
 PLAIN = "What did I do for my garden beds?"
 
 
-def remember(config: MemCompileConfig | None = None) -> MemCompile:
+def remember(config: MemCompileConfig | None = None, backfill: bool = False) -> MemCompile:
+    """The garden chat; with backfill, its last two sessions were stored first and the older two imported after."""
     mem = MemCompile(None, config=config, dense=False)
     sessions = {t: i for i, t in enumerate(dict.fromkeys(t for t, _, _ in TURNS), 1)}
-    mem.add_turns(
-        [{"speaker": s, "text": x, "time": t, "session": sessions[t]} for t, s, x in TURNS],
-        user_id="u",
-    )
+    turns = [{"speaker": s, "text": x, "time": t, "session": sessions[t]} for t, s, x in TURNS]
+    for part in (turns[4:], turns[:4]) if backfill else (turns,):
+        mem.add_turns(part, user_id="u")
     return mem
 
 
@@ -55,6 +55,17 @@ def test_a_history_question_shows_its_packets_as_they_were_said(mem):
     assert ranked != said_order(ranked)  # the schedule's order is not the dialogue's: the test can tell them apart
     assert shown_ids(got.text) == said_order(ranked)
     assert [p["rank"] for p in got.to_dict()["packets"]] == list(range(1, len(ranked) + 1))  # ranks stay
+
+
+def test_a_history_imported_after_its_later_sessions_is_shown_as_it_was_said():
+    m = remember(backfill=True)
+    try:
+        got = m.compile(HISTORY, user_id="u")
+    finally:
+        m.close()
+    shown = shown_ids(got.text)
+    assert {d[:2] for d in shown} & {"D1", "D2"} and {d[:2] for d in shown} & {"D3", "D4"}  # old and new sessions
+    assert shown == said_order(shown)
 
 
 def test_another_question_keeps_the_schedule_order(mem):

@@ -14,7 +14,7 @@ from ..model import SourcePacket
 from ..text.terms import bounded, count_tokens, header_field, one_line
 from .budget import Block, Fitted, fit
 from .spread import spans_history
-from .updates import Supersession, statement_times, subject_terms, supersessions
+from .updates import Supersession, said_at, statement_times, subject_terms, supersessions
 
 VIEWS = ("bundle", "raw", "claim")
 
@@ -159,7 +159,7 @@ def fit_context(
     """X_q = Render(p_1, B_p1) || ... || Render(p_L, B_pL), Eq. 16, block by block; over max_tokens
     (text.count_tokens), the tokens go to the lines most likely to hold the answer (evidence/budget.py).
     `marks`: update notes already decided (update_marks), else the offline ones for the query. A question about the
-    whole history (evidence/spread.py) shows its packets in dialogue order (`history_in_time_order`)."""
+    whole history (evidence/spread.py) shows its packets in the order they were said (`history_in_time_order`)."""
     view = validate_view(view)
     reps = representatives or {}
     blocks = [packet_block(index, pid, view, reps.get(pid)) for pid in packet_ids]
@@ -169,6 +169,7 @@ def fit_context(
     fitted = fit(blocks, query, max_tokens, count_tokens)
     if index.cfg.history_in_time_order and spans_history(query):
         # a question about how something went or in what order things came up is answered by reading the packets
-        # as they were said; the budget has spent its tokens by rank all the same
-        return fitted.in_order(sorted(range(len(packet_ids)), key=lambda i: index.packets[packet_ids[i]].seq))
+        # as they were said (by their times: a history imported after later turns is stored after them); the budget
+        # has spent its tokens by rank all the same
+        return fitted.in_order(sorted(range(len(packet_ids)), key=lambda i: said_at(index.packets[packet_ids[i]])))
     return fitted
