@@ -7,12 +7,15 @@ import os
 import sqlite3
 import threading
 import time
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
 from ..config import MemCompileConfig
 from ..llm.calls import LLMClient
 from ..llm.usage import FIELDS, PHASES, check_fields, summary
+from .layout import private_folder
+from .locks import FileLock
 
 FILENAME = "llm.sqlite3"
 
@@ -39,7 +42,12 @@ class LLMDatabase:
             os.close(os.open(target, os.O_RDWR | os.O_CREAT, 0o600))  # and SQLite gives its WAL the same mode
         self.conn = sqlite3.connect(target, timeout=60, check_same_thread=False, isolation_level=None)
         self.lock = threading.RLock()
-        with self.lock:
+        # processes opening a new file at once: switching to WAL can fail with "locked" without waiting (the
+        # records' setup lock, store/sqlite.py)
+        setup = (
+            FileLock(private_folder(Path(path) / "locks") / "setup.lock").hold() if path is not None else nullcontext()
+        )
+        with self.lock, setup:
             if path is not None:
                 self.conn.execute("PRAGMA journal_mode=WAL")
             self.conn.execute("PRAGMA busy_timeout=60000")

@@ -235,3 +235,34 @@ def _locomo(turns: list[dict]) -> dict:
             {"speaker": t["speaker"], "text": t["text"], "dia_id": f"D{s}:{n}"} for n, t in enumerate(items, 1)
         ]
     return conv
+
+
+def _waits_for_a_lock(pid: int) -> bool:
+    """Whether the process is blocked on a file lock (a request /proc/locks lists with "->")."""
+    with open("/proc/locks") as locks:
+        return any(line.split()[1] == "->" and line.split()[5] == str(pid) for line in locks)
+
+
+def test_a_process_opening_the_llm_file_while_another_sets_it_up_waits_for_it(tmp_path):
+    """Workers with a model opening a new store's LLM file at once: one of them finds the other switching the new file
+    to WAL (here: its setup lock held, the file's write lock taken) and waits, instead of failing with "database is
+    locked"."""
+    import sqlite3
+
+    from memcompile_langgraph.store.layout import private_file, private_folder
+    from memcompile_langgraph.store.llm_file import FILENAME
+    from memcompile_langgraph.store.locks import FileLock
+
+    store = tmp_path / "store"
+    with FileLock(private_folder(store / "locks") / "setup.lock").hold():
+        other = sqlite3.connect(private_file(store / FILENAME), isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")
+        opener = _python(
+            "import sys; from memcompile_langgraph.store.llm_file import LLMStore; LLMStore(sys.argv[1])", store
+        )
+        while opener.poll() is None and not _waits_for_a_lock(opener.pid):
+            time.sleep(0.05)
+        other.execute("ROLLBACK")
+        other.close()
+    _, err = opener.communicate(timeout=120)
+    assert opener.returncode == 0, err[-2000:]
