@@ -231,10 +231,7 @@ class SnapshotFiles:
                 stale = True  # unreadable: it would be ignored and rebuilt anyway
             if stale:
                 removed += _unlink(file)
-        for tmp in self.folder.glob("*.snapshot.*.tmp") if self.folder.is_dir() else ():
-            if _abandoned(tmp):
-                removed += _unlink(tmp)
-        return removed
+        return removed + self._drop_abandoned("*")
 
     def sweep_moved(self, holds: Callable[[str, str], bool | None]) -> int:
         """Removes this machine's folders of other stores whose records are gone from where they lived (a store moved
@@ -256,9 +253,16 @@ class SnapshotFiles:
         return sum(_unlink(file) for file in self.folder.glob("*.snapshot")) if self.folder.is_dir() else 0
 
     def drop(self, user_id: str) -> None:
-        """Removes the user's files of every build (what they hold is gone from the records)."""
+        """Removes the user's files of every build (what they hold is gone from the records), with the temporary
+        files of saves of them that a kill cut short (they hold the user's turns as well)."""
         for file in self.folder.glob(f"{user_key(user_id)}.*snapshot") if self.folder.is_dir() else ():
             _unlink(file)
+        self._drop_abandoned(user_key(user_id))
+
+    def _drop_abandoned(self, name: str) -> int:
+        """Removes the temporary files of writes that never finished, of the files named `name` (a glob); how many."""
+        temporary = self.folder.glob(f"{name}.*.snapshot.*.tmp") if self.folder.is_dir() else ()
+        return sum(_unlink(tmp) for tmp in temporary if _abandoned(tmp))
 
     def drop_build(self, user_id: str) -> None:
         """Removes the user's files of this build: two unlinks, no listing (cheap enough for every load of a user

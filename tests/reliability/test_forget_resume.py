@@ -144,3 +144,31 @@ def test_a_killed_delete_or_replace_is_finished_by_the_next_open(how, tmp_path, 
     assert store.rows("SELECT key FROM meta WHERE key LIKE 'removing:%'") == []
     assert again.stats("gone")["vectors"] == 4 - (how == "delete") == len(again.turns("gone"))
     again.close()
+
+
+_SAVE_KILLED = """
+import os, signal
+from memcompile_langgraph import MemCompile
+mem = MemCompile({path!r}, records_url={url!r}, dense=False)
+mem.compile("kayak", user_id="gone")  # loaded: saved to its snapshot file at close
+os.replace = lambda *args, **kwargs: os.kill(os.getpid(), signal.SIGKILL)  # once the file is written, before its rename
+mem.close()
+"""
+
+
+@pytest.mark.slow
+def test_a_forget_removes_the_temporary_file_of_a_snapshot_save_that_was_killed(tmp_path, backend):
+    store = backend.where(tmp_path / "store")
+    mem = store.memory(dense=False)
+    mem.add_turns([{"speaker": "Tom", "text": f"My kayak trip {MARK}{i:03d}x went fine."} for i in range(3)], "gone")
+    script = _SAVE_KILLED.format(path=str(store.path), url=store.url or "")
+    proc = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(script)], env=cli_env(), capture_output=True, timeout=300
+    )
+    assert proc.returncode == -signal.SIGKILL, proc.stderr.decode()[-2000:]
+    assert [p.suffix for p in mem.host.cache.files.folder.iterdir()] == [".tmp"]  # the save's temporary file
+
+    mem.forget("gone")  # by a process that swept the files when it opened, before the kill
+
+    assert [p for p in mem.host.cache.files.folder.iterdir() if MARK.encode() in p.read_bytes()] == []
+    mem.close()
