@@ -217,6 +217,20 @@ def test_any_value_is_stored_or_refused_without_harm(store, value, key):
         assert store.get(TOM, key) is None
 
 
+TURN_FIELDS = [*FIELDS, "session_label", "image_caption", "image_query"]
+UNSEEN = st.sampled_from(["\u200b", " \n", "\x01", "\u202e"])  # text nothing of which can be shown
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(value=st.dictionaries(st.sampled_from(TURN_FIELDS), JSON | UNSEEN, max_size=4))
+def test_every_json_object_is_a_value_as_in_the_in_memory_store(store, value):
+    # InMemoryStore keeps any JSON object; a field a turn cannot hold ("session": [], "time": {...}, a "text" of
+    # invisible characters) stays in the value only
+    store.put(TOM, "k", value)
+    assert store.get(TOM, "k").value == value
+    assert [(i.key, i.value) for i in store.search(TOM)] == [("k", value)]
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(namespace=st.lists(st.text(max_size=6), max_size=3).map(tuple))
 def test_any_namespace_is_a_user_or_refused_without_harm(store, namespace):

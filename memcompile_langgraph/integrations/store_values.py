@@ -9,6 +9,8 @@ and one turn made from it that MemCompile indexes (the key is its dia_id):
   "assistant"/"ai" -> assistant_speaker, any other role as written), else user_speaker.
 - time: value["time"] (any format MemCompile parses; kept raw as given), else the time of the first put.
 - session, session_label, image_caption, image_query: taken when present.
+A field a turn cannot hold (invisible text, a "time" or "session" that is an object) is not the turn's; the value
+keeps it, as any JSON object is a store value.
 Turns written by other surfaces (add_turns, the chat nodes) have no document: they read back as the turn.
 """
 
@@ -24,8 +26,9 @@ from typing import Any
 
 from langgraph.store.base import get_text_at_path
 
-from ..ingest.turn_input import BadTurn, coerce_turn, turn_record
+from ..ingest.turn_input import BadTurn, coerce_turn, turn_record, visible
 from ..model import SourcePacket
+from ..text.terms import clean_text
 
 ROLES = {"user": "user", "human": "user", "assistant": "assistant", "ai": "assistant"}
 PASSED_THROUGH = ("session", "session_label", "image_caption", "image_query")
@@ -51,25 +54,32 @@ def _leaves(value: Any, path: str = "") -> list[str]:
     return [f"{path}: {leaf}" if path else leaf]
 
 
+def _shown(text: str) -> bool:
+    """Text a turn can hold: something visible once cleaned as a turn's fields are (not only spaces, format and
+    control characters)."""
+    return visible(clean_text(text))
+
+
 def value_text(value: Mapping[str, Any], index: list[str] | None = None) -> str:
     if index:
         texts = [t for p in index for t in get_text_at_path(value, p)]
-        if any(t.strip() for t in texts):
-            return "\n".join(t for t in texts if t.strip())
-    if isinstance(value.get("text"), str) and value["text"].strip():
+        if any(_shown(t) for t in texts):
+            return "\n".join(t for t in texts if _shown(t))
+    if isinstance(value.get("text"), str) and _shown(value["text"]):
         return str(value["text"])
     text = _content_text(value.get("content"))
-    if text is not None and text.strip():
+    if text is not None and _shown(text):
         return text
-    return "\n".join(_leaves(value)) or "{}"
+    leaves = "\n".join(_leaves(value))
+    return leaves if _shown(leaves) else json.dumps(value, ensure_ascii=False)
 
 
 def value_speaker(value: Mapping[str, Any], user_speaker: str, assistant_speaker: str) -> str:
     for field in ("speaker", "name"):
-        if isinstance(value.get(field), str) and value[field].strip():
+        if isinstance(value.get(field), str) and _shown(value[field]):
             return str(value[field])
     role = value.get("role", value.get("type"))
-    if isinstance(role, str) and role.strip():
+    if isinstance(role, str) and _shown(role):
         side = ROLES.get(role.strip().lower())
         return {"user": user_speaker, "assistant": assistant_speaker}.get(side, role) if side else role
     return user_speaker
@@ -105,10 +115,15 @@ def value_turn(
     turn: dict[str, Any] = {
         "speaker": value_speaker(value, user_speaker, assistant_speaker),
         "text": value_text(value, index),
-        "time": value.get("time") or time or datetime.now().astimezone().isoformat(timespec="seconds"),
+        "time": time or datetime.now().astimezone().isoformat(timespec="seconds"),
         "dia_id": key,
     }
-    turn.update({f: value[f] for f in PASSED_THROUGH if value.get(f) not in (None, "")})
+    # the value's own time and turn fields, where a turn can hold them; any other stays in the value only, as a
+    # store keeps any JSON object (a "session" object, a "time" that is a range)
+    given = {"time": value.get("time") or None} | {f: value.get(f) for f in PASSED_THROUGH}
+    for field, v in given.items():
+        if v not in (None, "") and _holds({**turn, field: v}):
+            turn[field] = v
     try:
         coerced = coerce_turn(turn)
     except BadTurn as exc:
@@ -122,6 +137,14 @@ def value_turn(
             )
         raise ValueError(f"store key {key!r} must be printable text without surrounding spaces")
     return turn
+
+
+def _holds(turn: dict[str, Any]) -> bool:
+    try:
+        coerce_turn(turn)
+    except BadTurn:
+        return False
+    return True
 
 
 def turn_value(p: SourcePacket) -> dict[str, Any]:
