@@ -7,16 +7,17 @@ from __future__ import annotations
 import hashlib
 import json
 import runpy
+import tempfile
 import time
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from langgraph.store.base import InvalidNamespaceError
+from langgraph.store.base import GetOp, InvalidNamespaceError, PutOp
 from langgraph.store.memory import InMemoryStore
 from support.paths import ROOT
 
-from memcompile_langgraph import MemCompile
+from memcompile_langgraph import MemCompile, upkeep
 from memcompile_langgraph.integrations import base_store
 from memcompile_langgraph.integrations.base_store import MemCompileStore, namespace_user, user_namespace
 from memcompile_langgraph.integrations.store_values import read_document
@@ -262,3 +263,102 @@ def test_puts_awaited_together_are_written_together_and_each_fails_with_its_grou
         assert store.get(("u",), "x0") is None
     finally:
         store.memory.close()
+
+
+class Clock:
+    """The time the store and the sweep read, moved by the test (whole seconds, so sums are exact)."""
+
+    def __init__(self) -> None:
+        self.now = 1_700_000_000.0
+
+    def time(self) -> float:
+        return self.now
+
+
+TTL_KEYS = ["k", "p"]
+TTL_OP = st.one_of(
+    st.tuples(
+        st.just("put"),
+        st.sampled_from(TTL_KEYS),
+        st.integers(0, 1),
+        st.integers(0, 1),
+        st.sampled_from([None, 1, 2]),
+    ),
+    st.tuples(st.just("delete"), st.sampled_from(TTL_KEYS)),
+    st.tuples(st.just("get"), st.sampled_from(TTL_KEYS), st.booleans()),
+    st.tuples(st.just("search"), st.booleans()),
+    st.tuples(st.just("batch"), st.sampled_from(TTL_KEYS), st.booleans(), st.sampled_from([None, 1])),
+    st.tuples(st.just("sweep")),
+)
+WAIT = st.sampled_from([0, 30, 45])  # seconds after each step: a read between two waits is refreshed or gone
+
+
+@settings(max_examples=60, deadline=None)
+@given(steps=st.lists(st.tuples(TTL_OP, WAIT), min_size=3, max_size=16))
+@example(steps=[(("put", "k", 0, 0, 1), 45), (("get", "k", True), 30), (("search", False), 0)])  # refreshed
+def test_ttl_follows_langgraphs_rules_step_by_step(steps):
+    """LangGraph's TTL against a model of it: a put's ttl (minutes) runs from the put, a read with refresh_ttl
+    starts it again, an expired item is gone for reads and for a put (which makes it anew, last in the listing),
+    and the sweep removes exactly the expired items."""
+    clock = Clock()
+    model: dict[str, list] = {}  # key -> [value, expires at or None, ttl]
+
+    def live(key: str) -> bool:
+        return key in model and (model[key][1] is None or model[key][1] > clock.now)
+
+    def refresh(key: str) -> None:
+        if model[key][2] is not None:
+            model[key][1] = clock.now + model[key][2] * 60
+
+    def put(key: str, value: dict | None, ttl: int | None) -> None:
+        if not live(key) or value is None:
+            model.pop(key, None)  # gone: a put makes it anew, at the end of the listing
+        if value is not None:
+            expires = None if ttl is None else clock.now + ttl * 60
+            model[key] = [value, expires, ttl]
+
+    with pytest.MonkeyPatch.context() as patch, tempfile.TemporaryDirectory() as tmp:
+        patch.setattr(base_store, "time", clock)
+        patch.setattr(upkeep, "time", clock)
+        mem = MemCompile(tmp, dense=False)
+        store = MemCompileStore(mem)
+        try:
+            for op, wait in steps:
+                kind = op[0]
+                if kind == "put":  # the same text with another "n" keeps the turn; other text replaces it
+                    _, key, text, n, ttl = op
+                    value = {"text": f"Note {text} of {key}.", "n": n}
+                    store.put(("u",), key, value, ttl=ttl)
+                    put(key, value, ttl)
+                elif kind == "delete":
+                    store.delete(("u",), op[1])
+                    put(op[1], None, None)
+                elif kind == "get":
+                    _, key, fresh = op
+                    got = store.get(("u",), key, refresh_ttl=fresh)
+                    assert (got and got.value) == (model[key][0] if live(key) else None)
+                    if live(key) and fresh:
+                        refresh(key)
+                elif kind == "search":
+                    found = store.search(("u",), limit=10, refresh_ttl=op[1])
+                    alive = [k for k in model if live(k)]
+                    assert [(i.key, i.value) for i in found] == [(k, model[k][0]) for k in alive]
+                    for key in alive if op[1] else ():
+                        refresh(key)
+                elif kind == "batch":  # the read sees the store before the put, and refreshes first
+                    _, key, fresh, ttl = op
+                    value = {"text": f"Batched {key}.", "n": 0}
+                    got, _ = store.batch([GetOp(("u",), key, fresh), PutOp(("u",), key, value, ttl=ttl)])
+                    assert (got and got.value) == (model[key][0] if live(key) else None)
+                    if live(key) and fresh:
+                        refresh(key)
+                    put(key, value, ttl)
+                else:
+                    expired = [k for k in model if not live(k)]
+                    assert store.sweep_ttl() == len(expired)
+                    for key in expired:
+                        del model[key]
+                    assert sorted(t.packet.dia_id for t in mem.turns("u")) == sorted(model)
+                clock.now += wait
+        finally:
+            mem.close()
