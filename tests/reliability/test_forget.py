@@ -438,3 +438,36 @@ def test_forget_after_repair_leaves_nothing_in_the_copy_repair_moved_aside(two_u
     assert _files_holding(store, removed) == {}  # neither the live directory nor the copy holds them
     assert mem.stats("kept")["vectors"] == mem.stats("kept")["packets"] == 24  # made again by the repair
     mem.close()
+
+
+def test_a_forget_while_another_connection_reads_the_log_scrubs_it_once_that_reader_is_gone(tmp_path, caplog):
+    """A shell or a backup tool reading the records file holds the WAL open: the forget cannot empty it then, says
+    so, and the next write after that reader left empties it, so the text does not wait for the store to close."""
+    from memcompile_langgraph.memory import MemCompile
+
+    mem = MemCompile(tmp_path / "store", dense=False)
+    mem.add_turns(_marked_turns(6), user_id="gone")
+    mem.add_turns(synthetic_turns("kept", 3), user_id="kept")
+    database = tmp_path / "store" / "memcompile.sqlite3"
+    mem.engine.records.conn.execute("PRAGMA busy_timeout=50")  # the store waits 60 s for such a reader
+    outside = sqlite3.connect(database, isolation_level=None)
+    outside.execute("BEGIN")
+    outside.execute("SELECT COUNT(*) FROM packets").fetchone()  # its snapshot holds the log's frames
+    try:
+        with caplog.at_level("WARNING"):
+            mem.forget("gone")
+        assert [r for r in caplog.records if "write-ahead log" in r.getMessage()]
+        assert mem.stats("gone")["packets"] == 0
+    finally:
+        outside.execute("COMMIT")
+        outside.close()
+    mem.add_turns(synthetic_turns("kept", 1, seed=1), user_id="kept")  # any later write
+    hits = [f for f in _byte_hits_in(tmp_path / "store", MARK) if f.startswith("memcompile.sqlite3")]
+    assert hits == []
+    mem.close()
+
+
+def _byte_hits_in(root, needle: str) -> list[str]:
+    return sorted(
+        str(p.relative_to(root)) for p in root.rglob("*") if p.is_file() and needle.encode() in p.read_bytes()
+    )
