@@ -16,6 +16,7 @@ from ..llm.calls import LLMClient
 from ..llm.usage import FIELDS, PHASES, check_fields, summary
 from .layout import private_folder
 from .locks import FileLock
+from .wal import BUSY_MS, LogScrub
 
 FILENAME = "llm.sqlite3"
 
@@ -42,6 +43,7 @@ class LLMDatabase:
             os.close(os.open(target, os.O_RDWR | os.O_CREAT, 0o600))  # and SQLite gives its WAL the same mode
         self.conn = sqlite3.connect(target, timeout=60, check_same_thread=False, isolation_level=None)
         self.lock = threading.RLock()
+        self.log = LogScrub(self.conn, target)
         # processes opening a new file at once: switching to WAL can fail with "locked" without waiting (the
         # records' setup lock, store/sqlite.py)
         setup = (
@@ -50,7 +52,7 @@ class LLMDatabase:
         with self.lock, setup:
             if path is not None:
                 self.conn.execute("PRAGMA journal_mode=WAL")
-            self.conn.execute("PRAGMA busy_timeout=60000")
+            self.conn.execute(f"PRAGMA busy_timeout={BUSY_MS}")
             self.conn.executescript(SCHEMA)
 
     @staticmethod
@@ -59,7 +61,14 @@ class LLMDatabase:
 
     def execute(self, sql: str, args: tuple = ()) -> list[tuple]:
         with self.lock:
-            return self.conn.execute(sql, args).fetchall()
+            rows = self.conn.execute(sql, args).fetchall()
+            self.log.after_write()
+            return rows
+
+    def scrub(self) -> None:
+        """Empties the WAL after deletes (store/wal.py)."""
+        with self.lock:
+            self.log.after_delete()
 
     def close(self) -> None:
         with self.lock:
@@ -142,7 +151,7 @@ class LLMStore:
         self.cache.delete_user(user_id)
         if whole_user:
             self.ledger.delete_user(user_id)
-        self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        self.db.scrub()
 
     def close(self) -> None:
         self.db.close()

@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import hmac
-import logging
 import os
 import sqlite3
 import threading
@@ -20,9 +19,7 @@ from .locks import FileLock, StripeLocks, UserLocks
 from .protocols import StoreError
 from .rows import EDITABLE
 from .sql import SCHEMA_VERSION, SqlRecords, Tx
-
-log = logging.getLogger(__name__)
-BUSY_MS = 60000  # how long a statement waits for a lock another connection holds
+from .wal import BUSY_MS, LogScrub
 
 FILE = "memcompile.sqlite3"
 WRITER_STRIPES = 256  # cross-process writer lock files: users share them by a keyed hash (locks/writers-N.lock)
@@ -69,11 +66,11 @@ class SqliteRecords(SqlRecords):
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open {target}: {exc}") from None
         self._mutex = threading.RLock()
+        self._log = LogScrub(self.conn, self.where)
         self._writers = UserLocks()
         self._reembeds = UserLocks()
         self._stripes = StripeLocks()  # the writer-lock and re-embed-lock stripe files this object holds
         self._lock_key: bytes | None = None  # keys the writer-lock stripes (from secret(), read at first use)
-        self._scrub_owed = False  # a removal's log could not be emptied yet: another connection was reading it
         setup = FileLock(self.dir / "locks" / "setup.lock").hold() if self.dir is not None else contextlib.nullcontext()
         # processes opening a new store at once: switching to WAL can fail with "locked" without waiting
         with self._mutex, setup:
@@ -154,8 +151,7 @@ class SqliteRecords(SqlRecords):
                 self.conn.execute("ROLLBACK")
                 raise
             self.conn.execute("COMMIT")
-            if self._scrub_owed:
-                self._checkpoint(wait=False)
+            self._log.after_write()
 
     @contextlib.contextmanager
     def _read(self, consistent: bool = False) -> Iterator[Tx]:
@@ -217,31 +213,11 @@ class SqliteRecords(SqlRecords):
         """Nothing: a file lock ends only with its process (or its holder's release), never under a live writer."""
 
     def scrub_log(self) -> None:
-        """Copy the WAL into the database and truncate it, so deleted rows leave no old page images behind. Another
-        connection reading the file (a shell, a backup tool) can keep it from that: then it is said once, and tried
-        again after each later write, without waiting, until it succeeds."""
-        if self.dir is None:
-            return
-        owed = self._scrub_owed
-        if not self._checkpoint(wait=True) and not owed:
-            log.warning(
-                "%s: another connection is reading it, so its write-ahead log keeps deleted rows until a later write "
-                "of this store empties it",
-                self.where,
-            )
-
-    def _checkpoint(self, wait: bool) -> bool:
-        """Whether the WAL was copied whole and truncated; without `wait`, a reader in the way is not waited for."""
-        with self._mutex:
-            if not wait:
-                self.conn.execute("PRAGMA busy_timeout=0")
-            try:
-                busy = self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
-            finally:
-                if not wait:
-                    self.conn.execute(f"PRAGMA busy_timeout={BUSY_MS}")
-            self._scrub_owed = bool(busy)
-        return not busy
+        """Copy the WAL into the database and truncate it, so deleted rows leave no old page images behind (store/wal.py
+        says what happens while another connection reads the file)."""
+        if self.dir is not None:
+            with self._mutex:
+                self._log.after_delete()
 
 
 def _connect(target: str) -> tuple[sqlite3.Connection, bool]:

@@ -467,6 +467,29 @@ def test_a_forget_while_another_connection_reads_the_log_scrubs_it_once_that_rea
     mem.close()
 
 
+def test_the_llm_files_log_kept_by_an_outside_reader_is_emptied_at_the_next_write(tmp_path, caplog):
+    """The same for the cached LLM replies, which quote the user's turns."""
+    folder = tmp_path / "store"
+    folder.mkdir()
+    llm = LLMStore(folder)
+    llm.cache.put("gone", "key-gone", "fact", f'["{MARK}001x reply"]', 10, 5)
+    llm.db.conn.execute("PRAGMA busy_timeout=50")
+    outside = sqlite3.connect(folder / "llm.sqlite3", isolation_level=None)
+    outside.execute("BEGIN")
+    outside.execute("SELECT COUNT(*) FROM responses").fetchone()
+    try:
+        with caplog.at_level("WARNING"):
+            llm.delete_user("gone")
+        assert [r for r in caplog.records if "write-ahead log" in r.getMessage()]
+        assert llm.cache.size("gone") == 0
+    finally:
+        outside.execute("COMMIT")
+        outside.close()
+    llm.cache.put("kept", "key-kept", "fact", '["another reply"]', 10, 5)  # any later write
+    assert _byte_hits_in(folder, MARK) == []
+    llm.close()
+
+
 def _byte_hits_in(root, needle: str) -> list[str]:
     return sorted(
         str(p.relative_to(root)) for p in root.rglob("*") if p.is_file() and needle.encode() in p.read_bytes()
