@@ -34,6 +34,7 @@ from .stage_graph import stage_graph
 from .state import QueryState, QueryWork
 from .store.protocols import VectorStoreError
 from .text.terms import terms
+from .text.timeparse import said_by_time
 from .users import nothing_stored_note
 
 STAGES = ("intent", "bm25", "cell_routing", "candidates", "normalize", "schedule", "dense", "frontier", "render")
@@ -76,11 +77,12 @@ def candidates_node(state: QueryState, runtime: Runtime[MemoryContext]) -> dict[
 
 
 def said_by(index: UserIndex, as_of: str | None) -> Callable[[str], bool] | None:
-    """Packet id -> whether it had been said by `as_of` (its session's time, as stored; an undated turn has no time
-    to tell, so it is left out); None when every packet counts."""
+    """Packet id -> whether it had been said by `as_of` (its session's time, compared as text.timeparse.said_by_time
+    says; an undated turn has no time to tell, so it is left out); None when every packet counts."""
     if as_of is None:
         return None
-    return lambda pid: (t := index.packets[pid].session_time) is not None and t[:19] <= as_of
+    said = said_by_time(as_of)
+    return lambda pid: (t := index.packets[pid].session_time) is not None and said(t)
 
 
 def normalize_node(state: QueryWork, runtime: Runtime[MemoryContext]) -> dict[str, Any]:

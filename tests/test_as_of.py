@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import os
-from datetime import date, datetime
+from datetime import date, datetime, timedelta, timezone
 
 import pytest
 from hypothesis import given
@@ -17,7 +17,7 @@ from support.generated_sets import FILLER
 from support.paths import ROOT
 
 from memcompile_langgraph.cli import main
-from memcompile_langgraph.text.timeparse import validate_as_of
+from memcompile_langgraph.text.timeparse import said_by_time, validate_as_of
 
 # stored newest first: the move, then the older statement backfilled after it
 TURNS = [
@@ -68,6 +68,39 @@ def test_as_of_is_an_iso_time_or_a_one_line_error(value):
         assert "\n" not in str(exc) and "as_of" in str(exc)
         return
     assert out is None if value is None else datetime.fromisoformat(out)
+
+
+_OFFSETS = st.integers(-14 * 60, 14 * 60).map(lambda m: timezone(timedelta(minutes=m)))
+_MOMENTS = st.datetimes(datetime(2000, 1, 1), datetime(2040, 1, 1), timezones=_OFFSETS).map(
+    lambda t: t.replace(microsecond=0)
+)
+
+
+@given(_MOMENTS, _MOMENTS, st.booleans())
+def test_as_of_with_an_offset_counts_what_was_said_by_that_moment(said, as_of, as_text):
+    """A stored time with an offset meets an as_of with one (a datetime, or a string as MCP and the CLI give it) as
+    a moment; without an offset on either side, as clock readings (the test above)."""
+    given_as_of = as_of.isoformat() if as_text else as_of
+    counts = said_by_time(validate_as_of(given_as_of))
+    assert counts(said.isoformat(timespec="seconds")) == (said <= as_of)
+    plain = said.replace(tzinfo=None).isoformat(timespec="seconds")  # no offset stored: its clock against as_of's
+    assert counts(plain) == (said.replace(tzinfo=None) <= as_of.replace(tzinfo=None))
+
+
+def test_compile_as_of_a_moment_in_another_zone(make_mem):
+    # said at 05:00 UTC and 08:00 UTC; the second's clock reads earlier than the first's
+    turns = [
+        {"speaker": "Ana", "text": "I live in Berlin.", "time": "2024-04-05T10:00:00+05:00", "dia_id": "D1:1"},
+        {"speaker": "Ana", "text": "I moved to Lisbon.", "time": "2024-04-05T08:00:00+00:00", "dia_id": "D2:1"},
+    ]
+    mem = make_mem(turns=turns, user_id="ana")
+    for as_of, said in (
+        ("2024-04-05T06:00:00Z", {"D1:1"}),
+        (datetime(2024, 4, 5, 9, 0, tzinfo=timezone(timedelta(hours=2))), {"D1:1"}),  # 07:00 UTC
+        ("2024-04-05T13:30:00+05:00", {"D1:1", "D2:1"}),  # 08:30 UTC
+        ("2024-04-05T04:59:00+00:00", set()),
+    ):
+        assert set(ids(mem.compile(QUESTION, user_id="ana", as_of=as_of).packets)) == said
 
 
 def test_the_cli_query_takes_as_of(make_mem, tmp_path, capsys):

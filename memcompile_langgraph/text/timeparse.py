@@ -23,7 +23,7 @@ ambiguous:
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import date, datetime, timedelta, timezone
 from functools import lru_cache
 
@@ -576,16 +576,17 @@ def spans_overlap(a: tuple[date, date], b: tuple[date, date]) -> bool:
     return a[0] <= b[1] and b[0] <= a[1]
 
 
-_AS_OF = re.compile(r"\d{4}-\d\d-\d\d(?:[T ]\d\d:\d\d(?::\d\d)?)?")
+_AS_OF = re.compile(r"\d{4}-\d\d-\d\d(?:[T ]\d\d:\d\d(?::\d\d)?(?:Z|[+-]\d\d:\d\d)?)?")
 
 
 def validate_as_of(value: object) -> str | None:
-    """The latest moment a statement may have been made to count (`as_of` of a query), as "YYYY-MM-DDTHH:MM:SS": a
-    date means its whole day. None stays None (everything said counts); anything else is a one-line ValueError."""
+    """The latest moment a statement may have been made to count (`as_of` of a query), as "YYYY-MM-DDTHH:MM:SS", with
+    its UTC offset when it has one: a date means its whole day. None stays None (everything said counts); anything
+    else is a one-line ValueError."""
     if value is None:
         return None
     if isinstance(value, datetime):
-        return value.replace(tzinfo=None).isoformat(timespec="seconds")
+        return value.isoformat(timespec="seconds")
     if isinstance(value, date):
         return f"{value.isoformat()}T23:59:59"
     text = value.strip() if isinstance(value, str) else ""
@@ -596,3 +597,21 @@ def validate_as_of(value: object) -> str | None:
     except ValueError:
         raise ValueError(f"as_of is not a real date or time: {value!r}") from None
     return when.isoformat(timespec="seconds") if len(text) > 10 else f"{text}T23:59:59"
+
+
+def said_by_time(as_of: str) -> Callable[[str], bool]:
+    """Stored session time -> whether it is not after `as_of` (validate_as_of's). Two times with UTC offsets compare as
+    moments; otherwise by their clock readings: a time without an offset is read on the clock of the one it meets."""
+    clock = as_of[:19]
+    if not _has_offset(as_of):
+        return lambda t: t[:19] <= clock
+    moment = session_moment(as_of)
+    return lambda t: session_moment(t) <= moment if _has_offset(t) else t[:19] <= clock
+
+
+@lru_cache(maxsize=4096)
+def _has_offset(iso: str) -> bool:
+    try:
+        return datetime.fromisoformat(iso).tzinfo is not None
+    except ValueError:  # a row edited by hand: compared by its text
+        return False
