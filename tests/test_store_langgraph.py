@@ -275,6 +275,24 @@ class Clock:
         return self.now
 
 
+def test_a_refused_batch_does_not_refresh_what_it_read():
+    """A batch refused for one of its puts changes nothing, not even the ttl its reads would have started again."""
+    clock = Clock()
+    with pytest.MonkeyPatch.context() as patch, tempfile.TemporaryDirectory() as tmp:
+        patch.setattr(base_store, "time", clock)
+        store = MemCompileStore(MemCompile(tmp, dense=False))
+        try:
+            store.put(("u",), "k", {"text": "A note that lives a minute."}, ttl=1)
+            clock.now += 45
+            with pytest.raises(ValueError):
+                store.batch([GetOp(("u",), "k", refresh_ttl=True), PutOp(("u",), "bad", {"text": "x"}, ttl=-1)])
+            assert store.get(("u",), "bad") is None
+            clock.now += 30  # past the minute from the put, within one from the refused refresh
+            assert store.get(("u",), "k", refresh_ttl=False) is None
+        finally:
+            store.memory.close()
+
+
 TTL_KEYS = ["k", "p"]
 TTL_OP = st.one_of(
     st.tuples(

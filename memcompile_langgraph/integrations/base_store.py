@@ -341,10 +341,12 @@ class MemCompileStore(BaseStore):
 
     # --- batch -------------------------------------------------------------------------------
     def batch(self, ops: Iterable[Op]) -> list[Result]:
-        """Reads see the store as it was before the batch's puts (InMemoryStore's order); puts then run in order."""
+        """Reads see the store as it was before the batch's puts (InMemoryStore's order); puts then run in order. A put
+        that is refused refuses the batch before anything changes, a read's ttl refresh included."""
         ops = list(ops)
         for op in ops:
             validate_op_namespace(op)
+        puts = self._checked([op for op in ops if isinstance(op, PutOp)])
         now = time.time()
         results: list[Result] = [None] * len(ops)
         read: dict[str, dict[str, Expiry]] = {}  # user -> packet id -> expiry, of the items a read refreshes
@@ -359,7 +361,8 @@ class MemCompileStore(BaseStore):
                 raise ValueError(f"unknown store operation: {type(op).__name__}")
         for user, expiries in read.items():
             self._refresh(user, expiries, now)
-        self._put_all([op for op in ops if isinstance(op, PutOp)])
+        for user, checked in puts.items():
+            self._put_user(user, checked)
         return results
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
@@ -428,11 +431,6 @@ class MemCompileStore(BaseStore):
         """The field paths that hold the put value's text (None: store_values.value_text's default)."""
         return op.index or None if op.index is not None else self._fields
 
-    def _put_all(self, puts: list[PutOp]) -> None:
-        """Every value is checked before anything changes; then per user, one writer unit of work."""
-        for user, ops in self._checked(puts).items():
-            self._put_user(user, ops)
-
     def _checked(self, puts: list[PutOp]) -> dict[str, dict[str, PutOp]]:
         """The puts by user and dia_id, every value checked (ValueError before anything changes)."""
         latest: dict[tuple[str, str], PutOp] = {}  # a key put twice in one batch: the last value wins
@@ -449,6 +447,7 @@ class MemCompileStore(BaseStore):
         return by_user
 
     def _put_user(self, user: str, ops: dict[str, PutOp]) -> None:
+        """The user's checked puts in one writer unit of work, with any others queued for the user meanwhile."""
         done, writer = self._enqueue(user, ops)
         if writer:
             self._drain(user)
