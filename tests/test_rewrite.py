@@ -173,3 +173,17 @@ def test_a_sentence_without_an_exact_rewrite_is_not_rewritten(sentence):
 )
 def test_claims_read_right_or_keep_the_speakers_words(text, expected):
     assert HeuristicExtractor().facts(turn_window(text, previous="Hi there, how are things?")) == [expected]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.sampled_from(sorted(VERBS)),
+    st.sampled_from(ADVERBS),
+    st.sampled_from(["it", "pottery", "in Lisbon", "3 cats"]),
+    st.sampled_from([str.upper, str.title]),
+)
+def test_the_verb_keeps_the_case_it_was_written_in(verb, adverb, obj, case):
+    """ "I LOVE IT" once became "Ana LOVEs IT" and "I TRY" "Ana TRies": the agreed form is written in the case of
+    the word it replaces."""
+    out = rewriter(SPEAKER, None)("I " + case(f"{adverb}{verb} {obj}") + ".")
+    assert out == f"{SPEAKER} " + case(f"{adverb}{VERBS[verb]} {obj}") + "."

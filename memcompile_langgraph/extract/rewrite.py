@@ -96,10 +96,10 @@ def _third_person(verb: str) -> str:
     if _keeps_form(lower) or past or "'" in lower or not lower.isalpha():
         return verb
     if lower.endswith(("ss", "sh", "ch", "x", "z", "o", "us")):
-        return verb + "es"
+        return _match_case(lower + "es", verb)
     if lower.endswith("y") and len(lower) > 2 and lower[-2] not in "aeiou":
-        return verb[:-1] + "ies"
-    return verb + "s"
+        return _match_case(lower[:-1] + "ies", verb)
+    return _match_case(lower + "s", verb)
 
 
 def _keeps_form(lower: str) -> bool:
@@ -108,6 +108,8 @@ def _keeps_form(lower: str) -> bool:
 
 
 def _match_case(word: str, like: str) -> str:
+    if len(like) > 1 and like.isupper():  # "I LOVE IT": a shouted verb stays shouted, not "LOVEs"
+        return word.upper()
     return word[:1].upper() + word[1:] if like[:1].isupper() else word
 
 
