@@ -187,3 +187,15 @@ def test_the_verb_keeps_the_case_it_was_written_in(verb, adverb, obj, case):
     the word it replaces."""
     out = rewriter(SPEAKER, None)("I " + case(f"{adverb}{verb} {obj}") + ".")
     assert out == f"{SPEAKER} " + case(f"{adverb}{VERBS[verb]} {obj}") + "."
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.sampled_from(["co", "re", "e", "double", "x", "pre", "self"]),
+    st.sampled_from(sorted(VERBS)),
+    st.sampled_from(ADVERBS),
+)
+def test_a_hyphenated_verb_agrees_on_its_last_part(prefix, verb, adverb):
+    """ "I co-own" once became "Ana coes-own" and "I e-mail" "Ana es-mail": the -s went on the first part."""
+    out = rewriter(SPEAKER, None)(f"I {adverb}{prefix}-{verb} it.")
+    assert out == f"{SPEAKER} {adverb}{prefix}-{VERBS[verb]} it."

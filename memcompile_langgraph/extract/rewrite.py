@@ -215,18 +215,19 @@ class Rewriter:
             return
         k = n + 1
         while k < len(at) and _adjacent(source, at, k - 1):
-            word = _word(source, at, k)
-            if word in ("kind", "sort") and _word(source, at, k + 1) == "of":
-                k += 2
-            elif word == "no" and _word(source, at, k + 1) == "longer":
-                k += 2
+            end = _compound_end(source, at, k)
+            word = _word(source, at, end)
+            if word in ("kind", "sort") and _word(source, at, end + 1) == "of":
+                k = end + 2
+            elif word == "no" and _word(source, at, end + 1) == "longer":
+                k = end + 2
             elif _is_adverb(word):
-                k += 1
+                k = end + 1
             else:
                 if always:
-                    out[at[k]] = _verb_after_i(source, at, k)
-                elif _verb_after_you(source[at[k]]):
-                    out[at[k]] = _third_person(source[at[k]])
+                    out[at[end]] = _verb_after_i(source, at, end)
+                elif _verb_after_you(source[at[end]]):
+                    out[at[end]] = _third_person(source[at[end]])
                 return
         if always and k < len(at) and k > n and "".join(source[at[k - 1] + 1 : at[k]]).strip()[:1] in ",;(-–—":
             raise _Inexact  # "I, too, love it": the verb is past an aside, whose end is not known
@@ -239,6 +240,14 @@ class _Inexact(Exception):
 def _past_adverbs(source: list[str], at: list[int], k: int) -> int:
     """The first word from k on that is not an adverb next to the one before."""
     while k < len(at) and _is_adverb(_word(source, at, k)) and _adjacent(source, at, k):
+        k += 1
+    return k
+
+
+def _compound_end(source: list[str], at: list[int], k: int) -> int:
+    """The last part of the hyphenated word that starts at word k (k itself for a plain word): a compound verb
+    agrees on its last part ("I co-own" -> "co-owns", not "coes-own")."""
+    while k + 1 < len(at) and source[at[k] + 1 : at[k + 1]] == ["-"]:
         k += 1
     return k
 
