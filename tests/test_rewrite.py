@@ -199,3 +199,12 @@ def test_a_hyphenated_verb_agrees_on_its_last_part(prefix, verb, adverb):
     """ "I co-own" once became "Ana coes-own" and "I e-mail" "Ana es-mail": the -s went on the first part."""
     out = rewriter(SPEAKER, None)(f"I {adverb}{prefix}-{verb} it.")
     assert out == f"{SPEAKER} {adverb}{prefix}-{VERBS[verb]} it."
+
+
+@settings(max_examples=200, deadline=None)
+@given(statements(), st.sampled_from([('"', '"'), ("\u201c", "\u201d")]))
+def test_a_quote_is_left_as_it_was_said(case, marks):
+    """'She said "I love it"' once became 'She said "Ana loves it"': the "I" of a quote is whoever is quoted."""
+    quote = f"{marks[0]}{case[0].rstrip('.')}{marks[1]}"
+    out = rewriter(SPEAKER, "Bob")(f"My friend told you {quote} but I agree.")
+    assert out == f"{SPEAKER}'s friend told Bob {quote} but {SPEAKER} agrees."

@@ -5,7 +5,8 @@ others" and "our" "<Speaker>'s", because "we" is as often friends or a partner a
 ("myself", "ourselves") becomes "themselves" after the name it refers back to, else the name. Second person becomes the addressee, when there is one. The verb next
 to a rewritten "I"/"you" is put in the third person, past the adverbs between them ("I now have" -> "Caroline now
 has"), and an auxiliary before an asking "I" agrees ("do I" -> "does Caroline"); after "you" that is any content
-word unless "you" is an object there ("makes you feel").
+word unless "you" is an object there ("makes you feel"). Words inside double quotes are left as they were said:
+the "I" of a quote is whoever is quoted ('she said "I love it"').
 
 A sentence whose first person cannot be rewritten exactly (the word after "I" is neither a verb nor a known adverb,
 or the verb is not where it is looked for: "I, too, love it", "I so want it") is not rewritten: the rewriter
@@ -163,9 +164,12 @@ class Rewriter:
         source = _TOKEN.findall(sentence)  # read from the original tokens, write to `out`
         out = list(source)
         at = [i for i, t in enumerate(source) if t[0].isalnum() or t[0] == "_"]
+        quoted = _quoted(source)
         try:
             for n, i in enumerate(at):
                 lower = source[i].lower()
+                if i in quoted:  # 'she said "I love it"': the "I" of a quote may be someone else
+                    continue
                 if lower in _FIRST_PERSON:
                     self._first(source, out, at, n, lower)
                 elif lower in self.second:
@@ -235,6 +239,18 @@ class Rewriter:
 
 class _Inexact(Exception):
     """The first person of a sentence cannot be rewritten exactly."""
+
+
+def _quoted(source: list[str]) -> set[int]:
+    """Indexes of the tokens inside double quotes (straight or curly); an unclosed quote runs to the end."""
+    inside, quoted = False, set()
+    for i, token in enumerate(source):
+        for char in token:
+            if char in '"\u201c\u201d':
+                inside = char == "\u201c" or (char == '"' and not inside)
+        if inside:
+            quoted.add(i)
+    return quoted
 
 
 def _past_adverbs(source: list[str], at: list[int], k: int) -> int:
