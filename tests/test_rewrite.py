@@ -208,3 +208,16 @@ def test_a_quote_is_left_as_it_was_said(case, marks):
     quote = f"{marks[0]}{case[0].rstrip('.')}{marks[1]}"
     out = rewriter(SPEAKER, "Bob")(f"My friend told you {quote} but I agree.")
     assert out == f"{SPEAKER}'s friend told Bob {quote} but {SPEAKER} agrees."
+
+
+@pytest.mark.parametrize(
+    "sentence, expected",
+    [
+        ("I/O is slow on my laptop.", "I/O is slow on Ana's laptop."),
+        ("I fixed the I/O bug.", "Ana fixed the I/O bug."),
+        ("The R/I ratio is high, I think.", "The R/I ratio is high, Ana thinks."),
+    ],
+)
+def test_an_i_joined_by_a_slash_is_no_pronoun(sentence, expected):
+    """ "I/O is slow" once became "Ana/O is slow"."""
+    assert rewriter(SPEAKER, None)(sentence) == expected

@@ -181,6 +181,8 @@ class Rewriter:
     def _first(self, source: list[str], out: list[str], at: list[int], n: int, lower: str) -> None:
         if lower == "us" and source[at[n]] == "US":  # the country
             return
+        if lower == "i" and "/" in source[at[n] - 1 : at[n]] + source[at[n] + 1 : at[n] + 2]:  # "I/O", "R/I"
+            return
         if lower in _REFLEXIVE and _word(source, at, n - 1) in ("i", "we", "and", "or"):
             raise _Inexact  # "I myself think", "my wife and myself went": no reflexive reads right there
         if lower in _REFLEXIVE and any(self.speaker in t for t in out[: at[n]]):
