@@ -160,3 +160,28 @@ async def test_the_tokens_file_is_read_again_when_it_changes(tmp_path):
         tokens.write_text(f"{TOM} tom\n")
         assert status(TOM) == 200 and status(ANN) == 401
     assert "no token is accepted until it is fixed" in log.read_text()
+
+
+async def test_a_tokens_file_opened_to_other_users_while_serving_lets_nobody_in(tmp_path):
+    """The start refuses a tokens file other users may read; one opened to them later (a chmod, or a file saved anew
+    with the umask's mode) must not stay in force either: anyone who reads it could act as every user it names."""
+    tokens = tmp_path / "tokens"
+    tokens.write_text(f"{TOM} tom\n")
+    tokens.chmod(0o600)
+    server, url, log = serve(tmp_path, "127.0.0.1", "--tokens", str(tokens))
+
+    def status(token: str) -> int:
+        return httpx.post(url, json=INIT, headers={**MCP_HEADERS, "Authorization": f"Bearer {token}"}).status_code
+
+    with server:
+        assert status(TOM) == 200
+        tokens.chmod(0o644)
+        assert status(TOM) == 401
+        tokens.chmod(0o600)
+        assert status(TOM) == 200
+        replaced = tmp_path / "tokens.new"
+        replaced.write_text(f"{TOM} tom\n{ANN} ann\n")
+        replaced.chmod(0o640)
+        replaced.replace(tokens)
+        assert status(TOM) == 401 and status(ANN) == 401
+    assert "is open to other users" in log.read_text()

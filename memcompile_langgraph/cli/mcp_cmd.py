@@ -46,7 +46,7 @@ def http_serving(args: argparse.Namespace) -> dict:
 def access_rules(args: argparse.Namespace, host: str, port: int) -> dict:
     """Who may reach a served surface (the MCP server, the inspector): the tokens (None with --no-auth, or on
     loopback without --tokens) and the allowed Host/Origin values; a non-loopback address without tokens is refused."""
-    from ..integrations.tokens import BadTokensFile, Tokens, check_private
+    from ..integrations.tokens import BadTokensFile, Tokens
 
     if args.tokens and args.no_auth:
         raise UsageError("--tokens and --no-auth contradict each other: give one")
@@ -56,9 +56,7 @@ def access_rules(args: argparse.Namespace, host: str, port: int) -> dict:
             "give --tokens FILE (lines 'TOKEN USER_ID' or 'TOKEN *'), or --no-auth to do it anyway"
         )
     try:
-        if args.tokens:
-            check_private(args.tokens)
-        tokens = Tokens.load(args.tokens) if args.tokens else None
+        tokens = Tokens.load(args.tokens, private=True) if args.tokens else None
     except BadTokensFile as exc:
         raise UsageError(str(exc)) from None
     return {

@@ -3,8 +3,9 @@
 A tokens file has one token a line: `TOKEN USER_ID` (the token acts only as that user) or `TOKEN *` (any user);
 blank lines and lines starting with # are skipped. Tokens are compared in constant time, and every token is
 compared, so the time taken says nothing about which one came close. A loaded file is read again when it changes
-(its modification time, size or inode), so removing a line revokes its token at the next request; a changed file
-that cannot be used grants nothing until it is fixed (revoking must not depend on getting the edit right).
+(its modification time, size, inode or mode), so removing a line revokes its token at the next request; a changed
+file that cannot be used grants nothing until it is fixed (revoking must not depend on getting the edit right). A
+file loaded as private is checked again at each change: one opened to other users while serving grants nothing.
 """
 
 from __future__ import annotations
@@ -48,18 +49,19 @@ class Grant:
         return self.user_id is None or self.user_id == user_id
 
 
-def _stamp(path: Path) -> tuple[int, int, int] | None:
+def _stamp(path: Path) -> tuple[int, int, int, int] | None:
     try:
         st = path.stat()
     except OSError:
         return None
-    return st.st_mtime_ns, st.st_size, st.st_ino
+    return st.st_mtime_ns, st.st_size, st.st_ino, st.st_mode  # a chmod changes no other of these
 
 
 class Tokens:
-    def __init__(self, grants: dict[str, Grant], path: str | Path | None = None):
+    def __init__(self, grants: dict[str, Grant], path: str | Path | None = None, private: bool = False):
         self._grants = self._encoded(grants)
         self._path = Path(path) if path is not None else None
+        self._private = private
         self._stamp = _stamp(self._path) if self._path is not None else None
 
     @staticmethod
@@ -69,11 +71,15 @@ class Tokens:
         return [(token.encode(), grant) for token, grant in grants.items()]
 
     @classmethod
-    def load(cls, path: str | Path) -> Tokens:
-        return cls(cls._read(path), path)
+    def load(cls, path: str | Path, private: bool = False) -> Tokens:
+        """The file's tokens; `private`: refused when other users may read or write it (check_private), then and at
+        every change while serving (a file saved anew with the umask's mode must not stay in force)."""
+        return cls(cls._read(path, private), path, private)
 
     @staticmethod
-    def _read(path: str | Path) -> dict[str, Grant]:
+    def _read(path: str | Path, private: bool = False) -> dict[str, Grant]:
+        if private:
+            check_private(path)
         try:
             text = Path(path).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
@@ -104,7 +110,7 @@ class Tokens:
         if stamp != self._stamp:
             self._stamp = stamp
             try:
-                self._grants = self._encoded(self._read(self._path))
+                self._grants = self._encoded(self._read(self._path, self._private))
             except BadTokensFile as exc:
                 self._grants = []
                 log.warning("%s: no token is accepted until it is fixed", exc)
