@@ -43,6 +43,8 @@ NEGATIONS = {
     "won't": "won't",
     "really do": "really does",
 }
+# after "I'd", a past participle that is no bare verb reads "had"; a bare verb reads "would"
+PARTICIPLES = ["left", "bought", "thought", "found", "written", "eaten", "forgotten", "spoken", "finished", "heard"]
 ADVERBS = ["", "now ", "still ", "really ", "never ", "always ", "just ", "usually ", "no longer ", "sometimes "]
 OBJECTS = {"it": "it", "my dog": "Ana's dog", "pottery": "pottery", "in Lisbon": "in Lisbon", "3 cats": "3 cats"}
 LEADS = ["", "Today ", "When ", "Honestly, ", "I think "]
@@ -80,6 +82,11 @@ def statements(draw):
                     (f"I'd {adverb}like {obj}", f"{SPEAKER} would {adverb}like {OBJECTS[obj]}"),
                     (f"I'd never seen {obj}", f"{SPEAKER} had never seen {OBJECTS[obj]}"),
                     (f"I'd been to {obj}", f"{SPEAKER} had been to {OBJECTS[obj]}"),
+                    *((f"I'd {adverb}{p} {obj}", f"{SPEAKER} had {adverb}{p} {OBJECTS[obj]}") for p in PARTICIPLES),
+                    *(
+                        (f"I'd {adverb}{v} {obj}", f"{SPEAKER} would {adverb}{v} {OBJECTS[obj]}")
+                        for v in ("need", "love", "go", "put", "read")
+                    ),
                 ]
             )
         )

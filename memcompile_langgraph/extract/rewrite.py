@@ -34,8 +34,14 @@ _AUXILIARIES = frozenset(
     """am is are was were have has had do does did can could will would shall should may might must don't doesn't
     didn't can't couldn't won't wouldn't shouldn't haven't hasn't hadn't isn't aren't wasn't weren't""".split()
 )
-# After "I'd" these make it "I had" ("I'd been", "I'd never seen"); any other word makes it "I would".
-_PARTICIPLES = frozenset("been better had gone done seen known taken given got gotten made come become".split())
+# After "I'd" these make it "I had" ("I'd been", "I'd never seen", "I'd already left"), as does a word in -ed; any
+# other word makes it "I would". Participles that are also bare verbs ("put", "read", "cut") are not here: "would".
+_PARTICIPLES = frozenset(
+    """been better had gone done seen known taken given got gotten made come become left bought brought built caught
+    taught thought found felt kept lost met paid sent spent stood slept heard held told sold said won understood lent
+    fed fought hung lit meant shot stuck struck led written eaten fallen flown forgotten grown chosen driven drawn
+    ridden spoken stolen sworn torn woken worn broken begun sung swum thrown shown drunk rung hidden bitten""".split()
+)
 _REFLEXIVE = frozenset(["myself", "ourselves"])
 _LY_VERBS = frozenset("apply reply fly rely supply comply multiply bully rally tally ally".split())
 # After "I" these stay as they are: modals, past tenses and forms that do not take an -s.
@@ -221,20 +227,15 @@ class Rewriter:
             return
         k = n + 1
         while k < len(at) and _adjacent(source, at, k - 1):
-            end = _compound_end(source, at, k)
-            word = _word(source, at, end)
-            if word in ("kind", "sort") and _word(source, at, end + 1) == "of":
-                k = end + 2
-            elif word == "no" and _word(source, at, end + 1) == "longer":
-                k = end + 2
-            elif _is_adverb(word):
-                k = end + 1
-            else:
+            after = _adverb_end(source, at, k)
+            if after is None:
+                end = _compound_end(source, at, k)
                 if always:
                     out[at[end]] = _verb_after_i(source, at, end)
                 elif _verb_after_you(source[at[end]]):
                     out[at[end]] = _third_person(source[at[end]])
                 return
+            k = after
         if always and k < len(at) and k > n and "".join(source[at[k - 1] + 1 : at[k]]).strip()[:1] in ",;(-–—":
             raise _Inexact  # "I, too, love it": the verb is past an aside, whose end is not known
 
@@ -256,10 +257,20 @@ def _quoted(source: list[str]) -> set[int]:
 
 
 def _past_adverbs(source: list[str], at: list[int], k: int) -> int:
-    """The first word from k on that is not an adverb next to the one before."""
-    while k < len(at) and _is_adverb(_word(source, at, k)) and _adjacent(source, at, k):
-        k += 1
+    """The first word from k on that is not part of an adverb next to the one before."""
+    while k < len(at) and _adjacent(source, at, k) and (after := _adverb_end(source, at, k)) is not None:
+        k = after
     return k
+
+
+def _adverb_end(source: list[str], at: list[int], k: int) -> int | None:
+    """The word after the adverb that starts at word k ("no longer", "kind of" and a hyphenated adverb are one), or
+    None when word k starts no adverb."""
+    end = _compound_end(source, at, k)
+    word, following = _word(source, at, end), _word(source, at, end + 1)
+    if (word in ("kind", "sort") and following == "of") or (word == "no" and following == "longer"):
+        return end + 2
+    return end + 1 if _is_adverb(word) else None
 
 
 def _compound_end(source: list[str], at: list[int], k: int) -> int:
