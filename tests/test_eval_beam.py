@@ -136,3 +136,14 @@ def test_eval_beam_on_one_real_chat(tmp_path, embeddings):
     assert report["overall"]["questions"] == 12 and report["dialogues"]["1"]["packets"] == 188
     assert report["overall"]["gold_ids_missing_from_dialogue"] == 0
     assert report["overall"]["gold_recall"] >= 0.5  # raw-turn dense top-12 scores 0.645 on the 20 chats
+
+
+def test_gold_ids_read_every_shape_of_source_chat_ids():
+    # BEAM 500K event_ordering gives one list of ids per event (chats 7, 11, 12, 14, 17, 19): all of them are gold
+    assert gold_ids("event_ordering", [[18, 20], [148, 150], [20, 366]]) == [18, 20, 148, 150, 366]
+    assert gold_ids("temporal_reasoning", {"first_event": [4], "second_event": [9, 4]}) == [4, 9]
+    assert gold_ids("contradiction_resolution", {"first_statement": [3], "second_statement": [7]}) == [3, 7]
+    assert gold_ids("knowledge_update", {"original_info": [1], "updated_info": [5, "6"]}) == [5, 6]
+    assert gold_ids("knowledge_update", {"original_info": [1], "updated_info": [5]}, "original_info") == [1]
+    assert gold_ids("information_extraction", 12) == [12] and gold_ids("information_extraction", None) == []
+    assert gold_ids("information_extraction", [True, "x", 2.5, "8"]) == [8]

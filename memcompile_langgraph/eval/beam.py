@@ -38,21 +38,19 @@ def _read_json(path: Path) -> Any:
         raise UnusableInput(f"{path}: not valid JSON") from None
 
 
+def _flat(value: Any) -> list[Any]:
+    """The leaves of nested lists: some event_ordering questions give one list of ids per event."""
+    return [x for v in value for x in _flat(v)] if isinstance(value, list) else [value]
+
+
 def gold_ids(category: str, source: Any, key: str = UPDATED) -> list[int]:
-    """Message ids of a question's evidence: a list, or a dict of lists (knowledge updates: the `key` one only)."""
+    """Message ids of a question's evidence: a list (of ids or of lists of ids), or a dict of lists (knowledge
+    updates: the `key` one only)."""
     if isinstance(source, dict):
-        source = (
-            source.get(key)
-            if category == "knowledge_update"
-            else [x for v in source.values() for x in (v if isinstance(v, list) else [v])]
-        )
-    if isinstance(source, (int, str)):
-        source = [source]
-    if not isinstance(source, list):
-        return []
+        source = source.get(key) if category == "knowledge_update" else list(source.values())
     out = [
         int(x)
-        for x in source
+        for x in _flat(source)
         if (isinstance(x, int) and not isinstance(x, bool)) or (isinstance(x, str) and x.strip().isdecimal())
     ]
     return list(dict.fromkeys(out))
