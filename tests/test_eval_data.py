@@ -26,13 +26,14 @@ def test_parse_evidence_splits_and_repairs_ids():
 def test_locomo_questions_skip_adversarial_and_keep_gold():
     bench = load_locomo(LOCOMO_MINI)
     assert [d.user_id for d in bench.dialogues] == ["mini-1", "mini-2"]
-    assert bench.questions == 13 and dict(bench.skipped) == {"adversarial": 2}
+    assert bench.questions == 13 and dict(bench.skipped) == {"adversarial": 2, "gold_id_not_in_dialogue": 1}
     assert bench.categories == ("single-hop", "multi-hop", "temporal", "open-domain")
     q = {x.question: x for d in bench.dialogues for x in d.questions}
     assert q["Where does Priya work?"].gold == ("D1:4", "D2:1") and q["Where does Priya work?"].category == "single-hop"
     assert q["How many minutes did Tom need for the 10K?"].answer == "52"  # numeric answers become text
     assert q["What does Priya like about robots?"].gold == ()
     assert q["Is Ben a runner?"].gold == ("D1:4",) and q["Is Ben a runner?"].category == "open-domain"
+    assert q["Who waited during the race?"].gold == ("D2:2",)  # D9:9 is not in mini-1: counted, left out
     assert q["When did Tom run the Riverside 10K?"].qid == "mini-1#2"
     assert len(bench.dialogues[0].turns) == 11
     assert bench.dialogues[0].turns[9]["blip_caption"] == "a photo of a man holding a race medal"
@@ -90,3 +91,29 @@ def test_longmemeval_bad_files(tmp_path):
     with pytest.raises(UnusableInput, match="no usable LongMemEval instance"):
         load_longmemeval(bad)
     assert [d.user_id for d in load_longmemeval(LME_MINI, ["q-temp-2"]).dialogues] == ["q-temp-2"]
+
+
+def test_locomo_gold_ids_the_dialogue_does_not_hold_are_counted_not_scored(tmp_path):
+    # conv-42 and conv-47 of the dev split name a turn their dialogue lacks (D10:19, D4:36)
+    sample = {
+        "sample_id": "s",
+        "conversation": {
+            "speaker_a": "A",
+            "speaker_b": "B",
+            "session_1_date_time": "1:00 pm on 8 May, 2023",
+            "session_1": [
+                {"speaker": "A", "dia_id": "D1:1", "text": "I moved to Lisbon."},
+                {"speaker": "B", "dia_id": "D1:2", "text": "I adopted a cat."},
+            ],
+        },
+        "qa": [
+            {"question": "Where?", "answer": "Lisbon, a cat", "evidence": ["D1:1", "D1:9; D1:2"], "category": 1},
+            {"question": "Who?", "answer": "nobody", "evidence": ["D7:3"], "category": 4},
+        ],
+    }
+    (tmp_path / "s.json").write_text(json.dumps([sample]))
+    bench = load_locomo(tmp_path / "s.json")
+    q = {x.question: x for d in bench.dialogues for x in d.questions}
+    assert q["Where?"].gold == ("D1:1", "D1:2")  # recall 1 is reachable
+    assert q["Who?"].gold == ()  # no usable gold: left out of recall, not scored 0
+    assert dict(bench.skipped) == {"gold_id_not_in_dialogue": 2}

@@ -39,14 +39,17 @@ def skip_reason(item: Any) -> str | None:
     return None
 
 
-def locomo_questions(user_id: str, qa: Iterable[Any], skipped: Counter) -> list[Question]:
+def locomo_questions(user_id: str, qa: Iterable[Any], skipped: Counter, dia_ids: set[str]) -> list[Question]:
     out = []
     for i, item in enumerate(qa):
         reason = skip_reason(item)
         if reason:
             skipped[reason] += 1
             continue
-        gold = parse_evidence(item.get("evidence"))
+        # an id the dialogue does not hold (two in the dev split) can never be retrieved: counted, not scored
+        ids = parse_evidence(item.get("evidence"))
+        skipped["gold_id_not_in_dialogue"] += sum(g not in dia_ids for g in ids)
+        gold = tuple(g for g in ids if g in dia_ids)
         category = CATEGORIES[item["category"]]
         out.append(
             Question(
@@ -65,6 +68,8 @@ def load_locomo(path: str | Path, samples: Iterable[str] | None = None) -> Bench
     bench = Benchmark("locomo", tuple(CATEGORIES.values()), [])
     for conv in conversations:
         d = Dialogue(str(conv.user_id), conv.turns)
-        d.questions = locomo_questions(d.user_id, conv.qa if isinstance(conv.qa, list) else [], bench.skipped)
+        dia_ids = {t["dia_id"] for t in conv.turns if isinstance(t, dict) and isinstance(t.get("dia_id"), str)}
+        d.questions = locomo_questions(d.user_id, conv.qa if isinstance(conv.qa, list) else [], bench.skipped, dia_ids)
         bench.dialogues.append(d)
+    bench.skipped = Counter({k: v for k, v in bench.skipped.items() if v})
     return bench
