@@ -335,3 +335,58 @@ def test_a_damaged_dialogues_file_is_made_again(locomo_run, tmp_path, damaged):
     original = json.loads((locomo_run / "report.json").read_text())
     assert report["overall"]["questions"] == original["overall"]["questions"]
     assert set(json.loads((out / "dialogues.json").read_text())) == set(original["dialogues"])
+
+
+def _tiny_locomo(path: Path, evidence: str) -> None:
+    turns = ["I adopted a beagle named Biscuit.", "Biscuit chewed my running shoes.", "I play the cello on Sundays."]
+    sample = {
+        "sample_id": "tiny",
+        "conversation": {
+            "speaker_a": "Tom",
+            "speaker_b": "Ana",
+            "session_1_date_time": "1:00 pm on 8 May, 2023",
+            "session_1": [{"speaker": "Tom", "dia_id": f"D1:{i}", "text": t} for i, t in enumerate(turns, 1)],
+        },
+        "qa": [
+            {"question": "What is Tom's dog called?", "answer": "Biscuit", "evidence": [evidence], "category": 4},
+            {"question": "What does Tom play?", "answer": "cello", "evidence": ["D1:3"], "category": 4},
+        ],
+    }
+    path.write_text(json.dumps([sample]))
+
+
+def test_a_rerun_redoes_questions_whose_gold_changed(tmp_path, embeddings):
+    data, out = tmp_path / "tiny.json", tmp_path / "out"
+    _tiny_locomo(data, "D1:1")
+    assert run_eval("locomo", str(data), "--out", str(out)) == 0
+    _tiny_locomo(data, "D1:1; D1:2")  # the same question, its gold corrected
+    assert run_eval("locomo", str(data), "--out", str(out)) == 0
+    records = lines(results_file(out))
+    assert len(records) == 3  # the unchanged question was not redone
+    report = json.loads((out / "report.json").read_text())
+    assert {r["qid"]: r["gold"] for r in records}["tiny#0"] == ["D1:1", "D1:2"]
+    assert report["overall"]["questions_with_gold"] == 2 and report["pending"] == 0
+
+
+def test_results_files_are_named_after_the_embedding_model_not_its_class(tmp_path):
+    from langchain_core.embeddings import Embeddings
+
+    from memcompile_langgraph.eval.dataset import Benchmark
+    from memcompile_langgraph.eval.runner import EvalOptions, EvalRun
+
+    class Model(Embeddings):
+        def __init__(self, identity: str):
+            self.identity = identity
+
+        def embed_documents(self, texts):
+            return [[1.0] for _ in texts]
+
+        def embed_query(self, text):
+            return [1.0]
+
+    bench = Benchmark("locomo", (), [])
+    names = {
+        EvalRun(bench, EvalOptions(out=tmp_path / m, store=tmp_path / "s"), Model(m)).main.log.path.name
+        for m in ("all-MiniLM-L6-v2/int8", "all-MiniLM-L6-v2/fp32")
+    }
+    assert len(names) == 2  # int8 records are not resumed by an fp32 run

@@ -57,7 +57,19 @@ class Variant:
     done: dict[str, dict[str, Any]]
 
     def todo(self, d: Dialogue) -> list[Question]:
-        return [q for q in d.questions if self.done.get(q.qid, {}).get("question") != q.question]
+        return [q for q in d.questions if not answers(self.done.get(q.qid), q)]
+
+
+def answers(record: dict[str, Any] | None, q: Question) -> bool:
+    """Whether a finished record is this question's: the same question scored on the same gold. A file edited under
+    the same ids, or a loader that reads the gold anew, makes its questions run again."""
+    return record is not None and (
+        record.get("question"),
+        record.get("category"),
+        record.get("gold"),
+        record.get("replaced"),
+        record.get("answer", q.answer),
+    ) == (q.question, q.category, list(q.gold), list(q.replaced), q.answer)
 
 
 def model_name(model: Any) -> str | None:
@@ -145,9 +157,8 @@ class EvalRun:
             "config": config.to_dict(),
             "view": self.opts.view,
             "tokenizer": self.tokenizer,
-            "embeddings": type(getattr(self.embeddings, "inner", self.embeddings)).__name__
-            if self.embeddings is not None
-            else None,
+            # the model's identity, not its class: another model or precision in the same class makes other records
+            "embeddings": embedding_identity(getattr(self.embeddings, "inner", self.embeddings)),
             "llm": model_name(self.opts.llm),
             "answer_llm": model_name(self.opts.answer_llm),
             "judge_llm": model_name(self.opts.judge_llm or self.opts.answer_llm),
@@ -274,12 +285,7 @@ class EvalRun:
     def records(self, variant: Variant) -> list[dict[str, Any]]:
         """This benchmark's finished records of a variant, in question order."""
         done = variant.log.load()
-        return [
-            done[q.qid]
-            for d in self.bench.dialogues
-            for q in d.questions
-            if done.get(q.qid, {}).get("question") == q.question
-        ]
+        return [done[q.qid] for d in self.bench.dialogues for q in d.questions if answers(done.get(q.qid), q)]
 
 
 def _bar(total: int, enabled: bool) -> Any:
