@@ -3,6 +3,8 @@
 import math
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from memcompile_langgraph.eval import metrics
 from memcompile_langgraph.eval.aggregate import baseline_figures, budget_curves, by_category, figures
@@ -174,3 +176,40 @@ def test_categories_baselines_and_budget_curves(records):
     assert curves["k"] == list(range(1, 13))
     assert curves["system"][0] == pytest.approx(0.75) and curves["system"][-1] == pytest.approx(0.75)
     assert curves["bm25"][0] == pytest.approx(0.75) and curves["bm25"][10] == pytest.approx(1.0)
+
+
+IDS = st.sampled_from([f"D{s}:{t}" for s in (1, 2) for t in range(1, 6)])
+
+
+@given(gold=st.lists(IDS, min_size=1, max_size=4), found=st.lists(IDS, max_size=8), data=st.data())
+def test_gold_recall_properties(gold, found, data):
+    r = gold_recall(gold, found)
+    assert 0 <= r <= 1
+    assert r == gold_recall(gold, data.draw(st.permutations(found)))  # the order of the packets does not count
+    assert r == gold_recall(list(reversed(gold)), found + found)  # nor repeats
+    assert full_coverage(gold, found) == (r == 1)
+    assert gold_recall(gold, found + gold) == 1
+    missed = [g for g in gold if g not in found]
+    if missed:
+        assert gold_recall(gold, [*found, data.draw(st.sampled_from(missed))]) > r  # one more gold turn counts
+    assert gold_recall(gold, [*found, "D9:9"]) == r  # a turn outside the gold does not
+
+
+@given(
+    rows=st.lists(
+        st.tuples(st.sampled_from(["single-hop", "temporal"]), st.lists(IDS, max_size=3), st.lists(IDS, max_size=6)),
+        min_size=1,
+        max_size=8,
+    )
+)
+def test_recall_is_a_mean_over_questions_with_gold_and_baselines_score_it_the_same(rows):
+    from memcompile_langgraph.eval.aggregate import recall_figures
+
+    records = [
+        {"category": c, "gold": gold, "selected": found, "baselines": {"bm25": found}} for c, gold, found in rows
+    ]
+    scored = [gold_recall(g, f) for _, g, f in rows if g]
+    got = recall_figures(records, lambda r: r["selected"])
+    assert got["questions_with_gold"] == len(scored)  # a question without gold is counted, not scored 0 or 1
+    assert got["gold_recall"] == pytest.approx(sum(scored) / len(scored) if scored else 0.0, abs=1e-6)
+    assert recall_figures(records, lambda r: r["baselines"]["bm25"]) == got
