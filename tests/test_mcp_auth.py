@@ -136,17 +136,24 @@ def test_non_loopback_needs_tokens_and_bad_tokens_files_are_one_line(tmp_path, e
     assert not (tmp_path / "s").exists()
 
 
-async def test_the_tokens_file_is_read_again_when_it_changes(tmp_path):
-    """Revoking is an edit of the file: a removed token gets 401 at its next request, an added one works, and a
-    changed file that cannot be used lets nobody in (it is not the old file that stays in force)."""
+def serving_tokens(tmp_path, lines: str):
+    """A server over a private tokens file of these lines: the file, the server, a probe (a token -> the status of an
+    initialize request with it) and the server's log."""
     tokens = tmp_path / "tokens"
-    tokens.write_text(f"{TOM} tom\n{ANN} ann\n")
+    tokens.write_text(lines)
     tokens.chmod(0o600)
     server, url, log = serve(tmp_path, "127.0.0.1", "--tokens", str(tokens))
 
     def status(token: str) -> int:
         return httpx.post(url, json=INIT, headers={**MCP_HEADERS, "Authorization": f"Bearer {token}"}).status_code
 
+    return tokens, server, status, log
+
+
+async def test_the_tokens_file_is_read_again_when_it_changes(tmp_path):
+    """Revoking is an edit of the file: a removed token gets 401 at its next request, an added one works, and a
+    changed file that cannot be used lets nobody in (it is not the old file that stays in force)."""
+    tokens, server, status, log = serving_tokens(tmp_path, f"{TOM} tom\n{ANN} ann\n")
     with server:
         assert status(TOM) == 200 and status(ANN) == 200
         replaced = tmp_path / "tokens.new"
@@ -165,14 +172,7 @@ async def test_the_tokens_file_is_read_again_when_it_changes(tmp_path):
 async def test_a_tokens_file_opened_to_other_users_while_serving_lets_nobody_in(tmp_path):
     """The start refuses a tokens file other users may read; one opened to them later (a chmod, or a file saved anew
     with the umask's mode) must not stay in force either: anyone who reads it could act as every user it names."""
-    tokens = tmp_path / "tokens"
-    tokens.write_text(f"{TOM} tom\n")
-    tokens.chmod(0o600)
-    server, url, log = serve(tmp_path, "127.0.0.1", "--tokens", str(tokens))
-
-    def status(token: str) -> int:
-        return httpx.post(url, json=INIT, headers={**MCP_HEADERS, "Authorization": f"Bearer {token}"}).status_code
-
+    tokens, server, status, log = serving_tokens(tmp_path, f"{TOM} tom\n")
     with server:
         assert status(TOM) == 200
         tokens.chmod(0o644)
