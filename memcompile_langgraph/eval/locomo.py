@@ -48,7 +48,8 @@ def locomo_questions(user_id: str, qa: Iterable[Any], skipped: Counter, dia_ids:
             continue
         # an id the dialogue does not hold (two in the dev split) can never be retrieved: counted, not scored
         ids = parse_evidence(item.get("evidence"))
-        skipped["gold_id_not_in_dialogue"] += sum(g not in dia_ids for g in ids)
+        if missing := sum(g not in dia_ids for g in ids):
+            skipped["gold_id_not_in_dialogue"] += missing
         gold = tuple(g for g in ids if g in dia_ids)
         category = CATEGORIES[item["category"]]
         out.append(
@@ -71,5 +72,4 @@ def load_locomo(path: str | Path, samples: Iterable[str] | None = None) -> Bench
         dia_ids = {t["dia_id"] for t in conv.turns if isinstance(t, dict) and isinstance(t.get("dia_id"), str)}
         d.questions = locomo_questions(d.user_id, conv.qa if isinstance(conv.qa, list) else [], bench.skipped, dia_ids)
         bench.dialogues.append(d)
-    bench.skipped = Counter({k: v for k, v in bench.skipped.items() if v})
     return bench
